@@ -1,0 +1,342 @@
+"""Bookie processes: a real BookKeeper distribution, or the reference bookie test double.
+
+With a BookKeeper distribution (``BOOKKEEPER_HOME``, or a directory passed explicitly) each
+bookie is ``$BOOKKEEPER_HOME/bin/bookkeeper bookie`` with a generated ``bk_server.conf``
+handed over through ``BOOKIE_CONF``, exactly as the distribution's scripts expect.
+
+Without one, each bookie is the reference bookie (``python -m adapters.refbookie --conf
+FILE``), a test double that reads the same configuration keys. It lets the suite run where no
+Java BookKeeper is installed; it is not BookKeeper and nothing here relies on its quirks.
+
+A bookie is ready when its ``<ledgers root>/available/<bookie id>`` znode exists (and, after
+a crash, is no longer the stale registration of the previous process) and its port accepts
+TCP connections.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.util
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kazoo.exceptions import KazooException, NoNodeError
+
+from adapters.cluster.errors import (
+    BookKeeperNotFound,
+    ClusterError,
+    ClusterStartTimeout,
+    NodeStateError,
+    ProcessExited,
+)
+from adapters.cluster.network import LOOPBACK, port_accepts
+from adapters.cluster.processes import ManagedProcess
+from adapters.zookeeper.client import wait
+from adapters.zookeeper.errors import MetadataError
+
+REFERENCE_BOOKIE_MODULE = "adapters.refbookie"
+ZK_REQUEST_TIMEOUT = 3.0
+
+
+class LedgerStorage(enum.Enum):
+    """``ledgerStorageClass`` values. Limbo (data integrity checking) needs ``DB``."""
+
+    SORTED = "org.apache.bookkeeper.bookie.SortedLedgerStorage"
+    INTERLEAVED = "org.apache.bookkeeper.bookie.InterleavedLedgerStorage"
+    DB = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+
+
+class BookieImplementation(enum.Enum):
+    BOOKKEEPER = "bookkeeper"
+    #: The project's test double (``adapters.refbookie``); never BookKeeper itself.
+    REFERENCE = "reference"
+
+
+@dataclass(frozen=True)
+class BookieSettings:
+    """Configuration shared by every bookie of a cluster.
+
+    ``extra`` entries are written last and so override anything generated, e.g.
+    ``{"flushInterval": "3600000"}`` to keep unjournaled entries in memory long enough for a
+    crash to lose them.
+    """
+
+    ledger_storage: LedgerStorage = LedgerStorage.SORTED
+    journal_write_data: bool = True
+    data_integrity_checking: bool = False
+    stamp_missing_cookies: bool = False
+    #: Bookie's ZooKeeper session timeout; a crashed bookie's registration lingers this long.
+    zk_session_timeout_ms: int = 4000
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BookieConfig:
+    """Everything that distinguishes one bookie of a cluster from another."""
+
+    name: str
+    port: int
+    directory: Path
+    zookeeper_connect: str
+    ledgers_root: str
+    metadata_service_uri: str
+    settings: BookieSettings = BookieSettings()
+
+    @property
+    def bookie_id(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.directory / "journal"
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.directory / "ledgers"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "bk_server.conf"
+
+    def entries(self) -> dict[str, str]:
+        s = self.settings
+        entries = {
+            "bookiePort": str(self.port),
+            "bookieId": self.bookie_id,
+            # Loopback only: bind the loopback interface and advertise 127.0.0.1 (which
+            # BookKeeper accepts as an id once advertisedAddress is set).
+            "advertisedAddress": LOOPBACK,
+            "listeningInterface": "lo",
+            "allowLoopback": "true",
+            "metadataServiceUri": self.metadata_service_uri,
+            # Pre-4.7 keys, read only where metadataServiceUri is unknown.
+            "zkServers": self.zookeeper_connect,
+            "zkLedgersRootPath": self.ledgers_root,
+            "zkTimeout": str(s.zk_session_timeout_ms),
+            "journalDirectories": str(self.journal_dir),
+            "ledgerDirectories": str(self.ledger_dir),
+            "ledgerStorageClass": s.ledger_storage.value,
+            "journalWriteData": _flag(s.journal_write_data),
+            "dataIntegrityChecking": _flag(s.data_integrity_checking),
+            "dataIntegrityStampMissingCookies": _flag(s.stamp_missing_cookies),
+            "httpServerEnabled": "false",
+            "autoRecoveryDaemonEnabled": "false",
+            # The garbage collector deletes every ledger whose metadata znode it cannot find.
+            # Keep BookKeeper's own default (10 min) explicit: a short gcWaitTime would delete
+            # ledgers a test writes before (or without) creating their metadata.
+            "gcWaitTime": "600000",
+            # DbLedgerStorage sizes its caches from direct memory by default; keep them small.
+            "dbStorage_writeCacheMaxSizeMb": "32",
+            "dbStorage_readAheadCacheMaxSizeMb": "16",
+        }
+        entries.update(s.extra)
+        return entries
+
+    def render(self) -> str:
+        return "".join(f"{key}={value}\n" for key, value in self.entries().items())
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def find_bookkeeper_home(
+    explicit: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The BookKeeper distribution to run: ``explicit``, else ``BOOKKEEPER_HOME``, else None.
+
+    A directory that is named but holds no runnable distribution is an error.
+    """
+    env = os.environ if environ is None else environ
+    home = (
+        explicit
+        if explicit is not None
+        else (Path(env["BOOKKEEPER_HOME"]) if env.get("BOOKKEEPER_HOME") else None)
+    )
+    if home is None:
+        return None
+    script = home / "bin" / "bookkeeper"
+    if not os.access(script, os.X_OK):
+        raise BookKeeperNotFound(
+            f"{home} has no executable bin/bookkeeper; point BOOKKEEPER_HOME (or "
+            "--bookkeeper-home) at an unpacked bookkeeper-server-X.Y.Z-bin distribution"
+        )
+    if not any((home / "lib").glob("*bookkeeper-server-*.jar")) and not any(
+        home.glob("*bookkeeper-server-*.jar")
+    ):
+        raise BookKeeperNotFound(
+            f"{home} has bin/bookkeeper but no bookkeeper-server jar in lib/; "
+            "use a binary distribution (bookkeeper-server-X.Y.Z-bin.tar.gz), not a source tree"
+        )
+    return home
+
+
+def reference_bookie_available() -> bool:
+    """True when the reference bookie test double can be run (``adapters.refbookie``)."""
+    try:
+        return importlib.util.find_spec(f"{REFERENCE_BOOKIE_MODULE}.__main__") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _project_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+class BookieProcess:
+    """One bookie: its configuration, its process and what is needed to tell it is ready."""
+
+    def __init__(self, config: BookieConfig, bookkeeper_home: Path | None, log_dir: Path) -> None:
+        self.config = config
+        self.bookkeeper_home = bookkeeper_home
+        self.implementation = (
+            BookieImplementation.BOOKKEEPER
+            if bookkeeper_home is not None
+            else BookieImplementation.REFERENCE
+        )
+        if (
+            self.implementation is BookieImplementation.REFERENCE
+            and not reference_bookie_available()
+        ):
+            raise ClusterError(
+                "no BOOKKEEPER_HOME and the reference bookie (adapters.refbookie) is not "
+                "installed; set BOOKKEEPER_HOME to a BookKeeper binary distribution"
+            )
+        self.process = ManagedProcess(
+            config.name,
+            self._command(),
+            log_path=log_dir / f"{config.name}.log",
+            env=self._environment(log_dir),
+            cwd=config.directory,
+        )
+        #: ZooKeeper session that owned the registration when the bookie last went down;
+        #: a registration still owned by it is stale, not a sign of readiness.
+        self.stale_owner: int | None = None
+
+    @property
+    def bookie_id(self) -> str:
+        return self.config.bookie_id
+
+    def describe(self) -> str:
+        kind = (
+            f"BookKeeper ({self.bookkeeper_home})"
+            if self.implementation is BookieImplementation.BOOKKEEPER
+            else "reference bookie (test double)"
+        )
+        return f"bookie {self.bookie_id} [{kind}]"
+
+    def _command(self) -> list[str]:
+        if self.bookkeeper_home is not None:
+            return [str(self.bookkeeper_home / "bin" / "bookkeeper"), "bookie"]
+        return [
+            sys.executable,
+            "-m",
+            REFERENCE_BOOKIE_MODULE,
+            "--conf",
+            str(self.config.config_path),
+        ]
+
+    def _environment(self, log_dir: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.bookkeeper_home is not None:
+            env.update(
+                {
+                    "BOOKIE_CONF": str(self.config.config_path),
+                    "BOOKIE_LOG_DIR": str(log_dir / self.config.name),
+                    "BOOKIE_PID_DIR": str(self.config.directory),
+                    "BOOKIE_MAX_HEAP_MEMORY": "256m",
+                    "BOOKIE_MIN_HEAP_MEMORY": "64m",
+                    "BOOKIE_MAX_DIRECT_MEMORY": "256m",
+                    "JMXDISABLE": "true",
+                }
+            )
+        else:
+            root = str(_project_root())
+            existing = env.get("PYTHONPATH")
+            env["PYTHONPATH"] = root if not existing else f"{root}{os.pathsep}{existing}"
+        return env
+
+    # Lifecycle ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Create the bookie's directories and write its configuration file."""
+        self.config.journal_dir.mkdir(parents=True, exist_ok=True)
+        self.config.ledger_dir.mkdir(parents=True, exist_ok=True)
+        self.config.config_path.write_text(self.config.render())
+
+    def start(self) -> None:
+        self.prepare()
+        self.process.start()
+
+    def registration_path(self) -> str:
+        return f"{self.config.ledgers_root}/available/{self.bookie_id}"
+
+    def _registration(self, zk: Any) -> Any:
+        path = self.registration_path()
+        try:
+            return wait(
+                zk.exists_async(path), timeout=ZK_REQUEST_TIMEOUT, operation=f"exists {path}"
+            )
+        except (KazooException, MetadataError):
+            # ZooKeeper itself may be down or paused as part of the test; not registered yet.
+            return None
+
+    def remember_registration(self, zk: Any) -> None:
+        """Record the session owning the current registration, which dies with this process."""
+        stat = self._registration(zk)
+        self.stale_owner = None if stat is None else stat.ephemeralOwner
+
+    def is_registered(self, zk: Any) -> bool:
+        stat = self._registration(zk)
+        return stat is not None and stat.ephemeralOwner != self.stale_owner
+
+    def wait_until_ready(self, zk: Any, timeout: float) -> None:
+        """Wait until the bookie is registered anew and its port accepts TCP."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.process.is_running():
+                raise ProcessExited(
+                    f"{self.describe()} exited with code {self.process.returncode} while "
+                    f"starting; log {self.process.log_path}:\n{self.process.log_tail()}"
+                )
+            if self.is_registered(zk) and port_accepts(LOOPBACK, self.config.port, 1.0):
+                self.stale_owner = None
+                return
+            if time.monotonic() > deadline:
+                raise ClusterStartTimeout(
+                    f"{self.describe()} not ready after {timeout:.0f}s (registered: "
+                    f"{self.is_registered(zk)}, port {self.config.port} open: "
+                    f"{port_accepts(LOOPBACK, self.config.port, 0.5)}). A bookie restarted after "
+                    "a crash waits for its old ZooKeeper session to expire first. "
+                    f"Log {self.process.log_path}:\n{self.process.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def wipe(self, zk: Any) -> None:
+        """Delete the bookie's journal and ledger directories; the process must be down.
+
+        A real bookie whose disks are empty but whose cookie is still in ZooKeeper refuses to
+        boot unless ``dataIntegrityStampMissingCookies`` is set. Without that setting the
+        cookie is deleted too, as an operator replacing a disk would do.
+        """
+        if self.process.is_running():
+            raise NodeStateError(f"wipe {self.describe()}: stop or crash it first")
+        shutil.rmtree(self.config.journal_dir, ignore_errors=True)
+        shutil.rmtree(self.config.ledger_dir, ignore_errors=True)
+        if not self.config.settings.stamp_missing_cookies:
+            path = f"{self.config.ledgers_root}/cookies/{self.bookie_id}"
+            try:
+                wait(zk.delete_async(path), timeout=ZK_REQUEST_TIMEOUT, operation=f"delete {path}")
+            except NoNodeError:
+                pass
+            except (KazooException, MetadataError) as exc:
+                raise ClusterError(
+                    f"wiped {self.describe()} but could not delete its cookie: {exc!r}; "
+                    "it will refuse to boot until the cookie is removed"
+                ) from exc

@@ -1,0 +1,142 @@
+"""Ledger id allocation through ZooKeeper sequential znodes, as BookKeeper does it.
+
+``meta/ZkLedgerIdGenerator.java``: create an ``EPHEMERAL_SEQUENTIAL`` znode
+``<root>/idgen/ID-`` (``<root>/ID-`` for the flat layout), parse the 10-digit sequence suffix
+as the id, and delete the znode. ZooKeeper's counter is a signed 32-bit int, so ids stop at
+``Integer.MAX_VALUE``; the first id of a fresh cluster is 0.
+
+``meta/LongZkLedgerIdGenerator.java`` (hierarchical layouts) takes over once ``<root>/idgen-long``
+exists, and creates it when the short counter overflows: the largest ``HOB-NNNNNNNNNN`` child
+gives the high 32 bits, a sequential ``ID-`` znode under it the low 32 bits; when the low bits
+overflow, the next ``HOB-`` directory is created. Only the newest three ``HOB-`` directories
+are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Final
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+
+from adapters.zookeeper.client import DEFAULT_TIMEOUT, wait
+from adapters.zookeeper.errors import LedgerIdAllocationFailed
+from adapters.zookeeper.paths import (
+    HIGH_ORDER_BITS_PREFIX,
+    IDGEN_PREFIX,
+    SHORT_LEDGER_ID_LIMIT,
+    check_layout,
+    check_ledgers_root,
+    id_generator_prefix,
+    long_id_generator_path,
+)
+
+_KEPT_HIGH_ORDER_DIRECTORIES: Final = 3
+_MAX_ATTEMPTS: Final = 8
+
+
+def allocate_ledger_id(
+    zk: KazooClient,
+    ledgers_root: str = "/ledgers",
+    layout: str = "hierarchical",
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> int:
+    """Allocate a fresh ledger id exactly as a BookKeeper client on ``layout`` would.
+
+    :raises LedgerIdAllocationFailed: the sequence suffix did not parse, or (flat layout) the
+        32-bit counter is exhausted.
+    """
+    root = check_ledgers_root(ledgers_root)
+    if check_layout(layout) == "flat":
+        ledger_id = _sequential_id(zk, id_generator_prefix(root, layout), timeout)
+        if ledger_id is None:
+            raise LedgerIdAllocationFailed(f"the flat layout's id counter under {root} overflowed")
+        return ledger_id
+
+    long_path = long_id_generator_path(root)
+    if not _exists(zk, long_path, timeout):
+        ledger_id = _sequential_id(zk, id_generator_prefix(root, layout), timeout)
+        if ledger_id is not None:
+            return ledger_id
+        # The 31-bit counter is used up: switch this cluster to 63-bit ids for good.
+        _create_quietly(zk, long_path, timeout, makepath=True)
+    return _allocate_long_id(zk, long_path, timeout)
+
+
+def _allocate_long_id(zk: KazooClient, long_path: str, timeout: float) -> int:
+    for _attempt in range(_MAX_ATTEMPTS):
+        children = wait(
+            zk.get_children_async(long_path), timeout=timeout, operation=f"children {long_path}"
+        )
+        high_bits = sorted(_high_order_bits(name) for name in children if _is_hob(name))
+        if not high_bits:
+            _create_quietly(zk, _hob_path(long_path, 1), timeout)
+            continue
+        high = high_bits[-1]
+        low = _sequential_id(zk, f"{_hob_path(long_path, high)}/{IDGEN_PREFIX}", timeout)
+        if low is None:
+            _create_quietly(zk, _hob_path(long_path, high + 1), timeout)
+            continue
+        for stale in high_bits[:-_KEPT_HIGH_ORDER_DIRECTORIES]:
+            _delete_quietly(zk, _hob_path(long_path, stale), timeout)
+        return (high << 32) | low
+    raise LedgerIdAllocationFailed(
+        f"no long ledger id under {long_path} after {_MAX_ATTEMPTS} attempts"
+    )
+
+
+def _sequential_id(zk: KazooClient, prefix: str, timeout: float) -> int | None:
+    """Create+delete one sequential znode; its number, or None if it overflowed 31 bits."""
+    created = wait(
+        zk.create_async(prefix, b"", ephemeral=True, sequence=True, makepath=True),
+        timeout=timeout,
+        operation=f"create sequential {prefix}",
+    )
+    try:
+        suffix = created[len(prefix) :] if created.startswith(prefix) else ""
+        try:
+            number = int(suffix)
+        except ValueError as exc:
+            raise LedgerIdAllocationFailed(
+                f"sequential znode {created!r} has no numeric suffix after {prefix!r}"
+            ) from exc
+    finally:
+        # BookKeeper deletes the znode whatever the outcome; it is ephemeral anyway.
+        _delete_quietly(zk, created, timeout)
+    if number < 0 or number >= SHORT_LEDGER_ID_LIMIT:
+        return None
+    return number
+
+
+def _is_hob(name: str) -> bool:
+    digits = name.removeprefix(HIGH_ORDER_BITS_PREFIX)
+    return name.startswith(HIGH_ORDER_BITS_PREFIX) and digits.isascii() and digits.isdigit()
+
+
+def _high_order_bits(name: str) -> int:
+    return int(name.removeprefix(HIGH_ORDER_BITS_PREFIX))
+
+
+def _hob_path(long_path: str, high: int) -> str:
+    return f"{long_path}/{HIGH_ORDER_BITS_PREFIX}{high:010d}"
+
+
+def _exists(zk: KazooClient, path: str, timeout: float) -> bool:
+    return wait(zk.exists_async(path), timeout=timeout, operation=f"exists {path}") is not None
+
+
+def _create_quietly(zk: KazooClient, path: str, timeout: float, *, makepath: bool = False) -> None:
+    # Losing the race to another allocator is fine: the directory exists either way.
+    with contextlib.suppress(NodeExistsError):
+        wait(
+            zk.create_async(path, b"", makepath=makepath),
+            timeout=timeout,
+            operation=f"create {path}",
+        )
+
+
+def _delete_quietly(zk: KazooClient, path: str, timeout: float) -> None:
+    with contextlib.suppress(NoNodeError, NotEmptyError):
+        wait(zk.delete_async(path), timeout=timeout, operation=f"delete {path}")

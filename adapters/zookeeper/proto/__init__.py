@@ -1,0 +1,1 @@
+"""Protobuf classes generated from ``bookkeeper_data_formats.proto`` (see ``regenerate``)."""

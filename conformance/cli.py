@@ -1,0 +1,40 @@
+"""``bkconform``: the command line.
+
+Each command group lives in ``conformance/commands/<group>.py`` and registers its parsers;
+every leaf parser sets ``func(args) -> int``, the process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from conformance.commands import cluster as cluster_command
+from conformance.commands import model as model_command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bkconform",
+        description="Property-based conformance testing for Apache BookKeeper and ZooKeeper.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    model_command.register(subparsers)
+    cluster_command.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print("bkconform: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

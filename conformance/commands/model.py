@@ -1,0 +1,244 @@
+"""``bkconform model check``: explore the executable BookKeeper spec, exhaustively or randomly.
+
+The default constants are the configuration whose TLC figures the model reproduces
+(Bookies=2, Clients=2, WQ=2, AQ=1, SendLimit=1, InflightLimit=1: 285,773 distinct states,
+depth 28).
+
+Exit codes: 0 = explored completely (or every walk ran) and no invariant was violated;
+1 = an invariant was violated (the trace is printed); 2 = could not decide (a state or time
+limit stopped an exhaustive search first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+from model.bookkeeper.actions import Label
+from model.bookkeeper.config import ConfigError, ModelConfig
+from model.bookkeeper.explore import check_exhaustively, simulate_randomly
+from model.bookkeeper.invariants import invariants_for
+from model.bookkeeper.records import State
+from model.bookkeeper.render import numbered_trace, sequence_diagram
+from model.search.bfs import Progress, Violation
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_UNDECIDED = 2
+
+CRASH_PHASES = ("open", "recovery", "closed")
+# A state takes about 1.2 KiB; the cap keeps a default run inside this machine's memory.
+DEFAULT_MAX_STATES = 10_000_000
+
+
+def register(subparsers: Any) -> None:
+    model = subparsers.add_parser("model", help="the executable BookKeeper protocol model")
+    commands = model.add_subparsers(dest="model_command", metavar="{check}", required=True)
+    check = commands.add_parser(
+        "check",
+        help="model-check the spec: breadth-first like TLC, or random simulation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    spec = check.add_argument_group("constants (the spec's CONSTANTS)")
+    spec.add_argument("--bookies", type=int, default=2, help="number of bookies (default 2)")
+    spec.add_argument("--clients", type=int, default=2, help="number of clients (default 2)")
+    spec.add_argument("--wq", type=int, default=2, help="write quorum (default 2)")
+    spec.add_argument("--aq", type=int, default=1, help="ack quorum (default 1)")
+    spec.add_argument(
+        "--ensemble-size", type=int, default=None, help="E >= WQ, striping (default: WQ)"
+    )
+    spec.add_argument("--send-limit", type=int, default=1, help="entries written (default 1)")
+    spec.add_argument(
+        "--inflight-limit", type=int, default=1, help="unacknowledged adds (default 1)"
+    )
+    switches = check.add_argument_group("switches (known defects and extensions)")
+    switches.add_argument(
+        "--no-recovery-read-fence",
+        action="store_true",
+        help="recovery reads do not fence: BookKeeper < 4.14.0, Defect 1",
+    )
+    switches.add_argument(
+        "--no-recovery-fragment-fix",
+        action="store_true",
+        help="recovery starts at entry 1, not at its fragment: Defect 2",
+    )
+    switches.add_argument(
+        "--crash",
+        default="",
+        metavar="PHASES",
+        help="let a bookie crash and lose its data while the ledger is in these states: "
+        "comma-separated from open,recovery,closed",
+    )
+    switches.add_argument(
+        "--max-crashes", type=int, default=1, help="crash budget with --crash (default 1)"
+    )
+    switches.add_argument(
+        "--no-limbo",
+        action="store_true",
+        help="with --crash: a restarted bookie does not put open ledgers in limbo",
+    )
+    switches.add_argument(
+        "--no-fence-on-unclean-shutdown",
+        action="store_true",
+        help="with --crash: a restarted bookie does not fence open ledgers",
+    )
+    search = check.add_argument_group("search")
+    search.add_argument(
+        "--symmetry", action="store_true", help="symmetry reduction over bookies and clients"
+    )
+    search.add_argument(
+        "--max-states",
+        type=int,
+        default=DEFAULT_MAX_STATES,
+        help=f"stop an exhaustive search after N distinct states, exit 2 (default "
+        f"{DEFAULT_MAX_STATES:,}, about 12 GiB; 0 = no limit)",
+    )
+    search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
+    search.add_argument("--depth", type=int, default=100, help="states per walk (default 100)")
+    search.add_argument(
+        "--walks", type=int, default=None, help="number of walks (default: no limit)"
+    )
+    search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    search.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="time budget (simulation default: 300 s; exhaustive: none)",
+    )
+    search.add_argument("--quiet", action="store_true", help="no progress lines")
+    check.set_defaults(func=run_check)
+
+
+def config_from_args(args: argparse.Namespace) -> ModelConfig:
+    phases = {p.strip() for p in args.crash.split(",") if p.strip()}
+    unknown = phases - set(CRASH_PHASES)
+    if unknown:
+        raise ConfigError(
+            f"--crash takes phases from {','.join(CRASH_PHASES)}; "
+            f"unknown: {','.join(sorted(unknown))}"
+        )
+    return ModelConfig(
+        bookies=args.bookies,
+        clients=args.clients,
+        write_quorum=args.wq,
+        ack_quorum=args.aq,
+        ensemble_size=args.ensemble_size,
+        send_limit=args.send_limit,
+        inflight_limit=args.inflight_limit,
+        recovery_reads_fence=not args.no_recovery_read_fence,
+        recovery_starts_at_fragment=not args.no_recovery_fragment_fix,
+        max_crashes=args.max_crashes if phases else 0,
+        crash_when_open="open" in phases,
+        crash_in_recovery="recovery" in phases,
+        crash_when_closed="closed" in phases,
+        limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
+        fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
+    )
+
+
+def run_check(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as exc:
+        print(f"bkconform model check: bad configuration: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    print(f"Model: {cfg.describe()}", file=out)
+    print(
+        "Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)),
+        file=out,
+    )
+    if args.simulate:
+        return _simulate(cfg, args, out)
+    return _exhaustive(cfg, args, out)
+
+
+def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
+    mode = "with symmetry reduction" if args.symmetry else "no symmetry reduction"
+    print(f"Breadth-first search ({mode}).", file=out, flush=True)
+    started = time.perf_counter()
+
+    def progress(p: Progress) -> None:
+        if not args.quiet:
+            elapsed = time.perf_counter() - started
+            print(
+                f"  progress: {p.distinct_states} distinct states, depth {p.depth}, "
+                f"{p.queue} queued, {elapsed:.0f} s",
+                file=out,
+                flush=True,
+            )
+
+    result = check_exhaustively(
+        cfg, symmetry=args.symmetry, max_states=args.max_states or None, progress=progress
+    )
+    elapsed = time.perf_counter() - started
+    rate = result.distinct_states / elapsed if elapsed > 0 else 0.0
+    print(
+        f"{result.distinct_states} distinct states found, {result.states_generated} states "
+        f"generated, depth {result.depth} (the initial state is level 1).",
+        file=out,
+    )
+    print(f"Finished in {elapsed:.1f} s: {rate:,.0f} distinct states/s.", file=out)
+    if result.violation is not None:
+        _print_violation(cfg, result.violation, out)
+        return EXIT_VIOLATION
+    if not result.complete:
+        print(f"Not exhaustive: {result.stopped_reason}. No violation found so far.", file=out)
+        return EXIT_UNDECIDED
+    print("No invariant is violated.", file=out)
+    return EXIT_OK
+
+
+def _simulate(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
+    budget = args.seconds if args.seconds is not None else 300.0
+    walks = "unbounded" if args.walks is None else str(args.walks)
+    print(
+        f"Random simulation (swarm policy): seed {args.seed}, depth {args.depth}, "
+        f"walks {walks}, budget {budget:.0f} s.",
+        file=out,
+        flush=True,
+    )
+    started = time.perf_counter()
+    deadline = started + budget
+    result = simulate_randomly(
+        cfg,
+        seed=args.seed,
+        depth=args.depth,
+        walks=args.walks,
+        should_stop=lambda: time.perf_counter() > deadline,
+    )
+    elapsed = time.perf_counter() - started
+    print(
+        f"{result.walks} walks, {result.steps} steps in {elapsed:.1f} s "
+        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s).",
+        file=out,
+    )
+    if result.violation is not None:
+        print(
+            f"Found by walk {result.violating_walk} (walk seed {result.violating_walk_seed}).",
+            file=out,
+        )
+        _print_violation(cfg, result.violation, out)
+        return EXIT_VIOLATION
+    print("No invariant violated in the walks run.", file=out)
+    return EXIT_OK
+
+
+def _print_violation(cfg: ModelConfig, violation: Violation[State, Label], out: TextIO) -> None:
+    names = ", ".join(violation.invariants)
+    steps = len(violation.trace) - 1
+    print(f"\nInvariant violated: {names}", file=out)
+    print(f"Trace ({steps} steps, {len(violation.trace)} states):", file=out)
+    print(numbered_trace(cfg, violation.trace), file=out)
+    print("\nSequence diagram (paste into https://sequencediagram.org/):\n", file=out)
+    print(
+        sequence_diagram(
+            cfg,
+            violation.trace,
+            title=f"{names} ({cfg.describe()})",
+            final_note=f"VIOLATED: {names}",
+        ),
+        file=out,
+    )

@@ -1,0 +1,992 @@
+"""Every action of the spec's ``Next``, as functions from a state to its labelled successors.
+
+Each action keeps the spec's name, guards and effects. ``successors(config, state)`` returns
+every successor of a state, each with a ``Label`` naming the action, the client or bookie that
+took it, the message it processed and the messages it sent (each delivered or lost), so that a
+test engine can choose among them and a trace can be printed.
+
+Where the spec conjoins two assignments to ``messages'`` (a recovery read decision conjoins
+``IgnoreFurtherReadResponses`` with ``MessageProcessed``), TLC evaluates the second as an
+equality test, so the step is only enabled when both agree. We keep that semantics: the model
+must explore exactly the states TLC explores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import NamedTuple
+
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.messaging import (
+    Delivery,
+    clear_write_timeout,
+    ignore_further_read_responses,
+    lose_requests_to,
+    message_processed,
+    processed_one_and_send_another,
+    read_timeout_count,
+    send_messages_to_ensemble,
+    write_timeout_for_bookie,
+)
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    ADD_ENTRY_RESPONSE,
+    CLIENT_WITHDRAWN,
+    DELIVERED,
+    FENCE_REQUEST,
+    FENCE_RESPONSE,
+    FENCING_PHASE,
+    NEED_MORE_RESPONSES,
+    NIL_DATA,
+    NO_SUCH_ENTRY,
+    OK,
+    READ_REQUEST,
+    READ_RESPONSE,
+    READ_WRITE_PHASE,
+    RECOVERY_ABORTED,
+    REQUEST_KINDS,
+    STATUS_CLOSED,
+    STATUS_IN_RECOVERY,
+    STATUS_OPEN,
+    UNKNOWN,
+    AddEntryRequest,
+    AddEntryResponse,
+    ClientState,
+    Entry,
+    FenceRequest,
+    FenceResponse,
+    Fragment,
+    Message,
+    PendingAddOp,
+    ReadRequest,
+    ReadResponse,
+    State,
+    bookies_of,
+    init_client,
+)
+
+
+class Label(NamedTuple):
+    """What a step did: the spec's action name and its arguments."""
+
+    action: str
+    client: int | None = None
+    bookie: int | None = None
+    received: Message | None = None
+    sent: Delivery = ()
+    detail: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def lost(self) -> int:
+        """How many of the messages sent in this step were lost."""
+        return sum(1 for _, delivered in self.sent if not delivered)
+
+
+class Transition(NamedTuple):
+    label: Label
+    state: State
+
+
+BOOKIE_ACTIONS = (
+    "BookieSendsAddConfirmedResponse",
+    "BookieSendsAddFencedResponse",
+    "BookieSendsFencingReadLacResponse",
+    "BookieSendsReadResponse",
+)
+CLIENT_ACTIONS = (
+    "ClientCreatesLedger",
+    "ClientSendsAddEntryRequests",
+    "ClientReceivesAddConfirmedResponse",
+    "ClientReceivesAddFencedResponse",
+    "ClientChangesEnsemble",
+    "ClientResendsPendingAddOp",
+    "ClientClosesLedgerSuccess",
+    "ClientClosesLedgerFail",
+    "ClientStartsRecovery",
+    "ClientReceivesFencingReadLacResponse",
+    "ClientSendsRecoveryReadRequests",
+    "ClientReceivesRecoveryReadResponse",
+    "ClientWritesBackEntry",
+    "RecoveryClientReceivesAddConfirmedResponse",
+    "RecoveryClientChangesEnsemble",
+    "RecoveryClientSendsPendingAddOp",
+    "RecoveryClientClosesLedger",
+)
+FAULT_ACTIONS = ("BookieRestartsEmpty",)
+ALL_ACTIONS = BOOKIE_ACTIONS + CLIENT_ACTIONS + FAULT_ACTIONS
+
+
+def init_state(cfg: ModelConfig) -> State:
+    """``Init``."""
+    return State(
+        meta_status=None,
+        meta_fragments=(),
+        meta_last_entry=0,
+        meta_version=0,
+        b_entries=(frozenset(),) * cfg.bookies,
+        b_fenced=(False,) * cfg.bookies,
+        b_lac=(0,) * cfg.bookies,
+        b_limbo=(False,) * cfg.bookies,
+        crashes=0,
+        clients=tuple(init_client(cid, cfg.send_limit) for cid in range(cfg.clients)),
+        messages=frozenset(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Ensembles, quorums and fragments
+# --------------------------------------------------------------------------------------------
+
+
+@cache
+def _writeset(ensemble: int, entry_id: int, ensemble_size: int, write_quorum: int) -> int:
+    members = bookies_of(ensemble)
+    start = (entry_id - 1) % ensemble_size
+    mask = 0
+    for i in range(write_quorum):
+        mask |= 1 << members[(start + i) % ensemble_size]
+    return mask
+
+
+def writeset(cfg: ModelConfig, ensemble: int, entry_id: int) -> int:
+    """The bookies of an ensemble that store ``entry_id`` (the whole ensemble when E = WQ)."""
+    if not cfg.striped:
+        return ensemble
+    return _writeset(ensemble, entry_id, cfg.effective_ensemble_size, cfg.write_quorum)
+
+
+def has_quorum_coverage(cfg: ModelConfig, responded: int, cohort_size: int) -> bool:
+    """``HasQuorumCoverage``: no ack quorum of the cohort is left without a response."""
+    return responded.bit_count() >= cohort_size - cfg.ack_quorum + 1
+
+
+def fencing_coverage(cfg: ModelConfig, fenced: int, ensemble: int) -> bool:
+    """Enough of the ensemble is fenced that no ack quorum of any write set remains unfenced."""
+    if not cfg.striped:
+        return has_quorum_coverage(cfg, fenced, ensemble.bit_count())
+    size = cfg.effective_ensemble_size
+    return all(
+        has_quorum_coverage(
+            cfg, fenced & _writeset(ensemble, start + 1, size, cfg.write_quorum), cfg.write_quorum
+        )
+        for start in range(size)
+    )
+
+
+def fragment_of_entry_id(entry_id: int, fragments: tuple[Fragment, ...]) -> Fragment:
+    """``FragmentOfEntryId``: the fragment whose range holds ``entry_id``."""
+    if len(fragments) == 1:
+        return fragments[0]
+    last = fragments[-1]
+    if last.first_entry_id <= entry_id:
+        return last
+    # CHOOSE f1 such that its successor fragment starts after entry_id; the first such in order.
+    by_id = {f.id: f for f in fragments}
+    for f1 in fragments:
+        f2 = by_id.get(f1.id + 1)
+        if f2 is not None and f1.first_entry_id <= entry_id < f2.first_entry_id:
+            return f1
+    raise ValueError(f"no fragment holds entry {entry_id} in {fragments}")  # CHOOSE of nothing
+
+
+def valid_ensemble(
+    cfg: ModelConfig, state: State, ensemble: int, include: int, exclude: int
+) -> bool:
+    """``ValidEnsemble``."""
+    return (
+        ensemble.bit_count() == cfg.effective_ensemble_size
+        and ensemble & exclude == 0
+        and include & ensemble == include
+        and all(ensemble != f.ensemble for f in state.meta_fragments)
+    )
+
+
+def select_ensemble(cfg: ModelConfig, state: State, include: int, exclude: int) -> int | None:
+    """``SelectEnsemble``: TLC's CHOOSE picks one fixed value; we pick the smallest bitmask.
+
+    Returns None where ``EnsembleAvailable`` is false.
+    """
+    for ensemble in range(1 << cfg.bookies):
+        if valid_ensemble(cfg, state, ensemble, include, exclude):
+            return ensemble
+    return None
+
+
+def max_contiguous_confirmed_entry(cfg: ModelConfig, confirmed: tuple[int, ...]) -> int:
+    """``MaxContiguousConfirmedEntry``."""
+    best = 0
+    for index, bookies in enumerate(confirmed):
+        if bookies.bit_count() < cfg.ack_quorum:
+            break
+        best = index + 1
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# One state's precomputed facts (shared by every action's guard)
+# --------------------------------------------------------------------------------------------
+
+
+class _Ctx:
+    __slots__ = ("cfg", "counts", "earliest", "receivable", "s")
+
+    def __init__(self, cfg: ModelConfig, s: State) -> None:
+        self.cfg = cfg
+        self.s = s
+        self.counts: dict[Message, int] = dict(s.messages)
+        # Sorted so that successors come in one fixed order on every run (set order is not).
+        self.receivable: list[Message] = sorted(m for m, c in s.messages if c >= DELIVERED)
+        # IsEarliestMsg only compares add requests/responses; keep the lowest receivable id per
+        # (kind, recovery, client, bookie).
+        earliest: dict[tuple[int, bool, int, int], int] = {}
+        for m in self.receivable:
+            if m.kind == ADD_ENTRY_REQUEST or m.kind == ADD_ENTRY_RESPONSE:
+                key = (m.kind, m.recovery, m.cid, m.bookie)  # type: ignore[union-attr]
+                entry_id = m.entry.id  # type: ignore[union-attr]
+                if key not in earliest or entry_id < earliest[key]:
+                    earliest[key] = entry_id
+        self.earliest = earliest
+
+    def is_earliest(self, m: AddEntryRequest | AddEntryResponse) -> bool:
+        """``IsEarliestMsg``: no receivable message of the same stream has a lower entry id."""
+        return self.earliest[(m.kind, m.recovery, m.cid, m.bookie)] >= m.entry.id
+
+
+def _set_client(s: State, client: ClientState) -> tuple[ClientState, ...]:
+    clients = list(s.clients)
+    clients[client.id] = client
+    return tuple(clients)
+
+
+# --------------------------------------------------------------------------------------------
+# Bookie actions
+# --------------------------------------------------------------------------------------------
+
+
+def _bookie_actions(ctx: _Ctx, out: list[Transition]) -> None:
+    s = ctx.s
+    for msg in ctx.receivable:
+        if msg.kind == ADD_ENTRY_REQUEST:
+            assert isinstance(msg, AddEntryRequest)
+            if not ctx.is_earliest(msg):
+                continue
+            if not s.b_fenced[msg.bookie] or msg.recovery:
+                _bookie_sends_add_confirmed_response(ctx, msg, out)
+            else:
+                _bookie_sends_add_fenced_response(ctx, msg, out)
+        elif msg.kind == FENCE_REQUEST:
+            assert isinstance(msg, FenceRequest)
+            _bookie_sends_fencing_read_lac_response(ctx, msg, out)
+        elif msg.kind == READ_REQUEST:
+            assert isinstance(msg, ReadRequest)
+            _bookie_sends_read_response(ctx, msg, out)
+
+
+def _add_response(msg: AddEntryRequest, success: bool) -> AddEntryResponse:
+    return AddEntryResponse(
+        ADD_ENTRY_RESPONSE, msg.bookie, msg.cid, msg.entry, msg.recovery, success
+    )
+
+
+def _bookie_sends_add_confirmed_response(
+    ctx: _Ctx, msg: AddEntryRequest, out: list[Transition]
+) -> None:
+    """``BookieSendsAddConfirmedResponse``: not fenced (or a recovery add): store, confirm."""
+    s = ctx.s
+    b = msg.bookie
+    reply = _add_response(msg, True)
+    b_entries = (*s.b_entries[:b], s.b_entries[b] | {msg.entry}, *s.b_entries[b + 1 :])
+    b_lac = (*s.b_lac[:b], msg.lac, *s.b_lac[b + 1 :])
+    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+        label = Label(
+            "BookieSendsAddConfirmedResponse", bookie=b, received=msg, sent=((reply, delivered),)
+        )
+        out.append(
+            Transition(label, s._replace(b_entries=b_entries, b_lac=b_lac, messages=messages))
+        )
+
+
+def _bookie_sends_add_fenced_response(
+    ctx: _Ctx, msg: AddEntryRequest, out: list[Transition]
+) -> None:
+    """``BookieSendsAddFencedResponse``: a normal add to a fenced ledger is rejected."""
+    s = ctx.s
+    reply = _add_response(msg, False)
+    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+        label = Label(
+            "BookieSendsAddFencedResponse",
+            bookie=msg.bookie,
+            received=msg,
+            sent=((reply, delivered),),
+        )
+        out.append(Transition(label, s._replace(messages=messages)))
+
+
+def _bookie_sends_fencing_read_lac_response(
+    ctx: _Ctx, msg: FenceRequest, out: list[Transition]
+) -> None:
+    """``BookieSendsFencingReadLacResponse``: fence (even an unknown ledger) and answer the LAC.
+
+    Limbo extension: a bookie with the ledger in limbo fences but answers Unknown.
+    """
+    s = ctx.s
+    b = msg.bookie
+    code = UNKNOWN if s.b_limbo[b] else OK
+    reply = FenceResponse(FENCE_RESPONSE, b, msg.cid, s.b_lac[b], code)
+    b_fenced = (*s.b_fenced[:b], True, *s.b_fenced[b + 1 :])
+    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+        label = Label(
+            "BookieSendsFencingReadLacResponse", bookie=b, received=msg, sent=((reply, delivered),)
+        )
+        out.append(Transition(label, s._replace(b_fenced=b_fenced, messages=messages)))
+
+
+def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transition]) -> None:
+    """``BookieSendsReadResponse``: the entry if held, else NoSuchEntry (Unknown in limbo)."""
+    s = ctx.s
+    b = msg.bookie
+    held = [e for e in s.b_entries[b] if e.id == msg.entry_id]
+    if held:
+        entry, code = min(held), OK  # CHOOSE: one fixed entry with that id
+    else:
+        entry, code = Entry(msg.entry_id, NIL_DATA), (UNKNOWN if s.b_limbo[b] else NO_SUCH_ENTRY)
+    reply = ReadResponse(READ_RESPONSE, b, msg.cid, entry, msg.fence, code)
+    b_fenced = s.b_fenced
+    if msg.fence:
+        b_fenced = (*b_fenced[:b], True, *b_fenced[b + 1 :])
+    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+        label = Label("BookieSendsReadResponse", bookie=b, received=msg, sent=((reply, delivered),))
+        out.append(Transition(label, s._replace(b_fenced=b_fenced, messages=messages)))
+
+
+# --------------------------------------------------------------------------------------------
+# Client actions: the original writer
+# --------------------------------------------------------------------------------------------
+
+
+def _client_creates_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientCreatesLedger``: a metadata-only operation; the ensemble is chosen by CHOOSE."""
+    s = ctx.s
+    if s.meta_status is not None or c.meta_version is not None:
+        return
+    ensemble = select_ensemble(ctx.cfg, s, 0, 0)
+    if ensemble is None:
+        return  # CHOOSE over an empty set: TLC reports an error; no ensemble, no ledger.
+    fragment = Fragment(1, ensemble, 1)
+    fragments = (*s.meta_fragments, fragment)
+    client = c._replace(
+        status=STATUS_OPEN, meta_version=1, fragments=fragments, curr_fragment=fragment
+    )
+    label = Label("ClientCreatesLedger", client=c.id, detail=(("ensemble", ensemble),))
+    out.append(
+        Transition(
+            label,
+            s._replace(
+                clients=_set_client(s, client),
+                meta_status=STATUS_OPEN,
+                meta_version=1,
+                meta_fragments=fragments,
+            ),
+        )
+    )
+
+
+def _add_requests(
+    c: ClientState, entry: Entry, bookies: int, recovery: bool
+) -> list[AddEntryRequest]:
+    """``GetAddEntryRequests``: one add per bookie, each carrying the client's LAC."""
+    return [
+        AddEntryRequest(ADD_ENTRY_REQUEST, b, c.id, entry, c.lac, recovery)
+        for b in bookies_of(bookies)
+    ]
+
+
+def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientSendsAddEntryRequests``: the next entry goes to the current write set."""
+    cfg, s = ctx.cfg, ctx.s
+    if c.lap - c.lac > cfg.inflight_limit - 1:
+        return
+    entry_data = c.lap + 1
+    if entry_data > cfg.send_limit:
+        return
+    assert c.curr_fragment is not None
+    entry = Entry(entry_data, entry_data)
+    ensemble = c.curr_fragment.ensemble
+    msgs = _add_requests(c, entry, writeset(cfg, ensemble, entry.id), False)
+    client = c._replace(
+        lap=entry.id,
+        pending_add_ops=c.pending_add_ops | {PendingAddOp(entry, c.curr_fragment.id, ensemble)},
+    )
+    clients = _set_client(s, client)
+    for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+        label = Label("ClientSendsAddEntryRequests", client=c.id, sent=delivery)
+        out.append(Transition(label, s._replace(clients=clients, messages=messages)))
+
+
+def _receive_add_confirmed_response(
+    ctx: _Ctx, c: ClientState, is_recovery: bool, action: str, out: list[Transition]
+) -> None:
+    """``ReceiveAddConfirmedResponse``: count the confirm; maybe advance the LAC."""
+    cfg, s = ctx.cfg, ctx.s
+    assert c.curr_fragment is not None
+    ensemble = c.curr_fragment.ensemble
+    for msg in ctx.receivable:
+        if msg.kind != ADD_ENTRY_RESPONSE or msg.cid != c.id:
+            continue
+        assert isinstance(msg, AddEntryResponse)
+        if (
+            msg.recovery != is_recovery
+            or not msg.success
+            or not ensemble >> msg.bookie & 1
+            or not ctx.is_earliest(msg)
+        ):
+            continue
+        index = msg.entry.id - 1
+        confirmed = c.confirmed
+        if 0 <= index < len(confirmed):  # EXCEPT on an id outside EntryIds changes nothing
+            confirmed = (
+                *confirmed[:index],
+                confirmed[index] | 1 << msg.bookie,
+                *confirmed[index + 1 :],
+            )
+        lac = max_contiguous_confirmed_entry(cfg, confirmed)
+        pending = frozenset(
+            op
+            for op in c.pending_add_ops
+            if _confirmations(confirmed, op.entry.id) < cfg.ack_quorum or op.entry.id > lac
+        )
+        client = c._replace(
+            confirmed=confirmed, lac=lac if lac > c.lac else c.lac, pending_add_ops=pending
+        )
+        label = Label(action, client=c.id, received=msg)
+        out.append(
+            Transition(
+                label,
+                s._replace(
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
+                ),
+            )
+        )
+
+
+def _confirmations(confirmed: tuple[int, ...], entry_id: int) -> int:
+    return confirmed[entry_id - 1].bit_count() if 0 < entry_id <= len(confirmed) else 0
+
+
+def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientReceivesAddFencedResponse``: the writer learns of fencing and withdraws."""
+    s = ctx.s
+    assert c.curr_fragment is not None
+    ensemble = c.curr_fragment.ensemble
+    for msg in ctx.receivable:
+        if msg.kind != ADD_ENTRY_RESPONSE or msg.cid != c.id:
+            continue
+        assert isinstance(msg, AddEntryResponse)
+        if (
+            msg.recovery
+            or msg.success
+            or not ensemble >> msg.bookie & 1
+            or not ctx.is_earliest(msg)
+        ):
+            continue
+        client = c._replace(status=CLIENT_WITHDRAWN)
+        label = Label("ClientReceivesAddFencedResponse", client=c.id, received=msg)
+        out.append(
+            Transition(
+                label,
+                s._replace(
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
+                ),
+            )
+        )
+
+
+def _no_pending_resends(c: ClientState) -> bool:
+    """``NoPendingResends``."""
+    f = c.curr_fragment
+    assert f is not None
+    return not any(op.fragment_id != f.id or op.ensemble != f.ensemble for op in c.pending_add_ops)
+
+
+def _updated_fragments(
+    c: ClientState, first_entry_id: int, new_ensemble: int
+) -> tuple[Fragment, ...]:
+    """``UpdatedFragments``: replace the last fragment if it starts here, else append one."""
+    assert c.curr_fragment is not None
+    if first_entry_id == c.curr_fragment.first_entry_id:
+        last = c.fragments[-1]
+        return tuple(f._replace(ensemble=new_ensemble) if f == last else f for f in c.fragments)
+    return (*c.fragments, Fragment(len(c.fragments) + 1, new_ensemble, first_entry_id))
+
+
+def _change_ensemble(
+    ctx: _Ctx, c: ClientState, recovery: bool, action: str, out: list[Transition]
+) -> None:
+    """``ChangeEnsemble``: replace the bookies whose writes timed out.
+
+    The spec's ``\\E failed_bookies`` requires every failed bookie to have a write timeout and
+    every remaining one to have none, so the failed set is exactly the timed-out bookies.
+    """
+    cfg, s = ctx.cfg, ctx.s
+    if not _no_pending_resends(c):
+        return
+    if not recovery and c.meta_version != s.meta_version:
+        return
+    assert c.curr_fragment is not None
+    ensemble = c.curr_fragment.ensemble
+    failed = 0
+    for b in bookies_of(ensemble):
+        if write_timeout_for_bookie(ctx.counts, c.id, b, recovery):
+            failed |= 1 << b
+    if failed == 0:
+        return
+    good = ensemble & ~failed
+    new_ensemble = select_ensemble(cfg, s, good, failed)
+    if new_ensemble is None:
+        return  # EnsembleAvailable is false
+    first_entry_id = c.lac + 1
+    fragments = _updated_fragments(c, first_entry_id, new_ensemble)
+    confirmed = tuple(
+        bookies & ~failed if index + 1 >= first_entry_id else bookies
+        for index, bookies in enumerate(c.confirmed)
+    )
+    client = c._replace(
+        meta_version=c.meta_version if recovery else s.meta_version + 1,
+        confirmed=confirmed,
+        fragments=fragments,
+        curr_fragment=fragments[-1],
+    )
+    messages = clear_write_timeout(s.messages, c.id, failed, recovery)
+    label = Label(
+        action,
+        client=c.id,
+        detail=(("failed", failed), ("ensemble", new_ensemble), ("first_entry_id", first_entry_id)),
+    )
+    if recovery:
+        successor = s._replace(clients=_set_client(s, client), messages=messages)
+    else:
+        successor = s._replace(
+            clients=_set_client(s, client),
+            messages=messages,
+            meta_fragments=fragments,
+            meta_version=s.meta_version + 1,
+        )
+    out.append(Transition(label, successor))
+
+
+def _resend_pending_add_op(
+    ctx: _Ctx, c: ClientState, is_recovery: bool, action: str, out: list[Transition]
+) -> None:
+    """``ResendPendingAddOp``: send a pending add to the bookies new to its write set."""
+    cfg, s = ctx.cfg, ctx.s
+    curr = c.curr_fragment
+    assert curr is not None
+    for op in sorted(c.pending_add_ops):
+        if op.fragment_id == curr.id and op.ensemble == curr.ensemble:
+            continue  # NeedsResend is false
+        if any(
+            op2.fragment_id == op.fragment_id
+            and op2.ensemble == op.ensemble
+            and op2.entry.id < op.entry.id
+            for op2 in c.pending_add_ops
+        ):
+            continue
+        new_bookies = writeset(cfg, curr.ensemble, op.entry.id) & ~writeset(
+            cfg, op.ensemble, op.entry.id
+        )
+        msgs = _add_requests(c, op.entry, new_bookies, is_recovery)
+        moved = PendingAddOp(op.entry, curr.id, curr.ensemble)
+        pending = frozenset(moved if o == op else o for o in c.pending_add_ops)
+        clients = _set_client(s, c._replace(pending_add_ops=pending))
+        for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+            label = Label(action, client=c.id, sent=delivery, detail=(("entry", op.entry.id),))
+            out.append(Transition(label, s._replace(clients=clients, messages=messages)))
+
+
+def _client_closes_ledger_success(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientClosesLedgerSuccess``: a CAS on an OPEN ledger with the client's version."""
+    s = ctx.s
+    if c.meta_version != s.meta_version or s.meta_status != STATUS_OPEN:
+        return
+    assert c.meta_version is not None
+    client = c._replace(meta_version=c.meta_version + 1, status=STATUS_CLOSED)
+    label = Label("ClientClosesLedgerSuccess", client=c.id, detail=(("last_entry", c.lac),))
+    out.append(
+        Transition(
+            label,
+            s._replace(
+                clients=_set_client(s, client),
+                meta_status=STATUS_CLOSED,
+                meta_last_entry=c.lac,
+                meta_version=s.meta_version + 1,
+            ),
+        )
+    )
+
+
+def _client_closes_ledger_fail(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientClosesLedgerFail``: the ledger is no longer OPEN; the writer withdraws."""
+    s = ctx.s
+    if s.meta_status == STATUS_OPEN:
+        return
+    client = c._replace(status=CLIENT_WITHDRAWN, meta_version=None)
+    label = Label("ClientClosesLedgerFail", client=c.id)
+    out.append(Transition(label, s._replace(clients=_set_client(s, client))))
+
+
+# --------------------------------------------------------------------------------------------
+# Client actions: ledger recovery
+# --------------------------------------------------------------------------------------------
+
+
+def _client_starts_recovery(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientStartsRecovery``: mark IN_RECOVERY, fence the last ensemble with LAC reads."""
+    s = ctx.s
+    if s.meta_status != STATUS_OPEN and s.meta_status != STATUS_IN_RECOVERY:
+        return
+    last = s.meta_fragments[-1]
+    client = c._replace(
+        status=STATUS_IN_RECOVERY,
+        meta_version=s.meta_version + 1,
+        recovery_phase=FENCING_PHASE,
+        fragments=s.meta_fragments,
+        curr_fragment=last,
+        recovery_ensemble=last.ensemble,
+    )
+    clients = _set_client(s, client)
+    msgs = [FenceRequest(FENCE_REQUEST, b, c.id) for b in bookies_of(last.ensemble)]
+    for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+        label = Label("ClientStartsRecovery", client=c.id, sent=delivery)
+        out.append(
+            Transition(
+                label,
+                s._replace(
+                    clients=clients,
+                    messages=messages,
+                    meta_status=STATUS_IN_RECOVERY,
+                    meta_version=s.meta_version + 1,
+                ),
+            )
+        )
+
+
+def _client_receives_fencing_read_lac_response(
+    ctx: _Ctx, c: ClientState, out: list[Transition]
+) -> None:
+    """``ClientReceivesFencingReadLacResponse``: note the fenced bookie and the highest LAC.
+
+    With ``recovery_starts_at_fragment`` the LAC floor is the current fragment's first entry
+    minus one (the fix of Defect 2). Limbo extension: an Unknown answer counts neither as
+    fenced nor as a LAC; it is consumed and ignored.
+    """
+    cfg, s = ctx.cfg, ctx.s
+    assert c.curr_fragment is not None
+    floor = c.curr_fragment.first_entry_id - 1 if cfg.recovery_starts_at_fragment else 0
+    for msg in ctx.receivable:
+        if msg.kind != FENCE_RESPONSE or msg.cid != c.id:
+            continue
+        assert isinstance(msg, FenceResponse)
+        if msg.code == OK:
+            lac = msg.lac if msg.lac > floor else floor
+            client = c._replace(
+                fenced=c.fenced | 1 << msg.bookie,
+                lac=lac if lac > c.lac else c.lac,
+                lap=lac if lac > c.lap else c.lap,
+            )
+        else:
+            client = c
+        label = Label("ClientReceivesFencingReadLacResponse", client=c.id, received=msg)
+        out.append(
+            Transition(
+                label,
+                s._replace(
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
+                ),
+            )
+        )
+
+
+def _client_sends_recovery_read_requests(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientSendsRecoveryReadRequests``: read the next entry from the recovery ensemble.
+
+    Recovery reads carry the fence flag unless ``recovery_reads_fence`` is off (Defect 1).
+    """
+    cfg, s = ctx.cfg, ctx.s
+    if c.recovery_phase == READ_WRITE_PHASE:
+        if c.last_recoverable_entry is not None or c.curr_read_entry is not None:
+            return
+    elif c.recovery_phase == FENCING_PHASE:
+        if not fencing_coverage(cfg, c.fenced, c.recovery_ensemble):
+            return
+    else:
+        return
+    next_entry_id = c.lap + 1
+    client = c._replace(recovery_phase=READ_WRITE_PHASE, curr_read_entry=next_entry_id, fenced=0)
+    clients = _set_client(s, client)
+    msgs = [
+        ReadRequest(READ_REQUEST, b, c.id, next_entry_id, cfg.recovery_reads_fence)
+        for b in bookies_of(writeset(cfg, c.recovery_ensemble, next_entry_id))
+    ]
+    for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+        label = Label(
+            "ClientSendsRecoveryReadRequests",
+            client=c.id,
+            sent=delivery,
+            detail=(("entry", next_entry_id),),
+        )
+        out.append(Transition(label, s._replace(clients=clients, messages=messages)))
+
+
+def _read_status(ctx: _Ctx, c: ClientState, responses: frozenset[ReadResponse]) -> int:
+    """``ReadStatus``: generous on positive answers, strict on negative ones."""
+    cfg = ctx.cfg
+    if any(r.code == OK for r in responses):
+        return OK
+    negative = 0
+    for r in responses:
+        if r.code == NO_SUCH_ENTRY:
+            negative |= 1 << r.bookie
+    if has_quorum_coverage(cfg, negative, cfg.write_quorum):
+        return NO_SUCH_ENTRY
+    assert c.curr_read_entry is not None
+    cohort = writeset(cfg, c.recovery_ensemble, c.curr_read_entry)
+    if len(responses) + read_timeout_count(ctx.counts, c.id, cohort) == cfg.write_quorum:
+        return UNKNOWN
+    return NEED_MORE_RESPONSES
+
+
+def _client_receives_recovery_read_response(
+    ctx: _Ctx, c: ClientState, out: list[Transition]
+) -> None:
+    """``ClientReceivesRecoveryReadResponse``: decide positive, negative, unknown, or wait."""
+    s = ctx.s
+    if c.recovery_phase != READ_WRITE_PHASE:
+        return
+    for msg in ctx.receivable:
+        if msg.kind != READ_RESPONSE or msg.cid != c.id:
+            continue
+        assert isinstance(msg, ReadResponse)
+        if msg.entry.id != c.curr_read_entry:
+            continue
+        responses = c.read_responses | {msg}
+        status = _read_status(ctx, c, responses)
+        processed = message_processed(s.messages, msg, ctx.counts[msg])
+        if status == NEED_MORE_RESPONSES:
+            client = c._replace(read_responses=responses)
+            messages = processed
+        else:
+            # ReadPositive/ReadNegative/ReadUnknown assign messages' through
+            # IgnoreFurtherReadResponses, and the action also conjoins MessageProcessed(msg):
+            # TLC treats the second assignment as an equality test.
+            if ignore_further_read_responses(s.messages, msg, c.recovery_ensemble) != processed:
+                continue
+            messages = processed
+            assert c.curr_fragment is not None
+            if status == OK:
+                op = PendingAddOp(
+                    Entry(c.lap + 1, msg.entry.data), c.curr_fragment.id, c.curr_fragment.ensemble
+                )
+                client = c._replace(
+                    curr_read_entry=None,
+                    read_responses=frozenset(),
+                    lap=c.lap + 1,
+                    pending_add_ops=c.pending_add_ops | {op},
+                )
+            elif status == NO_SUCH_ENTRY:
+                client = c._replace(
+                    curr_read_entry=None,
+                    read_responses=frozenset(),
+                    recovery_ensemble=0,
+                    last_recoverable_entry=msg.entry.id - 1,
+                )
+            else:
+                client = c._replace(
+                    status=RECOVERY_ABORTED,
+                    curr_read_entry=None,
+                    read_responses=frozenset(),
+                    recovery_ensemble=0,
+                )
+        label = Label(
+            "ClientReceivesRecoveryReadResponse",
+            client=c.id,
+            received=msg,
+            detail=(("outcome", status),),
+        )
+        out.append(Transition(label, s._replace(clients=_set_client(s, client), messages=messages)))
+
+
+def _not_sent_write(ctx: _Ctx, c: ClientState, op: PendingAddOp) -> bool:
+    """``NotSentWrite``: no recovery add of this entry has been sent by this client."""
+    for msg in ctx.counts:
+        if (
+            msg.kind == ADD_ENTRY_REQUEST
+            and msg.cid == c.id
+            and msg.recovery  # type: ignore[union-attr]
+            and msg.entry == op.entry  # type: ignore[union-attr]
+        ):
+            return False
+    return True
+
+
+def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``ClientWritesBackEntry``: recovery-add the lowest recovered entry not yet written."""
+    cfg, s = ctx.cfg, ctx.s
+    if c.recovery_phase != READ_WRITE_PHASE:
+        return
+    unsent = [op for op in c.pending_add_ops if _not_sent_write(ctx, c, op)]
+    assert c.curr_fragment is not None
+    for op in sorted(unsent):
+        if any(op2.entry.id < op.entry.id for op2 in unsent):
+            continue
+        msgs = _add_requests(
+            c, op.entry, writeset(cfg, c.curr_fragment.ensemble, op.entry.id), True
+        )
+        for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+            label = Label(
+                "ClientWritesBackEntry",
+                client=c.id,
+                sent=delivery,
+                detail=(("entry", op.entry.id),),
+            )
+            out.append(Transition(label, s._replace(messages=messages)))
+
+
+def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    """``RecoveryClientClosesLedger``: CAS the ledger to CLOSED at the last recoverable entry."""
+    s = ctx.s
+    if (
+        s.meta_version != c.meta_version
+        or s.meta_status != STATUS_IN_RECOVERY
+        or c.recovery_phase != READ_WRITE_PHASE
+        or c.last_recoverable_entry is None
+        or c.pending_add_ops
+    ):
+        return
+    assert c.meta_version is not None
+    client = c._replace(status=STATUS_CLOSED, meta_version=c.meta_version + 1)
+    label = Label(
+        "RecoveryClientClosesLedger",
+        client=c.id,
+        detail=(("last_entry", c.last_recoverable_entry),),
+    )
+    out.append(
+        Transition(
+            label,
+            s._replace(
+                clients=_set_client(s, client),
+                meta_version=s.meta_version + 1,
+                meta_fragments=c.fragments,
+                meta_status=STATUS_CLOSED,
+                meta_last_entry=c.last_recoverable_entry,
+            ),
+        )
+    )
+
+
+def _client_actions(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
+    status = c.status
+    if status is None:
+        _client_creates_ledger(ctx, c, out)
+        _client_starts_recovery(ctx, c, out)
+    elif status == STATUS_OPEN:
+        _client_sends_add_entry_requests(ctx, c, out)
+        _receive_add_confirmed_response(ctx, c, False, "ClientReceivesAddConfirmedResponse", out)
+        _client_receives_add_fenced_response(ctx, c, out)
+        if ctx.s.meta_status == STATUS_OPEN:
+            _change_ensemble(ctx, c, False, "ClientChangesEnsemble", out)
+        _resend_pending_add_op(ctx, c, False, "ClientResendsPendingAddOp", out)
+        _client_closes_ledger_success(ctx, c, out)
+        _client_closes_ledger_fail(ctx, c, out)
+    elif status == STATUS_IN_RECOVERY:
+        _client_sends_recovery_read_requests(ctx, c, out)
+        _client_receives_recovery_read_response(ctx, c, out)
+        _client_writes_back_entry(ctx, c, out)
+        _receive_add_confirmed_response(
+            ctx, c, True, "RecoveryClientReceivesAddConfirmedResponse", out
+        )
+        if ctx.s.meta_status == STATUS_IN_RECOVERY:
+            _change_ensemble(ctx, c, True, "RecoveryClientChangesEnsemble", out)
+        _resend_pending_add_op(ctx, c, True, "RecoveryClientSendsPendingAddOp", out)
+        _recovery_client_closes_ledger(ctx, c, out)
+    # The spec guards this action by the recovery phase only, not by the client status.
+    if c.recovery_phase == FENCING_PHASE:
+        _client_receives_fencing_read_lac_response(ctx, c, out)
+
+
+# --------------------------------------------------------------------------------------------
+# Faults (extension, seed 001)
+# --------------------------------------------------------------------------------------------
+
+
+def _crash_allowed(cfg: ModelConfig, s: State) -> bool:
+    if s.crashes >= cfg.max_crashes:
+        return False
+    if s.meta_status == STATUS_OPEN:
+        return cfg.crash_when_open
+    if s.meta_status == STATUS_IN_RECOVERY:
+        return cfg.crash_in_recovery
+    if s.meta_status == STATUS_CLOSED:
+        return cfg.crash_when_closed
+    return False  # before the ledger exists a bookie has nothing to lose
+
+
+def _bookie_restarts_empty(ctx: _Ctx, out: list[Transition]) -> None:
+    """``BookieRestartsEmpty``: a bookie crashes and restarts without this ledger's data.
+
+    Entries and LAC are gone; requests delivered but not yet processed are lost. A bookie of
+    the last ensemble of a ledger that is not CLOSED comes back in limbo and/or fenced when the
+    switches say so, as BookKeeper's data integrity check does on an unclean shutdown.
+    """
+    cfg, s = ctx.cfg, ctx.s
+    if not _crash_allowed(cfg, s):
+        return
+    open_ledger = s.meta_status in (STATUS_OPEN, STATUS_IN_RECOVERY)
+    last_ensemble = s.meta_fragments[-1].ensemble if s.meta_fragments else 0
+    for b in range(cfg.bookies):
+        protected = open_ledger and bool(last_ensemble >> b & 1)
+        messages = lose_requests_to(s.messages, b, REQUEST_KINDS)
+        label = Label("BookieRestartsEmpty", bookie=b)
+        out.append(
+            Transition(
+                label,
+                s._replace(
+                    b_entries=(*s.b_entries[:b], frozenset(), *s.b_entries[b + 1 :]),
+                    b_lac=(*s.b_lac[:b], 0, *s.b_lac[b + 1 :]),
+                    b_fenced=(
+                        *s.b_fenced[:b],
+                        cfg.fence_on_unclean_shutdown and protected,
+                        *s.b_fenced[b + 1 :],
+                    ),
+                    b_limbo=(
+                        *s.b_limbo[:b],
+                        cfg.limbo_on_unclean_shutdown and protected,
+                        *s.b_limbo[b + 1 :],
+                    ),
+                    crashes=s.crashes + 1,
+                    messages=messages,
+                ),
+            )
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Next
+# --------------------------------------------------------------------------------------------
+
+
+def successors(cfg: ModelConfig, state: State) -> list[Transition]:
+    """``Next``: every enabled step from ``state``, in a fixed order."""
+    ctx = _Ctx(cfg, state)
+    out: list[Transition] = []
+    _bookie_actions(ctx, out)
+    for c in state.clients:
+        _client_actions(ctx, c, out)
+    _bookie_restarts_empty(ctx, out)
+    return out
+
+
+ActionFn = Callable[[ModelConfig, State], list[Transition]]

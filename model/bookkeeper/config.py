@@ -1,0 +1,121 @@
+"""Constants of the specification and the switches for known defects and extensions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class ConfigError(ValueError):
+    """A model configuration that the specification's ASSUMEs (or an extension) rule out."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The spec's CONSTANTS, plus switches.
+
+    Defaults are the spec as published (both defects fixed, no crashes).
+
+    Switches and their sources:
+
+    - ``recovery_reads_fence`` (default True). Recovery reads carry the fence flag. False is
+      BookKeeper before 4.14.0, the spec's Defect 1 (seed 000, BookKeeper issue #2614).
+    - ``recovery_starts_at_fragment`` (default True). A recovery client's LAC floor is the first
+      entry of the current fragment minus one. False reproduces Defect 2, the invalid fragment
+      (seed 000).
+    - ``max_crashes`` (default 0) with ``crash_when_open`` / ``crash_in_recovery`` /
+      ``crash_when_closed``: a bookie crashes and restarts with its data for this ledger lost
+      (entries and LAC), the ``BookieRestartsEmpty`` actions of BookKeeperProtocolWithLimbo
+      (seed 001), bounded in number and each switchable per ledger status.
+    - ``limbo_on_unclean_shutdown`` / ``fence_on_unclean_shutdown`` (default False): after such a
+      crash, a bookie in the ledger's last ensemble of a ledger that is not CLOSED restarts with
+      the ledger in limbo / fenced, as BookKeeper's data integrity check does (BP-46). In limbo it
+      answers Unknown, not NoSuchEntry, for entries it does not hold and for fencing LAC reads.
+    - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
+      striping: entry ``e`` is written to the write quorum of bookies that starts at position
+      ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
+    """
+
+    bookies: int = 3
+    clients: int = 2
+    write_quorum: int = 3
+    ack_quorum: int = 2
+    send_limit: int = 1
+    inflight_limit: int = 1
+    ensemble_size: int | None = None
+    recovery_reads_fence: bool = True
+    recovery_starts_at_fragment: bool = True
+    max_crashes: int = 0
+    crash_when_open: bool = True
+    crash_in_recovery: bool = True
+    crash_when_closed: bool = True
+    limbo_on_unclean_shutdown: bool = False
+    fence_on_unclean_shutdown: bool = False
+    # Derived in __post_init__; not a constant of the spec.
+    effective_ensemble_size: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.bookies < 1 or self.bookies > 16:
+            raise ConfigError(f"bookies must be between 1 and 16, got {self.bookies}")
+        if self.clients < 1 or self.clients > 8:
+            raise ConfigError(f"clients must be between 1 and 8, got {self.clients}")
+        if self.send_limit < 1:
+            raise ConfigError(
+                f"send_limit must be > 0 (ASSUME SendLimit > 0), got {self.send_limit}"
+            )
+        if self.inflight_limit < 1:
+            raise ConfigError(f"inflight_limit must be > 0, got {self.inflight_limit}")
+        if self.write_quorum < 1 or self.ack_quorum < 1:
+            raise ConfigError("write_quorum and ack_quorum must be > 0")
+        if self.write_quorum < self.ack_quorum:
+            raise ConfigError(
+                f"ASSUME WriteQuorum >= AckQuorum: write_quorum={self.write_quorum} "
+                f"< ack_quorum={self.ack_quorum}"
+            )
+        ensemble = self.write_quorum if self.ensemble_size is None else self.ensemble_size
+        if ensemble < self.write_quorum:
+            raise ConfigError(
+                f"ensemble_size ({ensemble}) must be >= write_quorum ({self.write_quorum})"
+            )
+        if ensemble > self.bookies:
+            raise ConfigError(
+                f"ensemble_size ({ensemble}) exceeds the number of bookies ({self.bookies})"
+            )
+        if self.max_crashes < 0:
+            raise ConfigError(f"max_crashes must be >= 0, got {self.max_crashes}")
+        object.__setattr__(self, "effective_ensemble_size", ensemble)
+
+    @property
+    def striped(self) -> bool:
+        return self.effective_ensemble_size > self.write_quorum
+
+    def describe(self) -> str:
+        """One line naming every constant and every switch that differs from the default."""
+        parts = [
+            f"Bookies={self.bookies}",
+            f"Clients={self.clients}",
+            f"E={self.effective_ensemble_size}",
+            f"WQ={self.write_quorum}",
+            f"AQ={self.ack_quorum}",
+            f"SendLimit={self.send_limit}",
+            f"InflightLimit={self.inflight_limit}",
+        ]
+        if not self.recovery_reads_fence:
+            parts.append("RecoveryReadsFence=FALSE")
+        if not self.recovery_starts_at_fragment:
+            parts.append("RecoveryStartsAtFragment=FALSE")
+        if self.max_crashes:
+            phases = [
+                name
+                for name, on in (
+                    ("open", self.crash_when_open),
+                    ("recovery", self.crash_in_recovery),
+                    ("closed", self.crash_when_closed),
+                )
+                if on
+            ]
+            parts.append(f"Crashes<={self.max_crashes}({','.join(phases)})")
+            parts.append(f"Limbo={'on' if self.limbo_on_unclean_shutdown else 'off'}")
+            parts.append(
+                f"FenceOnUncleanShutdown={'on' if self.fence_on_unclean_shutdown else 'off'}"
+            )
+        return " ".join(parts)

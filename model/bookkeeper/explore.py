@@ -1,0 +1,90 @@
+"""The BookKeeper spec bound to the generic explorers: exhaustive search and simulation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+from model.bookkeeper.actions import Label, init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.invariants import Invariant, invariants_for, violated
+from model.bookkeeper.records import State
+from model.bookkeeper.swarm import swarm_policy
+from model.bookkeeper.symmetry import canonical_state
+from model.search.bfs import Progress, SearchResult, Step, breadth_first
+from model.search.simulation import PolicyFactory, SimulationResult, replay_walk, simulate
+
+
+def _successors(cfg: ModelConfig) -> Callable[[State], list[tuple[Label, State]]]:
+    def step(state: State) -> list[tuple[Label, State]]:
+        return [(t.label, t.state) for t in successors(cfg, state)]
+
+    return step
+
+
+def _check(cfg: ModelConfig, invariants: tuple[Invariant, ...]) -> Callable[[State], list[str]]:
+    def check(state: State) -> list[str]:
+        return violated(cfg, state, invariants)
+
+    return check
+
+
+def check_exhaustively(
+    cfg: ModelConfig,
+    *,
+    symmetry: bool = False,
+    max_states: int | None = None,
+    invariants: tuple[Invariant, ...] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> SearchResult[State, Label]:
+    """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
+    reduction over bookies and clients)."""
+    canonical: Callable[[State], Hashable] | None = None
+    if symmetry:
+
+        def canonical(state: State) -> Hashable:
+            return canonical_state(cfg, state)
+
+    return breadth_first(
+        init_state(cfg),
+        _successors(cfg),
+        _check(cfg, invariants if invariants is not None else invariants_for(cfg)),
+        canonical=canonical,
+        max_states=max_states,
+        progress=progress,
+    )
+
+
+def simulate_randomly(
+    cfg: ModelConfig,
+    *,
+    seed: int,
+    depth: int,
+    walks: int | None,
+    policy: PolicyFactory[Label] = swarm_policy,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SimulationResult[State, Label]:
+    """Seeded random walks with the swarm policy until a violation or the budget ends."""
+    return simulate(
+        init_state(cfg),
+        _successors(cfg),
+        _check(cfg, invariants_for(cfg)),
+        seed=seed,
+        depth=depth,
+        walks=walks,
+        policy=policy,
+        should_stop=should_stop,
+    )
+
+
+def replay(
+    cfg: ModelConfig, *, walk_seed: int, depth: int, policy: PolicyFactory[Label] = swarm_policy
+) -> tuple[list[Step[State, Label]], list[str]]:
+    """Replay one simulated walk from the seed a simulation reported."""
+    return replay_walk(
+        init_state(cfg),
+        _successors(cfg),
+        _check(cfg, invariants_for(cfg)),
+        walk_seed=walk_seed,
+        depth=depth,
+        policy=policy,
+    )

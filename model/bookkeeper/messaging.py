@@ -1,0 +1,139 @@
+"""The spec's MessagePassing module: messages as a function from message to delivery count.
+
+A message is sent at most once. Sending chooses, for EACH message, a count of 1 (it will be
+delivered) or -1 (lost). Processing requires a count >= 1 and decrements it. A -1 count is what a
+sender sees as a timeout; clearing a write timeout sets those -1 counts to 0.
+
+``messages`` is a frozenset of ``(message, count)`` pairs: a frozenset caches its hash, and
+adding freshly sent messages is a set union.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    ADD_ENTRY_RESPONSE,
+    DELIVERED,
+    LOST,
+    PROCESSED,
+    READ_REQUEST,
+    READ_RESPONSE,
+    Message,
+)
+
+Messages = frozenset[tuple[Message, int]]
+Delivery = tuple[tuple[Message, bool], ...]
+
+
+@cache
+def _count_patterns(n: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(itertools.product((DELIVERED, LOST), repeat=n))
+
+
+def send_messages_to_ensemble(
+    messages: Messages, counts: dict[Message, int], msgs: Sequence[Message]
+) -> list[tuple[Messages, Delivery]]:
+    """``SendMessagesToEnsemble``: every delivered/lost combination, or nothing if any was sent."""
+    for msg in msgs:
+        if msg in counts:
+            return []
+    out = []
+    for pattern in _count_patterns(len(msgs)):
+        added = frozenset(zip(msgs, pattern, strict=True))
+        delivery = tuple((m, c == DELIVERED) for m, c in zip(msgs, pattern, strict=True))
+        out.append((messages | added, delivery))
+    return out
+
+
+def message_processed(messages: Messages, msg: Message, count: int) -> Messages:
+    """``MessageProcessed``: decrement the count of a receivable message."""
+    return (messages - {(msg, count)}) | {(msg, count - 1)}
+
+
+def processed_one_and_send_another(
+    messages: Messages, counts: dict[Message, int], received: Message, reply: Message
+) -> list[tuple[Messages, bool]]:
+    """``ProcessedOneAndSendAnother``: the reply is delivered or lost; disabled if already sent."""
+    if reply in counts:
+        return []
+    base = message_processed(messages, received, counts[received])
+    return [(base | {(reply, DELIVERED)}, True), (base | {(reply, LOST)}, False)]
+
+
+def write_timeout_for_bookie(
+    counts: dict[Message, int], cid: int, bookie: int, recovery: bool
+) -> bool:
+    """``WriteTimeoutForBookie``: a lost add request or add response of this client and bookie."""
+    for msg, count in counts.items():
+        if (
+            count == LOST
+            and msg.bookie == bookie
+            and msg.cid == cid
+            and (msg.kind == ADD_ENTRY_REQUEST or msg.kind == ADD_ENTRY_RESPONSE)
+            and msg.recovery == recovery  # type: ignore[union-attr]
+        ):
+            return True
+    return False
+
+
+def read_timeout_count(counts: dict[Message, int], cid: int, ensemble: int) -> int:
+    """``ReadTimeoutCount``: bookies of the ensemble with a lost read request or response."""
+    timed_out = 0
+    for msg, count in counts.items():
+        if (
+            count == LOST
+            and msg.cid == cid
+            and (msg.kind == READ_REQUEST or msg.kind == READ_RESPONSE)
+            and ensemble >> msg.bookie & 1
+        ):
+            timed_out |= 1 << msg.bookie
+    return timed_out.bit_count()
+
+
+def clear_write_timeout(messages: Messages, cid: int, bookies: int, recovery: bool) -> Messages:
+    """``ClearWriteTimeout``: the acted-upon -1 counts become 0 so they never fire again."""
+    return frozenset(
+        (
+            msg,
+            PROCESSED
+            if count == LOST
+            and msg.cid == cid
+            and bookies >> msg.bookie & 1
+            and (msg.kind == ADD_ENTRY_REQUEST or msg.kind == ADD_ENTRY_RESPONSE)
+            and msg.recovery == recovery  # type: ignore[union-attr]
+            else count,
+        )
+        for msg, count in messages
+    )
+
+
+def ignore_further_read_responses(messages: Messages, msg: Message, ensemble: int) -> Messages:
+    """``IgnoreFurtherReadResponses``: the decided read's undelivered messages are dropped."""
+    return frozenset(
+        (
+            m,
+            PROCESSED
+            if m == msg
+            or (
+                count == DELIVERED
+                and m.cid == msg.cid
+                and ensemble >> m.bookie & 1
+                and (m.kind == READ_REQUEST or m.kind == READ_RESPONSE)
+            )
+            else count,
+        )
+        for m, count in messages
+    )
+
+
+def lose_requests_to(messages: Messages, bookie: int, request_kinds: Iterable[int]) -> Messages:
+    """Requests delivered to a bookie that crashes before processing them are lost (-1)."""
+    kinds = frozenset(request_kinds)
+    return frozenset(
+        (m, LOST if count >= DELIVERED and m.bookie == bookie and m.kind in kinds else count)
+        for m, count in messages
+    )

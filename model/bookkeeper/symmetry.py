@@ -1,0 +1,122 @@
+"""Symmetry reduction over bookies and clients (the spec's ``Symmetry`` set).
+
+``canonical_state`` maps a state to one fixed member of its orbit under every permutation of
+bookies and of clients, so an explorer can store one state per orbit, as TLC does with
+``SYMMETRY Symmetry``. The representative is the permuted state with the smallest hash: equal
+states always get the same representative, and a hash tie between two different permutations
+(vanishingly rare) only costs a little reduction, never soundness, because states are merged
+only when their representatives are equal.
+
+As with TLC, symmetry is only sound when the spec treats bookies and clients alike; CHOOSE in
+``SelectEnsemble`` does not quite, so reduced counts are for scale, not for fidelity checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import (
+    ClientState,
+    Fragment,
+    Message,
+    PendingAddOp,
+    ReadResponse,
+    State,
+)
+
+_Permutation = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@cache
+def _permutations(bookies: int, clients: int) -> tuple[_Permutation, ...]:
+    """(bookie map, client map, bitmask table) for every non-identity permutation pair."""
+    out = []
+    for bmap in itertools.permutations(range(bookies)):
+        table = tuple(
+            sum(1 << bmap[b] for b in range(bookies) if mask >> b & 1)
+            for mask in range(1 << bookies)
+        )
+        for cmap in itertools.permutations(range(clients)):
+            if bmap == tuple(range(bookies)) and cmap == tuple(range(clients)):
+                continue
+            out.append((bmap, cmap, table))
+    return tuple(out)
+
+
+def _fragment(f: Fragment | None, table: tuple[int, ...]) -> Fragment | None:
+    return None if f is None else Fragment(f.id, table[f.ensemble], f.first_entry_id)
+
+
+def _message(m: Message, bmap: tuple[int, ...], cmap: tuple[int, ...]) -> Message:
+    return m._replace(bookie=bmap[m.bookie], cid=cmap[m.cid])
+
+
+def _client(
+    c: ClientState, bmap: tuple[int, ...], cmap: tuple[int, ...], table: tuple[int, ...]
+) -> ClientState:
+    return ClientState(
+        id=cmap[c.id],
+        meta_version=c.meta_version,
+        status=c.status,
+        fragments=tuple(Fragment(f.id, table[f.ensemble], f.first_entry_id) for f in c.fragments),
+        curr_fragment=_fragment(c.curr_fragment, table),
+        pending_add_ops=frozenset(
+            PendingAddOp(op.entry, op.fragment_id, table[op.ensemble]) for op in c.pending_add_ops
+        ),
+        lap=c.lap,
+        lac=c.lac,
+        confirmed=tuple(table[m] for m in c.confirmed),
+        fenced=table[c.fenced],
+        recovery_ensemble=table[c.recovery_ensemble],
+        curr_read_entry=c.curr_read_entry,
+        read_responses=frozenset(
+            ReadResponse(r.kind, bmap[r.bookie], cmap[r.cid], r.entry, r.fence, r.code)
+            for r in c.read_responses
+        ),
+        recovery_phase=c.recovery_phase,
+        last_recoverable_entry=c.last_recoverable_entry,
+    )
+
+
+def _by_map(values: tuple[object, ...], mapping: tuple[int, ...]) -> tuple[object, ...]:
+    out: list[object] = [None] * len(values)
+    for old, new in enumerate(mapping):
+        out[new] = values[old]
+    return tuple(out)
+
+
+def permute(
+    s: State, bmap: tuple[int, ...], cmap: tuple[int, ...], table: tuple[int, ...]
+) -> State:
+    """The state with bookie ``b`` renamed ``bmap[b]`` and client ``c`` renamed ``cmap[c]``."""
+    clients = [_client(c, bmap, cmap, table) for c in s.clients]
+    clients.sort(key=lambda c: c.id)
+    return State(
+        meta_status=s.meta_status,
+        meta_fragments=tuple(
+            Fragment(f.id, table[f.ensemble], f.first_entry_id) for f in s.meta_fragments
+        ),
+        meta_last_entry=s.meta_last_entry,
+        meta_version=s.meta_version,
+        b_entries=_by_map(s.b_entries, bmap),  # type: ignore[arg-type]
+        b_fenced=_by_map(s.b_fenced, bmap),  # type: ignore[arg-type]
+        b_lac=_by_map(s.b_lac, bmap),  # type: ignore[arg-type]
+        b_limbo=_by_map(s.b_limbo, bmap),  # type: ignore[arg-type]
+        crashes=s.crashes,
+        clients=tuple(clients),
+        messages=frozenset((_message(m, bmap, cmap), count) for m, count in s.messages),
+    )
+
+
+def canonical_state(cfg: ModelConfig, s: State) -> State:
+    """The representative of ``s``'s orbit under bookie and client permutations."""
+    best = s
+    best_hash = hash(s)
+    for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
+        candidate = permute(s, bmap, cmap, table)
+        h = hash(candidate)
+        if h < best_hash:
+            best, best_hash = candidate, h
+    return best

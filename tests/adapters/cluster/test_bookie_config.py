@@ -1,0 +1,87 @@
+"""Bookie configuration files and finding a BookKeeper distribution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.cluster.bookies import (
+    BookieConfig,
+    BookieSettings,
+    LedgerStorage,
+    find_bookkeeper_home,
+)
+from adapters.cluster.errors import BookKeeperNotFound
+
+
+def config(tmp_path: Path, settings: BookieSettings | None = None) -> BookieConfig:
+    return BookieConfig(
+        name="bookie1",
+        port=40001,
+        directory=tmp_path / "bookie1",
+        zookeeper_connect="127.0.0.1:2181,127.0.0.1:2182",
+        ledgers_root="/ledgers",
+        metadata_service_uri="zk+hierarchical://127.0.0.1:2181;127.0.0.1:2182/ledgers",
+        settings=settings or BookieSettings(),
+    )
+
+
+def parse(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if line)
+    return {key: value for key, value in pairs}
+
+
+def test_defaults_are_loopback_journaled_sorted_storage(tmp_path: Path) -> None:
+    entries = parse(config(tmp_path).render())
+    assert entries["bookiePort"] == "40001"
+    assert entries["advertisedAddress"] == "127.0.0.1"
+    assert entries["bookieId"] == "127.0.0.1:40001"
+    assert entries["metadataServiceUri"].endswith("/ledgers")
+    assert entries["journalDirectories"] == str(tmp_path / "bookie1" / "journal")
+    assert entries["ledgerDirectories"] == str(tmp_path / "bookie1" / "ledgers")
+    assert entries["ledgerStorageClass"] == "org.apache.bookkeeper.bookie.SortedLedgerStorage"
+    assert entries["journalWriteData"] == "true"
+    assert entries["dataIntegrityChecking"] == "false"
+    assert entries["dataIntegrityStampMissingCookies"] == "false"
+    assert entries["httpServerEnabled"] == "false"
+    # A short GC interval would delete ledgers whose metadata a test has not written yet.
+    assert int(entries["gcWaitTime"]) >= 600000
+
+
+def test_limbo_settings_and_overrides(tmp_path: Path) -> None:
+    settings = BookieSettings(
+        ledger_storage=LedgerStorage.DB,
+        journal_write_data=False,
+        data_integrity_checking=True,
+        stamp_missing_cookies=True,
+        extra={"flushInterval": "3600000", "httpServerEnabled": "true"},
+    )
+    entries = parse(config(tmp_path, settings).render())
+    assert entries["ledgerStorageClass"] == (
+        "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
+    )
+    assert entries["journalWriteData"] == "false"
+    assert entries["dataIntegrityChecking"] == "true"
+    assert entries["dataIntegrityStampMissingCookies"] == "true"
+    assert entries["flushInterval"] == "3600000"
+    assert entries["httpServerEnabled"] == "true"  # extra wins
+
+
+def test_bookkeeper_home_unset_means_reference_bookie() -> None:
+    assert find_bookkeeper_home(None, {}) is None
+
+
+def test_bookkeeper_home_must_hold_a_binary_distribution(tmp_path: Path) -> None:
+    with pytest.raises(BookKeeperNotFound, match="bin/bookkeeper"):
+        find_bookkeeper_home(None, {"BOOKKEEPER_HOME": str(tmp_path)})
+    script = tmp_path / "bin" / "bookkeeper"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    with pytest.raises(BookKeeperNotFound, match="bookkeeper-server jar"):
+        find_bookkeeper_home(tmp_path, {})
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "org.apache.bookkeeper-bookkeeper-server-4.17.4.jar").write_bytes(b"")
+    assert find_bookkeeper_home(tmp_path, {}) == tmp_path
+    assert find_bookkeeper_home(None, {"BOOKKEEPER_HOME": str(tmp_path)}) == tmp_path
