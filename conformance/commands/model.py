@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ConfigError, ModelConfig
-from model.bookkeeper.explore import check_exhaustively, simulate_randomly
+from model.bookkeeper.explore import STRATEGIES, check_exhaustively, simulate_randomly
 from model.bookkeeper.invariants import invariants_for
 from model.bookkeeper.records import State
 from model.bookkeeper.render import numbered_trace, sequence_diagram
@@ -97,7 +97,16 @@ def register(subparsers: Any) -> None:
         f"{DEFAULT_MAX_STATES:,}, about 12 GiB; 0 = no limit)",
     )
     search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
-    search.add_argument("--depth", type=int, default=100, help="states per walk (default 100)")
+    search.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="archive",
+        help="simulation strategy: archive (restart short swarm walks from an archive of "
+        "coarse states; default), swarm (whole swarm walks), uniform (TLC's simulation)",
+    )
+    search.add_argument(
+        "--depth", type=int, default=100, help="maximum trace length in states (default 100)"
+    )
     search.add_argument(
         "--walks", type=int, default=None, help="number of walks (default: no limit)"
     )
@@ -139,7 +148,8 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
     )
 
 
-def run_check(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = sys.stdout if out is None else out
     try:
         cfg = config_from_args(args)
     except ConfigError as exc:
@@ -195,7 +205,7 @@ def _simulate(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
     budget = args.seconds if args.seconds is not None else 300.0
     walks = "unbounded" if args.walks is None else str(args.walks)
     print(
-        f"Random simulation (swarm policy): seed {args.seed}, depth {args.depth}, "
+        f"Random simulation ({args.strategy}): seed {args.seed}, depth {args.depth}, "
         f"walks {walks}, budget {budget:.0f} s.",
         file=out,
         flush=True,
@@ -207,19 +217,23 @@ def _simulate(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
         seed=args.seed,
         depth=args.depth,
         walks=args.walks,
+        strategy=args.strategy,
         should_stop=lambda: time.perf_counter() > deadline,
     )
     elapsed = time.perf_counter() - started
+    cells = f", {result.cells} archived cells" if result.cells is not None else ""
     print(
         f"{result.walks} walks, {result.steps} steps in {elapsed:.1f} s "
-        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s).",
+        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s){cells}.",
         file=out,
     )
     if result.violation is not None:
-        print(
-            f"Found by walk {result.violating_walk} (walk seed {result.violating_walk_seed}).",
-            file=out,
+        replay = (
+            f"rerun with --seed {args.seed}"
+            if args.strategy == "archive"
+            else f"walk seed {result.violating_walk_seed}"
         )
+        print(f"Found by walk {result.violating_walk} ({replay}).", file=out)
         _print_violation(cfg, result.violation, out)
         return EXIT_VIOLATION
     print("No invariant violated in the walks run.", file=out)

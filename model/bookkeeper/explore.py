@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+from model.bookkeeper.abstraction import progress_cell
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_state
+from model.search.archive import explore_archive
 from model.search.bfs import Progress, SearchResult, Step, breadth_first
-from model.search.simulation import PolicyFactory, SimulationResult, replay_walk, simulate
+from model.search.simulation import (
+    PolicyFactory,
+    SimulationResult,
+    replay_walk,
+    simulate,
+    uniform_policy,
+)
+
+STRATEGIES = ("archive", "swarm", "uniform")
 
 
 def _successors(cfg: ModelConfig) -> Callable[[State], list[tuple[Label, State]]]:
@@ -33,6 +43,7 @@ def check_exhaustively(
     *,
     symmetry: bool = False,
     max_states: int | None = None,
+    max_depth: int | None = None,
     invariants: tuple[Invariant, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> SearchResult[State, Label]:
@@ -50,6 +61,7 @@ def check_exhaustively(
         _check(cfg, invariants if invariants is not None else invariants_for(cfg)),
         canonical=canonical,
         max_states=max_states,
+        max_depth=max_depth,
         progress=progress,
     )
 
@@ -60,10 +72,31 @@ def simulate_randomly(
     seed: int,
     depth: int,
     walks: int | None,
-    policy: PolicyFactory[Label] = swarm_policy,
+    strategy: str = "archive",
     should_stop: Callable[[], bool] = lambda: False,
 ) -> SimulationResult[State, Label]:
-    """Seeded random walks with the swarm policy until a violation or the budget ends."""
+    """Seeded random simulation until a violation or the budget ends.
+
+    Strategies: ``archive`` (default): short swarm walks restarted from an archive of coarse
+    cells (``model.search.archive``); ``swarm``: whole walks with the swarm policy;
+    ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
+    ``walks`` counts rounds for ``archive``.
+    """
+    if strategy == "archive":
+        return explore_archive(
+            init_state(cfg),
+            _successors(cfg),
+            _check(cfg, invariants_for(cfg)),
+            cell=progress_cell,
+            seed=seed,
+            policy=swarm_policy,
+            max_depth=depth,
+            rounds=walks,
+            should_stop=should_stop,
+        )
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    policy: PolicyFactory[Label] = swarm_policy if strategy == "swarm" else uniform_policy
     return simulate(
         init_state(cfg),
         _successors(cfg),

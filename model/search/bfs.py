@@ -61,10 +61,14 @@ def breadth_first(
     *,
     canonical: Canonical[S] | None = None,
     max_states: int | None = None,
+    max_depth: int | None = None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: int = 100_000,
 ) -> SearchResult[S, L]:
     """Explore every reachable state level by level, checking ``check`` on each new one.
+
+    ``max_depth`` bounds the search to the states within that many levels (the initial state
+    is level 1); such a search is complete for that horizon only.
 
     ``canonical`` maps a state to its representative under a symmetry (states with equal
     representatives are explored once), as TLC's SYMMETRY does.
@@ -95,6 +99,8 @@ def breadth_first(
     depth = 1
     next_report = progress_every
     while frontier:
+        if max_depth is not None and depth >= max_depth:
+            return result(False, depth, None, f"depth limit {max_depth} reached")
         next_frontier: list[int] = []
         for parent in frontier:
             for _label, succ in successors(states[parent]):

@@ -47,6 +47,7 @@ class SimulationResult(Generic[S, L]):
     violation: Violation[S, L] | None = None
     violating_walk: int | None = None
     violating_walk_seed: int | None = None
+    cells: int | None = None  # archive-guided exploration only
 
 
 def walk(

@@ -1,0 +1,130 @@
+"""Replaying an interleaving step by step, by naming each step instead of indexing successors.
+
+A scripted step names the action and as much of its arguments as identifies one successor:
+who acts (``client="c2"`` or ``bookie="b1"``), the other end of the message it processes
+(``peer``), the entry involved, and which of the messages it sends are lost (``lost={"b3"}``:
+the recipients, or senders for replies). Exactly one successor must match; anything else is an
+error naming the candidates, so a replay that drifts from the model fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from model.bookkeeper.actions import Label, Transition, init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import FENCE_REQUEST, READ_REQUEST, State
+from model.bookkeeper.render import describe_step
+from model.search.bfs import Step
+
+
+class ScriptError(AssertionError):
+    """A scripted step matched no successor, or more than one."""
+
+
+def _index(name: str, prefix: str) -> int:
+    if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
+        raise ScriptError(f"expected a name like {prefix}1, got {name!r}")
+    return int(name[len(prefix) :]) - 1
+
+
+def bookie(name: str) -> int:
+    """``"b1"`` -> 0."""
+    return _index(name, "b")
+
+
+def client(name: str) -> int:
+    """``"c1"`` -> 0."""
+    return _index(name, "c")
+
+
+def _entry_of(label: Label) -> int | None:
+    detail = dict(label.detail)
+    if "entry" in detail:
+        return detail["entry"]
+    m = label.received
+    if m is None:
+        return None
+    if m.kind == READ_REQUEST:
+        return m.entry_id  # type: ignore[union-attr]
+    if m.kind == FENCE_REQUEST or not hasattr(m, "entry"):
+        return None
+    return m.entry.id  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class ScriptedStep:
+    """One step of an interleaving, by name."""
+
+    action: str
+    client: str | None = None
+    bookie: str | None = None
+    peer: str | None = None  # the bookie a received message came from, for client steps
+    entry: int | None = None
+    lost: frozenset[str] = field(default_factory=frozenset)
+    kind: int | None = None  # the kind of the received message, when an action takes several
+
+    def matches(self, label: Label) -> bool:
+        if label.action != self.action:
+            return False
+        if self.client is not None and label.client != client(self.client):
+            return False
+        if self.bookie is not None and label.bookie != bookie(self.bookie):
+            return False
+        if self.peer is not None and (
+            label.received is None or label.received.bookie != bookie(self.peer)
+        ):
+            return False
+        if self.kind is not None and (label.received is None or label.received.kind != self.kind):
+            return False
+        if self.entry is not None and _entry_of(label) != self.entry:
+            return False
+        # Every message has one bookie end (the recipient of a request, the sender of a reply).
+        lost = {m.bookie for m, delivered in label.sent if not delivered}
+        return lost == {bookie(b) for b in self.lost}
+
+
+def step(
+    action: str,
+    *,
+    client: str | None = None,
+    bookie: str | None = None,
+    peer: str | None = None,
+    entry: int | None = None,
+    lost: Iterable[str] = (),
+    kind: int | None = None,
+) -> ScriptedStep:
+    return ScriptedStep(action, client, bookie, peer, entry, frozenset(lost), kind)
+
+
+def take(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> Transition:
+    """The one successor of ``state`` that ``scripted`` names."""
+    options = successors(cfg, state)
+    chosen = [t for t in options if scripted.matches(t.label)]
+    if len(chosen) == 1:
+        return chosen[0]
+    listing = "\n  ".join(describe_step(t.label) for t in options) or "(no successor)"
+    verdict = "matches no successor" if not chosen else f"matches {len(chosen)} successors"
+    raise ScriptError(f"{scripted} {verdict}; enabled steps:\n  {listing}")
+
+
+def enabled(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> bool:
+    """Whether ``scripted`` names at least one successor of ``state``."""
+    return any(scripted.matches(t.label) for t in successors(cfg, state))
+
+
+def run_script(
+    cfg: ModelConfig, script: Sequence[ScriptedStep], start: State | None = None
+) -> list[Step[State, Label]]:
+    """Replay ``script`` from ``start`` (default: the initial state); returns the trace."""
+    state = init_state(cfg) if start is None else start
+    trace: list[Step[State, Label]] = [Step(None, state)]
+    for number, scripted in enumerate(script, start=1):
+        try:
+            transition = take(cfg, state, scripted)
+        except ScriptError as exc:
+            raise ScriptError(f"step {number}: {exc}") from None
+        state = transition.state
+        trace.append(Step(transition.label, state))
+    return trace

@@ -1,0 +1,74 @@
+"""Archive-guided simulation ("go-explore"): restart walks from rarely seen corners.
+
+Plain random walks must survive, in one go, every early step that ends the interesting story
+(in BookKeeper: the writer closing its own ledger, or giving up). Here the explorer keeps an
+archive of abstract *cells* (a coarse projection of the state chosen by the caller), each with
+one state that reached it and the trace that got there. Every round picks a cell uniformly,
+walks a few steps from its state with the walk policy, and files every new cell it reaches.
+Deep corners are then reached stepwise, each short walk standing on the last one's shoulders.
+
+Deterministic for a seed (the time budget only decides when to stop), so a finding replays by
+running again with the same seed. Pure: the caller supplies ``should_stop``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+from model.search.bfs import Step, Violation
+from model.search.simulation import PolicyFactory, SimulationResult
+
+S = TypeVar("S", bound=Hashable)
+L = TypeVar("L")
+
+
+def explore_archive(
+    init: S,
+    successors: Callable[[S], Sequence[tuple[L, S]]],
+    check: Callable[[S], list[str]],
+    *,
+    cell: Callable[[S], Hashable],
+    seed: int,
+    policy: PolicyFactory[L],
+    walk_length: int = 20,
+    max_depth: int = 200,
+    rounds: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SimulationResult[S, L]:
+    """Restart short walks from archived cells until a violation, ``rounds``, or ``should_stop``."""
+    rng = random.Random(seed)
+    first: list[Step[S, L]] = [Step(None, init)]
+    broken = check(init)
+    if broken:
+        return SimulationResult(0, 0, Violation(broken, first), cells=1)
+    archive: dict[Hashable, list[Step[S, L]]] = {cell(init): first}
+    cells: list[Hashable] = [cell(init)]
+    done = 0
+    steps = 0
+    while rounds is None or done < rounds:
+        if should_stop():
+            break
+        trace = archive[cells[rng.randrange(len(cells))]]
+        walk_policy = policy(rng)
+        state = trace[-1].state
+        walked: list[Step[S, L]] = []
+        done += 1
+        for _ in range(min(walk_length, max_depth - len(trace))):
+            options = successors(state)
+            if not options:
+                break
+            label, state = options[walk_policy.choose(rng, [lbl for lbl, _ in options])]
+            walked.append(Step(label, state))
+            steps += 1
+            broken = check(state)
+            if broken:
+                return SimulationResult(
+                    done, steps, Violation(broken, trace + walked), done - 1, seed, len(cells)
+                )
+            key = cell(state)
+            if key not in archive:
+                archive[key] = trace + walked
+                cells.append(key)
+    return SimulationResult(done, steps, cells=len(cells))

@@ -1,0 +1,219 @@
+"""The seeds' interleavings, replayed action by action on the model.
+
+Each replay is the seed's sequence diagram as scripted steps; the defect appears exactly when
+its switch is off, and with the switch on the same prefix cannot complete.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.invariants import invariants_for, violated
+from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN
+from model.bookkeeper.scripted import ScriptError, enabled, run_script, step
+
+# Seed 000, Defect 1 (WQ=3, AQ=2): w1's add reaches b2 only; w2 fences b1 and b2 (the fence to
+# b3 is lost), its non-fencing recovery reads get NoSuchEntry from b1 and b3 (b2's answer is
+# lost), it closes the ledger empty, and then b3 accepts w1's add: e1 is acknowledged beyond the
+# ledger's end.
+DEFECT_1_PREFIX = [
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1", lost={"b1"}),
+    step("ClientStartsRecovery", client="c2", lost={"b3"}),
+    step("BookieSendsFencingReadLacResponse", bookie="b1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b2"),
+    step("BookieSendsFencingReadLacResponse", bookie="b2"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+    step("ClientSendsRecoveryReadRequests", client="c2"),
+    step("BookieSendsReadResponse", bookie="b1"),
+    step("BookieSendsReadResponse", bookie="b3"),
+    step("BookieSendsReadResponse", bookie="b2", lost={"b2"}),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b3"),
+    step("RecoveryClientClosesLedger", client="c2"),
+]
+DEFECT_1_SUFFIX = [
+    step("BookieSendsAddConfirmedResponse", bookie="b3"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b3"),
+]
+
+
+def _defect_1_config(recovery_reads_fence: bool) -> ModelConfig:
+    return ModelConfig(
+        bookies=3,
+        clients=2,
+        write_quorum=3,
+        ack_quorum=2,
+        recovery_reads_fence=recovery_reads_fence,
+    )
+
+
+def test_defect_1_interleaving_violates_no_divergence_without_recovery_read_fence() -> None:
+    cfg = _defect_1_config(False)
+    trace = run_script(cfg, DEFECT_1_PREFIX + DEFECT_1_SUFFIX)
+    invariants = invariants_for(cfg)
+    assert all(not violated(cfg, s.state, invariants) for s in trace[:-1])
+    assert violated(cfg, trace[-1].state, invariants) == ["NoDivergenceBetweenClientAndMetaData"]
+    final = trace[-1].state
+    assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 0
+    assert final.clients[0].lac == 1
+
+
+def test_defect_1_prefix_cannot_complete_when_recovery_reads_fence() -> None:
+    cfg = _defect_1_config(True)
+    closed = run_script(cfg, DEFECT_1_PREFIX)[-1].state
+    # b3 was fenced by the recovery read: w1's add to b3 can only be rejected.
+    assert closed.b_fenced == (True, True, True)
+    assert not enabled(cfg, closed, DEFECT_1_SUFFIX[0])
+    assert enabled(cfg, closed, step("BookieSendsAddFencedResponse", bookie="b3"))
+    with pytest.raises(ScriptError, match="matches no successor"):
+        run_script(cfg, DEFECT_1_PREFIX + DEFECT_1_SUFFIX)
+
+
+# Seed 000, Defect 2, in the spec's terms: w1 appends fragment 2:{b1,b3} after b2 times out;
+# w2 recovers from entry 1 (no fragment floor), reads e1 from b1, writes it back to the current
+# ensemble, b1 times out, and w2 "changes the ensemble" at entry 1, after fragment 2: invalid.
+DEFECT_2_PREFIX = [
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+    step("ClientChangesEnsemble", client="c1"),
+    step("ClientStartsRecovery", client="c2"),
+    step("BookieSendsFencingReadLacResponse", bookie="b1"),
+    step("BookieSendsFencingReadLacResponse", bookie="b3"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b3"),
+]
+DEFECT_2_SUFFIX = [
+    step("ClientSendsRecoveryReadRequests", client="c2", entry=1, lost={"b3"}),
+    step("BookieSendsReadResponse", bookie="b1"),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+    step("ClientWritesBackEntry", client="c2", lost={"b1"}),
+    step("RecoveryClientChangesEnsemble", client="c2"),
+]
+
+
+def _defect_2_config(fix: bool) -> ModelConfig:
+    return ModelConfig(
+        bookies=3,
+        clients=2,
+        write_quorum=2,
+        ack_quorum=1,
+        send_limit=2,
+        recovery_starts_at_fragment=fix,
+    )
+
+
+def test_defect_2_interleaving_creates_an_invalid_fragment_without_the_fix() -> None:
+    cfg = _defect_2_config(False)
+    trace = run_script(cfg, DEFECT_2_PREFIX + DEFECT_2_SUFFIX)
+    invariants = invariants_for(cfg)
+    assert all(not violated(cfg, s.state, invariants) for s in trace[:-1])
+    assert violated(cfg, trace[-1].state, invariants) == ["OnlyValidFragments"]
+    recovery = trace[-1].state.clients[1]
+    assert [f.first_entry_id for f in recovery.fragments] == [1, 2, 1]
+
+
+def test_defect_2_recovery_starts_at_the_current_fragment_with_the_fix() -> None:
+    cfg = _defect_2_config(True)
+    fenced = run_script(cfg, DEFECT_2_PREFIX)[-1].state
+    recovery = fenced.clients[1]
+    # The floor is fragment 2's first entry - 1: entry 1 is never read again.
+    assert recovery.lac == 1 and recovery.lap == 1
+    assert not enabled(cfg, fenced, DEFECT_2_SUFFIX[0])
+    assert enabled(cfg, fenced, step("ClientSendsRecoveryReadRequests", client="c2", entry=2))
+
+
+# Seed 001 (E=WQ=AQ=2): e1 is on b1 and b2 and acknowledged; b1 crashes and loses it; w2's fence
+# to b2 is lost, b1 answers the LAC read, recovery reads e1: b1 says NoSuchEntry (an arbitrary
+# answer: it should have it), b2's read is lost, and w2 closes the ledger empty.
+SEED_001 = [
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b2"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    step("BookieRestartsEmpty", bookie="b1"),
+    step("ClientStartsRecovery", client="c2", lost={"b2"}),
+    step("BookieSendsFencingReadLacResponse", bookie="b1"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+]
+SEED_001_SUFFIX = [
+    step("ClientSendsRecoveryReadRequests", client="c2", lost={"b2"}),
+    step("BookieSendsReadResponse", bookie="b1"),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+    step("RecoveryClientClosesLedger", client="c2"),
+]
+
+
+def _seed_001_config(limbo: bool) -> ModelConfig:
+    return ModelConfig(
+        bookies=2,
+        clients=2,
+        write_quorum=2,
+        ack_quorum=2,
+        max_crashes=1,
+        crash_when_closed=False,
+        limbo_on_unclean_shutdown=limbo,
+        fence_on_unclean_shutdown=limbo,
+    )
+
+
+def test_seed_001_crash_without_limbo_closes_the_ledger_short() -> None:
+    cfg = _seed_001_config(False)
+    trace = run_script(cfg, SEED_001 + SEED_001_SUFFIX)
+    final = trace[-1].state
+    assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 0
+    assert violated(cfg, final, invariants_for(cfg)) == ["NoDivergenceBetweenClientAndMetaData"]
+
+
+def test_seed_001_limbo_makes_recovery_wait_for_the_healthy_bookie() -> None:
+    cfg = _seed_001_config(True)
+    waiting = run_script(cfg, SEED_001)[-1].state
+    assert waiting.b_limbo == (True, False) and waiting.b_fenced == (True, False)
+    # b1 answered Unknown: it does not count as fenced, so reads cannot start on its word.
+    assert waiting.clients[1].fenced == 0
+    assert not enabled(cfg, waiting, SEED_001_SUFFIX[0])
+
+
+def test_seed_001_limbo_diagram_repairs_the_ledger() -> None:
+    cfg = _seed_001_config(True)
+    trace = run_script(
+        cfg,
+        [
+            *SEED_001[:7],
+            step("ClientStartsRecovery", client="c2"),
+            step("BookieSendsFencingReadLacResponse", bookie="b1"),
+            step("BookieSendsFencingReadLacResponse", bookie="b2"),
+            step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+            step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+            step("ClientSendsRecoveryReadRequests", client="c2", entry=1),
+            step("BookieSendsReadResponse", bookie="b1"),
+            step("BookieSendsReadResponse", bookie="b2"),
+            step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+            step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2"),
+            step("ClientWritesBackEntry", client="c2"),
+            step("BookieSendsAddConfirmedResponse", bookie="b1"),
+            step("BookieSendsAddConfirmedResponse", bookie="b2"),
+            step("RecoveryClientReceivesAddConfirmedResponse", client="c2", peer="b1"),
+            step("RecoveryClientReceivesAddConfirmedResponse", client="c2", peer="b2"),
+            step("ClientSendsRecoveryReadRequests", client="c2", entry=2),
+            step("BookieSendsReadResponse", bookie="b1"),
+            step("BookieSendsReadResponse", bookie="b2"),
+            step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+            step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2"),
+            step("RecoveryClientClosesLedger", client="c2"),
+        ],
+    )
+    read_of_b1 = trace[14].label
+    assert read_of_b1 is not None and read_of_b1.sent[0][0].code == UNKNOWN  # type: ignore[union-attr]
+    final = trace[-1].state
+    assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 1
+    assert any(e.id == 1 for e in final.b_entries[0])  # the crashed bookie got e1 back
+    assert not violated(cfg, final, invariants_for(cfg))
+    assert trace[18].label is not None and trace[18].label.sent[0][0].kind == ADD_ENTRY_REQUEST
