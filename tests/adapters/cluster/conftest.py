@@ -2,9 +2,9 @@
 
 Every process-starting test runs its cluster in a work dir under this session's base
 temporary directory; every process the providers start names a file inside its work dir on
-its command line. After each test, and once more at the end of the session, ``/proc`` is
-scanned for live processes naming those directories: any found are killed and the test (or
-the session) errors, so a leak is reported where it happened.
+its command line. After each test ``/proc`` is scanned for live processes naming its
+directory: any found are killed and the test errors, so a leak is reported where it happened
+(``tests/conftest.py`` checks the whole session once more at its end).
 """
 
 from __future__ import annotations
@@ -37,14 +37,6 @@ def _reap_leftovers(directory: Path) -> list[str]:
     while processes_matching(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     return described
-
-
-@pytest.fixture(scope="session", autouse=True)
-def no_processes_left_after_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    base = tmp_path_factory.getbasetemp()
-    yield
-    leftovers = _reap_leftovers(base)
-    assert not leftovers, f"cluster tests left processes behind: {leftovers}"
 
 
 @pytest.fixture

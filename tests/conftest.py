@@ -1,0 +1,73 @@
+"""Suite-wide guard: no process started by any test outlives the test session.
+
+At the end of the session every descendant of this pytest process, and every process whose
+command line names the session's temporary base directory (processes that were orphaned and
+re-parented), is reported and killed, and the session fails. Per-test checks (for example in
+``tests/adapters/cluster/conftest.py``) say which test leaked; this one makes sure nothing
+escapes, whichever package started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.cluster.processes import processes_matching
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may contain spaces or parentheses: fields follow the last ")".
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] == "Z" else int(fields[1])
+
+
+def descendants(root: int) -> list[int]:
+    """Live (non-zombie) processes below ``root`` in the process tree."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _parent_of(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _describe(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        cmdline = "?"
+    return f"{pid}: {cmdline[:200]}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    base = tmp_path_factory.getbasetemp()
+    yield
+    # Teardown of this fixture runs last: every other fixture has stopped its processes.
+    deadline = time.monotonic() + 10
+    leftovers = set(descendants(os.getpid())) | set(processes_matching(f"{base}{os.sep}"))
+    while leftovers and time.monotonic() < deadline:  # allow exits already under way
+        time.sleep(0.1)
+        leftovers = {p for p in leftovers if _parent_of(p) is not None}
+    described = [_describe(pid) for pid in sorted(leftovers)]
+    for pid in leftovers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not described, f"the test session left processes behind: {described}"
