@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from conformance.commands import cluster as cluster_command
 from conformance.commands import model as model_command
+from conformance.commands import scenario as scenario_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     model_command.register(subparsers)
     cluster_command.register(subparsers)
+    scenario_command.register(subparsers)
     return parser
 
 

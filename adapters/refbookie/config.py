@@ -36,6 +36,9 @@ class BookieConfig:
     flush_interval_ms: int = DEFAULT_FLUSH_INTERVAL_MS  # flushInterval
     zk_timeout_ms: int = 10_000  # zkTimeout
     max_frame_size: int = 5 * 1024 * 1024  # nettyMaxFrameSizeBytes
+    # refbookie.faultyMode: a deliberately WRONG behaviour, only for proving that the
+    # conformance engine reports divergences. Not a BookKeeper key; never set it otherwise.
+    faulty_mode: str = "none"
     ignored_keys: tuple[str, ...] = field(default=())
 
     def bookie_id(self, port: int | None = None) -> str:
@@ -102,7 +105,11 @@ _KNOWN = {
     "flushInterval",
     "zkTimeout",
     "nettyMaxFrameSizeBytes",
+    "refbookie.faultyMode",
 }
+
+#: Deliberately wrong behaviours (see ``BookieConfig.faulty_mode``).
+FAULTY_MODES = ("none", "ignore-recovery-read-fence", "no-limbo-unknown")
 
 
 def config_from_properties(properties: dict[str, str]) -> BookieConfig:
@@ -147,8 +154,17 @@ def config_from_properties(properties: dict[str, str]) -> BookieConfig:
             1024,
             2**31 - 1,
         ),
+        faulty_mode=_choice(
+            "refbookie.faultyMode", get("refbookie.faultyMode", "none"), FAULTY_MODES
+        ),
         ignored_keys=ignored,
     )
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(f"{key}={value!r}: expected one of {', '.join(allowed)}")
+    return value
 
 
 def load_config(path: Path) -> BookieConfig:

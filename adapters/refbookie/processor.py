@@ -47,9 +47,11 @@ def _after(future: asyncio.Future[None] | None, make: Callable[[StatusCode], byt
 class RequestProcessor:
     """Applies requests to :class:`BookieStorage` and builds the responses."""
 
-    def __init__(self, storage: BookieStorage, ledger_dir: Path) -> None:
+    def __init__(self, storage: BookieStorage, ledger_dir: Path, faulty_mode: str = "none") -> None:
         self.storage = storage
         self.ledger_dir = ledger_dir
+        # Deliberately wrong behaviours, to prove the conformance engine sees them (config.py).
+        self.faulty_mode = faulty_mode
 
     # -- shared semantics --------------------------------------------------------------------
 
@@ -87,6 +89,12 @@ class RequestProcessor:
     ) -> tuple[StatusCode, bytes | None, Ledger | None, asyncio.Future[None] | None]:
         """Status, body, ledger and fence durability future of a read (§1.7, §3)."""
         fence_durable = None
+        if (
+            fence
+            and entry_id != LAST_ADD_CONFIRMED
+            and self.faulty_mode == "ignore-recovery-read-fence"
+        ):
+            fence = False  # faulty on purpose: recovery reads do not fence
         if fence:
             status, fence_durable = self.fence(ledger_id, key)
             if status is not StatusCode.EOK:
@@ -98,6 +106,8 @@ class RequestProcessor:
             body = None if ledger.limbo else ledger.last_entry  # getLastEntry checks limbo first
         else:
             body = ledger.entries.get(entry_id)
+        if ledger.limbo and self.faulty_mode == "no-limbo-unknown" and body is None:
+            return StatusCode.ENOENTRY, None, ledger, None  # faulty on purpose: limbo ignored
         if ledger.limbo and (body is None or (protocol_v3 and not fence)):
             # Missing entries, LAC reads, and v3 plain reads (whose readLastAddConfirmed throws)
             # all surface DataUnknownException (golden limbo-read-v3 / -read-last / -fence-read).

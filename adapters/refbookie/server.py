@@ -133,7 +133,7 @@ class BookieServer:
             journal_write_data=config.journal_write_data,
             journal_sync_data=config.journal_sync_data,
         )
-        self.processor = RequestProcessor(self.storage, self.ledger_dir)
+        self.processor = RequestProcessor(self.storage, self.ledger_dir, config.faulty_mode)
         self.connections: set[_BookieConnection] = set()
         self.unclean_shutdown_detected = False
         self.limbo_marked: list[int] = []

@@ -55,9 +55,13 @@ def _entry_of(label: Label) -> int | None:
 
 @dataclass(frozen=True)
 class ScriptedStep:
-    """One step of an interleaving, by name."""
+    """One step of an interleaving, by name.
 
-    action: str
+    ``action`` may be a tuple of names where the step is the same event with outcomes that
+    depend on the switches (for example a bookie processing an add: confirmed, or fenced).
+    """
+
+    action: str | tuple[str, ...]
     client: str | None = None
     bookie: str | None = None
     peer: str | None = None  # the bookie a received message came from, for client steps
@@ -66,7 +70,8 @@ class ScriptedStep:
     kind: int | None = None  # the kind of the received message, when an action takes several
 
     def matches(self, label: Label) -> bool:
-        if label.action != self.action:
+        actions = (self.action,) if isinstance(self.action, str) else self.action
+        if label.action not in actions:
             return False
         if self.client is not None and label.client != client(self.client):
             return False
@@ -86,7 +91,7 @@ class ScriptedStep:
 
 
 def step(
-    action: str,
+    action: str | tuple[str, ...],
     *,
     client: str | None = None,
     bookie: str | None = None,

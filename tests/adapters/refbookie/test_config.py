@@ -72,3 +72,12 @@ def test_properties_syntax() -> None:
         parse_properties("no separator here\n")
     with pytest.raises(ConfigError):
         load_config(Path("/nonexistent/bk_server.conf"))
+
+
+def test_faulty_mode_is_off_unless_asked_and_checked() -> None:
+    base = dict(BASE)
+    assert config_from_properties(base).faulty_mode == "none"
+    chosen = config_from_properties({**base, "refbookie.faultyMode": "no-limbo-unknown"})
+    assert chosen.faulty_mode == "no-limbo-unknown"
+    with pytest.raises(ConfigError, match=r"refbookie\.faultyMode"):
+        config_from_properties({**base, "refbookie.faultyMode": "sometimes"})

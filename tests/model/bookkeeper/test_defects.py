@@ -8,32 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
 from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN
 from model.bookkeeper.scripted import ScriptError, enabled, run_script, step
 
-# Seed 000, Defect 1 (WQ=3, AQ=2): w1's add reaches b2 only; w2 fences b1 and b2 (the fence to
-# b3 is lost), its non-fencing recovery reads get NoSuchEntry from b1 and b3 (b2's answer is
-# lost), it closes the ledger empty, and then b3 accepts w1's add: e1 is acknowledged beyond the
-# ledger's end.
-DEFECT_1_PREFIX = [
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1", lost={"b1"}),
-    step("ClientStartsRecovery", client="c2", lost={"b3"}),
-    step("BookieSendsFencingReadLacResponse", bookie="b1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b2"),
-    step("BookieSendsFencingReadLacResponse", bookie="b2"),
-    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
-    step("ClientSendsRecoveryReadRequests", client="c2"),
-    step("BookieSendsReadResponse", bookie="b1"),
-    step("BookieSendsReadResponse", bookie="b3"),
-    step("BookieSendsReadResponse", bookie="b2", lost={"b2"}),
-    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
-    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b3"),
-    step("RecoveryClientClosesLedger", client="c2"),
-]
+DEFECT_1_PREFIX = list(interleavings.DEFECT_1.steps[:15])
 DEFECT_1_SUFFIX = [
     step("BookieSendsAddConfirmedResponse", bookie="b3"),
     step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
@@ -73,28 +54,8 @@ def test_defect_1_prefix_cannot_complete_when_recovery_reads_fence() -> None:
         run_script(cfg, DEFECT_1_PREFIX + DEFECT_1_SUFFIX)
 
 
-# Seed 000, Defect 2, in the spec's terms: w1 appends fragment 2:{b1,b3} after b2 times out;
-# w2 recovers from entry 1 (no fragment floor), reads e1 from b1, writes it back to the current
-# ensemble, b1 times out, and w2 "changes the ensemble" at entry 1, after fragment 2: invalid.
-DEFECT_2_PREFIX = [
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
-    step("BookieSendsAddConfirmedResponse", bookie="b1"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
-    step("ClientChangesEnsemble", client="c1"),
-    step("ClientStartsRecovery", client="c2"),
-    step("BookieSendsFencingReadLacResponse", bookie="b1"),
-    step("BookieSendsFencingReadLacResponse", bookie="b3"),
-    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b3"),
-]
-DEFECT_2_SUFFIX = [
-    step("ClientSendsRecoveryReadRequests", client="c2", entry=1, lost={"b3"}),
-    step("BookieSendsReadResponse", bookie="b1"),
-    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
-    step("ClientWritesBackEntry", client="c2", lost={"b1"}),
-    step("RecoveryClientChangesEnsemble", client="c2"),
-]
+DEFECT_2_PREFIX = list(interleavings.DEFECT_2_PREFIX)
+DEFECT_2_SUFFIX = list(interleavings.DEFECT_2.steps[len(interleavings.DEFECT_2_PREFIX) :])
 
 
 def _defect_2_config(fix: bool) -> ModelConfig:
@@ -128,27 +89,8 @@ def test_defect_2_recovery_starts_at_the_current_fragment_with_the_fix() -> None
     assert enabled(cfg, fenced, step("ClientSendsRecoveryReadRequests", client="c2", entry=2))
 
 
-# Seed 001 (E=WQ=AQ=2): e1 is on b1 and b2 and acknowledged; b1 crashes and loses it; w2's fence
-# to b2 is lost, b1 answers the LAC read, recovery reads e1: b1 says NoSuchEntry (an arbitrary
-# answer: it should have it), b2's read is lost, and w2 closes the ledger empty.
-SEED_001 = [
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b2"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
-    step("BookieRestartsEmpty", bookie="b1"),
-    step("ClientStartsRecovery", client="c2", lost={"b2"}),
-    step("BookieSendsFencingReadLacResponse", bookie="b1"),
-    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-]
-SEED_001_SUFFIX = [
-    step("ClientSendsRecoveryReadRequests", client="c2", lost={"b2"}),
-    step("BookieSendsReadResponse", bookie="b1"),
-    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
-    step("RecoveryClientClosesLedger", client="c2"),
-]
+SEED_001 = list(interleavings.LIMBO_CRASH_PREFIX)
+SEED_001_SUFFIX = list(interleavings.LIMBO_CRASH.steps[len(interleavings.LIMBO_CRASH_PREFIX) :])
 
 
 def _seed_001_config(limbo: bool) -> ModelConfig:
@@ -217,3 +159,19 @@ def test_seed_001_limbo_diagram_repairs_the_ledger() -> None:
     assert any(e.id == 1 for e in final.b_entries[0])  # the crashed bookie got e1 back
     assert not violated(cfg, final, invariants_for(cfg))
     assert trace[18].label is not None and trace[18].label.sent[0][0].kind == ADD_ENTRY_REQUEST
+
+
+@pytest.mark.parametrize("interleaving", interleavings.ALL.values(), ids=lambda i: i.name)
+def test_each_interleaving_violates_its_invariant_only_unprotected(
+    interleaving: interleavings.Interleaving,
+) -> None:
+    broken = run_script(interleaving.unprotected, list(interleaving.steps))
+    assert interleaving.invariant in violated(
+        interleaving.unprotected, broken[-1].state, invariants_for(interleaving.unprotected)
+    )
+    cfg = interleaving.protected
+    try:
+        trace = run_script(cfg, list(interleaving.steps))
+    except ScriptError:
+        return  # the protection stops the story (see the interleaving's notes)
+    assert all(not violated(cfg, s.state, invariants_for(cfg)) for s in trace)

@@ -1,0 +1,106 @@
+"""``bkconform scenario NAME --target model|local``: replay a seed's interleaving on a target.
+
+Exit codes: 0 = no finding; 1 = a violation or a divergence (the implementation did not answer
+as the model predicts); 2 = could not decide (cluster unreachable, timeouts, a configuration
+the target cannot run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.engine import Outcome
+from conformance.rundir import new_run_dir, write_run
+from conformance.scenarios import SCENARIOS, config_for, run_scenario
+from conformance.targets.base import Target, TargetError
+from conformance.targets.local_target import LocalTarget
+from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.render import sequence_diagram
+
+SWITCH_FLAGS = {
+    "--no-recovery-read-fence": "no_recovery_read_fence",
+    "--no-recovery-fragment-fix": "no_recovery_fragment_fix",
+    "--no-limbo": "no_limbo",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scenario",
+        help="replay a named scenario from the seeds on a target",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("name", choices=sorted(SCENARIOS), help="the scenario")
+    parser.add_argument("--target", choices=("model", "local"), default="model")
+    for flag in SWITCH_FLAGS:
+        parser.add_argument(flag, action="store_true", help="turn the scenario's protection off")
+    parser.add_argument(
+        "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
+    )
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    scenario = SCENARIOS[args.name]
+    given = [flag for flag, attr in SWITCH_FLAGS.items() if getattr(args, attr)]
+    if any(flag != scenario.switch_flag for flag in given):
+        print(
+            f"bkconform scenario: {args.name} is switched by {scenario.switch_flag} only "
+            f"(got {', '.join(given)})",
+            file=sys.stderr,
+        )
+        return 2
+    protected = not given
+    cfg = config_for(scenario, protected=protected)
+    target: Target = (
+        ModelTarget()
+        if args.target == "model"
+        else LocalTarget(bookkeeper_home=args.bookkeeper_home)
+    )
+    print(f"Scenario {scenario.name}: {scenario.interleaving.summary}")
+    print(f"Target: {args.target}; model: {cfg.describe()}", flush=True)
+    try:
+        target.open(cfg)
+        outcome = run_scenario(scenario, target, protected=protected)
+        described = target.describe()
+    except TargetError as exc:
+        print(f"could not decide: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        target.close()
+    run_dir = new_run_dir(args.runs_dir, args.target, scenario.name)
+    write_run(
+        run_dir,
+        name=scenario.name,
+        cfg=cfg,
+        outcome=outcome,
+        target=described,
+        extra={"expected_verdict": scenario.expected_verdict(protected)},
+    )
+    _report(outcome, cfg, scenario.name, run_dir)
+    return outcome.exit_code
+
+
+def _report(outcome: Outcome, cfg: Any, name: str, run_dir: Path) -> None:
+    print(f"{len(outcome.steps)} steps run.")
+    if outcome.note:
+        print(outcome.note)
+    for divergence in outcome.divergences:
+        print(f"DIVERGENCE {divergence}")
+    for violation in outcome.violations:
+        print(f"VIOLATION {violation}")
+    if outcome.error:
+        print(f"UNDECIDED {outcome.error}")
+    if outcome.verdict in ("violation", "divergence"):
+        print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
+        print(
+            sequence_diagram(
+                cfg, outcome.trace, title=name, final_note=f"VERDICT: {outcome.verdict}"
+            )
+        )
+    print(f"Verdict: {outcome.verdict}. Run directory: {run_dir}")

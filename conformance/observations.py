@@ -1,0 +1,63 @@
+"""What a target answered, in the model's terms, and how it differs from the prediction."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from model.bookkeeper.records import (
+    ADD_ENTRY_RESPONSE,
+    CODE_NAMES,
+    FENCE_RESPONSE,
+    NIL_DATA,
+    READ_RESPONSE,
+    AddEntryResponse,
+    FenceResponse,
+    Message,
+    ReadResponse,
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One answer: an add (``success``), a fencing LAC read (``code``, ``lac``), a read
+    (``code``, ``data``), or a metadata write (``success``). ``status`` is the wire's own word
+    (e.g. ``EFENCED``, ``ENOLEDGER``, ``MetadataVersionMismatch``), kept for the report."""
+
+    kind: str
+    status: str
+    success: bool | None = None
+    code: str | None = None
+    lac: int | None = None
+    data: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def predicted(reply: Message) -> Observation:
+    """The observation the model predicts for a bookie's reply message."""
+    if reply.kind == ADD_ENTRY_RESPONSE:
+        assert isinstance(reply, AddEntryResponse)
+        return Observation("add", "EOK" if reply.success else "EFENCED", success=reply.success)
+    if reply.kind == FENCE_RESPONSE:
+        assert isinstance(reply, FenceResponse)
+        code = CODE_NAMES[reply.code]
+        return Observation("fence", code, code=code, lac=reply.lac if code == "OK" else None)
+    if reply.kind == READ_RESPONSE:
+        assert isinstance(reply, ReadResponse)
+        code = CODE_NAMES[reply.code]
+        data = reply.entry.data if reply.entry.data != NIL_DATA else None
+        return Observation("read", code, code=code, data=data)
+    raise ValueError(f"not a bookie reply: {reply}")
+
+
+def differences(expected: Observation, observed: Observation) -> list[str]:
+    """Field-by-field differences that matter (``status`` is the wire's detail, not compared
+    where the model's terms already agree, e.g. ENOENTRY and ENOLEDGER are both NoSuchEntry)."""
+    diffs = []
+    for name in ("kind", "success", "code", "lac", "data"):
+        want, got = getattr(expected, name), getattr(observed, name)
+        if want != got:
+            diffs.append(f"{name}: predicted {want!r}, observed {got!r} ({observed.status})")
+    return diffs

@@ -1,0 +1,83 @@
+"""The run directory, the one place a run's results are written (Jepsen's store is the anchor).
+
+``runs/<UTC time>-<target>-<name>/``: ``results.json`` (verdict, findings, configuration,
+versions), ``history.jsonl`` (every step: action, request, predicted and observed answers,
+divergences, violations), ``trace.txt`` (the numbered trace) and ``sequence.txt``
+(sequencediagram.org text).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from conformance.engine import Outcome
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.render import numbered_trace, sequence_diagram
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in ("bkconform", "hypothesis", "kazoo", "protobuf"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def new_run_dir(root: Path, target: str, name: str) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = root / f"{stamp}-{target}-{name}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = root / f"{stamp}-{target}-{name}-{suffix}"
+    path.mkdir(parents=True)
+    return path
+
+
+def write_run(
+    path: Path,
+    *,
+    name: str,
+    cfg: ModelConfig,
+    outcome: Outcome,
+    target: dict[str, str],
+    extra: dict[str, Any] | None = None,
+) -> None:
+    config = {k: v for k, v in asdict(cfg).items() if k != "effective_ensemble_size"}
+    results = {
+        "name": name,
+        "verdict": outcome.verdict,
+        "exit_code": outcome.exit_code,
+        "violations": outcome.violations,
+        "divergences": outcome.divergences,
+        "error": outcome.error,
+        "note": outcome.note,
+        "steps": len(outcome.steps),
+        "config": config,
+        "config_summary": cfg.describe(),
+        "target": target,
+        "versions": versions(),
+        **(extra or {}),
+    }
+    (path / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    with (path / "history.jsonl").open("w") as history:
+        for record in outcome.steps:
+            history.write(json.dumps(record.as_dict()) + "\n")
+    (path / "trace.txt").write_text(numbered_trace(cfg, outcome.trace) + "\n")
+    findings = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
+    (path / "sequence.txt").write_text(
+        sequence_diagram(
+            cfg,
+            outcome.trace,
+            title=f"{name} ({cfg.describe()})",
+            final_note=f"VERDICT: {outcome.verdict}" + (f" ({findings})" if findings else ""),
+        )
+    )

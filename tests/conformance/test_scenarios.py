@@ -1,0 +1,97 @@
+"""Every named scenario gives its expected outcome on the model and on a local cluster (real
+ZooKeeper + reference bookies), and a deliberately wrong bookie is caught as a divergence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.engine import Outcome
+from conformance.scenarios import SCENARIOS, config_for, run_scenario
+from conformance.targets.local_target import LocalTarget
+from conformance.targets.model_target import ModelTarget
+
+CASES = [(name, protected) for name in sorted(SCENARIOS) for protected in (True, False)]
+
+
+def _ids(case: tuple[str, bool]) -> str:
+    return f"{case[0]}-{'protected' if case[1] else 'unprotected'}"
+
+
+def _run(target: ModelTarget | LocalTarget, name: str, protected: bool) -> Outcome:
+    scenario = SCENARIOS[name]
+    target.open(config_for(scenario, protected=protected))
+    try:
+        return run_scenario(scenario, target, protected=protected)
+    finally:
+        target.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_scenario_on_the_model(case: tuple[str, bool]) -> None:
+    name, protected = case
+    outcome = _run(ModelTarget(), name, protected)
+    assert outcome.verdict == SCENARIOS[name].expected_verdict(protected), outcome.violations
+    if not protected:
+        assert SCENARIOS[name].interleaving.invariant in outcome.violations
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_scenario_on_a_local_cluster(case: tuple[str, bool], tmp_path: Path) -> None:
+    name, protected = case
+    outcome = _run(LocalTarget(work_dir=tmp_path / "cluster"), name, protected)
+    assert outcome.divergences == [], outcome.divergences  # the bookies answered as predicted
+    assert outcome.verdict == SCENARIOS[name].expected_verdict(protected), outcome.violations
+    answered = [r for r in outcome.steps if r.observed is not None]
+    assert answered, "the scenario must have exercised the cluster"
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    ("name", "mode", "where"),
+    [
+        (
+            "defect1-fencing",
+            "ignore-recovery-read-fence",
+            "success: predicted False, observed True",
+        ),
+        ("limbo-crash", "no-limbo-unknown", "code: predicted 'Unknown', observed 'OK'"),
+    ],
+)
+def test_a_wrong_bookie_is_a_divergence(name: str, mode: str, where: str, tmp_path: Path) -> None:
+    target = LocalTarget(work_dir=tmp_path / "cluster", bookie_extra={"refbookie.faultyMode": mode})
+    outcome = _run(target, name, True)
+    assert outcome.verdict == "divergence"
+    assert any(
+        where.split(":")[0] in d and where.split(": ", 1)[1] in d for d in outcome.divergences
+    ), outcome.divergences
+
+
+def test_scenario_command_writes_the_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["scenario", "defect1-fencing", "--no-recovery-read-fence", "--runs-dir", str(tmp_path)]
+    )
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "VIOLATION NoDivergenceBetweenClientAndMetaData" in out and "participant w1" in out
+    (run_dir,) = tmp_path.iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == "violation" and results["expected_verdict"] == "violation"
+    assert results["config"]["recovery_reads_fence"] is False
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert len(history) == 18 and history[-1]["violations"] == [
+        "NoDivergenceBetweenClientAndMetaData"
+    ]
+    assert "  1. ClientCreatesLedger(c1)" in (run_dir / "trace.txt").read_text()
+    assert (run_dir / "sequence.txt").read_text().startswith("title defect1-fencing")
+
+
+def test_a_switch_flag_of_another_scenario_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenario", "limbo-crash", "--no-recovery-read-fence"]) == 2
+    assert "switched by --no-limbo only" in capsys.readouterr().err
