@@ -10,7 +10,6 @@ Pure: no clock and no randomness. Callers time the search and report rates.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -67,23 +66,30 @@ def breadth_first(
 ) -> SearchResult[S, L]:
     """Explore every reachable state level by level, checking ``check`` on each new one.
 
+    As TLC does, the set of seen states holds 64-bit fingerprints (Python's hash of the state,
+    or of its ``canonical`` representative under a symmetry) and full states are kept only for
+    the current and next level; a counterexample is rebuilt by replaying successors along the
+    fingerprints of its path. That keeps about 100 bytes per state instead of the state itself.
+    Like TLC's, the counts assume no two distinct states share a fingerprint (for N states the
+    chance of one collision is about N^2 / 2^65: 1e-6 for 10 million).
+
     ``max_depth`` bounds the search to the states within that many levels (the initial state
     is level 1); such a search is complete for that horizon only.
-
-    ``canonical`` maps a state to its representative under a symmetry (states with equal
-    representatives are explored once), as TLC's SYMMETRY does.
     """
     key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
-    index: dict[Hashable, int] = {key(init): 0}
-    states: list[S] = [init]
-    parents: list[int] = [-1]
+
+    def fingerprint(state: S) -> int:
+        return hash(key(state))
+
+    root = fingerprint(init)
+    parent_of: dict[int, int | None] = {root: None}
     generated = 1
 
     def result(
         complete: bool, depth: int, violation: Violation[S, L] | None, why: str
     ) -> SearchResult[S, L]:
         return SearchResult(
-            distinct_states=len(states),
+            distinct_states=len(parent_of),
             depth=depth,
             states_generated=generated,
             complete=complete,
@@ -95,32 +101,30 @@ def breadth_first(
     if broken:
         return result(False, 1, Violation(broken, [Step(None, init)]), "violation")
 
-    frontier = [0]
+    frontier: list[tuple[int, S]] = [(root, init)]
     depth = 1
     next_report = progress_every
     while frontier:
         if max_depth is not None and depth >= max_depth:
             return result(False, depth, None, f"depth limit {max_depth} reached")
-        next_frontier: list[int] = []
-        for parent in frontier:
-            for _label, succ in successors(states[parent]):
+        next_frontier: list[tuple[int, S]] = []
+        for parent, state in frontier:
+            for _label, succ in successors(state):
                 generated += 1
-                k = key(succ)
-                if k in index:
+                fp = fingerprint(succ)
+                if fp in parent_of:
                     continue
-                index[k] = len(states)
-                states.append(succ)
-                parents.append(parent)
-                next_frontier.append(len(states) - 1)
+                parent_of[fp] = parent
+                next_frontier.append((fp, succ))
                 broken = check(succ)
                 if broken:
-                    trace = _trace(len(states) - 1, states, parents, successors, key)
+                    trace = _trace(fp, init, parent_of, successors, fingerprint)
                     return result(False, depth + 1, Violation(broken, trace), "violation")
-                if max_states is not None and len(states) >= max_states:
+                if max_states is not None and len(parent_of) >= max_states:
                     return result(False, depth + 1, None, f"state limit {max_states} reached")
-            if progress is not None and len(states) >= next_report:
+            if progress is not None and len(parent_of) >= next_report:
                 next_report += progress_every
-                progress(Progress(len(states), depth, len(next_frontier)))
+                progress(Progress(len(parent_of), depth, len(next_frontier)))
         if next_frontier:
             depth += 1
         frontier = next_frontier
@@ -129,27 +133,28 @@ def breadth_first(
 
 def _trace(
     last: int,
-    states: list[S],
-    parents: list[int],
+    init: S,
+    parent_of: dict[int, int | None],
     successors: Successors[S, L],
-    key: Callable[[S], Hashable],
+    fingerprint: Callable[[S], int],
 ) -> list[Step[S, L]]:
-    """Rebuild the path to ``last``; labels are recovered by replaying each parent's steps."""
-    path = []
-    i = last
-    while i != -1:
-        path.append(i)
-        i = parents[i]
+    """Rebuild the path to ``last`` by replaying successors along its fingerprints."""
+    path: list[int] = []
+    node: int | None = last
+    while node is not None:
+        path.append(node)
+        node = parent_of[node]
     path.reverse()
-    steps: list[Step[S, L]] = [Step(None, states[path[0]])]
-    for a, b in itertools.pairwise(path):
-        target = key(states[b])
-        for label, succ in successors(states[a]):
-            if key(succ) == target:
-                # Under symmetry the successor may be a permutation of the stored state; keep
-                # the concrete successor so the trace is a real run.
+    steps: list[Step[S, L]] = [Step(None, init)]
+    state = init
+    for target in path[1:]:
+        for label, succ in successors(state):
+            # Under symmetry the successor may be a permutation of the first-seen state; keep
+            # the concrete successor so the trace is a real run.
+            if fingerprint(succ) == target:
                 steps.append(Step(label, succ))
+                state = succ
                 break
-        else:  # pragma: no cover - a stored parent always reaches its child
+        else:  # pragma: no cover - a recorded parent always reaches its child
             raise AssertionError("trace reconstruction lost its way")
     return steps

@@ -101,3 +101,13 @@ def test_limbo_does_not_protect_a_ledger_that_is_already_closed() -> None:
         if s.label and s.label.action == "BookieRestartsEmpty"
     ]
     assert len(crash) == 1
+
+
+def test_striping_keeps_defect_1_and_its_fix() -> None:
+    # E=3 > WQ=2: entries go to their write sets; fencing must cover every write set.
+    base = {"bookies": 3, "clients": 2, "ensemble_size": 3, "write_quorum": 2, "ack_quorum": 2}
+    _off_then_on(
+        ModelConfig(**base, recovery_reads_fence=False),  # type: ignore[arg-type]
+        ModelConfig(**base),  # type: ignore[arg-type]
+        "NoDivergenceBetweenClientAndMetaData",
+    )
