@@ -10,7 +10,7 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import State
 from model.bookkeeper.swarm import swarm_policy
-from model.bookkeeper.symmetry import canonical_state
+from model.bookkeeper.symmetry import canonical_fingerprint
 from model.search.archive import explore_archive
 from model.search.bfs import Progress, SearchResult, Step, breadth_first
 from model.search.simulation import (
@@ -53,7 +53,7 @@ def check_exhaustively(
     if symmetry:
 
         def canonical(state: State) -> Hashable:
-            return canonical_state(cfg, state)
+            return canonical_fingerprint(cfg, state)
 
     return breadth_first(
         init_state(cfg),

@@ -120,3 +120,69 @@ def canonical_state(cfg: ModelConfig, s: State) -> State:
         if h < best_hash:
             best, best_hash = candidate, h
     return best
+
+
+def _plain_fragment(f: Fragment | None, table: tuple[int, ...]) -> tuple[int, int, int] | None:
+    return None if f is None else (f.id, table[f.ensemble], f.first_entry_id)
+
+
+def _plain_message(m: Message, bmap: tuple[int, ...], cmap: tuple[int, ...]) -> tuple[object, ...]:
+    return (m[0], bmap[m[1]], cmap[m[2]], *m[3:])
+
+
+def _permuted_hash(
+    s: State, bmap: tuple[int, ...], cmap: tuple[int, ...], table: tuple[int, ...]
+) -> int:
+    """``hash(permute(s, ...))`` without building the permuted state.
+
+    A NamedTuple hashes as the plain tuple of its fields, so plain tuples give the same value
+    at a fraction of the cost: this is what makes symmetry reduction affordable.
+    """
+    clients: list[tuple[object, ...]] = [()] * len(s.clients)
+    for c in s.clients:
+        clients[cmap[c.id]] = (
+            cmap[c.id],
+            c.meta_version,
+            c.status,
+            tuple((f.id, table[f.ensemble], f.first_entry_id) for f in c.fragments),
+            _plain_fragment(c.curr_fragment, table),
+            frozenset((op.entry, op.fragment_id, table[op.ensemble]) for op in c.pending_add_ops),
+            c.lap,
+            c.lac,
+            tuple(table[m] for m in c.confirmed),
+            table[c.fenced],
+            table[c.recovery_ensemble],
+            c.curr_read_entry,
+            frozenset(_plain_message(r, bmap, cmap) for r in c.read_responses),
+            c.recovery_phase,
+            c.last_recoverable_entry,
+        )
+    return hash(
+        (
+            s.meta_status,
+            tuple((f.id, table[f.ensemble], f.first_entry_id) for f in s.meta_fragments),
+            s.meta_last_entry,
+            s.meta_version,
+            _by_map(s.b_entries, bmap),
+            _by_map(s.b_fenced, bmap),
+            _by_map(s.b_lac, bmap),
+            _by_map(s.b_limbo, bmap),
+            s.crashes,
+            tuple(clients),
+            frozenset((_plain_message(m, bmap, cmap), count) for m, count in s.messages),
+        )
+    )
+
+
+def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
+    """The smallest hash over the orbit of ``s``: equal for every member of the orbit.
+
+    Equals ``hash(canonical_state(cfg, s))``; an explorer that needs only fingerprints (the
+    breadth-first search) uses this and never builds the permuted states.
+    """
+    best = hash(s)
+    for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
+        h = _permuted_hash(s, bmap, cmap, table)
+        if h < best:
+            best = h
+    return best

@@ -8,7 +8,12 @@ from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.bookkeeper.scripted import run_script, step
-from model.bookkeeper.symmetry import _permutations, canonical_state, permute
+from model.bookkeeper.symmetry import (
+    _permutations,
+    canonical_fingerprint,
+    canonical_state,
+    permute,
+)
 from model.search.bfs import breadth_first
 
 CFG = ModelConfig(bookies=3, clients=2, write_quorum=2, ack_quorum=1)
@@ -71,3 +76,11 @@ def test_reduced_search_counts_the_orbits_of_the_full_search() -> None:
 def test_identity_is_not_among_the_permutations() -> None:
     perms = _permutations(3, 2)
     assert len(perms) == len(list(itertools.permutations(range(3)))) * 2 - 1
+
+
+def test_canonical_fingerprint_is_the_hash_of_the_canonical_state() -> None:
+    s = _some_state()
+    assert canonical_fingerprint(CFG, s) == hash(canonical_state(CFG, s))  # type: ignore[arg-type]
+    for bmap, cmap, table in _permutations(CFG.bookies, CFG.clients):
+        other = permute(s, bmap, cmap, table)  # type: ignore[arg-type]
+        assert canonical_fingerprint(CFG, other) == canonical_fingerprint(CFG, s)  # type: ignore[arg-type]
