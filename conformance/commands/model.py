@@ -29,8 +29,9 @@ EXIT_VIOLATION = 1
 EXIT_UNDECIDED = 2
 
 CRASH_PHASES = ("open", "recovery", "closed")
-# A state takes about 1.2 KiB; the cap keeps a default run inside this machine's memory.
-DEFAULT_MAX_STATES = 10_000_000
+# Seen states are 64-bit fingerprints (~100 bytes each) and levels past two million states
+# are spilled to disk, so the default cap is about memory for the fingerprints alone.
+DEFAULT_MAX_STATES = 100_000_000
 
 
 def register(subparsers: Any) -> None:
@@ -94,7 +95,7 @@ def register(subparsers: Any) -> None:
         type=int,
         default=DEFAULT_MAX_STATES,
         help=f"stop an exhaustive search after N distinct states, exit 2 (default "
-        f"{DEFAULT_MAX_STATES:,}, about 12 GiB; 0 = no limit)",
+        f"{DEFAULT_MAX_STATES:,}, about 10 GiB of fingerprints; 0 = no limit)",
     )
     search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
     search.add_argument(

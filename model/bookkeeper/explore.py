@@ -46,6 +46,7 @@ def check_exhaustively(
     max_depth: int | None = None,
     invariants: tuple[Invariant, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
+    spill_over: int | None = 2_000_000,
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
     reduction over bookies and clients)."""
@@ -63,6 +64,7 @@ def check_exhaustively(
         max_states=max_states,
         max_depth=max_depth,
         progress=progress,
+        spill_over=spill_over,
     )
 
 

@@ -5,12 +5,15 @@ check. States must be hashable. Depth is counted as TLC counts it: the initial s
 On a violation the search stops and returns the shortest trace to it, because breadth-first
 order reaches every state first by a shortest path.
 
-Pure: no clock and no randomness. Callers time the search and report rates.
+Pure: no clock and no randomness. Callers time the search and report rates. (A search may
+spill its queue of states to a temporary file, as TLC does; see ``breadth_first``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import pickle
+import tempfile
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -63,6 +66,7 @@ def breadth_first(
     max_depth: int | None = None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: int = 100_000,
+    spill_over: int | None = None,
 ) -> SearchResult[S, L]:
     """Explore every reachable state level by level, checking ``check`` on each new one.
 
@@ -75,6 +79,10 @@ def breadth_first(
 
     ``max_depth`` bounds the search to the states within that many levels (the initial state
     is level 1); such a search is complete for that horizon only.
+
+    ``spill_over`` (a number of states): a level with more states than that is written to a
+    temporary file and read back one state at a time, as TLC keeps its queue on disk; memory
+    then holds only the fingerprints. States must pickle.
     """
     key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
 
@@ -101,13 +109,15 @@ def breadth_first(
     if broken:
         return result(False, 1, Violation(broken, [Step(None, init)]), "violation")
 
-    frontier: list[tuple[int, S]] = [(root, init)]
+    frontier: _Level[S] = _Level(spill_over)
+    frontier.append((root, init))
     depth = 1
     next_report = progress_every
-    while frontier:
+    while len(frontier):
         if max_depth is not None and depth >= max_depth:
+            frontier.close()
             return result(False, depth, None, f"depth limit {max_depth} reached")
-        next_frontier: list[tuple[int, S]] = []
+        next_frontier: _Level[S] = _Level(spill_over)
         for parent, state in frontier:
             for _label, succ in successors(state):
                 generated += 1
@@ -118,14 +128,19 @@ def breadth_first(
                 next_frontier.append((fp, succ))
                 broken = check(succ)
                 if broken:
+                    frontier.close()
+                    next_frontier.close()
                     trace = _trace(fp, init, parent_of, successors, fingerprint)
                     return result(False, depth + 1, Violation(broken, trace), "violation")
                 if max_states is not None and len(parent_of) >= max_states:
+                    frontier.close()
+                    next_frontier.close()
                     return result(False, depth + 1, None, f"state limit {max_states} reached")
             if progress is not None and len(parent_of) >= next_report:
                 next_report += progress_every
                 progress(Progress(len(parent_of), depth, len(next_frontier)))
-        if next_frontier:
+        frontier.close()
+        if len(next_frontier):
             depth += 1
         frontier = next_frontier
     return result(True, depth, None, "exhausted")
@@ -158,3 +173,44 @@ def _trace(
         else:  # pragma: no cover - a recorded parent always reaches its child
             raise AssertionError("trace reconstruction lost its way")
     return steps
+
+
+class _Level(Generic[S]):
+    """One BFS level: a list, or past ``spill_over`` states a temporary file of pickles."""
+
+    def __init__(self, spill_over: int | None) -> None:
+        self._spill_over = spill_over
+        self._items: list[tuple[int, S]] = []
+        self._file: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def append(self, item: tuple[int, S]) -> None:
+        self._count += 1
+        if self._file is not None:
+            pickle.dump(item, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            return
+        self._items.append(item)
+        if self._spill_over is not None and len(self._items) > self._spill_over:
+            # Lives as long as the level; close() deletes it.
+            self._file = tempfile.NamedTemporaryFile(prefix="bkconform-bfs-", suffix=".level")  # noqa: SIM115
+            for kept in self._items:
+                pickle.dump(kept, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._items = []
+
+    def __iter__(self) -> Iterator[tuple[int, S]]:
+        if self._file is None:
+            yield from self._items
+            return
+        self._file.flush()
+        with open(self._file.name, "rb") as reader:
+            for _ in range(self._count):
+                yield pickle.load(reader)
+
+    def close(self) -> None:
+        self._items = []
+        if self._file is not None:
+            self._file.close()  # deletes it
+            self._file = None
