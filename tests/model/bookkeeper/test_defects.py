@@ -11,8 +11,20 @@ import pytest
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
-from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN
-from model.bookkeeper.scripted import ScriptError, enabled, run_script, step
+from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN, State
+from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, run_script, step
+
+
+def _broken_only_at_the_end(
+    cfg: ModelConfig, script: list[ScriptedStep]
+) -> tuple[State, list[str]]:
+    """Replay ``script``; no invariant may break before its last step. Returns the final state
+    and what it breaks."""
+    trace = run_script(cfg, script)
+    invariants = invariants_for(cfg)
+    assert all(not violated(cfg, s.state, invariants) for s in trace[:-1])
+    return trace[-1].state, violated(cfg, trace[-1].state, invariants)
+
 
 DEFECT_1_PREFIX = list(interleavings.DEFECT_1.steps[:15])
 DEFECT_1_SUFFIX = [
@@ -22,29 +34,16 @@ DEFECT_1_SUFFIX = [
 ]
 
 
-def _defect_1_config(recovery_reads_fence: bool) -> ModelConfig:
-    return ModelConfig(
-        bookies=3,
-        clients=2,
-        write_quorum=3,
-        ack_quorum=2,
-        recovery_reads_fence=recovery_reads_fence,
-    )
-
-
 def test_defect_1_interleaving_violates_no_divergence_without_recovery_read_fence() -> None:
-    cfg = _defect_1_config(False)
-    trace = run_script(cfg, DEFECT_1_PREFIX + DEFECT_1_SUFFIX)
-    invariants = invariants_for(cfg)
-    assert all(not violated(cfg, s.state, invariants) for s in trace[:-1])
-    assert violated(cfg, trace[-1].state, invariants) == ["NoDivergenceBetweenClientAndMetaData"]
-    final = trace[-1].state
+    cfg = interleavings.DEFECT_1.unprotected
+    final, broken = _broken_only_at_the_end(cfg, DEFECT_1_PREFIX + DEFECT_1_SUFFIX)
+    assert broken == ["NoDivergenceBetweenClientAndMetaData"]
     assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 0
     assert final.clients[0].lac == 1
 
 
 def test_defect_1_prefix_cannot_complete_when_recovery_reads_fence() -> None:
-    cfg = _defect_1_config(True)
+    cfg = interleavings.DEFECT_1.protected
     closed = run_script(cfg, DEFECT_1_PREFIX)[-1].state
     # b3 was fenced by the recovery read: w1's add to b3 can only be rejected.
     assert closed.b_fenced == (True, True, True)
@@ -58,29 +57,16 @@ DEFECT_2_PREFIX = list(interleavings.DEFECT_2_PREFIX)
 DEFECT_2_SUFFIX = list(interleavings.DEFECT_2.steps[len(interleavings.DEFECT_2_PREFIX) :])
 
 
-def _defect_2_config(fix: bool) -> ModelConfig:
-    return ModelConfig(
-        bookies=3,
-        clients=2,
-        write_quorum=2,
-        ack_quorum=1,
-        send_limit=2,
-        recovery_starts_at_fragment=fix,
-    )
-
-
 def test_defect_2_interleaving_creates_an_invalid_fragment_without_the_fix() -> None:
-    cfg = _defect_2_config(False)
-    trace = run_script(cfg, DEFECT_2_PREFIX + DEFECT_2_SUFFIX)
-    invariants = invariants_for(cfg)
-    assert all(not violated(cfg, s.state, invariants) for s in trace[:-1])
-    assert violated(cfg, trace[-1].state, invariants) == ["OnlyValidFragments"]
-    recovery = trace[-1].state.clients[1]
+    cfg = interleavings.DEFECT_2.unprotected
+    final, broken = _broken_only_at_the_end(cfg, DEFECT_2_PREFIX + DEFECT_2_SUFFIX)
+    assert broken == ["OnlyValidFragments"]
+    recovery = final.clients[1]
     assert [f.first_entry_id for f in recovery.fragments] == [1, 2, 1]
 
 
 def test_defect_2_recovery_starts_at_the_current_fragment_with_the_fix() -> None:
-    cfg = _defect_2_config(True)
+    cfg = interleavings.DEFECT_2.protected
     fenced = run_script(cfg, DEFECT_2_PREFIX)[-1].state
     recovery = fenced.clients[1]
     # The floor is fragment 2's first entry - 1: entry 1 is never read again.
@@ -93,21 +79,8 @@ SEED_001 = list(interleavings.LIMBO_CRASH_PREFIX)
 SEED_001_SUFFIX = list(interleavings.LIMBO_CRASH.steps[len(interleavings.LIMBO_CRASH_PREFIX) :])
 
 
-def _seed_001_config(limbo: bool) -> ModelConfig:
-    return ModelConfig(
-        bookies=2,
-        clients=2,
-        write_quorum=2,
-        ack_quorum=2,
-        max_crashes=1,
-        crash_when_closed=False,
-        limbo_on_unclean_shutdown=limbo,
-        fence_on_unclean_shutdown=limbo,
-    )
-
-
 def test_seed_001_crash_without_limbo_closes_the_ledger_short() -> None:
-    cfg = _seed_001_config(False)
+    cfg = interleavings.LIMBO_CRASH.unprotected
     trace = run_script(cfg, SEED_001 + SEED_001_SUFFIX)
     final = trace[-1].state
     assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 0
@@ -115,7 +88,7 @@ def test_seed_001_crash_without_limbo_closes_the_ledger_short() -> None:
 
 
 def test_seed_001_limbo_makes_recovery_wait_for_the_healthy_bookie() -> None:
-    cfg = _seed_001_config(True)
+    cfg = interleavings.LIMBO_CRASH.protected
     waiting = run_script(cfg, SEED_001)[-1].state
     assert waiting.b_limbo == (True, False) and waiting.b_fenced == (True, False)
     # b1 answered Unknown: it does not count as fenced, so reads cannot start on its word.
@@ -124,7 +97,7 @@ def test_seed_001_limbo_makes_recovery_wait_for_the_healthy_bookie() -> None:
 
 
 def test_seed_001_limbo_diagram_repairs_the_ledger() -> None:
-    cfg = _seed_001_config(True)
+    cfg = interleavings.LIMBO_CRASH.protected
     trace = run_script(
         cfg,
         [
