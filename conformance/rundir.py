@@ -2,8 +2,8 @@
 
 ``runs/<UTC time>-<target>-<name>/``: ``results.json`` (verdict, findings, configuration,
 versions), ``history.jsonl`` (every step: action, request, predicted and observed answers,
-divergences, violations), ``trace.txt`` (the numbered trace) and ``sequence.txt``
-(sequencediagram.org text).
+divergences, violations), ``trace.txt`` (the numbered trace), ``sequence.txt``
+(sequencediagram.org text) and ``sequence.svg`` (the same diagram, self-contained).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from conformance.engine import Outcome
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
+from model.bookkeeper.svg import sequence_svg
 
 
 def versions() -> dict[str, str]:
@@ -73,11 +74,11 @@ def write_run(
             history.write(json.dumps(record.as_dict()) + "\n")
     (path / "trace.txt").write_text(numbered_trace(cfg, outcome.trace) + "\n")
     findings = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
+    title = f"{name} ({cfg.describe()})"
+    note = f"VERDICT: {outcome.verdict}" + (f" ({findings})" if findings else "")
     (path / "sequence.txt").write_text(
-        sequence_diagram(
-            cfg,
-            outcome.trace,
-            title=f"{name} ({cfg.describe()})",
-            final_note=f"VERDICT: {outcome.verdict}" + (f" ({findings})" if findings else ""),
-        )
+        sequence_diagram(cfg, outcome.trace, title=title, final_note=note)
+    )
+    (path / "sequence.svg").write_text(
+        sequence_svg(cfg, outcome.trace, title=title, final_note=note)
     )

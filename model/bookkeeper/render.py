@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
@@ -128,6 +129,32 @@ def numbered_trace(cfg: ModelConfig, trace: Sequence[Step[State, Label]]) -> str
     return "\n".join(lines)
 
 
+class Arrow(NamedTuple):
+    """One line of a sequence diagram: ``source`` to ``target`` (the same for a self-note)."""
+
+    source: str
+    target: str
+    text: str
+    lost: bool = False
+
+
+def participants(cfg: ModelConfig) -> list[str]:
+    return [
+        *(writer_name(c) for c in range(cfg.clients)),
+        *(bookie_name(b) for b in range(cfg.bookies)),
+        "zk",
+    ]
+
+
+def diagram_arrows(trace: Sequence[Step[State, Label]]) -> list[Arrow]:
+    """The trace's events as arrows, shared by the text and the SVG renderings."""
+    arrows: list[Arrow] = []
+    for before, step in itertools.pairwise(trace):
+        assert step.label is not None
+        arrows.extend(_step_arrows(step.label, before.state, step.state))
+    return arrows
+
+
 def sequence_diagram(
     cfg: ModelConfig,
     trace: Sequence[Step[State, Label]],
@@ -139,43 +166,47 @@ def sequence_diagram(
     lines: list[str] = []
     if title:
         lines.append(f"title {title}")
-    lines.extend(f"participant {writer_name(c)}" for c in range(cfg.clients))
-    lines.extend(f"participant {bookie_name(b)}" for b in range(cfg.bookies))
-    lines.append("participant zk")
-    for before, step in itertools.pairwise(trace):
-        assert step.label is not None
-        lines.extend(_diagram_lines(step.label, before.state, step.state))
+    lines.extend(f"participant {name}" for name in participants(cfg))
+    for arrow in diagram_arrows(trace):
+        lines.append(f"{arrow.source}{'--x' if arrow.lost else '->'}{arrow.target}: {arrow.text}")
     if final_note:
-        first = writer_name(0)
-        lines.append(f"note over {first},zk: {final_note}")
+        lines.append(f"note over {writer_name(0)},zk: {final_note}")
     return "\n".join(lines) + "\n"
 
 
-def _arrow(m: Message, delivered: bool) -> str:
+def _arrow(m: Message, delivered: bool) -> Arrow:
     sender, receiver = _endpoints(m)
-    return f"{sender}{'->' if delivered else '--x'}{receiver}: {describe_message(m)}"
+    return Arrow(sender, receiver, describe_message(m), lost=not delivered)
 
 
-def _diagram_lines(label: Label, before: State, after: State) -> list[str]:
+def _step_arrows(label: Label, before: State, after: State) -> list[Arrow]:
     action = label.action
     detail = dict(label.detail)
-    lines = [_arrow(m, delivered) for m, delivered in label.sent]
+    arrows = [_arrow(m, delivered) for m, delivered in label.sent]
     if label.client is not None:
         w = writer_name(label.client)
         if action == "ClientCreatesLedger":
-            lines.append(f"{w}->zk: create ledger, ensemble {format_bookies(detail['ensemble'])}")
+            ensemble = format_bookies(detail["ensemble"])
+            arrows.append(Arrow(w, "zk", f"create ledger, ensemble {ensemble}"))
         elif action == "ClientStartsRecovery":
-            lines.insert(0, f"{w}->zk: mark as in recovery")
+            arrows.insert(0, Arrow(w, "zk", "mark as in recovery"))
         elif action in ("ClientChangesEnsemble", "RecoveryClientChangesEnsemble"):
             target = "zk" if action == "ClientChangesEnsemble" else w
             ensemble = format_bookies(detail["ensemble"])
-            lines.append(f"{w}->{target}: ensemble change {detail['first_entry_id']}:{ensemble}")
+            arrows.append(
+                Arrow(w, target, f"ensemble change {detail['first_entry_id']}:{ensemble}")
+            )
         elif action in ("ClientClosesLedgerSuccess", "RecoveryClientClosesLedger"):
-            lines.append(f"{w}->zk: close ledger, last entry e{detail['last_entry']}")
+            last = detail["last_entry"]
+            arrows.append(
+                Arrow(
+                    w, "zk", f"close ledger, last entry e{last}" if last else "close ledger empty"
+                )
+            )
         elif action == "ClientClosesLedgerFail":
-            lines.append(f"{w}->zk: close fails (not OPEN), withdraw")
+            arrows.append(Arrow(w, "zk", "close fails (not OPEN), withdraw"))
         elif action == "ClientReceivesAddFencedResponse":
-            lines.append(f"{w}->{w}: fenced, withdraw")
+            arrows.append(Arrow(w, w, "fenced, withdraw"))
         elif action in (
             "ClientReceivesAddConfirmedResponse",
             "RecoveryClientReceivesAddConfirmedResponse",
@@ -184,14 +215,14 @@ def _diagram_lines(label: Label, before: State, after: State) -> list[str]:
             new_lac = after.clients[label.client].lac
             if new_lac > old_lac:
                 acked = ",".join(f"e{i}" for i in range(old_lac + 1, new_lac + 1))
-                lines.append(f"{w}->{w}: acknowledge {acked} to caller (lac={new_lac})")
+                arrows.append(Arrow(w, w, f"acknowledge {acked} to caller (lac={new_lac})"))
         elif action == "ClientReceivesRecoveryReadResponse":
             outcome = detail["outcome"]
             if outcome != NEED_MORE_RESPONSES:
                 assert label.received is not None
                 entry_id = label.received.entry.id  # type: ignore[union-attr]
-                lines.append(f"{w}->{w}: read of e{entry_id} decided {CODE_NAMES[outcome]}")
+                arrows.append(Arrow(w, w, f"read of e{entry_id} decided {CODE_NAMES[outcome]}"))
     elif action == "BookieRestartsEmpty" and label.bookie is not None:
         b = bookie_name(label.bookie)
-        lines.append(f"{b}--x{b}: crash, restarts without the ledger's data")
-    return lines
+        arrows.append(Arrow(b, b, "crash, restarts without the ledger's data", lost=True))
+    return arrows
