@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from conformance.commands import cluster as cluster_command
 from conformance.commands import model as model_command
 from conformance.commands import scenario as scenario_command
+from conformance.commands import zab as zab_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_command.register(subparsers)
     cluster_command.register(subparsers)
     scenario_command.register(subparsers)
+    zab_command.register(subparsers)
     return parser
 
 

@@ -22,8 +22,9 @@ from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
 
 
-def versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
+def versions(**extra: str) -> dict[str, str]:
+    """Versions of what a run depends on, plus ``extra`` (e.g. the cluster's)."""
+    found = {"python": platform.python_version(), "platform": platform.platform(), **extra}
     for package in ("bkconform", "hypothesis", "kazoo", "protobuf"):
         try:
             found[package] = metadata.version(package)
@@ -32,13 +33,16 @@ def versions() -> dict[str, str]:
     return found
 
 
-def new_run_dir(root: Path, target: str, name: str) -> Path:
+def new_run_dir(root: Path, *labels: str) -> Path:
+    """``<root>/<UTC time>-<label>-<label>...``, made fresh (a suffix keeps same-second runs
+    apart). Every engine's runs go through here: BookKeeper (target, scenario) and Zab."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = root / f"{stamp}-{target}-{name}"
+    base = "-".join((stamp, *labels))
+    path = root / base
     suffix = 1
     while path.exists():
         suffix += 1
-        path = root / f"{stamp}-{target}-{name}-{suffix}"
+        path = root / f"{base}-{suffix}"
     path.mkdir(parents=True)
     return path
 

@@ -15,22 +15,32 @@ Servers run ``org.apache.zookeeper.server.quorum.QuorumPeerMain`` with a generat
 ``zoo.cfg`` (admin server off, every four-letter word allowed, short ticks so elections and
 session expiries are quick). Readiness is the ``srvr`` four-letter word reporting a mode;
 an ensemble is ready when every server serves and one of them leads.
+
+With ``partitions=True`` each server runs in its own network namespace, linked by a veth pair
+to a bridge in a hub namespace; the addresses are private (``10.213.0.0/24``) and exist only in
+namespaces the ensemble creates and deletes. Cutting a server's link isolates it from the
+others and from clients, which reach the servers from the hub namespace (see
+:meth:`ZooKeeperEnsemble.network`). Needs root (CAP_NET_ADMIN) and ``ip``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import time
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.cluster.errors import (
     ClusterStartTimeout,
+    FaultNotSupported,
     InvalidClusterOptions,
     NodeStateError,
     ProcessExited,
@@ -200,6 +210,11 @@ class ZooKeeperServer:
         self.quorum_port = quorum_port
         self.election_port = election_port
         self.process: ManagedProcess | None = None
+        self.host = LOOPBACK
+        self.namespace: str | None = None
+        self.enter_network: Callable[[], contextlib.AbstractContextManager[None]] = (
+            contextlib.nullcontext
+        )
 
     @property
     def data_dir(self) -> Path:
@@ -211,7 +226,8 @@ class ZooKeeperServer:
 
     def mode(self, timeout: float = 2.0) -> str | None:
         """The server's role as ``srvr`` reports it, or None if it is not serving."""
-        return server_mode(LOOPBACK, self.client_port, timeout)
+        with self.enter_network():
+            return server_mode(self.host, self.client_port, timeout)
 
     def prepare_data_dir(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -225,6 +241,114 @@ def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
         return None
     match = re.search(r"^Mode: (\S+)", reply, re.MULTILINE)
     return match.group(1) if match else None
+
+
+PARTITION_SUBNET = "10.213.0"
+_CLONE_NEWNET = 0x40000000
+
+
+def _ip(*args: str) -> None:
+    try:
+        subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=10)
+    except FileNotFoundError as exc:
+        raise FaultNotSupported("network partitions need the `ip` command (iproute2)") from exc
+    except subprocess.CalledProcessError as exc:
+        raise FaultNotSupported(
+            f"`ip {' '.join(args)}` failed: {exc.stderr.strip()} (network partitions need "
+            "root or CAP_NET_ADMIN)"
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise FaultNotSupported(f"`ip {' '.join(args)}` did not finish in 10 s") from exc
+
+
+def _setns(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, _CLONE_NEWNET) != 0:
+        raise FaultNotSupported(f"setns failed: {os.strerror(ctypes.get_errno())}")
+
+
+class NetworkNamespaces:
+    """A hub namespace with a bridge, and one namespace per server linked to it by a veth
+    pair (``h<sid>`` in the hub, ``eth0`` in the server's). Only namespaces created here are
+    touched; :meth:`destroy` deletes them all."""
+
+    def __init__(self, servers: Iterable[ZooKeeperServer]) -> None:
+        self.prefix = f"bkc{os.getpid()}-{id(self) % 100000}"
+        self.hub = f"{self.prefix}-hub"
+        self.servers = {s.name: s for s in servers}
+        self.created: list[str] = []
+
+    def address(self, server: ZooKeeperServer) -> str:
+        return f"{PARTITION_SUBNET}.{10 + server.sid}"
+
+    def create(self) -> None:
+        for name in [self.hub, *(f"{self.prefix}-{n}" for n in self.servers)]:
+            _ip("netns", "add", name)
+            self.created.append(name)
+            _ip("-n", name, "link", "set", "lo", "up")
+        _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
+        _ip("-n", self.hub, "addr", "add", f"{PARTITION_SUBNET}.1/24", "dev", "br0")
+        _ip("-n", self.hub, "link", "set", "br0", "up")
+        for name, server in self.servers.items():
+            namespace = f"{self.prefix}-{name}"
+            veth = f"h{server.sid}"
+            _ip(
+                "-n",
+                self.hub,
+                "link",
+                "add",
+                veth,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                namespace,
+            )
+            _ip("-n", self.hub, "link", "set", veth, "master", "br0", "up")
+            _ip("-n", namespace, "addr", "add", f"{self.address(server)}/24", "dev", "eth0")
+            _ip("-n", namespace, "link", "set", "eth0", "up")
+            server.host = self.address(server)
+            server.namespace = namespace
+            server.enter_network = self.entered
+
+    def destroy(self) -> None:
+        for name in reversed(self.created):
+            with contextlib.suppress(FaultNotSupported):
+                _ip("netns", "del", name)
+        self.created.clear()
+
+    def cut(self, server: ZooKeeperServer) -> None:
+        _ip("-n", self.hub, "link", "set", f"h{server.sid}", "down")
+
+    def heal(self, server: ZooKeeperServer) -> None:
+        _ip("-n", self.hub, "link", "set", f"h{server.sid}", "up")
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[None]:
+        """Run the block (this thread only) in the hub namespace, where clients live.
+        Threads started inside inherit it; sockets opened inside keep it."""
+        with (
+            open("/proc/thread-self/ns/net", "rb") as own,
+            open(f"/run/netns/{self.hub}", "rb") as hub,
+        ):
+            _setns(hub.fileno())
+            try:
+                yield
+            finally:
+                _setns(own.fileno())
+
+
+def partitions_supported() -> str | None:
+    """None when this process can create network namespaces, else the reason it cannot."""
+    probe = f"bkc{os.getpid()}-probe"
+    try:
+        _ip("netns", "add", probe)
+        _ip("netns", "del", probe)
+    except FaultNotSupported as exc:
+        return str(exc)
+    return None
 
 
 class ZooKeeperEnsemble:
@@ -243,6 +367,7 @@ class ZooKeeperEnsemble:
         tuning: ZooKeeperTuning | None = None,
         start_timeout: float = 60.0,
         java: str | None = None,
+        partitions: bool = False,
     ) -> None:
         if size < 1:
             raise InvalidClusterOptions(
@@ -254,16 +379,25 @@ class ZooKeeperEnsemble:
         self.tuning = tuning or ZooKeeperTuning()
         self.start_timeout = start_timeout
         self._java = java
+        self.partitions = partitions
         self.servers: dict[str, ZooKeeperServer] = {}
+        self._namespaces: NetworkNamespaces | None = None
 
     # Configuration -----------------------------------------------------------------------
 
     @property
     def connect_string(self) -> str:
-        return ",".join(f"{LOOPBACK}:{s.client_port}" for s in self.servers.values())
+        return ",".join(f"{s.host}:{s.client_port}" for s in self.servers.values())
 
     def client_endpoints(self) -> dict[str, tuple[str, int]]:
-        return {name: (LOOPBACK, s.client_port) for name, s in self.servers.items()}
+        return {name: (s.host, s.client_port) for name, s in self.servers.items()}
+
+    def network(self) -> contextlib.AbstractContextManager[None]:
+        """Where clients must be to reach the servers: the hub namespace with partitions
+        (enter it around creating a client), else nothing to do."""
+        if self._namespaces is None:
+            return contextlib.nullcontext()
+        return self._namespaces.entered()
 
     def _layout(self) -> None:
         ports = free_ports(3 * self.size)
@@ -283,7 +417,7 @@ class ZooKeeperEnsemble:
             f"syncLimit={t.sync_limit}",
             f"dataDir={server.data_dir}",
             f"clientPort={server.client_port}",
-            f"clientPortAddress={LOOPBACK}",
+            f"clientPortAddress={server.host}",
             "admin.enableServer=false",
             "4lw.commands.whitelist=*",
             # Small preallocated transaction logs: tests write little and disks are shared.
@@ -292,7 +426,7 @@ class ZooKeeperEnsemble:
         ]
         if self.size > 1:
             lines += [
-                f"server.{s.sid}={LOOPBACK}:{s.quorum_port}:{s.election_port}"
+                f"server.{s.sid}={s.host}:{s.quorum_port}:{s.election_port}"
                 for s in self.servers.values()
             ]
         return "\n".join(lines) + "\n"
@@ -300,12 +434,18 @@ class ZooKeeperEnsemble:
     def _command(self, server: ZooKeeperServer) -> list[str]:
         java = self._java or find_java()
         log4j2 = self.work_dir / "zookeeper" / "log4j2.properties"
+        inside = ["ip", "netns", "exec", server.namespace] if server.namespace else []
+        # A cut-off peer never refuses a connection, it just does not answer; elections wait
+        # out the quorum connect timeout (5 s by default) per attempt, so keep it short.
+        partitioned = ["-Dzookeeper.cnxTimeout=1000"] if server.namespace else []
         return [
+            *inside,
             java,
             f"-Xmx{self.tuning.max_heap}",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true",
+            *partitioned,
             f"-Dlog4j2.configurationFile={log4j2}",
             "-Dzookeeper.jmx.log4j.disable=true",
             "-Dzookeeper.admin.enableServer=false",
@@ -338,6 +478,9 @@ class ZooKeeperEnsemble:
     def _start_once(self) -> None:
         self.servers = {}
         self._layout()
+        if self.partitions:
+            self._namespaces = NetworkNamespaces(self.servers.values())
+            self._namespaces.create()
         (self.work_dir / "zookeeper").mkdir(parents=True, exist_ok=True)
         (self.work_dir / "zookeeper" / "log4j2.properties").write_text(_LOG4J2_PROPERTIES)
         for server in self.servers.values():
@@ -360,6 +503,9 @@ class ZooKeeperEnsemble:
         for server in self.servers.values():
             if server.process is not None:
                 server.process.stop()
+        if self._namespaces is not None:
+            self._namespaces.destroy()
+            self._namespaces = None
 
     def wait_until_serving(self, names: list[str], timeout: float) -> None:
         """Wait until each named server serves and, for an ensemble, some server leads."""
@@ -427,15 +573,31 @@ class ZooKeeperEnsemble:
     def resume(self, name: str) -> None:
         self._process(self.server(name)).resume()
 
-    def restart(self, name: str, timeout: float | None = None) -> None:
+    def isolate(self, name: str) -> None:
+        """Cut the server off from the other servers and from clients (``partitions=True``)."""
+        self._require_namespaces().cut(self.server(name))
+
+    def reconnect(self, name: str) -> None:
+        """Heal :meth:`isolate`."""
+        self._require_namespaces().heal(self.server(name))
+
+    def _require_namespaces(self) -> NetworkNamespaces:
+        if self._namespaces is None:
+            raise FaultNotSupported("partitions need an ensemble started with partitions=True")
+        return self._namespaces
+
+    def restart(self, name: str, timeout: float | None = None, *, wait: bool = True) -> None:
         """Stop the server gracefully if it runs and start it again with its data.
 
         Waits until it serves when a majority of servers (it included) runs; a server cannot
-        serve without a quorum, so with a majority down it is only started.
+        serve without a quorum, so with a majority down it is only started. ``wait=False``
+        only starts it (to act on it while it is still joining).
         """
         process = self._process(self.server(name))
         process.stop()
         process.start()
+        if not wait:
+            return
         running = sum(
             1 for s in self.servers.values() if s.process is not None and s.process.is_running()
         )

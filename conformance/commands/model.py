@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from conformance.spill import spilling
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.explore import STRATEGIES, check_exhaustively, simulate_randomly
@@ -182,7 +183,11 @@ def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
             )
 
     result = check_exhaustively(
-        cfg, symmetry=args.symmetry, max_states=args.max_states or None, progress=progress
+        cfg,
+        symmetry=args.symmetry,
+        max_states=args.max_states or None,
+        progress=progress,
+        new_level=spilling(),
     )
     elapsed = time.perf_counter() - started
     rate = result.distinct_states / elapsed if elapsed > 0 else 0.0

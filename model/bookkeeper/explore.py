@@ -12,7 +12,7 @@ from model.bookkeeper.records import State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_fingerprint
 from model.search.archive import explore_archive
-from model.search.bfs import Progress, SearchResult, Step, breadth_first
+from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
 from model.search.simulation import (
     PolicyFactory,
     SimulationResult,
@@ -46,7 +46,7 @@ def check_exhaustively(
     max_depth: int | None = None,
     invariants: tuple[Invariant, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
-    spill_over: int | None = 2_000_000,
+    new_level: Callable[[], Level[State]] = ListLevel,
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
     reduction over bookies and clients)."""
@@ -64,7 +64,7 @@ def check_exhaustively(
         max_states=max_states,
         max_depth=max_depth,
         progress=progress,
-        spill_over=spill_over,
+        new_level=new_level,
     )
 
 

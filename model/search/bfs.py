@@ -5,17 +5,15 @@ check. States must be hashable. Depth is counted as TLC counts it: the initial s
 On a violation the search stops and returns the shortest trace to it, because breadth-first
 order reaches every state first by a shortest path.
 
-Pure: no clock and no randomness. Callers time the search and report rates. (A search may
-spill its queue of states to a temporary file, as TLC does; see ``breadth_first``.)
+Pure: no clock, no randomness, no files. Callers time the search and report rates, and may
+supply disk-backed level storage (``new_level``), as TLC keeps its queue on disk.
 """
 
 from __future__ import annotations
 
-import pickle
-import tempfile
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -56,6 +54,37 @@ class SearchResult(Generic[S, L]):
     stopped_reason: str = field(default="")
 
 
+class Level(Protocol[S]):
+    """Storage for one BFS level: states are appended, then read back once, in order."""
+
+    def append(self, item: tuple[int, S]) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[tuple[int, S]]: ...
+
+    def close(self) -> None: ...
+
+
+class ListLevel(Generic[S]):
+    """A level in memory (the default)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, S]] = []
+
+    def append(self, item: tuple[int, S]) -> None:
+        self._items.append(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[tuple[int, S]]:
+        return iter(self._items)
+
+    def close(self) -> None:
+        self._items = []
+
+
 def breadth_first(
     init: S,
     successors: Successors[S, L],
@@ -66,7 +95,7 @@ def breadth_first(
     max_depth: int | None = None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: int = 100_000,
-    spill_over: int | None = None,
+    new_level: Callable[[], Level[S]] = ListLevel,
 ) -> SearchResult[S, L]:
     """Explore every reachable state level by level, checking ``check`` on each new one.
 
@@ -80,9 +109,9 @@ def breadth_first(
     ``max_depth`` bounds the search to the states within that many levels (the initial state
     is level 1); such a search is complete for that horizon only.
 
-    ``spill_over`` (a number of states): a level with more states than that is written to a
-    temporary file and read back one state at a time, as TLC keeps its queue on disk; memory
-    then holds only the fingerprints. States must pickle.
+    ``new_level`` makes the storage of each level (default: in memory). A caller may keep
+    large levels on disk, as TLC keeps its queue (``conformance.spill``); memory then holds
+    only the fingerprints.
     """
     key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
 
@@ -109,7 +138,7 @@ def breadth_first(
     if broken:
         return result(False, 1, Violation(broken, [Step(None, init)]), "violation")
 
-    frontier: _Level[S] = _Level(spill_over)
+    frontier: Level[S] = new_level()
     frontier.append((root, init))
     depth = 1
     next_report = progress_every
@@ -117,7 +146,7 @@ def breadth_first(
         if max_depth is not None and depth >= max_depth:
             frontier.close()
             return result(False, depth, None, f"depth limit {max_depth} reached")
-        next_frontier: _Level[S] = _Level(spill_over)
+        next_frontier: Level[S] = new_level()
         for parent, state in frontier:
             for _label, succ in successors(state):
                 generated += 1
@@ -173,44 +202,3 @@ def _trace(
         else:  # pragma: no cover - a recorded parent always reaches its child
             raise AssertionError("trace reconstruction lost its way")
     return steps
-
-
-class _Level(Generic[S]):
-    """One BFS level: a list, or past ``spill_over`` states a temporary file of pickles."""
-
-    def __init__(self, spill_over: int | None) -> None:
-        self._spill_over = spill_over
-        self._items: list[tuple[int, S]] = []
-        self._file: tempfile._TemporaryFileWrapper[bytes] | None = None
-        self._count = 0
-
-    def __len__(self) -> int:
-        return self._count
-
-    def append(self, item: tuple[int, S]) -> None:
-        self._count += 1
-        if self._file is not None:
-            pickle.dump(item, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            return
-        self._items.append(item)
-        if self._spill_over is not None and len(self._items) > self._spill_over:
-            # Lives as long as the level; close() deletes it.
-            self._file = tempfile.NamedTemporaryFile(prefix="bkconform-bfs-", suffix=".level")  # noqa: SIM115
-            for kept in self._items:
-                pickle.dump(kept, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            self._items = []
-
-    def __iter__(self) -> Iterator[tuple[int, S]]:
-        if self._file is None:
-            yield from self._items
-            return
-        self._file.flush()
-        with open(self._file.name, "rb") as reader:
-            for _ in range(self._count):
-                yield pickle.load(reader)
-
-    def close(self) -> None:
-        self._items = []
-        if self._file is not None:
-            self._file.close()  # deletes it
-            self._file = None

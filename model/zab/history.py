@@ -131,6 +131,9 @@ class History:
     leaders: tuple[LeaderSample, ...] = ()
     ops: tuple[ClientOp, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    scope: str = "/"
+    """Integrity judges only changes under this path prefix (the runner's own setup, such
+    as creating the workload's root znode, happens outside it)."""
 
     @property
     def quorum(self) -> int:

@@ -63,15 +63,3 @@ def test_progress_is_reported() -> None:
         progress_every=10,
     )
     assert seen and all(a < b for a, b in itertools.pairwise(seen))
-
-
-def test_a_level_spilled_to_disk_gives_the_same_search() -> None:
-    in_memory = breadth_first(0, ring(200), lambda s: ["Hit"] if s == 199 else [])
-    spilled = breadth_first(0, ring(200), lambda s: ["Hit"] if s == 199 else [], spill_over=3)
-    assert spilled.distinct_states == in_memory.distinct_states
-    assert spilled.violation is not None and in_memory.violation is not None
-    assert [s.state for s in spilled.violation.trace] == [
-        s.state for s in in_memory.violation.trace
-    ]
-    complete = breadth_first(0, ring(50), lambda s: [], spill_over=2)
-    assert complete.complete and complete.distinct_states == 50 and complete.depth == 26

@@ -1,0 +1,198 @@
+"""``bkconform zab run``: Zab's properties on a real ZooKeeper ensemble under faults.
+
+Starts an ensemble of --servers local ZooKeeper JVMs on loopback, runs --ops generated client
+operations (create, conditional set, delete, multi, sync, reads) from --clients sessions while
+the fault schedule kills, restarts, pauses and resumes the leader or a follower, or cuts it off
+the network (partition: network namespaces, needs root; skipped with the reason otherwise),
+then reads every server's transaction log and checks the Zab properties and the client
+guarantees.
+A run directory ``<runs-dir>/<UTC time>-zab/`` keeps results.json, history.jsonl and the
+servers' data and logs.
+
+Exit codes: 0 = every property held; 1 = a finding (an anomaly, with evidence); 2 = could not
+decide (ZooKeeper missing or not starting, or nothing to check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from adapters.cluster.errors import ClusterError
+from adapters.zookeeper.errors import MetadataError
+from conformance.rundir import new_run_dir
+from conformance.zab.faults import SCENARIOS, scenario_steps
+from conformance.zab.program import FAULT_KINDS, random_program
+from conformance.zab.rundir import exit_code, verdict_name, write_run
+from conformance.zab.runner import RunOutcome, RunSettings, run_program
+
+EXIT_OK = 0
+EXIT_FINDING = 1
+EXIT_UNDECIDED = 2
+
+
+def register(subparsers: Any) -> None:
+    zab = subparsers.add_parser("zab", help="Zab conformance of a real ZooKeeper ensemble")
+    commands = zab.add_subparsers(dest="zab_command", metavar="{run,scenarios}", required=True)
+    run = commands.add_parser(
+        "run",
+        help="run a generated workload under faults and check the Zab properties",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("--servers", type=int, default=3, help="ensemble size (default 3)")
+    run.add_argument(
+        "--faults",
+        default="kill,pause",
+        help=f"comma-separated from {','.join(FAULT_KINDS)}, or 'none' (default kill,pause)",
+    )
+    run.add_argument("--ops", type=int, default=1000, help="client operations (default 1000)")
+    run.add_argument("--clients", type=int, default=5, help="client sessions (default 5)")
+    run.add_argument("--seed", type=int, default=0, help="workload and fault seed (default 0)")
+    run.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        default=None,
+        help="a named fault schedule after seed 003's issues instead of generated faults",
+    )
+    run.add_argument(
+        "--rate",
+        type=float,
+        default=100.0,
+        help="client operations per second in total, so faults overlap the workload "
+        "(default 100; 0 = unpaced)",
+    )
+    run.add_argument(
+        "--op-timeout", type=float, default=5.0, help="seconds per client request (default 5)"
+    )
+    run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go")
+    run.set_defaults(func=run_zab)
+    scenarios = commands.add_parser("scenarios", help="list the named fault scenarios")
+    scenarios.set_defaults(func=list_scenarios)
+
+
+def list_scenarios(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    for name, (description, actions) in sorted(SCENARIOS.items()):
+        steps = ", ".join(f"{verb} {target}" for verb, target in actions)
+        print(f"{name}: {description}\n    {steps}", file=out)
+    return EXIT_OK
+
+
+@contextlib.contextmanager
+def _kazoo_log(path: Path) -> Iterator[None]:
+    # kazoo warns on every dropped connection; under faults that is expected, so while a run
+    # lasts its log goes to the run directory instead of the terminal.
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    kazoo = logging.getLogger("kazoo")
+    level, propagate = kazoo.level, kazoo.propagate
+    kazoo.addHandler(handler)
+    kazoo.setLevel(logging.INFO)
+    kazoo.propagate = False
+    try:
+        yield
+    finally:
+        kazoo.removeHandler(handler)
+        handler.close()
+        kazoo.setLevel(level)
+        kazoo.propagate = propagate
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    if text.strip() in ("", "none"):
+        return ()
+    faults = tuple(f.strip() for f in text.split(",") if f.strip())
+    unknown = sorted(set(faults) - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(f"--faults takes {','.join(FAULT_KINDS)} or none; unknown: {unknown}")
+    return faults
+
+
+def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        faults = parse_faults(args.faults)
+        if args.servers < 3 or args.servers % 2 == 0:
+            raise ValueError(f"--servers must be odd and at least 3, got {args.servers}")
+        if args.ops < 1 or args.clients < 1:
+            raise ValueError("--ops and --clients must be at least 1")
+    except ValueError as exc:
+        print(f"bkconform zab run: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    program = random_program(args.seed, ops=args.ops, clients=args.clients, faults=faults)
+    if args.scenario:
+        program = type(program)(
+            program.clients, program.keys, program.ops, scenario_steps(args.scenario, args.ops)
+        )
+    run_dir = new_run_dir(args.runs_dir.resolve(), "zab")
+    config = {
+        "servers": args.servers,
+        "faults": list(faults),
+        "ops": args.ops,
+        "clients": args.clients,
+        "seed": args.seed,
+        "scenario": args.scenario,
+        "op_timeout": args.op_timeout,
+        "rate": args.rate,
+        "fault_steps": [
+            {"after_ops": s.after_ops, "name": s.name, "actions": [list(a) for a in s.actions]}
+            for s in program.faults
+        ],
+    }
+    print(f"Run directory: {run_dir}", file=out, flush=True)
+    settings = RunSettings(
+        servers=args.servers, op_timeout=args.op_timeout, faults=faults, rate=args.rate
+    )
+    try:
+        with _kazoo_log(run_dir / "kazoo.log"):
+            outcome = run_program(
+                program,
+                run_dir / "cluster",
+                settings,
+                on_progress=lambda message: print(message, file=out, flush=True),
+            )
+    except (ClusterError, MetadataError) as exc:
+        print(f"bkconform zab run: could not run the ensemble: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    config["client_servers"] = {str(k): v for k, v in outcome.client_servers.items()}
+    write_run(run_dir, outcome, config)
+    return report(outcome, run_dir, out)
+
+
+def report(outcome: RunOutcome, run_dir: Path, out: TextIO) -> int:
+    sizes = outcome.sizes()
+    for skipped in outcome.skipped:
+        print(f"Skipped {skipped}", file=out)
+    for note in outcome.notes:
+        print(f"Note: {note}", file=out)
+    print(
+        f"History: {sizes['client_ops']} client ops ({sizes['ok']} ok, {sizes['fail']} fail, "
+        f"{sizes['unknown']} unknown); server txns {sizes['server_txns']}; "
+        f"{sizes['leader_samples']} leader samples over {sizes['epochs_led']} epochs; "
+        f"{sizes['fault_events']} fault events",
+        file=out,
+    )
+    for result in outcome.verdict.results:
+        print(
+            f"  {result.name:<26} {result.valid!s:<8} checked {result.checked}"
+            + (f", {result.anomalies} anomalies" if result.anomalies else ""),
+            file=out,
+        )
+        for evidence in result.evidence[:3]:
+            print(f"      {evidence}", file=out)
+    timings = {k: v for k, v in outcome.timings.items() if k.endswith("_s")}
+    print(
+        "Timings: "
+        + ", ".join(f"{k.removesuffix('_s')} {v:.1f}s" for k, v in timings.items())
+        + f"; {outcome.timings.get('ops_per_second', 0.0):.0f} ops/s",
+        file=out,
+    )
+    valid = outcome.verdict.valid
+    print(f"Verdict: {verdict_name(valid)} ({run_dir / 'results.json'})", file=out)
+    return exit_code(valid)
