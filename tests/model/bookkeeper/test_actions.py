@@ -31,6 +31,14 @@ from model.bookkeeper.scripted import enabled, run_script, step, take
 
 CFG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 
+#: b1 and b2 answer c2's fencing LAC reads and c2 takes both answers (recovery just started).
+FENCED_BY_B1_AND_B2 = (
+    step("BookieSendsFencingReadLacResponse", bookie="b1"),
+    step("BookieSendsFencingReadLacResponse", bookie="b2"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+)
+
 
 def actions_of(cfg: ModelConfig, state: State) -> set[str]:
     return {t.label.action for t in successors(cfg, state)}
@@ -202,10 +210,7 @@ def test_fencing_lac_response_fences_and_coverage_starts_reads() -> None:
         CFG,
         step("ClientCreatesLedger", client="c1"),
         step("ClientStartsRecovery", client="c2"),
-        step("BookieSendsFencingReadLacResponse", bookie="b1"),
-        step("BookieSendsFencingReadLacResponse", bookie="b2"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+        *FENCED_BY_B1_AND_B2,
         step("ClientSendsRecoveryReadRequests", client="c2"),
     )
     c2 = s.clients[1]
@@ -224,10 +229,7 @@ def _reading(cfg: ModelConfig, *, writer_adds_to: tuple[str, ...]) -> State:
         script += [step("BookieSendsAddConfirmedResponse", bookie=b) for b in writer_adds_to]
     script += [
         step("ClientStartsRecovery", client="c2"),
-        step("BookieSendsFencingReadLacResponse", bookie="b1"),
-        step("BookieSendsFencingReadLacResponse", bookie="b2"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+        *FENCED_BY_B1_AND_B2,
         step("ClientSendsRecoveryReadRequests", client="c2"),
     ]
     return after(cfg, *script)
@@ -328,10 +330,7 @@ def test_recovery_ensemble_change_stays_local_until_close() -> None:
         step("ClientSendsAddEntryRequests", client="c1"),
         step("BookieSendsAddConfirmedResponse", bookie="b1"),
         step("ClientStartsRecovery", client="c2"),
-        step("BookieSendsFencingReadLacResponse", bookie="b1"),
-        step("BookieSendsFencingReadLacResponse", bookie="b2"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
-        step("ClientReceivesFencingReadLacResponse", client="c2", peer="b2"),
+        *FENCED_BY_B1_AND_B2,
         step("ClientSendsRecoveryReadRequests", client="c2", lost={"b2"}),
         step("BookieSendsReadResponse", bookie="b1"),
         step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
