@@ -16,8 +16,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from conformance.targets.base import Target
-from conformance.targets.local_target import LocalTarget
-from conformance.targets.model_target import ModelTarget
 
 TARGETS = ("model", "local")
 PROFILES = {
@@ -63,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """A fresh, unopened target as chosen by ``--bk-target``; closed after the test."""
+    # Imported here, not at plugin load: the plugin loads in every pytest run of this
+    # environment, and must not pull the adapters in before a test session asks for them.
+    from conformance.targets.local_target import LocalTarget
+    from conformance.targets.model_target import ModelTarget
+
     name = request.config.getoption("--bk-target")
     home = request.config.getoption("--bk-bookkeeper-home")
     target: Target = (
