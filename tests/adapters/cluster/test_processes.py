@@ -212,6 +212,11 @@ def test_the_leftover_check_finds_and_kills_a_leaked_process(tmp_path: Path) -> 
     process = shell(leak, "leaked", "sleep 300")
     process.start()
     process.detach()  # nothing will stop it: only the leftover check can
+    # Right after fork the child still carries its parent's command line; wait (bounded) until
+    # it has exec'd and names the leak directory, as a real leaked process would.
+    deadline = time.monotonic() + 10
+    while not processes_matching(str(leak)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     described = _reap_leftovers(leak)
     assert len(described) == 1 and str(process.pid) in described[0]
     assert processes_matching(str(leak)) == []
