@@ -56,6 +56,7 @@ class StepRecord:
     observed: dict[str, Any] | None = None
     divergence: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+    error: str | None = None  # the target failed: this step decided nothing
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
@@ -107,15 +108,12 @@ class Execution:
         try:
             self._on_target(label, before, transition.state, record)
         except TargetError as exc:
-            self.error = str(exc)
-            record.divergence.append(f"undecided: {exc}")
+            self.error = record.error = str(exc)
         self.state = transition.state
         self.trace.append(Step(label, self.state))
         record.violations = violated(self.cfg, self.state, self.invariants)
         self.violations.extend(v for v in record.violations if v not in self.violations)
-        self.divergences.extend(
-            f"step {record.index}: {d}" for d in record.divergence if not self.error
-        )
+        self.divergences.extend(f"step {record.index}: {d}" for d in record.divergence)
         self.records.append(record)
         return record
 

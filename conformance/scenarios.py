@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from conformance.engine import Execution, Outcome
 from conformance.targets.base import Target
 from model.bookkeeper import interleavings
+from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import Interleaving
 from model.bookkeeper.scripted import ScriptError, take
 
@@ -25,6 +26,10 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.interleaving.name
+
+    def config(self, *, protected: bool) -> ModelConfig:
+        """The model configuration with the scenario's protection on or off."""
+        return self.interleaving.protected if protected else self.interleaving.unprotected
 
     def expected_verdict(self, protected: bool) -> str:
         return "clean" if protected else "violation"
@@ -42,7 +47,7 @@ SCENARIOS = {
 
 def run_scenario(scenario: Scenario, target: Target, *, protected: bool) -> Outcome:
     """Replay the scenario on ``target``; the target must already be open for its config."""
-    cfg = scenario.interleaving.protected if protected else scenario.interleaving.unprotected
+    cfg = scenario.config(protected=protected)
     execution = Execution(cfg, target)
     note = None
     for number, scripted in enumerate(scenario.interleaving.steps, start=1):
@@ -58,7 +63,3 @@ def run_scenario(scenario: Scenario, target: Target, *, protected: bool) -> Outc
         if execution.stopped:
             break
     return execution.finish(note)
-
-
-def config_for(scenario: Scenario, *, protected: bool):  # type: ignore[no-untyped-def]
-    return scenario.interleaving.protected if protected else scenario.interleaving.unprotected

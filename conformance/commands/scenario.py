@@ -14,7 +14,7 @@ from typing import Any
 
 from conformance.engine import Outcome
 from conformance.rundir import new_run_dir, write_run
-from conformance.scenarios import SCENARIOS, config_for, run_scenario
+from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     protected = not given
-    cfg = config_for(scenario, protected=protected)
+    cfg = scenario.config(protected=protected)
     target: Target = (
         ModelTarget()
         if args.target == "model"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.scenarios import SCENARIOS, config_for, run_scenario
+from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target
 from model.bookkeeper.render import sequence_diagram
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.conformance
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_scenario_gives_its_expected_verdict(name: str, protected: bool, bk_target: Target) -> None:
     scenario = SCENARIOS[name]
-    cfg = config_for(scenario, protected=protected)
+    cfg = scenario.config(protected=protected)
     bk_target.open(cfg)
     outcome = run_scenario(scenario, bk_target, protected=protected)
     expected = scenario.expected_verdict(protected)

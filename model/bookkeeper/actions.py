@@ -13,7 +13,6 @@ must explore exactly the states TLC explores.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
@@ -991,6 +990,3 @@ def successors(cfg: ModelConfig, state: State) -> list[Transition]:
         _client_actions(ctx, c, out)
     _bookie_restarts_empty(ctx, out)
     return out
-
-
-ActionFn = Callable[[ModelConfig, State], list[Transition]]

@@ -84,11 +84,14 @@ def simulate_randomly(
     ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
     ``walks`` counts rounds for ``archive``.
     """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    init, step, check = init_state(cfg), _successors(cfg), _check(cfg, invariants_for(cfg))
     if strategy == "archive":
         return explore_archive(
-            init_state(cfg),
-            _successors(cfg),
-            _check(cfg, invariants_for(cfg)),
+            init,
+            step,
+            check,
             cell=progress_cell,
             seed=seed,
             policy=swarm_policy,
@@ -96,13 +99,11 @@ def simulate_randomly(
             rounds=walks,
             should_stop=should_stop,
         )
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     policy: PolicyFactory[Label] = swarm_policy if strategy == "swarm" else uniform_policy
     return simulate(
-        init_state(cfg),
-        _successors(cfg),
-        _check(cfg, invariants_for(cfg)),
+        init,
+        step,
+        check,
         seed=seed,
         depth=depth,
         walks=walks,

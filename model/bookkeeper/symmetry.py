@@ -1,11 +1,9 @@
 """Symmetry reduction over bookies and clients (the spec's ``Symmetry`` set).
 
-``canonical_state`` maps a state to one fixed member of its orbit under every permutation of
-bookies and of clients, so an explorer can store one state per orbit, as TLC does with
-``SYMMETRY Symmetry``. The representative is the permuted state with the smallest hash: equal
-states always get the same representative, and a hash tie between two different permutations
-(vanishingly rare) only costs a little reduction, never soundness, because states are merged
-only when their representatives are equal.
+``canonical_fingerprint`` gives every state of an orbit under the permutations of bookies
+and of clients the same fingerprint (the smallest hash over the orbit), so an explorer stores
+one state per orbit, as TLC does with ``SYMMETRY Symmetry``. ``permute`` is the renaming
+itself; the fingerprint hashes the same renaming as plain tuples, without building states.
 
 As with TLC, symmetry is only sound when the spec treats bookies and clients alike; CHOOSE in
 ``SelectEnsemble`` does not quite, so reduced counts are for scale, not for fidelity checks.
@@ -110,18 +108,6 @@ def permute(
     )
 
 
-def canonical_state(cfg: ModelConfig, s: State) -> State:
-    """The representative of ``s``'s orbit under bookie and client permutations."""
-    best = s
-    best_hash = hash(s)
-    for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
-        candidate = permute(s, bmap, cmap, table)
-        h = hash(candidate)
-        if h < best_hash:
-            best, best_hash = candidate, h
-    return best
-
-
 def _plain_fragment(f: Fragment | None, table: tuple[int, ...]) -> tuple[int, int, int] | None:
     return None if f is None else (f.id, table[f.ensemble], f.first_entry_id)
 
@@ -177,8 +163,8 @@ def _permuted_hash(
 def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
     """The smallest hash over the orbit of ``s``: equal for every member of the orbit.
 
-    Equals ``hash(canonical_state(cfg, s))``; an explorer that needs only fingerprints (the
-    breadth-first search) uses this and never builds the permuted states.
+    Each candidate equals ``hash(permute(s, ...))`` (tested), computed without building the
+    permuted state.
     """
     best = hash(s)
     for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):

@@ -10,7 +10,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.engine import Outcome
-from conformance.scenarios import SCENARIOS, config_for, run_scenario
+from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget
 
@@ -23,7 +23,7 @@ def _ids(case: tuple[str, bool]) -> str:
 
 def _run(target: ModelTarget | LocalTarget, name: str, protected: bool) -> Outcome:
     scenario = SCENARIOS[name]
-    target.open(config_for(scenario, protected=protected))
+    target.open(scenario.config(protected=protected))
     try:
         return run_scenario(scenario, target, protected=protected)
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 
@@ -62,17 +63,9 @@ def test_defect_2_appears_exactly_without_the_fragment_fix() -> None:
 
 
 def test_seed_001_data_loss_appears_exactly_without_limbo() -> None:
-    base = {
-        "bookies": 2,
-        "clients": 2,
-        "write_quorum": 2,
-        "ack_quorum": 2,
-        "max_crashes": 1,
-        "crash_when_closed": False,
-    }
     _off_then_on(
-        ModelConfig(**base),  # type: ignore[arg-type]
-        ModelConfig(**base, limbo_on_unclean_shutdown=True, fence_on_unclean_shutdown=True),  # type: ignore[arg-type]
+        interleavings.LIMBO_CRASH.unprotected,
+        interleavings.LIMBO_CRASH.protected,
         "NoDivergenceBetweenClientAndMetaData",
     )
 
