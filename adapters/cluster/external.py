@@ -97,6 +97,13 @@ class ExternalCluster(ClusterProvider):
             with contextlib.suppress(Exception):
                 zk.close()
 
+    @property
+    def zookeeper_client(self) -> Any:
+        """Our connected kazoo client to the cluster's ZooKeeper."""
+        if self._zk is None:
+            raise NodeStateError("ExternalCluster is not started")
+        return self._zk
+
     def _discover(self) -> dict[str, tuple[str, int]]:
         if self._zk is None:
             raise NodeStateError("ExternalCluster is not started")

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from conformance.commands.options import add_model_options, config_from_args
 from conformance.spill import spilling
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ConfigError, ModelConfig
@@ -29,7 +30,6 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_UNDECIDED = 2
 
-CRASH_PHASES = ("open", "recovery", "closed")
 # Seen states are 64-bit fingerprints (~100 bytes each) and levels past two million states
 # are spilled to disk, so the default cap is about memory for the fingerprints alone.
 DEFAULT_MAX_STATES = 100_000_000
@@ -44,49 +44,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    spec = check.add_argument_group("constants (the spec's CONSTANTS)")
-    spec.add_argument("--bookies", type=int, default=2, help="number of bookies (default 2)")
-    spec.add_argument("--clients", type=int, default=2, help="number of clients (default 2)")
-    spec.add_argument("--wq", type=int, default=2, help="write quorum (default 2)")
-    spec.add_argument("--aq", type=int, default=1, help="ack quorum (default 1)")
-    spec.add_argument(
-        "--ensemble-size", type=int, default=None, help="E >= WQ, striping (default: WQ)"
-    )
-    spec.add_argument("--send-limit", type=int, default=1, help="entries written (default 1)")
-    spec.add_argument(
-        "--inflight-limit", type=int, default=1, help="unacknowledged adds (default 1)"
-    )
-    switches = check.add_argument_group("switches (known defects and extensions)")
-    switches.add_argument(
-        "--no-recovery-read-fence",
-        action="store_true",
-        help="recovery reads do not fence: BookKeeper < 4.14.0, Defect 1",
-    )
-    switches.add_argument(
-        "--no-recovery-fragment-fix",
-        action="store_true",
-        help="recovery starts at entry 1, not at its fragment: Defect 2",
-    )
-    switches.add_argument(
-        "--crash",
-        default="",
-        metavar="PHASES",
-        help="let a bookie crash and lose its data while the ledger is in these states: "
-        "comma-separated from open,recovery,closed",
-    )
-    switches.add_argument(
-        "--max-crashes", type=int, default=1, help="crash budget with --crash (default 1)"
-    )
-    switches.add_argument(
-        "--no-limbo",
-        action="store_true",
-        help="with --crash: a restarted bookie does not put open ledgers in limbo",
-    )
-    switches.add_argument(
-        "--no-fence-on-unclean-shutdown",
-        action="store_true",
-        help="with --crash: a restarted bookie does not fence open ledgers",
-    )
+    add_model_options(check, bookies=2, clients=2, wq=2, aq=1)
     search = check.add_argument_group("search")
     search.add_argument(
         "--symmetry", action="store_true", help="symmetry reduction over bookies and clients"
@@ -121,33 +79,6 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument("--quiet", action="store_true", help="no progress lines")
     check.set_defaults(func=run_check)
-
-
-def config_from_args(args: argparse.Namespace) -> ModelConfig:
-    phases = {p.strip() for p in args.crash.split(",") if p.strip()}
-    unknown = phases - set(CRASH_PHASES)
-    if unknown:
-        raise ConfigError(
-            f"--crash takes phases from {','.join(CRASH_PHASES)}; "
-            f"unknown: {','.join(sorted(unknown))}"
-        )
-    return ModelConfig(
-        bookies=args.bookies,
-        clients=args.clients,
-        write_quorum=args.wq,
-        ack_quorum=args.aq,
-        ensemble_size=args.ensemble_size,
-        send_limit=args.send_limit,
-        inflight_limit=args.inflight_limit,
-        recovery_reads_fence=not args.no_recovery_read_fence,
-        recovery_starts_at_fragment=not args.no_recovery_fragment_fix,
-        max_crashes=args.max_crashes if phases else 0,
-        crash_when_open="open" in phases,
-        crash_in_recovery="recovery" in phases,
-        crash_when_closed="closed" in phases,
-        limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
-        fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
-    )
 
 
 def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -34,7 +34,10 @@ class Target(Protocol):
     name: str
 
     def open(self, cfg: ModelConfig) -> None:
-        """Prepare a fresh ledger namespace for one run of ``cfg``."""
+        """Prepare the target (start or reach the cluster) and a fresh ledger for ``cfg``."""
+
+    def new_ledger(self) -> None:
+        """A fresh ledger for the next example, on the same cluster."""
 
     def deliver(self, request: Message, predicted_reply: Message) -> Observation:
         """The bookie processes ``request``; return what it answered."""

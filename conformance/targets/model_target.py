@@ -16,6 +16,9 @@ class ModelTarget:
     def open(self, cfg: ModelConfig) -> None:
         return None
 
+    def new_ledger(self) -> None:
+        return None
+
     def deliver(self, request: Message, predicted_reply: Message) -> Observation:
         return predicted(predicted_reply)
 

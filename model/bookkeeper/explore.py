@@ -8,11 +8,12 @@ from model.bookkeeper.abstraction import progress_cell
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import Invariant, invariants_for, violated
-from model.bookkeeper.records import State
+from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_fingerprint
 from model.search.archive import explore_archive
 from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
+from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
     SimulationResult,
@@ -124,3 +125,32 @@ def replay(
         depth=depth,
         policy=policy,
     )
+
+
+#: Label details that name a choice (kept in an event) rather than a result (left out).
+_CHOICE_DETAILS = frozenset({"ensemble", "failed", "first_entry_id", "entry"})
+
+
+def _message_key(m: Message) -> Hashable:
+    entry = getattr(m, "entry", None)
+    entry_id = entry.id if entry is not None else getattr(m, "entry_id", None)
+    return (m.kind, m.bookie, m.cid, entry_id)
+
+
+def event_of(label: Label) -> Hashable:
+    """What a step does, without the values that depend on the past: the action, the actor,
+    the message it processes, its choices, and which of the messages it sends are lost."""
+    return (
+        label.action,
+        label.client,
+        label.bookie,
+        None if label.received is None else _message_key(label.received),
+        tuple(kv for kv in label.detail if kv[0] in _CHOICE_DETAILS),
+        tuple((_message_key(m), delivered) for m, delivered in label.sent),
+    )
+
+
+def minimise(cfg: ModelConfig, trace: list[Step[State, Label]]) -> list[Step[State, Label]]:
+    """A shorter trace that still breaks an invariant, by causal deletion
+    (``model.search.minimise``)."""
+    return minimise_trace(trace, _successors(cfg), event_of, _check(cfg, invariants_for(cfg)))

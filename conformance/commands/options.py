@@ -1,0 +1,133 @@
+"""Command-line options shared by the commands: the model's constants and switches, and the
+choice of target."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from conformance.targets.base import Target
+from model.bookkeeper.config import ConfigError, ModelConfig
+
+CRASH_PHASES = ("open", "recovery", "closed")
+TARGETS = ("model", "local", "external")
+
+
+def add_model_options(
+    parser: argparse.ArgumentParser, *, bookies: int, clients: int, wq: int, aq: int
+) -> None:
+    """The spec's CONSTANTS and the switches, with the command's own defaults."""
+    spec = parser.add_argument_group("constants (the spec's CONSTANTS)")
+    spec.add_argument("--bookies", type=int, default=bookies, help=f"bookies (default {bookies})")
+    spec.add_argument("--clients", type=int, default=clients, help=f"clients (default {clients})")
+    spec.add_argument("--wq", type=int, default=wq, help=f"write quorum (default {wq})")
+    spec.add_argument("--aq", type=int, default=aq, help=f"ack quorum (default {aq})")
+    spec.add_argument(
+        "--ensemble-size", type=int, default=None, help="E >= WQ, striping (default: WQ)"
+    )
+    spec.add_argument("--send-limit", type=int, default=1, help="entries written (default 1)")
+    spec.add_argument(
+        "--inflight-limit", type=int, default=1, help="unacknowledged adds (default 1)"
+    )
+    switches = parser.add_argument_group("switches (known defects and extensions)")
+    switches.add_argument(
+        "--no-recovery-read-fence",
+        action="store_true",
+        help="recovery reads do not fence: BookKeeper < 4.14.0, Defect 1",
+    )
+    switches.add_argument(
+        "--no-recovery-fragment-fix",
+        action="store_true",
+        help="recovery starts at entry 1, not at its fragment: Defect 2",
+    )
+    switches.add_argument(
+        "--crash",
+        default="",
+        metavar="PHASES",
+        help="let a bookie crash and lose its data while the ledger is in these states: "
+        "comma-separated from open,recovery,closed",
+    )
+    switches.add_argument(
+        "--max-crashes", type=int, default=1, help="crash budget with --crash (default 1)"
+    )
+    switches.add_argument(
+        "--no-limbo",
+        action="store_true",
+        help="with --crash: a restarted bookie does not put open ledgers in limbo",
+    )
+    switches.add_argument(
+        "--no-fence-on-unclean-shutdown",
+        action="store_true",
+        help="with --crash: a restarted bookie does not fence open ledgers",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> ModelConfig:
+    """The configuration the options name (ConfigError when they contradict each other)."""
+    phases = {p.strip() for p in args.crash.split(",") if p.strip()}
+    unknown = phases - set(CRASH_PHASES)
+    if unknown:
+        raise ConfigError(
+            f"--crash takes phases from {','.join(CRASH_PHASES)}; "
+            f"unknown: {','.join(sorted(unknown))}"
+        )
+    return ModelConfig(
+        bookies=args.bookies,
+        clients=args.clients,
+        write_quorum=args.wq,
+        ack_quorum=args.aq,
+        ensemble_size=args.ensemble_size,
+        send_limit=args.send_limit,
+        inflight_limit=args.inflight_limit,
+        recovery_reads_fence=not args.no_recovery_read_fence,
+        recovery_starts_at_fragment=not args.no_recovery_fragment_fix,
+        max_crashes=args.max_crashes if phases else 0,
+        crash_when_open="open" in phases,
+        crash_in_recovery="recovery" in phases,
+        crash_when_closed="closed" in phases,
+        limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
+        fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
+    )
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model") -> None:
+    group = parser.add_argument_group("target")
+    group.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=default,
+        help="model: in process (fast); local: real ZooKeeper + reference bookies (or "
+        "BookKeeper from --bookkeeper-home / BOOKKEEPER_HOME) started here; external: a "
+        f"running cluster at --zk (default {default})",
+    )
+    group.add_argument(
+        "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
+    )
+    group.add_argument(
+        "--zk", default=None, metavar="HOST:PORT[,...]", help="ZooKeeper of --target external"
+    )
+    group.add_argument(
+        "--ledgers-root", default="/ledgers", help="ledgers root of --target external"
+    )
+    group.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --target external reach ZooKeeper on other machines (it writes ledgers)",
+    )
+
+
+def target_from_args(args: argparse.Namespace) -> Target:
+    """A fresh, unopened target (ValueError for options that do not fit together)."""
+    if args.target == "model":
+        from conformance.targets.model_target import ModelTarget
+
+        return ModelTarget()
+    if args.target == "local":
+        from conformance.targets.local_target import LocalTarget
+
+        return LocalTarget(bookkeeper_home=args.bookkeeper_home)
+    if args.zk is None:
+        raise ValueError("--target external needs --zk HOST:PORT")
+    from conformance.targets.external_target import ExternalTarget
+
+    return ExternalTarget(args.zk, ledgers_root=args.ledgers_root, allow_remote=args.allow_remote)

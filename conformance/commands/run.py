@@ -1,0 +1,306 @@
+"""``bkconform run``: search for action sequences that break the protocol on a target;
+``bkconform replay``: run a recorded finding again.
+
+``run`` generates examples with Hypothesis on the target (every bookie answer diffed against
+the model, every step's state checked against the invariants); when that finds nothing, the
+model's archive-guided explorer proposes traces, and Hypothesis replays any failure on the
+target and shrinks it. The run directory gets the shrunk example as a numbered trace, a
+sequence diagram (text and SVG), its history, and the blob that replays it.
+
+Exit codes: 0 = no finding; 1 = a violation or a divergence; 2 = could not decide (cluster
+unreachable, timeouts, a bad configuration); never 0 when nothing was checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from conformance.commands.options import (
+    add_model_options,
+    add_target_options,
+    config_from_args,
+    target_from_args,
+)
+from conformance.rundir import new_run_dir, write_run
+from conformance.search.choices import from_blob
+from conformance.search.runner import (
+    PROFILES,
+    SearchProgress,
+    SearchReport,
+    SearchSettings,
+    replay_choices,
+    run_search,
+)
+from conformance.targets.base import TargetError
+from model.bookkeeper.config import ConfigError, ModelConfig
+from model.bookkeeper.render import numbered_trace, sequence_diagram
+
+EXIT_UNDECIDED = 2
+
+
+def register(subparsers: Any) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="search for findings on a target (Hypothesis + the model's explorer)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_options(run)
+    add_model_options(run, bookies=3, clients=2, wq=3, aq=2)
+    search = run.add_argument_group("search")
+    search.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="ci",
+        help="budget: ci (50 examples, 60 steps, 120 s), nightly, qualify (default ci)",
+    )
+    search.add_argument("--max-examples", type=int, default=None, help="Hypothesis examples")
+    search.add_argument("--steps", type=int, default=None, help="maximum steps per example")
+    search.add_argument("--seed", type=int, default=None, help="seed (default 0)")
+    search.add_argument(
+        "--seconds", type=float, default=None, help="time budget for finding (not shrinking)"
+    )
+    search.add_argument(
+        "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
+    )
+    search.add_argument(
+        "--fresh",
+        action="store_true",
+        help="ignore failures saved by earlier runs (the example database)",
+    )
+    _add_output_options(run)
+    run.set_defaults(func=run_command)
+
+    replay = subparsers.add_parser(
+        "replay",
+        help="replay a finding from a run directory or a blob",
+        description="Replay a recorded example: RUN_DIR (its configuration, target and blob) "
+        "or a blob with the configuration given as options. Exit codes as for run.",
+    )
+    replay.add_argument("source", help="a run directory, or an example blob")
+    add_target_options(replay, default="")
+    add_model_options(replay, bookies=3, clients=2, wq=3, aq=2)
+    replay.add_argument("--steps", type=int, default=60, help="the run's --steps (blob only)")
+    _add_output_options(replay)
+    replay.set_defaults(func=replay_command)
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _settings(args: argparse.Namespace) -> SearchSettings:
+    base = PROFILES[args.profile]
+    changes: dict[str, Any] = {}
+    for option, name in (
+        ("max_examples", "max_examples"),
+        ("steps", "max_steps"),
+        ("seed", "seed"),
+        ("seconds", "time_budget"),
+    ):
+        value = getattr(args, option)
+        if value is not None:
+            changes[name] = value
+    if args.no_explore:
+        changes["explore"] = False
+    search = dataclasses.replace(base, **changes)
+    if search.max_examples < 1 or search.max_steps < 1:
+        raise ConfigError("--max-examples and --steps must be at least 1")
+    return search
+
+
+class _ProgressLine:
+    """Progress on long runs: one line, rewritten in place on a terminal."""
+
+    def __init__(self, out: TextIO, quiet: bool) -> None:
+        self.out = out
+        self.quiet = quiet
+        self.terminal = out.isatty()
+
+    def __call__(self, p: SearchProgress) -> None:
+        if self.quiet:
+            return
+        line = (
+            f"  [{p.phase}] {p.examples} examples, {p.steps} steps, "
+            f"{p.steps_per_second:,.0f} steps/s, {p.findings} findings, {p.elapsed:.0f} s"
+        )
+        if self.terminal:
+            print("\r" + line.ljust(78), end="", file=self.out, flush=True)
+        else:
+            print(line, file=self.out, flush=True)
+
+    def done(self) -> None:
+        if self.terminal and not self.quiet:
+            print(file=self.out)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        cfg = config_from_args(args)
+        search = _settings(args)
+        target = target_from_args(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"bkconform run: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    database = None
+    if not args.fresh:
+        database = DirectoryBasedExampleDatabase(args.runs_dir / "hypothesis-examples")
+    print(f"Target: {args.target}; model: {cfg.describe()}")
+    print(
+        f"Search: {search.max_examples} examples of up to {search.max_steps} steps, seed "
+        f"{search.seed}, budget {search.time_budget or 'unbounded'} s, explorer "
+        f"{'on' if search.explore else 'off'}",
+        flush=True,
+    )
+    progress = _ProgressLine(sys.stderr, args.quiet)
+    try:
+        target.open(cfg)
+        report = run_search(cfg, target, search, database=database, progress=progress)
+        described = target.describe()
+    except TargetError as exc:
+        progress.done()
+        print(f"could not decide: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    finally:
+        target.close()
+    progress.done()
+    run_dir = new_run_dir(args.runs_dir, args.target, "run")
+    _write(run_dir, cfg, report, described, search)
+    _print_report(cfg, report, run_dir)
+    return report.exit_code
+
+
+def _write(
+    run_dir: Path,
+    cfg: ModelConfig,
+    report: SearchReport,
+    target: dict[str, str],
+    search: SearchSettings,
+) -> None:
+    extra: dict[str, Any] = {
+        "search": search.as_dict(),
+        "examples": report.examples,
+        "steps_run": report.steps,
+        "elapsed_seconds": round(report.elapsed, 3),
+        "steps_per_second": round(report.steps_per_second, 1),
+        "notes": report.notes,
+    }
+    finding = report.finding
+    if finding is not None:
+        extra["finding"] = {
+            "found_by": finding.found_by,
+            "found_after_seconds": round(finding.found_after, 3),
+            "found_steps": finding.found_steps,
+            "shrunk_steps": len(finding.run.outcome.steps),
+            "swarm": finding.run.swarm.describe(),
+            "blob": finding.blob,
+            "choices": finding.choices,
+        }
+        (run_dir / "example.blob").write_text(finding.blob + "\n")
+        outcome = finding.run.outcome
+    else:
+        from conformance.engine import Outcome
+
+        outcome = Outcome(report.verdict, [], [], error=report.error)
+    outcome.verdict = report.verdict
+    write_run(run_dir, name="run", cfg=cfg, outcome=outcome, target=target, extra=extra)
+
+
+def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None:
+    print(
+        f"{report.examples} examples, {report.steps} steps in {report.elapsed:.1f} s "
+        f"({report.steps_per_second:,.0f} steps/s)."
+    )
+    for note in report.notes:
+        print(f"NOTE {note}")
+    if report.error:
+        print(f"UNDECIDED {report.error}")
+    finding = report.finding
+    if finding is not None:
+        outcome = finding.run.outcome
+        print(
+            f"Found by the {finding.found_by} after {finding.found_after:.1f} s "
+            f"({finding.found_steps} steps), shrunk to {len(outcome.steps)} steps."
+        )
+        for violation in outcome.violations:
+            print(f"VIOLATION {violation}")
+        for divergence in outcome.divergences:
+            print(f"DIVERGENCE {divergence}")
+        print(numbered_trace(cfg, outcome.trace))
+        print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
+        print(
+            sequence_diagram(
+                cfg, outcome.trace, title="bkconform run", final_note=f"VERDICT: {report.verdict}"
+            )
+        )
+        print(f"\nReplay: bkconform replay {run_dir}")
+    print(f"Verdict: {report.verdict}. Run directory: {run_dir}")
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    source = Path(args.source)
+    try:
+        if source.is_dir():
+            cfg, choices, max_steps, target_name = _from_run_dir(source)
+            if args.target:
+                target_name = args.target
+        else:
+            cfg, choices, max_steps = config_from_args(args), from_blob(args.source), args.steps
+            target_name = args.target or "model"
+        args.target = target_name
+        target = target_from_args(args)
+    except (ConfigError, ValueError, OSError, KeyError) as exc:
+        print(f"bkconform replay: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    print(f"Replaying on {target_name}; model: {cfg.describe()}", flush=True)
+    try:
+        target.open(cfg)
+        run = replay_choices(cfg, target, choices, max_steps=max_steps)
+        described = target.describe()
+    except TargetError as exc:
+        print(f"could not decide: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    finally:
+        target.close()
+    run_dir = new_run_dir(args.runs_dir, target_name, "replay")
+    report = SearchReport(
+        run.outcome.verdict, None, 1, len(run.outcome.steps), 0.0, run.outcome.error
+    )
+    write_run(
+        run_dir,
+        name="replay",
+        cfg=cfg,
+        outcome=run.outcome,
+        target=described,
+        extra={"replayed_from": str(source), "choices": choices},
+    )
+    outcome = run.outcome
+    for violation in outcome.violations:
+        print(f"VIOLATION {violation}")
+    for divergence in outcome.divergences:
+        print(f"DIVERGENCE {divergence}")
+    print(numbered_trace(cfg, outcome.trace))
+    print(f"Verdict: {outcome.verdict}. Run directory: {run_dir}")
+    return report.exit_code
+
+
+def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str]:
+    results = json.loads((path / "results.json").read_text())
+    finding = results.get("finding")
+    if not finding:
+        raise ValueError(f"{path} holds no finding to replay (verdict {results['verdict']})")
+    cfg = ModelConfig(**results["config"])
+    return (
+        cfg,
+        list(finding["choices"]),
+        int(results["search"]["max_steps"]),
+        str(results["target"]["target"]),
+    )

@@ -1,0 +1,1 @@
+"""Search: Hypothesis-driven action sequences on a target, guided by the model's explorer."""

@@ -1,0 +1,333 @@
+"""The search: Hypothesis generates examples on the target; the model's explorer proposes
+traces when Hypothesis alone finds nothing; Hypothesis shrinks whatever fails.
+
+Phases, in order, while the time budget lasts:
+
+1. **Hypothesis** (``hypothesis.find`` over the example strategy of
+   ``conformance.search.program``): examples run on the target step by step; the swarm and
+   ``hypothesis.target`` on the danger score bias generation; failures saved in the example
+   database are replayed first, so a finding of an earlier run comes back at once.
+2. **Explorer** (only when phase 1 found nothing): the model's archive-guided simulation
+   (``model.bookkeeper.explore.simulate_randomly``), pure and fast, looks for a trace that
+   breaks an invariant. Uniform random walks do not find Defect 1 (TLC's own simulation did
+   not, in 150 s); this does, in seconds.
+3. **Shrink**: a failure from either phase is handed to Hypothesis as a choice list in its
+   example database; Hypothesis replays it *on the target* (so a real cluster must really
+   misbehave, or diverge from the model) and shrinks it to a minimal example.
+
+Deterministic for a seed, but for the time budget, which only decides when to stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, find, settings, target
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
+from hypothesis.errors import NoSuchExample
+
+from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser, to_blob
+from conformance.search.choices import to_bytes as choices_bytes
+from conformance.search.program import ExampleRun, encode_trace, run_example
+from conformance.targets.base import Target
+from model.bookkeeper.actions import Label
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.explore import minimise, simulate_randomly
+from model.bookkeeper.records import State
+from model.search.bfs import Step
+
+#: Bumped when the meaning of choices changes, so old database entries are not misread.
+PROGRAM_VERSION = 1
+MINIMISE_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How much to search. ``time_budget`` bounds phases 1 and 2 (shrinking is bounded by
+    Hypothesis itself); ``None`` means no bound."""
+
+    max_examples: int = 50
+    max_steps: int = 60
+    seed: int = 0
+    time_budget: float | None = 120.0
+    explore: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: Named budgets, shared by ``bkconform run --profile`` and ``pytest --bk-profile``.
+PROFILES: dict[str, SearchSettings] = {
+    "ci": SearchSettings(max_examples=50, max_steps=60, time_budget=120.0),
+    "nightly": SearchSettings(max_examples=1_000, max_steps=80, time_budget=1_800.0),
+    "qualify": SearchSettings(max_examples=10_000, max_steps=100, time_budget=4 * 3_600.0),
+}
+
+
+@dataclass
+class SearchProgress:
+    phase: str
+    examples: int
+    steps: int
+    elapsed: float
+    findings: int
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.elapsed if self.elapsed > 0 else 0.0
+
+
+@dataclass
+class Finding:
+    """A failing example, shrunk: its run on the target and the choices that replay it."""
+
+    run: ExampleRun
+    choices: list[int]
+    found_by: str  # "hypothesis" or "explorer"
+    found_after: float  # seconds from the start of the search
+    found_steps: int  # the trace length when first found, before shrinking
+
+    @property
+    def blob(self) -> str:
+        return to_blob(self.choices)
+
+
+@dataclass
+class SearchReport:
+    verdict: str  # clean, violation, divergence or undecided
+    finding: Finding | None
+    examples: int
+    steps: int
+    elapsed: float
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return {"clean": 0, "violation": 1, "divergence": 1}.get(self.verdict, 2)
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def database_key(cfg: ModelConfig, target_name: str, max_steps: int) -> bytes:
+    """Where a configuration's failures live in the example database."""
+    described = json.dumps(
+        {
+            "program": PROGRAM_VERSION,
+            "config": asdict(cfg),
+            "target": target_name,
+            "max_steps": max_steps,
+        },
+        sort_keys=True,
+    )
+    return b"bkconform-" + hashlib.sha256(described.encode()).hexdigest()[:32].encode()
+
+
+class _Search:
+    """The mutable bookkeeping of one search (counts, the clock, the stop conditions)."""
+
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        target_: Target,
+        search: SearchSettings,
+        progress: Callable[[SearchProgress], None] | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.cfg = cfg
+        self.target = target_
+        self.search = search
+        self.progress = progress
+        self.clock = clock
+        self.started = clock()
+        self.examples = 0
+        self.steps = 0
+        self.phase = "hypothesis"
+        self.shrinking = False
+        self.error: str | None = None
+        self.first_found: tuple[str, float, int] | None = None
+        self._last_progress = 0.0
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+    def out_of_time(self) -> bool:
+        budget = self.search.time_budget
+        return budget is not None and self.elapsed() >= budget
+
+    def idle(self) -> bool:
+        """No more examples should run: a target error, or the budget (not while shrinking)."""
+        return self.error is not None or (not self.shrinking and self.out_of_time())
+
+    def count_step(self) -> None:
+        self.steps += 1
+        if self.progress is not None and self.clock() - self._last_progress >= 1.0:
+            self._last_progress = self.clock()
+            self.report()
+
+    def report(self) -> None:
+        if self.progress is not None:
+            found = 1 if self.first_found else 0
+            self.progress(
+                SearchProgress(self.phase, self.examples, self.steps, self.elapsed(), found)
+            )
+
+    def example(self, draw: Callable[..., Any]) -> ExampleRun | None:
+        """One example on the target; None when the search is idle (draws nothing)."""
+        if self.idle():
+            return None
+        recorder = RecordingChooser(DataChooser(draw))
+        run = run_example(
+            self.cfg,
+            self.target,
+            recorder,
+            max_steps=self.search.max_steps,
+            on_step=self.count_step,
+        )
+        run.choices = recorder.made
+        self.examples += 1
+        target(float(run.max_danger), label="danger")
+        if run.outcome.verdict == "undecided":
+            self.error = run.outcome.error
+        elif run.finding:
+            self.shrinking = True
+            if self.first_found is None:
+                self.first_found = (self.phase, self.elapsed(), len(run.outcome.steps))
+        return run
+
+    def hypothesis_settings(self, phases: tuple[Phase, ...], db: ExampleDatabase) -> Any:
+        return settings(
+            max_examples=self.search.max_examples,
+            phases=phases,
+            database=db,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=False,
+            report_multiple_bugs=False,
+        )
+
+
+def _failing(run: ExampleRun | None) -> bool:
+    return run is not None and run.finding
+
+
+def run_search(
+    cfg: ModelConfig,
+    target_: Target,
+    search: SearchSettings,
+    *,
+    database: ExampleDatabase | None = None,
+    progress: Callable[[SearchProgress], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> SearchReport:
+    """Search ``cfg`` on an opened target. ``database``: where failures are kept across runs
+    (default: in memory, forgotten after the run)."""
+    state = _Search(cfg, target_, search, progress, clock)
+    db = database if database is not None else InMemoryExampleDatabase()
+    key = database_key(cfg, getattr(target_, "name", "target"), search.max_steps)
+    strategy = st.composite(lambda draw: state.example(draw))()
+    notes: list[str] = []
+
+    def run_find(phases: tuple[Phase, ...], seeded: bool) -> ExampleRun | None:
+        # A seeded run is reproducible but Hypothesis then ignores the database; the reuse
+        # runs read it (and shrink with Hypothesis's own randomness).
+        try:
+            found: ExampleRun | None = find(
+                strategy,
+                _failing,
+                settings=state.hypothesis_settings(phases, db),
+                random=random.Random(search.seed) if seeded else None,
+                database_key=key,
+            )
+        except NoSuchExample:
+            return None
+        return found
+
+    def propose(trace: list[Step[State, Label]]) -> ExampleRun | None:
+        """Hand a model trace to Hypothesis: replayed on the target, then shrunk."""
+        # One choice more than the example reads: Hypothesis takes an entry that replays
+        # exactly for an example it has already shrunk, and would not shrink it again.
+        proposal = [*encode_trace(cfg, trace, search.max_steps), 0]
+        db.save(key, choices_bytes(proposal))
+        return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
+
+    def keep(run: ExampleRun | None) -> ExampleRun | None:
+        if run is not None:
+            db.save(key, choices_bytes(run.choices))
+        return run
+
+    found = None
+    if any(True for _ in db.fetch(key)):
+        state.phase = "replay"
+        found = run_find((Phase.reuse,), seeded=False)
+    if found is None and not state.idle():
+        state.phase = "hypothesis"
+        found = keep(run_find((Phase.generate, Phase.target, Phase.shrink), seeded=True))
+    if found is None and state.error is None and search.explore and not state.out_of_time():
+        state.phase = "explorer"
+        state.report()
+        explored = simulate_randomly(
+            cfg,
+            seed=search.seed,
+            depth=search.max_steps,
+            walks=None,
+            strategy="archive",
+            should_stop=state.out_of_time,
+        )
+        state.steps += explored.steps
+        if explored.violation is not None:
+            trace = explored.violation.trace
+            state.first_found = ("explorer", state.elapsed(), len(trace) - 1)
+            state.phase = "shrink"
+            state.shrinking = True
+            found = propose(trace)
+            if found is None and state.error is None:
+                notes.append(
+                    "the explorer's trace breaks the model's invariants, but replayed on the "
+                    "target it did not fail: a bug in bkconform's replay (please report it)"
+                )
+    # Hypothesis deletes runs of choices; a message's send, delivery and receipt are apart in
+    # the trace. Causal deletion on the model proposes shorter traces; the target decides.
+    for _ in range(MINIMISE_ROUNDS):
+        if found is None or found.outcome.verdict != "violation":
+            break
+        shorter = minimise(cfg, found.outcome.trace)
+        if len(shorter) >= len(found.outcome.trace):
+            break
+        state.phase = "minimise"
+        again = propose(shorter)
+        if again is None or len(again.outcome.steps) >= len(found.outcome.steps):
+            break
+        found = again
+    state.report()
+    elapsed = state.elapsed()
+    if state.error is not None and found is None:
+        return SearchReport(
+            "undecided", None, state.examples, state.steps, elapsed, state.error, notes
+        )
+    if found is None:
+        return SearchReport("clean", None, state.examples, state.steps, elapsed, None, notes)
+    assert state.first_found is not None
+    how, when, length = state.first_found
+    finding = Finding(found, found.choices, how, when, length)
+    return SearchReport(
+        found.outcome.verdict, finding, state.examples, state.steps, elapsed, None, notes
+    )
+
+
+def replay_choices(
+    cfg: ModelConfig, target_: Target, choices: list[int], *, max_steps: int
+) -> ExampleRun:
+    """Run one recorded example again on an opened target."""
+    run = run_example(cfg, target_, ReplayChooser(choices, strict=False), max_steps=max_steps)
+    run.choices = list(choices)
+    return run

@@ -1,0 +1,342 @@
+"""Targets that are real clusters, driven frame by frame: what ``local``, ``external`` (and
+``docker``) share; they differ only in how the cluster is reached or started.
+
+A request the model sends sits in our client's outbox; when the model's bookie-side action for
+it fires, ``deliver`` sends that frame to the real bookie and awaits the real answer. A request
+the model loses is never sent; an answer the model loses is discarded by the engine. Each model
+client has its own connection to each bookie. Metadata steps are compare-and-set writes on the
+real ledger znode, with the model client's version. Each example gets a ledger of its own, with
+an id from the cluster's own id generator, so runs share a cluster without touching each other.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from adapters.bookkeeper.client import BookieClient
+from adapters.bookkeeper.entry import DigestType as WireDigestType
+from adapters.bookkeeper.entry import master_key, package_entry, parse_entry, verify_entry
+from adapters.bookkeeper.errors import WireError
+from adapters.bookkeeper.status import StatusCode
+from adapters.cluster import Node
+from adapters.cluster.errors import ClusterError
+from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
+from adapters.zookeeper.errors import MetadataError
+from adapters.zookeeper.ledger_store import LedgerStore
+from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState, Segment
+from conformance import ids
+from conformance.observations import Observation
+from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
+from model.bookkeeper.actions import Label
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    FENCE_REQUEST,
+    READ_REQUEST,
+    AddEntryRequest,
+    Fragment,
+    Message,
+    ReadRequest,
+    State,
+    bookies_of,
+)
+
+PASSWORD = b"bkconform"
+KEY = master_key(PASSWORD)
+DIGEST = WireDigestType.CRC32
+ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
+T = TypeVar("T")
+
+
+class ClusterTarget(abc.ABC):
+    """A cluster target; subclasses say how the cluster is started or reached."""
+
+    name = "cluster"
+
+    def __init__(self, *, request_timeout: float = 10.0) -> None:
+        self.request_timeout = request_timeout
+        self.cluster: ClusterProvider | None = None
+        self.store: LedgerStore | None = None
+        self.ledger_id = -1
+        self.bookie_ids: list[str] = []
+        self._loop = asyncio.new_event_loop()
+        self._connections: dict[tuple[int, int], BookieClient] = {}
+        self._cfg: ModelConfig | None = None
+
+    # Lifecycle -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
+        """Start or reach the cluster for ``cfg`` (raise UnsupportedConfiguration early)."""
+
+    @abc.abstractmethod
+    def _zookeeper_client(self) -> Any:
+        """The cluster's connected kazoo client."""
+
+    def open(self, cfg: ModelConfig) -> None:
+        self._cfg = cfg
+        try:
+            self.cluster = self._start_cluster(cfg)
+            if cfg.max_crashes and not self.cluster.capabilities().supports(
+                NodeKind.BOOKIE, Fault.RESTART_WITH_DATA_LOSS
+            ):
+                raise UnsupportedConfiguration(
+                    f"the {self.name} target cannot crash bookies with data loss "
+                    "(run without crash faults, or give it a fault agent)"
+                )
+            self.bookie_ids = sorted(self.cluster.endpoints().bookies)
+            if len(self.bookie_ids) < cfg.bookies:
+                raise UnsupportedConfiguration(
+                    f"the model needs {cfg.bookies} bookies; the cluster has "
+                    f"{len(self.bookie_ids)} registered"
+                )
+            self.bookie_ids = self.bookie_ids[: cfg.bookies]
+            self.store = LedgerStore(
+                self._zookeeper_client(), self.cluster.endpoints().ledgers_root
+            )
+            self.ledger_id = self.store.allocate_ledger_id()
+        except (ClusterError, MetadataError) as exc:
+            self.close()
+            raise TargetError(f"could not reach the {self.name} cluster: {exc}") from exc
+        except TargetError:
+            self.close()
+            raise
+
+    def new_ledger(self) -> None:
+        assert self.store is not None, "open() first"
+        try:
+            self.ledger_id = self.store.allocate_ledger_id()
+        except MetadataError as exc:
+            raise TargetError(f"could not allocate a ledger id: {exc}") from exc
+
+    def close(self) -> None:
+        for client in self._connections.values():
+            self._run_quietly(client.close())
+        self._connections.clear()
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+        if not self._loop.is_closed():
+            self._loop.close()
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "target": self.name,
+            "bookie_ids": ",".join(self.bookie_ids),
+            "ledger_id": str(self.ledger_id),
+        }
+
+    # Bookie steps ----------------------------------------------------------------------------
+
+    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
+        return self._run(self._deliver(request))
+
+    async def _deliver(self, request: Message) -> Observation:
+        client = await self._connection(request.cid, request.bookie)
+        ledger = self.ledger_id
+        try:
+            if request.kind == ADD_ENTRY_REQUEST:
+                assert isinstance(request, AddEntryRequest)
+                entry_id = ids.bk_entry_id(request.entry.id)
+                body = package_entry(
+                    DIGEST,
+                    PASSWORD,
+                    ledger,
+                    entry_id,
+                    ids.bk_lac(request.lac),
+                    ids.ledger_length(request.entry.id),
+                    ids.payload(request.entry.data),
+                )
+                added = await client.add(ledger, entry_id, KEY, body, recovery=request.recovery)
+                ok = {StatusCode.EOK: True, StatusCode.EFENCED: False}.get(added.status)
+                return Observation("add", added.status.name, success=ok)
+            if request.kind == FENCE_REQUEST:
+                answer = await client.read(ledger, -1, fence=True, master_key=KEY)
+                if answer.status is StatusCode.EOK and answer.body is not None:
+                    lac = ids.spec_lac(parse_entry(answer.body, DIGEST).last_add_confirmed)
+                    return Observation("fence", "EOK", code="OK", lac=lac)
+                if answer.status in ABSENT:  # fenced, and nothing stored: LAC "none"
+                    return Observation("fence", answer.status.name, code="OK", lac=0)
+                return Observation("fence", answer.status.name, code=_code(answer.status))
+            if request.kind == READ_REQUEST:
+                assert isinstance(request, ReadRequest)
+                answer = await client.read(
+                    ledger,
+                    ids.bk_entry_id(request.entry_id),
+                    fence=request.fence,
+                    master_key=KEY if request.fence else None,
+                )
+                if answer.status is StatusCode.EOK and answer.body is not None:
+                    entry = verify_entry(answer.body, DIGEST, PASSWORD)
+                    data = ids.data_of(entry.payload)
+                    return Observation("read", "EOK", code="OK", data=data)
+                return Observation("read", answer.status.name, code=_code(answer.status))
+        except WireError as exc:
+            raise TargetError(f"bookie {self.bookie_ids[request.bookie]}: {exc}") from exc
+        raise ValueError(f"not a request: {request}")
+
+    async def _connection(self, cid: int, bookie: int) -> BookieClient:
+        key = (cid, bookie)
+        if key not in self._connections:
+            assert self.cluster is not None
+            host, port = self.cluster.endpoints().bookies[self.bookie_ids[bookie]]
+            try:
+                self._connections[key] = await BookieClient.connect(
+                    host, port, request_timeout=self.request_timeout
+                )
+            except WireError as exc:
+                raise TargetError(
+                    f"cannot connect to bookie {self.bookie_ids[bookie]}: {exc}"
+                ) from exc
+        return self._connections[key]
+
+    def crash(self, bookie: int, state_after: State) -> None:
+        assert self.cluster is not None
+        for key in [k for k in self._connections if k[1] == bookie]:
+            self._run_quietly(self._connections.pop(key).close())
+        try:
+            self.cluster.restart_with_data_loss(Node.bookie(self.bookie_ids[bookie]), DataLoss.WIPE)
+        except ClusterError as exc:
+            raise TargetError(f"crash of bookie {self.bookie_ids[bookie]} failed: {exc}") from exc
+
+    # Metadata steps --------------------------------------------------------------------------
+
+    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
+        if label.client is None:
+            return None
+        store = self.store
+        assert store is not None and self._cfg is not None
+        c = before.clients[label.client]
+        detail = dict(label.detail)
+        version = (c.meta_version or 0) - 1  # model version 1 is the znode's version 0
+        action = label.action
+        try:
+            if action == "ClientCreatesLedger":
+                store.create(self.ledger_id, self._new_metadata(detail["ensemble"]))
+            elif action == "ClientStartsRecovery":
+                current, _ = store.read(self.ledger_id)
+                expected = before.meta_version - 1
+                store.update(
+                    self.ledger_id,
+                    current,
+                    expected,
+                    lambda m: m if m.state is LedgerState.IN_RECOVERY else m.to_in_recovery(),
+                )
+            elif action == "ClientChangesEnsemble":
+                current, _ = store.read(self.ledger_id)
+                first = ids.bk_entry_id(detail["first_entry_id"])
+                bookies = self._names(detail["ensemble"])
+                assert c.curr_fragment is not None
+                if detail["first_entry_id"] == c.curr_fragment.first_entry_id:
+                    store.replace_segment(
+                        self.ledger_id, current, version, first_entry_id=first, bookies=bookies
+                    )
+                else:
+                    store.append_segment(
+                        self.ledger_id, current, version, first_entry_id=first, bookies=bookies
+                    )
+            elif action in ("ClientClosesLedgerSuccess", "ClientClosesLedgerFail"):
+                current, _ = store.read(self.ledger_id)
+                store.close_ledger(
+                    self.ledger_id,
+                    current,
+                    version,
+                    last_entry_id=ids.bk_entry_id(c.lac),
+                    length=ids.ledger_length(c.lac),
+                )
+            elif action == "RecoveryClientClosesLedger":
+                current, _ = store.read(self.ledger_id)
+                last = c.last_recoverable_entry
+                assert last is not None
+                segments = self._segments(c.fragments)
+                store.update(
+                    self.ledger_id,
+                    current,
+                    version,
+                    lambda m: dataclasses.replace(m, segments=segments).to_closed(
+                        ids.bk_entry_id(last), ids.ledger_length(last)
+                    ),
+                )
+            else:
+                return None
+        except MetadataError as exc:
+            return Observation("metadata", type(exc).__name__, success=False)
+        return Observation("metadata", "OK", success=True)
+
+    def _names(self, ensemble: int) -> tuple[str, ...]:
+        return tuple(self.bookie_ids[b] for b in bookies_of(ensemble))
+
+    def _segments(self, fragments: tuple[Fragment, ...]) -> tuple[Segment, ...]:
+        return tuple(
+            Segment(ids.bk_entry_id(f.first_entry_id), self._names(f.ensemble)) for f in fragments
+        )
+
+    def _new_metadata(self, ensemble: int) -> LedgerMetadata:
+        cfg = self._cfg
+        assert cfg is not None
+        return LedgerMetadata(
+            ensemble_size=cfg.effective_ensemble_size,
+            write_quorum_size=cfg.write_quorum,
+            ack_quorum_size=cfg.ack_quorum,
+            segments=(Segment(0, self._names(ensemble)),),
+            digest_type=DigestType.CRC32,
+            password=PASSWORD,
+        )
+
+    # Final state -----------------------------------------------------------------------------
+
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
+        return self._run(self._snapshot(cfg))
+
+    async def _snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
+        snapshot = TargetSnapshot()
+        for bookie in range(cfg.bookies):
+            # An observer's own connection: plain reads, no fence, change nothing.
+            client = await self._connection(cfg.clients, bookie)
+            held = set()
+            for entry_id in range(1, cfg.send_limit + 1):
+                try:
+                    answer = await client.read(self.ledger_id, ids.bk_entry_id(entry_id))
+                except WireError as exc:
+                    raise TargetError(f"bookie {self.bookie_ids[bookie]}: {exc}") from exc
+                if answer.status is StatusCode.EOK:
+                    held.add(entry_id)
+            snapshot.entries[bookie] = held
+        assert self.store is not None
+        try:
+            metadata, _ = self.store.read(self.ledger_id)
+        except MetadataError:
+            return snapshot  # never created: nothing in ZooKeeper
+        snapshot.meta_status = metadata.state.name
+        if metadata.state is LedgerState.CLOSED:
+            snapshot.meta_last_entry = ids.spec_entry_id(metadata.last_entry_id)
+        snapshot.meta_fragments = [
+            (ids.spec_entry_id(s.first_entry_id), [self.bookie_ids.index(b) for b in s.bookies])
+            for s in metadata.segments
+        ]
+        return snapshot
+
+    # Event loop ------------------------------------------------------------------------------
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coro)
+
+    def _run_quietly(self, coro: Coroutine[Any, Any, object]) -> None:
+        if self._loop.is_closed():
+            coro.close()
+            return
+        with contextlib.suppress(WireError, OSError):
+            self._loop.run_until_complete(coro)
+
+
+def _code(status: StatusCode) -> str:
+    if status in ABSENT:
+        return "NoSuchEntry"
+    if status is StatusCode.EUNKNOWNLEDGERSTATE:
+        return "Unknown"
+    return status.name
