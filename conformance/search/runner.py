@@ -142,7 +142,9 @@ class _Search:
         search: SearchSettings,
         progress: Callable[[SearchProgress], None] | None,
         clock: Callable[[], float],
+        on_example: Callable[[str, ExampleRun], None] | None = None,
     ) -> None:
+        self.on_example = on_example
         self.cfg = cfg
         self.target = target_
         self.search = search
@@ -195,6 +197,8 @@ class _Search:
         )
         run.choices = recorder.made
         self.examples += 1
+        if self.on_example is not None:
+            self.on_example(self.phase, run)
         target(float(run.max_danger), label="danger")
         if run.outcome.verdict == "undecided":
             self.error = run.outcome.error
@@ -228,10 +232,12 @@ def run_search(
     database: ExampleDatabase | None = None,
     progress: Callable[[SearchProgress], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    on_example: Callable[[str, ExampleRun], None] | None = None,
 ) -> SearchReport:
     """Search ``cfg`` on an opened target. ``database``: where failures are kept across runs
-    (default: in memory, forgotten after the run)."""
-    state = _Search(cfg, target_, search, progress, clock)
+    (default: in memory, forgotten after the run). ``on_example(phase, run)`` sees every
+    example run on the target (phases: replay, hypothesis, shrink, minimise)."""
+    state = _Search(cfg, target_, search, progress, clock, on_example)
     db = database if database is not None else InMemoryExampleDatabase()
     key = database_key(cfg, getattr(target_, "name", "target"), search.max_steps)
     strategy = st.composite(lambda draw: state.example(draw))()
