@@ -1,0 +1,1 @@
+"""Generated gRPC modules of the fault agent (see ``generate.py``)."""
