@@ -1,4 +1,5 @@
-"""``bkconform scenario NAME --target model|local``: replay a seed's interleaving on a target.
+"""``bkconform scenario NAME --target model|local|external``: replay a seed's interleaving on a
+target.
 
 Exit codes: 0 = no finding; 1 = a violation or a divergence (the implementation did not answer
 as the model predicts); 2 = could not decide (cluster unreachable, timeouts, a configuration
@@ -12,12 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance.commands.options import add_target_options, target_from_args
 from conformance.engine import Outcome
 from conformance.rundir import new_run_dir, write_run
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError
-from conformance.targets.local_target import LocalTarget
-from conformance.targets.model_target import ModelTarget
 from model.bookkeeper.render import sequence_diagram
 
 SWITCH_FLAGS = {
@@ -35,12 +35,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", choices=sorted(SCENARIOS), help="the scenario")
-    parser.add_argument("--target", choices=("model", "local"), default="model")
+    add_target_options(parser)
     for flag in SWITCH_FLAGS:
         parser.add_argument(flag, action="store_true", help="turn the scenario's protection off")
-    parser.add_argument(
-        "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
-    )
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
     parser.set_defaults(func=run)
 
@@ -57,11 +54,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     protected = not given
     cfg = scenario.config(protected=protected)
-    target: Target = (
-        ModelTarget()
-        if args.target == "model"
-        else LocalTarget(bookkeeper_home=args.bookkeeper_home)
-    )
+    try:
+        target: Target = target_from_args(args)
+    except ValueError as exc:
+        print(f"bkconform scenario: {exc}", file=sys.stderr)
+        return 2
     print(f"Scenario {scenario.name}: {scenario.interleaving.summary}")
     print(f"Target: {args.target}; model: {cfg.describe()}", flush=True)
     try:

@@ -31,7 +31,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, find, settings, target
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
-from hypothesis.errors import NoSuchExample
+from hypothesis.errors import Flaky, NoSuchExample
 
 from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser, to_blob
 from conformance.search.choices import to_bytes as choices_bytes
@@ -65,7 +65,7 @@ class SearchSettings:
 
 #: Named budgets, shared by ``bkconform run --profile`` and ``pytest --bk-profile``.
 PROFILES: dict[str, SearchSettings] = {
-    "ci": SearchSettings(max_examples=50, max_steps=60, time_budget=120.0),
+    "ci": SearchSettings(max_examples=50, max_steps=60, time_budget=30.0),
     "nightly": SearchSettings(max_examples=1_000, max_steps=80, time_budget=1_800.0),
     "qualify": SearchSettings(max_examples=10_000, max_steps=100, time_budget=4 * 3_600.0),
 }
@@ -157,6 +157,7 @@ class _Search:
         self.shrinking = False
         self.error: str | None = None
         self.first_found: tuple[str, float, int] | None = None
+        self.best: ExampleRun | None = None  # the shortest failing example run so far
         self._last_progress = 0.0
 
     def elapsed(self) -> float:
@@ -204,6 +205,8 @@ class _Search:
             self.error = run.outcome.error
         elif run.finding:
             self.shrinking = True
+            if self.best is None or len(run.outcome.steps) < len(self.best.outcome.steps):
+                self.best = run
             if self.first_found is None:
                 self.first_found = (self.phase, self.elapsed(), len(run.outcome.steps))
         return run
@@ -256,6 +259,16 @@ def run_search(
             )
         except NoSuchExample:
             return None
+        except Flaky:
+            # Hypothesis saw the same choices behave differently. Either we stopped running
+            # examples (a target error, or the budget), or the target is not deterministic:
+            # keep the shortest failure seen, unshrunk past that point.
+            if not state.idle():
+                notes.append(
+                    "the target answered the same example differently on a replay "
+                    "(nondeterminism); the finding is the shortest failing run seen"
+                )
+            return state.best
         return found
 
     def propose(trace: list[Step[State, Label]]) -> ExampleRun | None:

@@ -1,0 +1,138 @@
+"""Examples: how choices become steps, and back."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.scenarios import SCENARIOS
+from conformance.search.choices import ReplayChooser
+from conformance.search.danger import danger
+from conformance.search.program import (
+    ENCODING_SWARM,
+    Swarm,
+    decide,
+    encode,
+    encode_trace,
+    run_example,
+)
+from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.actions import init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.explore import replay
+from model.bookkeeper.scripted import run_script
+
+CONFIGS = [
+    ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),
+    SCENARIOS["defect1-fencing"].config(protected=False),
+    SCENARIOS["limbo-crash"].config(protected=True),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(CONFIGS), st.integers(0, 2**32 - 1))
+def test_every_step_of_a_walk_encodes_to_choices_that_decide_it(
+    cfg: ModelConfig, seed: int
+) -> None:
+    trace, _ = replay(cfg, walk_seed=seed, depth=25)
+    for before, after in itertools.pairwise(trace):
+        assert after.label is not None
+        enabled = successors(cfg, before.state)
+        choices = encode(enabled, ENCODING_SWARM, after.label)
+        assert decide(enabled, ENCODING_SWARM, ReplayChooser(choices)).label == after.label
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_an_encoded_trace_replays_as_an_example(seed: int) -> None:
+    cfg = CONFIGS[1]
+    trace, _ = replay(cfg, walk_seed=seed, depth=30)
+    choices = encode_trace(cfg, trace, max_steps=60)
+    run = run_example(cfg, ModelTarget(), ReplayChooser(choices), max_steps=60)
+    taken = [s.label for s in run.outcome.trace[1:]]
+    expected = [s.label for s in trace[1 : len(taken) + 1]]
+    assert taken == expected
+    # It stops early only at a finding.
+    assert len(taken) == len(trace) - 1 or run.finding
+
+
+def test_the_seed_trace_of_defect_1_is_a_finding_when_replayed_as_an_example() -> None:
+    scenario = SCENARIOS["defect1-fencing"]
+    cfg = scenario.config(protected=False)
+    trace = run_script(cfg, scenario.interleaving.steps)
+    run = run_example(cfg, ModelTarget(), ReplayChooser(encode_trace(cfg, trace, 60)), max_steps=60)
+    assert run.outcome.verdict == "violation"
+    assert "NoDivergenceBetweenClientAndMetaData" in run.outcome.violations
+
+
+def test_zero_choices_are_the_simplest_swarm() -> None:
+    assert Swarm.draw(ReplayChooser([0, 0])) == Swarm(frozenset(), 0)
+
+
+def test_a_swarm_switches_some_kinds_off_and_sets_a_loss_rate() -> None:
+    swarms = [Swarm.draw(ReplayChooser([seed, 4])) for seed in range(1, 200)]
+    assert all(s.loss_percent == 50 for s in swarms)
+    assert any(s.disabled for s in swarms)
+    assert all(len(s.disabled) < 15 for s in swarms)
+
+
+def test_switched_off_kinds_are_never_decided_while_others_are_enabled() -> None:
+    cfg = CONFIGS[1]
+    rng = random.Random(7)
+    state = init_state(cfg)
+    swarm = Swarm(frozenset({"ClientStartsRecovery"}), 0)
+    for _ in range(40):
+        enabled = successors(cfg, state)
+        if not enabled:
+            break
+        chosen = decide(enabled, swarm, _RandomChooser(rng))
+        kinds = {t.label.action for t in enabled}
+        if kinds != {"ClientStartsRecovery"}:
+            assert chosen.label.action != "ClientStartsRecovery"
+        state = chosen.state
+
+
+def test_without_loss_no_message_is_lost() -> None:
+    cfg = CONFIGS[1]
+    rng = random.Random(3)
+    state = init_state(cfg)
+    for _ in range(40):
+        enabled = successors(cfg, state)
+        if not enabled:
+            break
+        chosen = decide(enabled, Swarm(), _RandomChooser(rng))
+        assert chosen.label.lost == 0
+        state = chosen.state
+
+
+def test_encoding_a_loss_without_loss_is_refused() -> None:
+    cfg = CONFIGS[1]
+    walks = (replay(cfg, walk_seed=seed, depth=40)[0] for seed in range(100))
+    lossy = next(
+        (a, b) for trace in walks for a, b in itertools.pairwise(trace) if b.label and b.label.lost
+    )
+    with pytest.raises(ValueError, match="lost message"):
+        encode(successors(cfg, lossy[0].state), Swarm(), lossy[1].label)  # type: ignore[arg-type]
+
+
+def test_danger_is_zero_before_recovery_and_grows_with_its_ingredients() -> None:
+    scenario = SCENARIOS["defect1-fencing"]
+    cfg = scenario.config(protected=False)
+    trace = run_script(cfg, scenario.interleaving.steps)
+    scores = [danger(cfg, s.state) for s in trace]
+    assert scores[0] == 0
+    # The recovery's reads leave the writer's third bookie unfenced: the score rises.
+    assert max(scores) >= 2
+    assert scores[-1] == 0  # closed: recovery is over
+
+
+class _RandomChooser:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def integer(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)

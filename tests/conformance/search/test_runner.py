@@ -1,0 +1,104 @@
+"""The search: finds the seeds' defects from scratch, finds nothing with the fixes, keeps and
+replays its findings, and says so when it could not decide."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis.database import InMemoryExampleDatabase
+
+from conformance.observations import Observation
+from conformance.scenarios import SCENARIOS
+from conformance.search.runner import PROFILES, SearchSettings, replay_choices, run_search
+from conformance.targets.base import TargetError
+from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import Message
+
+CI = PROFILES["ci"]
+DEFECT_1 = SCENARIOS["defect1-fencing"]
+LIMBO = SCENARIOS["limbo-crash"]
+
+
+def _search(cfg: ModelConfig, search: SearchSettings = CI, **kwargs: object):  # type: ignore[no-untyped-def]
+    target = ModelTarget()
+    target.open(cfg)
+    return run_search(cfg, target, search, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_finds_defect_1_from_scratch_within_the_ci_profile() -> None:
+    cfg = DEFECT_1.config(protected=False)
+    report = _search(cfg)
+    assert report.verdict == "violation"
+    assert report.finding is not None
+    outcome = report.finding.run.outcome
+    assert "NoDivergenceBetweenClientAndMetaData" in outcome.violations
+    assert len(outcome.steps) <= 20  # shrunk: the shortest trace has 17 steps
+    assert report.exit_code == 1
+    # The blob replays the same story.
+    again = replay_choices(cfg, ModelTarget(), report.finding.choices, max_steps=CI.max_steps)
+    assert [s.label for s in again.outcome.trace] == [s.label for s in outcome.trace]
+
+
+@pytest.mark.slow
+def test_finds_nothing_with_the_recovery_read_fence_within_the_ci_profile() -> None:
+    report = _search(DEFECT_1.config(protected=True))
+    assert report.verdict == "clean"
+    assert report.examples >= CI.max_examples and report.steps > 10_000
+    assert report.exit_code == 0
+
+
+@pytest.mark.slow
+def test_finds_the_limbo_loss_with_crash_faults_and_nothing_with_limbo() -> None:
+    unprotected = _search(LIMBO.config(protected=False))
+    assert unprotected.verdict == "violation"
+    assert unprotected.finding is not None
+    assert any(r.action == "BookieRestartsEmpty" for r in unprotected.finding.run.outcome.steps)
+    assert _search(LIMBO.config(protected=True)).verdict == "clean"
+
+
+def test_hypothesis_alone_searches_the_target_and_stays_in_its_budget() -> None:
+    cfg = DEFECT_1.config(protected=True)
+    search = SearchSettings(max_examples=30, max_steps=40, time_budget=None, explore=False)
+    seen: list[str] = []
+    report = _search(cfg, search, on_example=lambda phase, run: seen.append(phase))
+    assert report.verdict == "clean"
+    assert report.examples == len(seen) >= 30
+    assert set(seen) == {"hypothesis"}
+
+
+@pytest.mark.slow
+def test_a_kept_finding_comes_back_at_once_from_the_database() -> None:
+    cfg = DEFECT_1.config(protected=False)
+    db = InMemoryExampleDatabase()
+    first = _search(cfg, database=db)
+    assert first.finding is not None
+    phases: list[str] = []
+    second = _search(
+        cfg,
+        dataclasses.replace(CI, explore=False, max_examples=1),
+        database=db,
+        on_example=lambda phase, run: phases.append(phase),
+    )
+    assert second.verdict == "violation"
+    assert phases[0] == "replay"
+    assert second.finding is not None
+    assert len(second.finding.run.outcome.steps) == len(first.finding.run.outcome.steps)
+
+
+class _BrokenTarget(ModelTarget):
+    name = "broken"
+
+    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
+        raise TargetError("bookie b1: connection refused")
+
+
+def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
+    cfg = DEFECT_1.config(protected=True)
+    target = _BrokenTarget()
+    report = run_search(cfg, target, dataclasses.replace(CI, time_budget=5.0))
+    assert report.verdict == "undecided"
+    assert report.exit_code == 2
+    assert report.error is not None and "connection refused" in report.error
