@@ -76,6 +76,8 @@ def write_run(
     with (path / "history.jsonl").open("w") as history:
         for record in outcome.steps:
             history.write(json.dumps(record.as_dict()) + "\n")
+    if not outcome.trace:
+        return  # nothing was found: no story to tell
     (path / "trace.txt").write_text(numbered_trace(cfg, outcome.trace) + "\n")
     findings = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
     title = f"{name} ({cfg.describe()})"

@@ -20,20 +20,45 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_properties_run_from_any_directory_on_the_model(tmp_path: Path) -> None:
-    done = _pytest(tmp_path, "--pyargs", "conformance.properties", "--bk-target", "model")
+    done = _pytest(
+        tmp_path, "--pyargs", "conformance.properties", "--bk-target", "model", "--bk-seconds", "3"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 passed" in done.stdout
+    assert "10 passed" in done.stdout  # 6 scenario verdicts, 4 protected searches
 
 
 @pytest.mark.cluster
 def test_properties_run_on_a_local_cluster(tmp_path: Path) -> None:
     done = _pytest(
-        tmp_path, "--pyargs", "conformance.properties", "--bk-target", "local", "--bk-profile", "ci"
+        tmp_path,
+        "--pyargs",
+        "conformance.properties",
+        "--bk-target",
+        "local",
+        "--bk-profile",
+        "ci",
+        "--bk-seconds",
+        "3",
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 passed" in done.stdout
+    assert "10 passed" in done.stdout
 
 
 def test_unknown_target_is_refused(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "--pyargs", "conformance.properties", "--bk-target", "mars")
     assert done.returncode != 0 and "invalid choice" in done.stderr
+
+
+def test_a_finding_fails_the_property_with_its_sequence_diagram(tmp_path: Path) -> None:
+    (tmp_path / "test_unprotected.py").write_text(
+        "from conformance.properties import test_search\n"
+        "from conformance.scenarios import SCENARIOS\n"
+        "test_search.CONFIGURATIONS['b3-wq3-aq2'] = "
+        "SCENARIOS['defect1-fencing'].config(protected=False)\n"
+        "from conformance.properties.test_search import "
+        "test_search_finds_nothing_when_protected  # noqa: F401\n"
+    )
+    done = _pytest(tmp_path, "test_unprotected.py", "-k", "b3-wq3-aq2", "--bk-seconds", "60")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NoDivergenceBetweenClientAndMetaData" in done.stdout
+    assert "participant w1" in done.stdout and "replay blob:" in done.stdout

@@ -1,0 +1,441 @@
+"""The asyncio proxy for ONE bookie: listen, forward frame by frame, apply rules, log.
+
+Every method here runs on the proxy's event loop (not thread-safe); :mod:`.group` runs proxies
+on a background loop and gives synchronous code a thread-safe facade with bounded waits.
+
+Each frame is scheduled on its own: a delayed or held frame does not block the frames behind
+it on the same connection (BookKeeper matches v3 responses by txnId, so a message-level
+network may reorder them; v2 responses are matched by ids). The forwarded bytes are the
+original frame's, never re-encoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from adapters.bookkeeper.errors import FrameTooLarge
+from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from adapters.netproxy.errors import InvalidPolicy, NotHeld, ProxyClosed, ProxyStartError
+from adapters.netproxy.frames import Direction, FrameDescriber, FrameInfo
+from adapters.netproxy.log import (
+    ConnectionRecord,
+    DeliveryRecord,
+    FrameLog,
+    FrameRecord,
+)
+from adapters.netproxy.policy import (
+    Action,
+    Delay,
+    Disconnect,
+    Drop,
+    Forward,
+    FrameMatch,
+    Hold,
+    Reorder,
+    Rule,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+_READ_CHUNK = 256 * 1024
+_HIGH_WATER = 4 * 1024 * 1024
+_DRAIN_TIMEOUT = 10.0
+
+
+class _Connection:
+    """One client connection and its upstream connection to the bookie."""
+
+    def __init__(
+        self, connection_id: int, proxy: str, client: asyncio.StreamWriter, peer: str
+    ) -> None:
+        self.id = connection_id
+        self.proxy = proxy
+        self.client = client
+        self.upstream: asyncio.StreamWriter | None = None
+        self.describer = FrameDescriber()
+        self.record = ConnectionRecord(connection_id, proxy, peer, time.monotonic())
+        self.closed = False
+
+    def writer_for(self, direction: Direction) -> asyncio.StreamWriter | None:
+        return self.upstream if direction is Direction.REQUEST else self.client
+
+    def close(self, error: str | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.record.closed_at = time.monotonic()
+        if error is not None and self.record.error is None:
+            self.record.error = error
+        for writer in (self.client, self.upstream):
+            if writer is not None:
+                writer.close()
+
+
+@dataclass
+class _Pending:
+    """A frame not yet sent (delayed or held)."""
+
+    record: FrameRecord
+    raw: bytes
+    connection: _Connection
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class _LiveRule:
+    rule_id: int
+    rule: Rule
+    remaining: int | None
+    batch: list[_Pending] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+
+
+class ProxyCore:
+    """A TCP proxy in front of one bookie, on the running event loop.
+
+    ::
+
+        core = ProxyCore("b1", "127.0.0.1", 3181, FrameLog())
+        await core.start()          # listens on 127.0.0.1:<free port> (core.port)
+        core.add_rule(Rule(FrameMatch.request(Operation.READ_ENTRY), Drop()))
+        ...
+        await core.close()
+    """
+
+    def __init__(
+        self,
+        name: str,
+        target_host: str,
+        target_port: int,
+        frame_log: FrameLog,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.name = name
+        self.target_host = target_host
+        self.target_port = target_port
+        self.listen_host = listen_host
+        self.max_frame_size = max_frame_size
+        self.connect_timeout = connect_timeout
+        self.log = frame_log
+        self._listen_port = listen_port
+        self._server: asyncio.Server | None = None
+        self._connections: dict[int, _Connection] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._rules: list[_LiveRule] = []
+        self._rule_ids = itertools.count(1)
+        self._held: dict[int, _Pending] = {}
+        self._delayed: dict[int, _Pending] = {}
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None or not self._server.sockets:
+            raise ProxyClosed(f"proxy {self.name} is not listening")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.listen_host, self.port
+
+    async def start(self) -> None:
+        if self._server is not None or self._closed:
+            raise ProxyStartError(f"proxy {self.name} was already started")
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, self.listen_host, self._listen_port, limit=_READ_CHUNK
+            )
+        except OSError as exc:
+            raise ProxyStartError(
+                f"proxy {self.name} cannot listen on {self.listen_host}:{self._listen_port}: {exc}"
+            ) from exc
+
+    async def close(self) -> None:
+        """Stop listening, close every connection, cancel timers; held frames are not sent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections.values()):
+            connection.close()
+        for pending in [*self._held.values(), *self._delayed.values()]:
+            self._cancel(pending, "proxy closed")
+        self._held.clear()
+        self._delayed.clear()
+        for live in self._rules:
+            if live.timer is not None:
+                live.timer.cancel()
+        self._rules.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2.0):
+                    await self._server.wait_closed()
+
+    @property
+    def open_connections(self) -> int:
+        return sum(1 for c in self._connections.values() if not c.closed)
+
+    @property
+    def task_count(self) -> int:
+        return len(self._tasks)
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def add_rule(self, rule: Rule) -> int:
+        """Install ``rule`` after the existing ones; returns its id (for :meth:`remove_rule`)."""
+        if not isinstance(rule, Rule):
+            raise InvalidPolicy(f"add_rule takes a Rule, not {rule!r}")
+        self._check_open()
+        rule_id = next(self._rule_ids)
+        remaining = rule.action.count if isinstance(rule.action, Reorder) else rule.times
+        self._rules.append(_LiveRule(rule_id, rule, remaining))
+        return rule_id
+
+    def remove_rule(self, rule_id: int) -> bool:
+        """Remove a rule; frames a Reorder rule already holds stay held. False if unknown."""
+        for index, live in enumerate(self._rules):
+            if live.rule_id == rule_id:
+                del self._rules[index]
+                if live.timer is not None:
+                    live.timer.cancel()
+                return True
+        return False
+
+    def clear_rules(self) -> None:
+        for live in self._rules:
+            if live.timer is not None:
+                live.timer.cancel()
+        self._rules.clear()
+
+    def rules(self) -> list[tuple[int, Rule, int | None]]:
+        """``(rule id, rule, frames it still applies to)`` for each live rule, in order."""
+        return [(live.rule_id, live.rule, live.remaining) for live in self._rules]
+
+    # -- held frames ------------------------------------------------------------------------
+
+    def held(self) -> list[FrameRecord]:
+        return [pending.record for pending in self._held.values()]
+
+    def release(self, frame_id: int) -> bool:
+        """Send a held frame now; False if its connection closed meanwhile (frame lost)."""
+        pending = self._held.pop(frame_id, None)
+        if pending is None:
+            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
+        self._forget_from_batches(pending)
+        return self._deliver(pending)
+
+    def release_matching(self, match: FrameMatch) -> list[int]:
+        """Send every held frame ``match`` matches, oldest first; returns their frame ids."""
+        chosen = [fid for fid, p in self._held.items() if match.matches(p.record.info)]
+        for frame_id in chosen:
+            self.release(frame_id)
+        return chosen
+
+    def discard(self, frame_id: int) -> None:
+        """Never send a held frame (it becomes a dropped message)."""
+        pending = self._held.pop(frame_id, None)
+        if pending is None:
+            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
+        self._forget_from_batches(pending)
+        self._cancel(pending, "discarded")
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ProxyClosed(f"proxy {self.name} is closed")
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        connection = _Connection(
+            self.log.next_connection_id(), self.name, writer, f"{peer[0]}:{peer[1]}"
+        )
+        self._connections[connection.id] = connection
+        self.log.add_connection(connection.record)
+        try:
+            if self._closed:
+                connection.close("proxy closed")
+                return
+            try:
+                async with asyncio.timeout(self.connect_timeout):
+                    up_reader, connection.upstream = await asyncio.open_connection(
+                        self.target_host, self.target_port, limit=_READ_CHUNK
+                    )
+            except (OSError, TimeoutError) as exc:
+                detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+                connection.close(
+                    f"cannot reach bookie {self.target_host}:{self.target_port}: {detail}"
+                )
+                return
+            await asyncio.gather(
+                self._pump(connection, Direction.REQUEST, reader),
+                self._pump(connection, Direction.RESPONSE, up_reader),
+            )
+        finally:
+            connection.close()
+            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
+            self._tasks.discard(task)
+
+    async def _pump(
+        self, connection: _Connection, direction: Direction, reader: asyncio.StreamReader
+    ) -> None:
+        decoder = FrameDecoder(self.max_frame_size)
+        source = "client" if direction is Direction.REQUEST else "bookie"
+        try:
+            while not connection.closed:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    connection.close()
+                    return
+                try:
+                    payloads = decoder.feed(data)
+                except FrameTooLarge as exc:
+                    log.warning("proxy %s conn %d: %s", self.name, connection.id, exc)
+                    connection.close(f"malformed frame length from the {source}: {exc}")
+                    return
+                for payload in payloads:
+                    self._on_frame(connection, direction, payload)
+                writer = connection.writer_for(direction)
+                if writer is not None and writer.transport.get_write_buffer_size() > _HIGH_WATER:
+                    async with asyncio.timeout(_DRAIN_TIMEOUT):
+                        await writer.drain()
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            connection.close(f"{source} side failed: {exc!r}")
+
+    # -- frames -----------------------------------------------------------------------------
+
+    def _on_frame(self, connection: _Connection, direction: Direction, payload: bytes) -> None:
+        if direction is Direction.REQUEST:
+            info = connection.describer.request(payload)
+        else:
+            info = connection.describer.response(payload)
+        live = self._match(info)
+        action: Action = Forward() if live is None else live.rule.action
+        record = self.log.add_frame(
+            self.name, connection.id, info, len(payload), _decision(action),
+            None if live is None else live.rule_id,
+        )  # fmt: skip
+        pending = _Pending(record, encode_frame(payload), connection)
+        if isinstance(action, Forward):
+            self._deliver(pending)
+        elif isinstance(action, Drop):
+            self.log.add_delivery(DeliveryRecord(record.frame_id, time.monotonic(), False, "drop"))
+        elif isinstance(action, Delay):
+            self._delayed[record.frame_id] = pending
+            pending.timer = asyncio.get_running_loop().call_later(
+                action.seconds, self._deliver_delayed, pending
+            )
+        elif isinstance(action, Hold):
+            self._hold(pending, action.release_after)
+        elif isinstance(action, Reorder):
+            assert live is not None
+            self._collect(live, action, pending)
+        else:
+            assert isinstance(action, Disconnect)
+            self.log.add_delivery(
+                DeliveryRecord(record.frame_id, time.monotonic(), False, "disconnect")
+            )
+            connection.close(f"disconnected by rule {record.rule_id} on {info.describe()}")
+
+    def _match(self, info: FrameInfo) -> _LiveRule | None:
+        for index, live in enumerate(self._rules):
+            if live.rule.match.matches(info):
+                if live.remaining is not None:
+                    live.remaining -= 1
+                    if live.remaining == 0 and not isinstance(live.rule.action, Reorder):
+                        del self._rules[index]
+                return live
+        return None
+
+    def _hold(self, pending: _Pending, release_after: float | None) -> None:
+        self._held[pending.record.frame_id] = pending
+        if release_after is not None:
+            pending.timer = asyncio.get_running_loop().call_later(
+                release_after, self._release_if_held, pending.record.frame_id
+            )
+
+    def _release_if_held(self, frame_id: int) -> None:
+        if frame_id in self._held:
+            self.release(frame_id)
+
+    def _collect(self, live: _LiveRule, action: Reorder, pending: _Pending) -> None:
+        self._held[pending.record.frame_id] = pending
+        live.batch.append(pending)
+        if len(live.batch) == 1 and action.release_after is not None:
+            live.timer = asyncio.get_running_loop().call_later(
+                action.release_after, self._flush_batch, live, None
+            )
+        if len(live.batch) == action.count:
+            self._flush_batch(live, tuple(action.order))
+
+    def _flush_batch(self, live: _LiveRule, order: tuple[int, ...] | None) -> None:
+        if live.timer is not None:
+            live.timer.cancel()
+            live.timer = None
+        batch, live.batch = live.batch, []
+        with contextlib.suppress(ValueError):
+            self._rules.remove(live)
+        chosen = batch if order is None else [batch[index] for index in order]
+        for pending in chosen:
+            if self._held.pop(pending.record.frame_id, None) is not None:
+                self._deliver(pending)
+
+    def _forget_from_batches(self, pending: _Pending) -> None:
+        if pending.timer is not None:
+            pending.timer.cancel()
+        for live in self._rules:
+            if pending in live.batch:
+                live.batch.remove(pending)
+
+    def _deliver_delayed(self, pending: _Pending) -> None:
+        self._delayed.pop(pending.record.frame_id, None)
+        self._deliver(pending)
+
+    def _deliver(self, pending: _Pending) -> bool:
+        writer = pending.connection.writer_for(pending.record.info.direction)
+        now = time.monotonic()
+        if pending.connection.closed or writer is None or writer.is_closing():
+            self.log.add_delivery(
+                DeliveryRecord(pending.record.frame_id, now, False, "connection closed")
+            )
+            return False
+        writer.write(pending.raw)
+        self.log.add_delivery(DeliveryRecord(pending.record.frame_id, now, True))
+        return True
+
+    def _cancel(self, pending: _Pending, reason: str) -> None:
+        if pending.timer is not None:
+            pending.timer.cancel()
+        self.log.add_delivery(
+            DeliveryRecord(pending.record.frame_id, time.monotonic(), False, reason)
+        )
+
+
+def _decision(action: Action) -> str:
+    if isinstance(action, Delay):
+        return f"delay {action.seconds}s"
+    return type(action).__name__.lower()
+
+
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "ProxyCore"]

@@ -1,0 +1,335 @@
+"""Proxies on a background event loop, driven from synchronous code with bounded waits.
+
+::
+
+    with ProxyGroup() as proxies:
+        b1 = proxies.add("b1", "127.0.0.1", 3181)     # listens on 127.0.0.1:<b1.port>
+        b1.add_rule(FrameMatch.request(Operation.READ_ENTRY, flags={FrameFlag.FENCE_LEDGER}),
+                    Hold())
+        fence = b1.wait_for_frame(FrameMatch.request(Operation.READ_ENTRY), timeout=5)
+        b1.release(fence.frame_id)
+    # every socket, task and the loop thread are gone here
+
+One loop thread serves every proxy of the group, so the frame log is one total order across
+bookies. Every call crosses to that thread and waits at most ``call_timeout`` seconds (waits
+for frames take their own timeout); nothing here can block forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE
+from adapters.netproxy.core import DEFAULT_CONNECT_TIMEOUT, ProxyCore
+from adapters.netproxy.errors import ProxyClosed, ProxyStartError, ProxyTimeout
+from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
+from adapters.netproxy.policy import Action, FrameMatch, Rule
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_CALL_TIMEOUT = 10.0
+_START_TIMEOUT = 10.0
+
+
+class ProxyGroup:
+    """A background event loop hosting one :class:`BookieProxy` per bookie."""
+
+    def __init__(
+        self,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        self.max_frame_size = max_frame_size
+        self.connect_timeout = connect_timeout
+        self.call_timeout = call_timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._log: FrameLog | None = None
+        self._proxies: dict[str, BookieProxy] = {}
+        self._closed = False
+        self._leftover_tasks: list[str] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> ProxyGroup:
+        if self._thread is not None or self._closed:
+            raise ProxyStartError("a ProxyGroup starts once; create a new one")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="netproxy-loop", daemon=True)
+        self._thread.start()
+        try:
+            if not ready.wait(_START_TIMEOUT):
+                raise ProxyStartError(
+                    f"the proxy event loop did not start within {_START_TIMEOUT}s"
+                )
+            self._log = self._call(FrameLog)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __enter__(self) -> ProxyGroup:
+        return self.start() if self._thread is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self, timeout: float = DEFAULT_CALL_TIMEOUT) -> None:
+        """Close every proxy (sockets, timers, tasks), stop the loop, join its thread.
+
+        Idempotent. Frames still held or delayed are not sent (they are logged undelivered).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            try:
+                self._leftover_tasks = future.result(timeout)
+            except concurrent.futures.TimeoutError:
+                log.error("proxy group did not close within %ss; stopping its loop", timeout)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout)
+            if not thread.is_alive():
+                loop.close()
+            else:
+                log.error("proxy loop thread still running after %ss", timeout)
+
+    async def _shutdown(self) -> list[str]:
+        for proxy in self._proxies.values():
+            await proxy.core.close()
+        current = asyncio.current_task()
+        others = [task for task in asyncio.all_tasks() if task is not current]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        # Let transports finish closing (their connection_lost callbacks run one turn later).
+        await asyncio.sleep(0)
+        return [task.get_name() for task in others]
+
+    @property
+    def leftover_tasks(self) -> list[str]:
+        """Tasks the shutdown found still running besides the proxies' own (should be none)."""
+        return list(self._leftover_tasks)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._closed
+
+    # -- proxies ----------------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        target_host: str,
+        target_port: int,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+    ) -> BookieProxy:
+        """Start a proxy called ``name`` forwarding to ``target_host:target_port``."""
+        if name in self._proxies:
+            raise ProxyStartError(f"the group already has a proxy named {name!r}")
+        frame_log = self._require_log()
+        core = ProxyCore(
+            name, target_host, target_port, frame_log,
+            listen_host=listen_host, listen_port=listen_port,
+            max_frame_size=self.max_frame_size, connect_timeout=self.connect_timeout,
+        )  # fmt: skip
+        self._run(core.start())
+        proxy = BookieProxy(self, core)
+        self._proxies[name] = proxy
+        return proxy
+
+    def proxy(self, name: str) -> BookieProxy:
+        try:
+            return self._proxies[name]
+        except KeyError:
+            raise ProxyClosed(f"no proxy {name!r}; proxies are {sorted(self._proxies)}") from None
+
+    @property
+    def proxies(self) -> dict[str, BookieProxy]:
+        return dict(self._proxies)
+
+    # -- the shared log ---------------------------------------------------------------------
+
+    def frames(self, match: FrameMatch | None = None, *, since: int = 0) -> list[FrameRecord]:
+        """Every frame logged by any proxy after frame id ``since`` (that ``match`` matches)."""
+        frame_log = self._require_log()
+        return self._call(lambda: _select(frame_log.frames, None, match, since))
+
+    def deliveries(self) -> dict[int, DeliveryRecord]:
+        frame_log = self._require_log()
+        return self._call(lambda: dict(frame_log.deliveries))
+
+    def connections(self) -> list[ConnectionRecord]:
+        frame_log = self._require_log()
+        return self._call(lambda: [record.snapshot() for record in frame_log.connections])
+
+    def mark(self) -> int:
+        """The id of the last frame logged so far (pass it as ``since`` to wait for new ones)."""
+        frame_log = self._require_log()
+        return self._call(lambda: frame_log.last_frame_id)
+
+    def wait_for_frame(
+        self, match: FrameMatch, timeout: float, *, since: int = 0, proxy: str | None = None
+    ) -> FrameRecord:
+        """The first frame after ``since`` matching ``match`` (at ``proxy``), waiting up to
+        ``timeout`` seconds; :class:`ProxyTimeout` if none arrives."""
+        frame_log = self._require_log()
+        return self._run(
+            frame_log.wait_for(match, timeout=timeout, proxy=proxy, since=since),
+            timeout=timeout + self.call_timeout,
+        )
+
+    # -- crossing to the loop thread ----------------------------------------------------------
+
+    def _require_log(self) -> FrameLog:
+        if self._log is None or self._closed:
+            raise ProxyClosed("the proxy group is not running (use it in a with block)")
+        return self._log
+
+    def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``function`` on the loop thread; its result or exception comes back here."""
+        loop = self._running_loop()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def invoke() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(function())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(invoke)
+        return _wait(future, self.call_timeout if timeout is None else timeout)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        loop = self._running_loop()
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        return _wait(future, self.call_timeout if timeout is None else timeout)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None or self._closed or not self.running:
+            raise ProxyClosed("the proxy group is not running (use it in a with block)")
+        return self._loop
+
+
+def _wait(future: concurrent.futures.Future[T], timeout: float) -> T:
+    # concurrent.futures.TimeoutError is the builtin TimeoutError, which ProxyTimeout (raised
+    # by the call itself) also is: tell "the call timed out" from "the wait for it did".
+    done, _ = concurrent.futures.wait([future], timeout)
+    if not done:
+        future.cancel()
+        raise ProxyTimeout(f"the proxy loop did not answer within {timeout}s")
+    return future.result()
+
+
+def _select(
+    frames: Iterable[FrameRecord], proxy: str | None, match: FrameMatch | None, since: int
+) -> list[FrameRecord]:
+    return [
+        frame
+        for frame in frames
+        if frame.frame_id > since
+        and (proxy is None or frame.proxy == proxy)
+        and (match is None or match.matches(frame.info))
+    ]
+
+
+class BookieProxy:
+    """The synchronous, thread-safe handle of one bookie's proxy (see :class:`ProxyGroup`)."""
+
+    def __init__(self, group: ProxyGroup, core: ProxyCore) -> None:
+        self.group = group
+        self.core = core
+        self.name = core.name
+        self.target = (core.target_host, core.target_port)
+        self.host = core.listen_host
+        self.port = group._call(lambda: core.port)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` clients should connect to instead of the bookie."""
+        return f"{self.host}:{self.port}"
+
+    def __repr__(self) -> str:
+        return f"BookieProxy({self.name} {self.address} -> {self.target[0]}:{self.target[1]})"
+
+    # rules
+    def add_rule(self, match: FrameMatch, action: Action, *, times: int | None = None) -> int:
+        """Apply ``action`` to the next ``times`` frames ``match`` matches; returns the rule id."""
+        rule = Rule(match, action, times)
+        return self.group._call(lambda: self.core.add_rule(rule))
+
+    def remove_rule(self, rule_id: int) -> bool:
+        return self.group._call(lambda: self.core.remove_rule(rule_id))
+
+    def clear_rules(self) -> None:
+        self.group._call(self.core.clear_rules)
+
+    def rules(self) -> list[tuple[int, Rule, int | None]]:
+        return self.group._call(self.core.rules)
+
+    # held frames
+    def held(self) -> list[FrameRecord]:
+        return self.group._call(self.core.held)
+
+    def release(self, frame_id: int) -> bool:
+        """Send a held frame; False if its connection closed meanwhile."""
+        return self.group._call(lambda: self.core.release(frame_id))
+
+    def release_matching(self, match: FrameMatch) -> list[int]:
+        return self.group._call(lambda: self.core.release_matching(match))
+
+    def release_all(self) -> list[int]:
+        return self.release_matching(FrameMatch())
+
+    def discard(self, frame_id: int) -> None:
+        self.group._call(lambda: self.core.discard(frame_id))
+
+    # log
+    def frames(self, match: FrameMatch | None = None, *, since: int = 0) -> list[FrameRecord]:
+        frame_log = self.group._require_log()
+        return self.group._call(lambda: _select(frame_log.frames, self.name, match, since))
+
+    def wait_for_frame(self, match: FrameMatch, timeout: float, *, since: int = 0) -> FrameRecord:
+        return self.group.wait_for_frame(match, timeout, since=since, proxy=self.name)
+
+    def connections(self) -> list[ConnectionRecord]:
+        return [c for c in self.group.connections() if c.proxy == self.name]
+
+    @property
+    def open_connections(self) -> int:
+        return self.group._call(lambda: self.core.open_connections)
+
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "BookieProxy", "ProxyGroup"]
