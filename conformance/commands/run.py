@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
         "--profile",
         choices=sorted(PROFILES),
         default="ci",
-        help="budget: ci (50 examples, 60 steps, 120 s), nightly, qualify (default ci)",
+        help="budget: ci (50 examples, 60 steps, 30 s), nightly, qualify (default ci)",
     )
     search.add_argument("--max-examples", type=int, default=None, help="Hypothesis examples")
     search.add_argument("--steps", type=int, default=None, help="maximum steps per example")
@@ -189,6 +189,7 @@ def _write(
         "search": search.as_dict(),
         "examples": report.examples,
         "steps_run": report.steps,
+        "explorer_steps": report.explorer_steps,
         "elapsed_seconds": round(report.elapsed, 3),
         "steps_per_second": round(report.steps_per_second, 1),
         "notes": report.notes,
@@ -216,8 +217,9 @@ def _write(
 
 def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None:
     print(
-        f"{report.examples} examples, {report.steps} steps in {report.elapsed:.1f} s "
-        f"({report.steps_per_second:,.0f} steps/s)."
+        f"{report.examples} examples, {report.steps} steps on the target in "
+        f"{report.elapsed:.1f} s ({report.steps_per_second:,.0f} steps/s); the explorer took "
+        f"{report.explorer_steps} steps in the model."
     )
     for note in report.notes:
         print(f"NOTE {note}")

@@ -14,7 +14,6 @@ mean "nothing switched off, nothing lost", the simplest swarm.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
@@ -28,9 +27,9 @@ from model.bookkeeper.records import State
 from model.bookkeeper.swarm import LOSS_RATES
 from model.search.bfs import Step
 
-SWARM_SEEDS = 2**16 - 1
+#: Swarm level k switches each action kind off with probability about k / (2 * SWARM_LEVELS + 1).
+SWARM_LEVELS = 4
 LOSS_CHOICES = 99  # a message is lost when its choice is at least 100 - the loss percentage
-MAX_DISABLED_FRACTION = 0.4
 
 
 @dataclass(frozen=True)
@@ -42,14 +41,14 @@ class Swarm:
 
     @classmethod
     def draw(cls, chooser: Chooser) -> Swarm:
-        seed = chooser.integer(0, SWARM_SEEDS)
-        level = chooser.integer(0, len(LOSS_RATES) - 1)
-        disabled: frozenset[str] = frozenset()
-        if seed:
-            rng = random.Random(seed)
-            fraction = rng.uniform(0.0, MAX_DISABLED_FRACTION)
-            disabled = frozenset(a for a in ALL_ACTIONS if rng.random() < fraction)
-        return cls(disabled, round(LOSS_RATES[level] * 100))
+        # Each kind is switched off by a choice of its own, so that shrinking can switch
+        # kinds back on one at a time; level 0 switches nothing off and draws nothing more.
+        level = chooser.integer(0, SWARM_LEVELS)
+        disabled = frozenset(
+            a for a in ALL_ACTIONS if level and chooser.integer(0, SWARM_LEVELS * 2) < level
+        )
+        loss = chooser.integer(0, len(LOSS_RATES) - 1)
+        return cls(disabled, round(LOSS_RATES[loss] * 100))
 
     def describe(self) -> str:
         off = ", ".join(sorted(self.disabled)) or "none"

@@ -10,7 +10,10 @@ Phases, in order, while the time budget lasts:
 2. **Explorer** (only when phase 1 found nothing): the model's archive-guided simulation
    (``model.bookkeeper.explore.simulate_randomly``), pure and fast, looks for a trace that
    breaks an invariant. Uniform random walks do not find Defect 1 (TLC's own simulation did
-   not, in 150 s); this does, in seconds.
+   not, in 150 s); this does, in seconds. On a cluster target it gets half the remaining
+   budget; when the model stays clean, the traces that first reached each of its archived
+   corners (the most dangerous first) are replayed on the cluster: a *corpus* of deep,
+   distinct stories that random examples rarely reach, where a wrong answer is a divergence.
 3. **Shrink**: a failure from either phase is handed to Hypothesis as a choice list in its
    example database; Hypothesis replays it *on the target* (so a real cluster must really
    misbehave, or diverge from the model) and shrinks it to a minimal example.
@@ -35,6 +38,7 @@ from hypothesis.errors import Flaky, NoSuchExample
 
 from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser, to_blob
 from conformance.search.choices import to_bytes as choices_bytes
+from conformance.search.danger import danger
 from conformance.search.program import ExampleRun, encode_trace, run_example
 from conformance.targets.base import Target
 from model.bookkeeper.actions import Label
@@ -104,10 +108,11 @@ class SearchReport:
     verdict: str  # clean, violation, divergence or undecided
     finding: Finding | None
     examples: int
-    steps: int
+    steps: int  # on the target
     elapsed: float
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    explorer_steps: int = 0  # in the model alone, by the explorer
 
     @property
     def exit_code(self) -> int:
@@ -152,7 +157,8 @@ class _Search:
         self.clock = clock
         self.started = clock()
         self.examples = 0
-        self.steps = 0
+        self.steps = 0  # steps run on the target
+        self.explorer_steps = 0  # steps the explorer took in the model alone
         self.phase = "hypothesis"
         self.shrinking = False
         self.error: str | None = None
@@ -189,13 +195,20 @@ class _Search:
         if self.idle():
             return None
         recorder = RecordingChooser(DataChooser(draw))
-        run = run_example(
-            self.cfg,
-            self.target,
-            recorder,
-            max_steps=self.search.max_steps,
-            on_step=self.count_step,
-        )
+        # Client libraries of the target (kazoo's retry jitter) use the global random
+        # generator; Hypothesis forbids strategies to change it, and nothing of the example's
+        # own depends on it: put it back as it was.
+        saved = random.getstate()
+        try:
+            run = run_example(
+                self.cfg,
+                self.target,
+                recorder,
+                max_steps=self.search.max_steps,
+                on_step=self.count_step,
+            )
+        finally:
+            random.setstate(saved)
         run.choices = recorder.made
         self.examples += 1
         if self.on_example is not None:
@@ -279,6 +292,15 @@ def run_search(
         db.save(key, choices_bytes(proposal))
         return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
 
+    def replay_corpus(archive: list[list[Step[State, Label]]]) -> ExampleRun | None:
+        def rank(trace: list[Step[State, Label]]) -> tuple[int, int]:
+            return (-max(danger(cfg, s.state) for s in trace), -len(trace))
+
+        chosen = [t for t in archive if 1 < len(t) <= search.max_steps + 1]
+        for trace in sorted(chosen, key=rank)[: search.max_examples]:
+            db.save(key, choices_bytes([*encode_trace(cfg, trace, search.max_steps), 0]))
+        return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
+
     def keep(run: ExampleRun | None) -> ExampleRun | None:
         if run is not None:
             db.save(key, choices_bytes(run.choices))
@@ -294,15 +316,26 @@ def run_search(
     if found is None and state.error is None and search.explore and not state.out_of_time():
         state.phase = "explorer"
         state.report()
+        # On a real cluster the explorer gets half of what is left; its archive of distinct
+        # corners is then replayed on the cluster (below).
+        on_model = getattr(target_, "name", "") == "model"
+        remaining = None if search.time_budget is None else search.time_budget - state.elapsed()
+        explorer_until = None if remaining is None or on_model else state.elapsed() + remaining / 2
+
+        def explorer_done() -> bool:
+            return state.out_of_time() or (
+                explorer_until is not None and state.elapsed() >= explorer_until
+            )
+
         explored = simulate_randomly(
             cfg,
             seed=search.seed,
             depth=search.max_steps,
             walks=None,
             strategy="archive",
-            should_stop=state.out_of_time,
+            should_stop=explorer_done,
         )
-        state.steps += explored.steps
+        state.explorer_steps += explored.steps
         if explored.violation is not None:
             trace = explored.violation.trace
             state.first_found = ("explorer", state.elapsed(), len(trace) - 1)
@@ -314,6 +347,11 @@ def run_search(
                     "the explorer's trace breaks the model's invariants, but replayed on the "
                     "target it did not fail: a bug in bkconform's replay (please report it)"
                 )
+        elif not on_model and explored.archive and not state.idle():
+            # The model is clean here, but the cluster may still answer wrongly in the deep
+            # corners the explorer reached: replay the most dangerous of them on the cluster.
+            state.phase = "corpus"
+            found = replay_corpus(explored.archive)
     # Hypothesis deletes runs of choices; a message's send, delivery and receipt are apart in
     # the trace. Causal deletion on the model proposes shorter traces; the target decides.
     for _ in range(MINIMISE_ROUNDS):
@@ -331,15 +369,31 @@ def run_search(
     elapsed = state.elapsed()
     if state.error is not None and found is None:
         return SearchReport(
-            "undecided", None, state.examples, state.steps, elapsed, state.error, notes
+            "undecided",
+            None,
+            state.examples,
+            state.steps,
+            elapsed,
+            state.error,
+            notes,
+            state.explorer_steps,
         )
     if found is None:
-        return SearchReport("clean", None, state.examples, state.steps, elapsed, None, notes)
+        return SearchReport(
+            "clean", None, state.examples, state.steps, elapsed, None, notes, state.explorer_steps
+        )
     assert state.first_found is not None
     how, when, length = state.first_found
     finding = Finding(found, found.choices, how, when, length)
     return SearchReport(
-        found.outcome.verdict, finding, state.examples, state.steps, elapsed, None, notes
+        found.outcome.verdict,
+        finding,
+        state.examples,
+        state.steps,
+        elapsed,
+        None,
+        notes,
+        state.explorer_steps,
     )
 
 

@@ -71,4 +71,4 @@ def explore_archive(
             if key not in archive:
                 archive[key] = trace + walked
                 cells.append(key)
-    return SimulationResult(done, steps, cells=len(cells))
+    return SimulationResult(done, steps, cells=len(cells), archive=[archive[key] for key in cells])

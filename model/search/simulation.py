@@ -48,6 +48,8 @@ class SimulationResult(Generic[S, L]):
     violating_walk: int | None = None
     violating_walk_seed: int | None = None
     cells: int | None = None  # archive-guided exploration only
+    #: Archive-guided exploration only: the trace that first reached each cell, in order.
+    archive: list[list[Step[S, L]]] | None = None
 
 
 def walk(

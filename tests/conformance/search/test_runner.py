@@ -46,7 +46,7 @@ def test_finds_defect_1_from_scratch_within_the_ci_profile() -> None:
 def test_finds_nothing_with_the_recovery_read_fence_within_the_ci_profile() -> None:
     report = _search(DEFECT_1.config(protected=True))
     assert report.verdict == "clean"
-    assert report.examples >= CI.max_examples and report.steps > 10_000
+    assert report.examples >= CI.max_examples and report.explorer_steps > 10_000
     assert report.exit_code == 0
 
 
