@@ -30,6 +30,7 @@ from conformance.commands.options import (
 )
 from conformance.rundir import new_run_dir, write_run
 from conformance.search.choices import from_blob
+from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.runner import (
     PROFILES,
     SearchProgress,
@@ -69,6 +70,17 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument(
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
+    )
+    search.add_argument(
+        "--random-config",
+        action="store_true",
+        help="draw the configuration from the documented space (conformance/search/"
+        "configurations.py) with the seed, instead of the constants above",
+    )
+    search.add_argument(
+        "--with-defects",
+        action="store_true",
+        help="with --random-config: the known defects' switches may be drawn off too",
     )
     search.add_argument(
         "--fresh",
@@ -144,8 +156,12 @@ class _ProgressLine:
 
 def run_command(args: argparse.Namespace) -> int:
     try:
-        cfg = config_from_args(args)
         search = _settings(args)
+        cfg = (
+            draw_configuration(SeededChooser(search.seed), defects=args.with_defects)
+            if args.random_config
+            else config_from_args(args)
+        )
         target = target_from_args(args)
     except (ConfigError, ValueError) as exc:
         print(f"bkconform run: {exc}", file=sys.stderr)
