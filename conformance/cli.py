@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from conformance.commands import cluster as cluster_command
+from conformance.commands import docker as docker_command
 from conformance.commands import model as model_command
 from conformance.commands import run as run_command
 from conformance.commands import scenario as scenario_command
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     model_command.register(subparsers)
     cluster_command.register(subparsers)
+    docker_command.register(subparsers)
     run_command.register(subparsers)
     scenario_command.register(subparsers)
     zab_command.register(subparsers)

@@ -1,6 +1,6 @@
 """The bkconform pytest plugin: conformance properties as collected tests.
 
-    pytest --pyargs conformance --bk-target model|local|external [--bk-zk HOST:PORT]
+    pytest --pyargs conformance --bk-target model|local|docker|external [--bk-zk HOST:PORT]
            [--bk-profile ci|nightly|qualify] [--bk-seconds S]
 
 Installed with the package (entry point ``pytest11``), so it works from any directory. The
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, settings
 from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import Target
 
-TARGETS = ("model", "local", "external")
+TARGETS = ("model", "local", "docker", "external")
 
 # The same budgets as Hypothesis settings profiles, for properties written with @given.
 for _name, _search in PROFILES.items():
@@ -81,6 +81,10 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
         target = ModelTarget()
     elif name == "local":
         target = LocalTarget(bookkeeper_home=Path(home) if home else None)
+    elif name == "docker":
+        from conformance.targets.docker_target import DockerTarget
+
+        target = DockerTarget()
     else:
         zk = request.config.getoption("--bk-zk")
         if not zk:

@@ -10,7 +10,7 @@ from conformance.targets.base import Target
 from model.bookkeeper.config import ConfigError, ModelConfig
 
 CRASH_PHASES = ("open", "recovery", "closed")
-TARGETS = ("model", "local", "external")
+TARGETS = ("model", "local", "docker", "external")
 
 
 def add_model_options(
@@ -97,11 +97,17 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         choices=TARGETS,
         default=default,
         help="model: in process (fast); local: real ZooKeeper + reference bookies (or "
-        "BookKeeper from --bookkeeper-home / BOOKKEEPER_HOME) started here; external: a "
-        f"running cluster at --zk (default {default})",
+        "BookKeeper from --bookkeeper-home / BOOKKEEPER_HOME) started here; docker: the same "
+        "in containers (images from `bkconform docker setup`, or --official-images); "
+        f"external: a running cluster at --zk (default {default})",
     )
     group.add_argument(
         "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
+    )
+    group.add_argument(
+        "--official-images",
+        action="store_true",
+        help="--target docker with apache/bookkeeper and zookeeper from a registry",
     )
     group.add_argument(
         "--zk", default=None, metavar="HOST:PORT[,...]", help="ZooKeeper of --target external"
@@ -126,6 +132,10 @@ def target_from_args(args: argparse.Namespace) -> Target:
         from conformance.targets.local_target import LocalTarget
 
         return LocalTarget(bookkeeper_home=args.bookkeeper_home)
+    if args.target == "docker":
+        from conformance.targets.docker_target import DockerTarget
+
+        return DockerTarget(official=args.official_images)
     if args.zk is None:
         raise ValueError("--target external needs --zk HOST:PORT")
     from conformance.targets.external_target import ExternalTarget

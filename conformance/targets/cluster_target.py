@@ -15,7 +15,7 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.client import BookieClient
@@ -23,7 +23,7 @@ from adapters.bookkeeper.entry import DigestType as WireDigestType
 from adapters.bookkeeper.entry import master_key, package_entry, parse_entry, verify_entry
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
-from adapters.cluster import Node
+from adapters.cluster import BookieSettings, Node
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
 from adapters.zookeeper.errors import MetadataError
@@ -51,6 +51,20 @@ KEY = master_key(PASSWORD)
 DIGEST = WireDigestType.CRC32
 ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
 T = TypeVar("T")
+
+
+def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSettings:
+    """Bookie settings for the model's switches: limbo and fencing on unclean shutdown are the
+    bookies' data integrity checking (they come together; the model's switches may not)."""
+    if cfg.limbo_on_unclean_shutdown != cfg.fence_on_unclean_shutdown:
+        raise UnsupportedConfiguration(
+            "bookies put a ledger in limbo and fence it together (dataIntegrityChecking); "
+            "a cluster target cannot run limbo without fencing or the reverse"
+        )
+    integrity = cfg.limbo_on_unclean_shutdown
+    return BookieSettings(
+        data_integrity_checking=integrity, stamp_missing_cookies=integrity, extra=dict(extra)
+    )
 
 
 class ClusterTarget(abc.ABC):

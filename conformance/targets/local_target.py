@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.cluster import BookieSettings, LocalCluster, LocalClusterOptions
+from adapters.cluster import LocalCluster, LocalClusterOptions
 from adapters.cluster.provider import ClusterProvider
-from conformance.targets.base import UnsupportedConfiguration
-from conformance.targets.cluster_target import ClusterTarget
+from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
 from model.bookkeeper.config import ModelConfig
 
 
@@ -32,17 +31,7 @@ class LocalTarget(ClusterTarget):
         self._local: LocalCluster | None = None
 
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
-        if cfg.limbo_on_unclean_shutdown != cfg.fence_on_unclean_shutdown:
-            raise UnsupportedConfiguration(
-                "bookies put a ledger in limbo and fence it together (dataIntegrityChecking); "
-                "the local target cannot run limbo without fencing or the reverse"
-            )
-        integrity = cfg.limbo_on_unclean_shutdown
-        settings = BookieSettings(
-            data_integrity_checking=integrity,
-            stamp_missing_cookies=integrity,
-            extra=self.bookie_extra,
-        )
+        settings = bookie_settings_for(cfg, self.bookie_extra)
         self._local = LocalCluster(
             LocalClusterOptions(
                 bookies=cfg.bookies,

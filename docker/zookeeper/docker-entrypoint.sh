@@ -1,0 +1,44 @@
+#!/bin/sh
+# Writes zoo.cfg and myid from the same environment variables as the Docker Hub `zookeeper`
+# image (ZOO_MY_ID, ZOO_SERVERS="server.1=zk1:2888:3888;2181 server.2=..."), then runs
+# QuorumPeerMain from Debian's jars in the foreground.
+set -eu
+
+CONFIG="$ZOO_CONF_DIR/zoo.cfg"
+mkdir -p "$ZOO_CONF_DIR" "$ZOO_DATA_DIR" "$ZOO_DATA_LOG_DIR"
+if [ ! -f "$CONFIG" ]; then
+    {
+        echo "dataDir=$ZOO_DATA_DIR"
+        echo "dataLogDir=$ZOO_DATA_LOG_DIR"
+        echo "tickTime=$ZOO_TICK_TIME"
+        echo "initLimit=$ZOO_INIT_LIMIT"
+        echo "syncLimit=$ZOO_SYNC_LIMIT"
+        echo "maxClientCnxns=$ZOO_MAX_CLIENT_CNXNS"
+        echo "standaloneEnabled=$ZOO_STANDALONE_ENABLED"
+        echo "admin.enableServer=$ZOO_ADMINSERVER_ENABLED"
+        echo "4lw.commands.whitelist=$ZOO_4LW_COMMANDS_WHITELIST"
+        # Containers reach each other by name; listen on every address of the container.
+        echo "quorumListenOnAllIPs=true"
+        if [ -z "${ZOO_SERVERS:-}" ]; then
+            echo "clientPort=2181"
+        else
+            for server in $ZOO_SERVERS; do
+                echo "$server"
+            done
+        fi
+    } > "$CONFIG"
+fi
+if [ ! -f "$ZOO_DATA_DIR/myid" ]; then
+    echo "${ZOO_MY_ID:-1}" > "$ZOO_DATA_DIR/myid"
+fi
+
+if [ "$1" = "zkServer.sh" ]; then
+    # Debian's jar names its dependencies in its manifest (as /etc/zookeeper/conf/environment);
+    # slf4j-log4j12 + log4j make the server log to the console (slf4j's default is a no-op).
+    J=/usr/share/java
+    CLASSPATH="/etc/zookeeper/conf:$J/slf4j-log4j12.jar:$J/log4j-1.2.jar:$J/zookeeper.jar"
+    exec java -Xmx256m -XX:+UseSerialGC \
+        -Dzookeeper.log.dir=/tmp -Dzookeeper.root.logger=INFO,CONSOLE \
+        -cp "$CLASSPATH" org.apache.zookeeper.server.quorum.QuorumPeerMain "$CONFIG"
+fi
+exec "$@"
