@@ -7,8 +7,8 @@
    ``LocalCluster`` with the same shape (3 ZooKeeper + 3 bookies as local processes).
 2. Scenario steps per second: the seed's ``limbo-crash`` scenario replayed by the conformance
    engine, frame by frame, on each cluster (one cluster per target, a fresh ledger per run).
-   The containerized target here is a stand-in (``_ContainerTarget``) until the engine grows
-   its own ``docker`` target; it differs from the local one only in the provider it starts.
+   The ``docker`` target (``conformance/targets/docker_target.py``, one ZooKeeper container)
+   and the ``local`` target differ only in the provider they start.
 
 Numbers only: nothing here asserts on time. Machines are noisy; compare ratios.
 """
@@ -22,11 +22,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.cluster import BookieSettings, LocalCluster, LocalClusterOptions
+from adapters.cluster import LocalCluster, LocalClusterOptions
 from adapters.cluster.container_engine import (
     ContainerEngine,
     EnginePaths,
@@ -38,43 +37,10 @@ from adapters.cluster.containers import ContainerCluster, ContainerClusterOption
 from adapters.cluster.provider import ClusterProvider
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.cluster_target import ClusterTarget
+from conformance.targets.docker_target import DockerTarget
 from conformance.targets.local_target import LocalTarget
-from model.bookkeeper.config import ModelConfig
 
 SCENARIO = SCENARIOS["limbo-crash"]
-
-
-class _ContainerTarget(ClusterTarget):
-    """The cluster target on containers (stand-in for the engine's ``docker`` target)."""
-
-    name = "containers"
-
-    def __init__(self, engine: ContainerEngine, images: ImageSet) -> None:
-        super().__init__()
-        self._engine = engine
-        self._images = images
-        self._cluster: ContainerCluster | None = None
-
-    def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
-        integrity = cfg.limbo_on_unclean_shutdown
-        settings = BookieSettings(
-            data_integrity_checking=integrity, stamp_missing_cookies=integrity
-        )
-        self._cluster = ContainerCluster(
-            ContainerClusterOptions(
-                zookeepers=1,
-                bookies=cfg.bookies,
-                images=self._images,
-                engine=self._engine,
-                bookie_settings=settings,
-            )
-        )
-        self._cluster.start()
-        return self._cluster
-
-    def _zookeeper_client(self) -> Any:
-        assert self._cluster is not None
-        return self._cluster.zookeeper_client
 
 
 def _time_start(make: Callable[[], ClusterProvider]) -> tuple[float, float]:
@@ -174,9 +140,7 @@ def _measure(engine: ContainerEngine, images: ImageSet, rounds: int, scenario_ru
     print(f"  containers / local start time: {containers / local:.2f}x")
 
     print(f"scenario {SCENARIO.interleaving.name} (limbo on), {scenario_runs} replays:")
-    container_rate = _steps_per_second(
-        "containers", _ContainerTarget(engine, images), scenario_runs
-    )
+    container_rate = _steps_per_second("containers", DockerTarget(), scenario_runs)
     local_rate = _steps_per_second("local processes", LocalTarget(), scenario_runs)
     if container_rate and local_rate:
         print(f"  containers / local steps per second: {container_rate / local_rate:.2f}x")
