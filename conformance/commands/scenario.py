@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.commands.options import add_target_options, target_from_args
 from conformance.engine import Outcome
+from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
 from conformance.rundir import new_run_dir, write_run
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError
@@ -34,7 +35,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("name", choices=sorted(SCENARIOS), help="the scenario")
+    parser.add_argument(
+        "name", choices=sorted([*SCENARIOS, JAVA_CLIENT_SCENARIO]), help="the scenario"
+    )
     add_target_options(parser)
     for flag in SWITCH_FLAGS:
         parser.add_argument(flag, action="store_true", help="turn the scenario's protection off")
@@ -43,6 +46,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name == JAVA_CLIENT_SCENARIO:
+        # Imported here: it loads the JVM adapter, which the other scenarios do not need.
+        from conformance.javaclient.command import run_java_client_scenario
+
+        return run_java_client_scenario(args)
     scenario = SCENARIOS[args.name]
     given = [flag for flag, attr in SWITCH_FLAGS.items() if getattr(args, attr)]
     if any(flag != scenario.switch_flag for flag in given):

@@ -1,0 +1,139 @@
+"""``bkconform scenario defect1-java-client --target local``: the command's side of the scenario.
+
+Exit codes as for every scenario: 0 = clean, 1 = a violation or a divergence, 2 = could not
+decide (no distribution, a target other than ``local``, the cluster or the JVM failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from adapters.javaclient import DistributionError, distribution_version
+from conformance.javaclient.scenario import (
+    NAME,
+    JavaScenarioOptions,
+    ScenarioUndecided,
+    expected_verdict,
+    run_recovery,
+)
+from conformance.javaclient.story import Judgement, judge
+from conformance.rundir import new_run_dir, write_run
+from model.bookkeeper.render import sequence_diagram
+
+
+class CannotRun(Exception):
+    """The command line cannot run this scenario; the message says what to change."""
+
+
+def bookkeeper_home(args: argparse.Namespace) -> Path:
+    """``--bookkeeper-home``, else ``BOOKKEEPER_HOME``; :class:`CannotRun` if neither."""
+    given: Path | None = getattr(args, "bookkeeper_home", None)
+    if given is None and os.environ.get("BOOKKEEPER_HOME"):
+        given = Path(os.environ["BOOKKEEPER_HOME"])
+    if given is None:
+        raise CannotRun(
+            f"{NAME} drives the real BookKeeper Java client, whose jars come from a BookKeeper "
+            "binary distribution: pass --bookkeeper-home DIR or set BOOKKEEPER_HOME to an "
+            "unpacked bookkeeper-server-X.Y.Z-bin (4.11.x shows Defect 1, 4.14+ is safe); "
+            "neither is set"
+        )
+    return given
+
+
+def check_arguments(args: argparse.Namespace) -> Path:
+    if args.target != "local":
+        raise CannotRun(
+            f"{NAME} runs on --target local only (it starts bookies and proxies here and the "
+            f"Java client against them); got --target {args.target}"
+        )
+    flags = ("no_recovery_read_fence", "no_recovery_fragment_fix", "no_limbo")
+    switches = [flag for flag in flags if getattr(args, flag, False)]
+    if switches:
+        raise CannotRun(
+            f"{NAME} takes no switches: the distribution's client decides whether recovery "
+            f"reads fence (got {', '.join('--' + s.replace('_', '-') for s in switches)})"
+        )
+    home = bookkeeper_home(args)
+    try:
+        distribution_version(home)
+    except DistributionError as exc:
+        raise CannotRun(str(exc)) from exc
+    return home
+
+
+def run_java_client_scenario(args: argparse.Namespace) -> int:
+    try:
+        home = check_arguments(args)
+    except CannotRun as exc:
+        print(f"bkconform scenario: {exc}", file=sys.stderr)
+        return 2
+    version = distribution_version(home)
+    expected = expected_verdict(version)
+    print(f"Scenario {NAME}: Defect 1's recipe with the real Java client {version} as w2")
+    print(f"Target: local, bookies and client from {home}; expected: {expected}", flush=True)
+    run_dir = new_run_dir(args.runs_dir, "local", NAME)
+    try:
+        run = run_recovery(JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir))
+    except ScenarioUndecided as exc:
+        print(f"could not decide: {exc}", file=sys.stderr)
+        print(f"Run directory: {run_dir}")
+        return 2
+    judgement = judge(run.record)
+    outcome = judgement.outcome
+    frames = [frame.describe() for frame in run.record.frames]
+    (run_dir / "frames.txt").write_text("\n".join(frames) + "\n")
+    write_run(
+        run_dir,
+        name=NAME,
+        cfg=judgement.cfg,
+        outcome=outcome,
+        target=run.describe(),
+        extra={
+            "expected_verdict": expected,
+            "recovery_reads_fence": judgement.reads_fenced,
+            "schedule": [rule.describe() for rule in run.schedule],
+            "proxies": run.proxies,
+            "java_error": run.record.java_error,
+            "writer_adds": {
+                "b2 before recovery": run.record.writer_first_add.name,
+                "b3 after recovery": (
+                    None if run.record.writer_late_add is None else run.record.writer_late_add.name
+                ),
+            },
+            "closed_last_entry": run.record.closed_last_entry,
+        },
+    )
+    _report(judgement, frames, run_dir, expected)
+    return outcome.exit_code
+
+
+def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: str) -> None:
+    outcome = judgement.outcome
+    print("Frame log (the Java client's frames, as the proxies decoded them):")
+    for line in frames:
+        print(f"  {line}")
+    print(f"{len(outcome.steps)} model steps replayed.")
+    if outcome.note:
+        print(outcome.note)
+    for violation in outcome.violations:
+        print(f"VIOLATION {violation}")
+    for divergence in outcome.divergences:
+        print(f"DIVERGENCE {divergence}")
+    if outcome.verdict in ("violation", "divergence"):
+        print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
+        print(
+            sequence_diagram(
+                judgement.cfg,
+                outcome.trace,
+                title=NAME,
+                final_note=f"VERDICT: {outcome.verdict}",
+            )
+        )
+    matched = "as expected" if outcome.verdict == expected else f"expected {expected}"
+    print(f"Verdict: {outcome.verdict} ({matched}). Run directory: {run_dir}")
+
+
+__all__ = ["CannotRun", "bookkeeper_home", "check_arguments", "run_java_client_scenario"]

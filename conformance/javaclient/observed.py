@@ -1,0 +1,145 @@
+"""What the Java client did, read from the proxies' decoded frame log.
+
+Every frame the proxies saw is the Java client's (our Python writer talks to the bookies
+directly), so the log is the client's side of the story: each request it sent, each bookie
+answer, and when (if ever) that answer reached it. :func:`java_events` turns the log into
+events in time order, the order in which the model's steps must be taken:
+
+- ``SENT``: the client sent a request (it arrived at the proxy; a dropped one never goes on);
+- ``ANSWERED``: the bookie's answer arrived at the proxy (the bookie processed the request);
+- ``RECEIVED``: the proxy delivered that answer to the client (a held answer arrives late).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, FrameRecord, Operation
+
+
+class FrameKind(enum.Enum):
+    """What a frame of the ledger under recovery is, in the spec's terms."""
+
+    #: READ_ENTRY of entry -1 with FENCE_LEDGER: the spec's fencing read-LAC request.
+    FENCE_READ = "fence read"
+    #: READ_ENTRY of an entry: the spec's recovery read (with or without the fence flag).
+    RECOVERY_READ = "recovery read"
+    #: ADD_ENTRY with RECOVERY_ADD: the spec's write-back of a recovered entry.
+    RECOVERY_ADD = "recovery add"
+    #: Anything else on the ledger: no recovering client of the spec sends it.
+    OTHER = "other"
+
+
+class Phase(enum.IntEnum):
+    # The values order events that share a timestamp.
+    SENT = 0
+    ANSWERED = 1
+    RECEIVED = 2
+
+
+@dataclass(frozen=True)
+class JavaEvent:
+    """One event of the Java client's recovery, tied to the frame that shows it."""
+
+    at: float
+    phase: Phase
+    kind: FrameKind
+    bookie: int
+    frame: FrameRecord
+    #: The request's entry id (BookKeeper's numbering: -1 for the fence read).
+    entry_id: int | None
+    #: Whether the frame got through the proxy (to the bookie, or to the client).
+    delivered: bool
+
+    @property
+    def fence(self) -> bool:
+        return FrameFlag.FENCE_LEDGER in self.frame.info.flags
+
+    @property
+    def status(self) -> StatusCode | None:
+        return self.frame.info.status
+
+    def describe(self) -> str:
+        bookie = f"b{self.bookie + 1}"
+        late = "" if self.delivered else " (never delivered)"
+        return f"{self.phase.name.lower()} {bookie}: {self.frame.info.describe()}{late}"
+
+
+class ForeignFrame(ValueError):
+    """A frame from a proxy the run does not know (its bookie cannot be named)."""
+
+
+def frame_kind(record: FrameRecord) -> FrameKind:
+    info = record.info
+    if info.operation is Operation.READ_ENTRY and info.entry_id is not None:
+        if info.entry_id < 0:
+            return FrameKind.FENCE_READ if FrameFlag.FENCE_LEDGER in info.flags else FrameKind.OTHER
+        return FrameKind.RECOVERY_READ
+    if info.operation is Operation.ADD_ENTRY and FrameFlag.RECOVERY_ADD in info.flags:
+        return FrameKind.RECOVERY_ADD
+    return FrameKind.OTHER
+
+
+def _concerns(record: FrameRecord, ledger_id: int) -> bool:
+    # AUTH (connection set-up) carries no ledger and is no protocol step; other ledgers are
+    # not this run's business.
+    return record.info.ledger_id == ledger_id
+
+
+def java_events(
+    frames: Sequence[FrameRecord],
+    deliveries: Mapping[int, DeliveryRecord],
+    bookie_of_proxy: Mapping[str, int],
+    ledger_id: int,
+) -> list[JavaEvent]:
+    """The client's events on ``ledger_id`` in time order (see the module docstring)."""
+    events: list[JavaEvent] = []
+    for record in frames:
+        if not _concerns(record, ledger_id):
+            continue
+        if record.proxy not in bookie_of_proxy:
+            raise ForeignFrame(
+                f"frame #{record.frame_id} came through proxy {record.proxy!r}; the run's "
+                f"proxies are {sorted(bookie_of_proxy)}"
+            )
+        bookie = bookie_of_proxy[record.proxy]
+        delivery = deliveries.get(record.frame_id)
+        delivered = delivery is not None and delivery.delivered
+        kind = frame_kind(record)
+        entry = record.info.entry_id
+        if record.info.direction is Direction.REQUEST:
+            events.append(JavaEvent(record.at, Phase.SENT, kind, bookie, record, entry, delivered))
+            continue
+        events.append(JavaEvent(record.at, Phase.ANSWERED, kind, bookie, record, entry, delivered))
+        if delivered:
+            assert delivery is not None
+            events.append(JavaEvent(delivery.at, Phase.RECEIVED, kind, bookie, record, entry, True))
+    events.sort(key=lambda e: (e.at, e.phase, e.frame.frame_id))
+    return events
+
+
+def recovery_reads_fenced(events: Sequence[JavaEvent]) -> bool | None:
+    """Whether the client's recovery reads carried FENCE_LEDGER (None: it sent none).
+
+    A client that fences some recovery reads and not others is not either configuration of
+    the model: the answer is then the majority's, and the frame check reports the others.
+    """
+    reads = [e for e in events if e.phase is Phase.SENT and e.kind is FrameKind.RECOVERY_READ]
+    if not reads:
+        return None
+    fenced = sum(1 for e in reads if e.fence)
+    return fenced * 2 >= len(reads)
+
+
+__all__ = [
+    "ForeignFrame",
+    "FrameKind",
+    "JavaEvent",
+    "Phase",
+    "frame_kind",
+    "java_events",
+    "recovery_reads_fenced",
+]

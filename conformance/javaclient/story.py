@@ -1,0 +1,468 @@
+"""The model's story of a Java-client recovery run, and the judgement of what the client sent.
+
+The run (see :mod:`.scenario`) is Defect 1's recipe: w1 (the model's ``c1``, our Python wire
+client) creates the ledger and adds e0, which reaches b2 only; w2 (``c2``, the real Java
+client) recovers the ledger through the proxies; then w1's add of e0 reaches b3. This module
+replays what happened as the model's steps (:func:`~model.bookkeeper.scripted.take`), in the
+order the frame log shows, under the configuration the client's frames reveal
+(``recovery_reads_fence`` from the recovery reads' flags; late read answers ignored, as the
+Java client does). After every step the model's invariants are checked.
+
+Each frame the Java client sent is also checked against the SPEC's client (``spec_cfg``, reads
+fence unless told otherwise): at that point of the story, would the spec's client send this
+request? A frame it would not send (a recovery read without FENCE_LEDGER, a request the spec's
+recovering client never sends, one sent twice) is a divergence. A bookie whose answer the
+model does not predict, a metadata end the model does not reach, or an event the model does
+not allow at all (the replay cannot go on) is a divergence too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.netproxy import DeliveryRecord, FrameRecord
+from conformance import ids
+from conformance.engine import Outcome, StepRecord
+from conformance.javaclient.observed import (
+    FrameKind,
+    JavaEvent,
+    Phase,
+    java_events,
+    recovery_reads_fenced,
+)
+from model.bookkeeper.actions import Label, init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
+from model.bookkeeper.invariants import invariants_for, violated
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    FENCE_REQUEST,
+    FENCE_RESPONSE,
+    FENCING_PHASE,
+    OK,
+    READ_REQUEST,
+    READ_RESPONSE,
+    AddEntryResponse,
+    FenceResponse,
+    Message,
+    ReadResponse,
+    State,
+    bookie_name,
+)
+from model.bookkeeper.render import describe_message, describe_step
+from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, step, take
+from model.search.bfs import Step
+
+#: The spec's configuration for Defect 1 (E = WQ = 3, AQ = 2), with the protection on.
+SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
+WRITER = "c1"
+RECOVERER = "c2"
+#: Where w1's add of e0 goes: never to b1, to b2 before the recovery, to b3 after it.
+WRITER_SKIPS = "b1"
+WRITER_FIRST = "b2"
+WRITER_LATE = "b3"
+_ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
+_SEND_ACTIONS = {
+    FrameKind.FENCE_READ: "ClientStartsRecovery",
+    FrameKind.RECOVERY_READ: "ClientSendsRecoveryReadRequests",
+    FrameKind.RECOVERY_ADD: "ClientWritesBackEntry",
+}
+
+
+@dataclass(frozen=True)
+class RecoveryRecord:
+    """Everything a run observed, as plain data (a recorded run can be judged again)."""
+
+    ledger_id: int
+    #: Proxy name -> bookie index (0 for b1).
+    bookie_of_proxy: Mapping[str, int]
+    frames: Sequence[FrameRecord]
+    deliveries: Mapping[int, DeliveryRecord]
+    #: w1's add of e0 to b2, before the recovery.
+    writer_first_add: StatusCode
+    #: w1's add of e0 to b3, after the recovery (None: not sent).
+    writer_late_add: StatusCode | None
+    #: BookKeeper's last entry id of the CLOSED metadata after the recovery (None: not closed).
+    closed_last_entry: int | None
+    #: Why the Java client's recovery open failed, if it did.
+    java_error: str | None = None
+    #: When ``openLedger`` returned (``time.monotonic()``, the frame log's clock): the ledger
+    #: was closed by then, so the close step goes before any later frame (None: at the end).
+    recovered_at: float | None = None
+
+
+@dataclass
+class Judgement:
+    outcome: Outcome
+    #: The configuration the story ran under (the client's observed behaviour).
+    cfg: ModelConfig
+    #: Whether the Java client's recovery reads carried FENCE_LEDGER (None: it sent none).
+    reads_fenced: bool | None
+    #: The frame-level findings against the spec's client (also in ``outcome.divergences``).
+    frame_divergences: list[str] = field(default_factory=list)
+
+
+class _Stuck(Exception):
+    """The model allows no step for what happened: the replay cannot go on."""
+
+
+class _Story:
+    def __init__(self, cfg: ModelConfig, spec_cfg: ModelConfig) -> None:
+        self.cfg = cfg
+        self.spec_cfg = spec_cfg
+        self.state: State = init_state(cfg)
+        self.trace: list[Step[State, Label]] = [Step(None, self.state)]
+        self.records: list[StepRecord] = []
+        self.invariants = invariants_for(cfg)
+        self.violations: list[str] = []
+        self.divergences: list[str] = []
+        self.frame_divergences: list[str] = []
+        self.notes: list[str] = []
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def take(
+        self, scripted: ScriptedStep, *, request: str | None = None, status: str | None = None
+    ) -> Label:
+        try:
+            transition = take(self.cfg, self.state, scripted)
+        except ScriptError as exc:
+            what = request or f"{scripted.action}"
+            finding = f"the model allows no step for {what}: {exc}"
+            self.divergences.append(finding)
+            self.records.append(
+                StepRecord(
+                    len(self.records) + 1,
+                    str(scripted.action),
+                    "(no model step)",
+                    request=request,
+                    divergence=[finding],
+                )
+            )
+            raise _Stuck(finding) from None
+        label = transition.label
+        record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
+        record.request = request
+        if status is not None:
+            record.observed = {"status": status}
+        self.state = transition.state
+        self.trace.append(Step(label, self.state))
+        record.violations = violated(self.cfg, self.state, self.invariants)
+        self.violations.extend(v for v in record.violations if v not in self.violations)
+        self.records.append(record)
+        return label
+
+    def diverge(self, finding: str) -> None:
+        self.divergences.append(finding)
+        if self.records:
+            self.records[-1].divergence.append(finding)
+
+    def recipients(self, action: str, entry: int | None) -> set[int]:
+        """The bookies the model's c2 would message in ``action`` now (under ``cfg``)."""
+        found: set[int] = set()
+        for transition in successors(self.cfg, self.state):
+            label = transition.label
+            if label.action == action and label.client == 1 and _entry_matches(label, entry):
+                found.update(m.bookie for m, _ in label.sent)
+        return found
+
+    def spec_requests(self, action: str, entry: int | None) -> set[Message]:
+        """The requests the SPEC's client sends in ``action`` from the current state."""
+        found: set[Message] = set()
+        for transition in successors(self.spec_cfg, self.state):
+            label = transition.label
+            if label.action == action and label.client == 1 and _entry_matches(label, entry):
+                found.update(m for m, _ in label.sent)
+        return found
+
+
+def _entry_matches(label: Label, entry: int | None) -> bool:
+    return entry is None or dict(label.detail).get("entry") == entry
+
+
+def _spec_entry(event: JavaEvent) -> int | None:
+    if event.kind is FrameKind.FENCE_READ or event.entry_id is None:
+        return None
+    return ids.spec_entry_id(event.entry_id)
+
+
+def _frame_message(event: JavaEvent, spec_requests: set[Message]) -> Message | None:
+    """The spec's request that ``event``'s frame is, if the spec's client sends it."""
+    entry = _spec_entry(event)
+    for message in spec_requests:
+        if message.bookie != event.bookie or message.cid != 1:
+            continue
+        if event.kind is FrameKind.FENCE_READ and message.kind == FENCE_REQUEST:
+            return message
+        if (
+            event.kind is FrameKind.RECOVERY_READ
+            and message.kind == READ_REQUEST
+            and message.entry_id == entry  # type: ignore[union-attr]
+            and message.fence == event.fence  # type: ignore[union-attr]
+        ):
+            return message
+        if (
+            event.kind is FrameKind.RECOVERY_ADD
+            and message.kind == ADD_ENTRY_REQUEST
+            and message.recovery  # type: ignore[union-attr]
+            and message.entry.id == entry  # type: ignore[union-attr]
+        ):
+            return message
+    return None
+
+
+def _answer_disagrees(reply: Message, status: StatusCode | None) -> str | None:
+    """Why the bookie's real answer is not the model's ``reply`` (None: it agrees)."""
+    if status is None:
+        return "the answer's status did not decode"
+    if reply.kind == FENCE_RESPONSE:
+        assert isinstance(reply, FenceResponse)
+        agrees = reply.code == OK and (status is StatusCode.EOK or status in _ABSENT)
+        expected = "a fenced LAC (EOK, or ENOENTRY/ENOLEDGER when empty)"
+    elif reply.kind == READ_RESPONSE:
+        assert isinstance(reply, ReadResponse)
+        agrees = (status is StatusCode.EOK) == (reply.code == OK) and (
+            reply.code == OK or status in _ABSENT
+        )
+        expected = "EOK" if reply.code == OK else "ENOENTRY/ENOLEDGER"
+    else:
+        assert isinstance(reply, AddEntryResponse)
+        agrees = status is (StatusCode.EOK if reply.success else StatusCode.EFENCED)
+        expected = "EOK" if reply.success else "EFENCED"
+    return None if agrees else f"the model's bookie answers {expected}, the real one {status.name}"
+
+
+class _JavaReplay:
+    """Steps for the Java client's events, and the frame check against the spec's client."""
+
+    def __init__(self, story: _Story, events: Sequence[JavaEvent]) -> None:
+        self.story = story
+        self.events = events
+        self.started: dict[tuple[FrameKind, int | None], set[Message]] = {}
+        self.sent: set[tuple[FrameKind, int | None, int]] = set()
+        self.ignored: set[int] = set()
+
+    def delivered_to(self, kind: FrameKind, entry: int | None) -> set[int]:
+        return {
+            e.bookie
+            for e in self.events
+            if e.phase is Phase.SENT and e.kind is kind and e.delivered and _spec_entry(e) == entry
+        }
+
+    def run(self, events: Sequence[JavaEvent]) -> None:
+        for event in events:
+            if event.phase is Phase.SENT:
+                self.sent_event(event)
+            elif event.kind is FrameKind.OTHER:
+                continue  # reported when it was sent
+            elif event.phase is Phase.ANSWERED:
+                self.answered(event)
+            else:
+                self.received(event)
+
+    def sent_event(self, event: JavaEvent) -> None:
+        story = self.story
+        frame = f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}"
+        if event.kind is FrameKind.OTHER:
+            story.frame_divergences.append(
+                f"{frame}: {event.frame.info.describe()}: the spec's recovering client sends "
+                "no such request"
+            )
+            return
+        entry = _spec_entry(event)
+        batch = (event.kind, entry)
+        action = _SEND_ACTIONS[event.kind]
+        if batch not in self.started:
+            spec_requests = story.spec_requests(action, entry)
+            recipients = story.recipients(action, entry)
+            lost = recipients - self.delivered_to(event.kind, entry)
+            self.started[batch] = spec_requests
+            story.take(
+                step(action, client=RECOVERER, entry=entry, lost={bookie_name(b) for b in lost}),
+                request=f"{frame}: {event.frame.info.describe()}",
+            )
+        key = (event.kind, entry, event.bookie)
+        if key in self.sent:
+            story.frame_divergences.append(
+                f"{frame}: {event.frame.info.describe()} again: the spec's client sends one "
+                f"{event.kind.value} per bookie"
+            )
+            return
+        self.sent.add(key)
+        if _frame_message(event, self.started[batch]) is None:
+            wanted = [
+                describe_message(m) for m in sorted(self.started[batch]) if m.bookie == event.bookie
+            ]
+            fence = "TRUE" if story.spec_cfg.recovery_reads_fence else "FALSE"
+            story.frame_divergences.append(
+                f"{frame}: {event.frame.info.describe()}: the spec's client "
+                f"(RecoveryReadsFence={fence}) sends "
+                f"{' or '.join(wanted) if wanted else 'nothing to that bookie'} here"
+                + (" (a recovery read without FENCE_LEDGER)" if _unfenced_read(event) else "")
+            )
+
+    def answered(self, event: JavaEvent) -> None:
+        story = self.story
+        entry = _spec_entry(event)
+        status = event.status
+        bookie = bookie_name(event.bookie)
+        lost = set() if event.delivered else {bookie}
+        if event.kind is FrameKind.FENCE_READ:
+            scripted = step("BookieSendsFencingReadLacResponse", bookie=bookie, lost=lost)
+        elif event.kind is FrameKind.RECOVERY_READ:
+            scripted = step("BookieSendsReadResponse", bookie=bookie, entry=entry, lost=lost)
+            if self.decided(entry) and not enabled(story.cfg, story.state, scripted):
+                self.ignore(event, "answered after the client decided")
+                return
+        else:
+            # The real answer picks which of the model's two outcomes to take.
+            action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
+            scripted = step(action, bookie=bookie, entry=entry, lost=lost)
+        label = story.take(
+            scripted,
+            request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
+            status=None if status is None else status.name,
+        )
+        ((reply, _delivered),) = label.sent
+        disagreement = _answer_disagrees(reply, status)
+        if disagreement:
+            story.diverge(f"{bookie} answered the {event.kind.value}: {disagreement}")
+
+    def received(self, event: JavaEvent) -> None:
+        story = self.story
+        if event.frame.frame_id in self.ignored:
+            return
+        entry = _spec_entry(event)
+        peer = bookie_name(event.bookie)
+        if event.kind is FrameKind.FENCE_READ:
+            scripted = step("ClientReceivesFencingReadLacResponse", client=RECOVERER, peer=peer)
+            fencing = story.state.clients[1].recovery_phase == FENCING_PHASE
+            if not fencing and not enabled(story.cfg, story.state, scripted):
+                self.ignore(event, "reached the client after its fencing phase; ignored")
+                return
+        elif event.kind is FrameKind.RECOVERY_READ:
+            scripted = step(
+                "ClientReceivesRecoveryReadResponse", client=RECOVERER, peer=peer, entry=entry
+            )
+            if self.decided(entry) and not enabled(story.cfg, story.state, scripted):
+                self.ignore(event, "reached the client after it decided; ignored")
+                return
+        else:
+            scripted = step(ADD_ANSWER_RECEIVED, client=RECOVERER, peer=peer, entry=entry)
+        story.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
+
+    def decided(self, entry: int | None) -> bool:
+        """Whether the model's recovering client no longer reads ``entry``."""
+        client = self.story.state.clients[1]
+        return client.curr_read_entry != entry
+
+    def ignore(self, event: JavaEvent, why: str) -> None:
+        self.ignored.add(event.frame.frame_id)
+        self.story.notes.append(
+            f"frame #{event.frame.frame_id} ({bookie_name(event.bookie)} "
+            f"{event.frame.info.describe()}) {why}"
+        )
+
+
+def _unfenced_read(event: JavaEvent) -> bool:
+    return event.kind is FrameKind.RECOVERY_READ and not event.fence
+
+
+def _writer_add(story: _Story, bookie: str, status: StatusCode) -> None:
+    if status not in (StatusCode.EOK, StatusCode.EFENCED):
+        story.diverge(
+            f"w1's add of e0 to {bookie} got {status.name}; the model's bookie "
+            "confirms it or answers EFENCED"
+        )
+        raise _Stuck(f"w1's add to {bookie} answered {status.name}")
+    confirmed = status is StatusCode.EOK
+    story.take(
+        step(
+            "BookieSendsAddConfirmedResponse" if confirmed else "BookieSendsAddFencedResponse",
+            bookie=bookie,
+        ),
+        request=f"w1 adds e0 to {bookie} (direct)",
+        status=status.name,
+    )
+    story.take(
+        step(
+            ADD_ANSWER_RECEIVED[0] if confirmed else ADD_ANSWER_RECEIVED[1],
+            client=WRITER,
+            peer=bookie,
+        )
+    )
+
+
+def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgement:
+    """Replay ``record`` as the model's story and judge it (see the module docstring)."""
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    fenced = recovery_reads_fenced(events)
+    cfg = dataclasses.replace(
+        spec_cfg,
+        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
+        late_read_answers_ignored=True,
+    )
+    story = _Story(cfg, spec_cfg)
+    try:
+        story.take(step("ClientCreatesLedger", client=WRITER), request="w1 writes the metadata")
+        story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost={WRITER_SKIPS}))
+        _writer_add(story, WRITER_FIRST, record.writer_first_add)
+        replay = _JavaReplay(story, events)
+        cut = record.recovered_at
+        replay.run([e for e in events if cut is None or e.at <= cut])
+        if record.closed_last_entry is not None:
+            story.take(
+                step("RecoveryClientClosesLedger", client=RECOVERER),
+                request="the Java client closes the ledger",
+                status=f"CLOSED at {record.closed_last_entry}",
+            )
+            real_last = ids.spec_entry_id(record.closed_last_entry)
+            if story.state.meta_last_entry != real_last:
+                model_last = ids.bk_entry_id(story.state.meta_last_entry)
+                story.diverge(
+                    f"the Java client closed the ledger at entry {record.closed_last_entry}; "
+                    f"the model's recovery closes it at {model_last}"
+                )
+        elif record.java_error:
+            story.notes.append(f"the Java client's recovery failed: {record.java_error}")
+        replay.run([e for e in events if cut is not None and e.at > cut])
+        if record.writer_late_add is not None:
+            _writer_add(story, WRITER_LATE, record.writer_late_add)
+    except _Stuck:
+        pass
+    story.divergences.extend(story.frame_divergences)
+    if story.violations:
+        verdict = "violation"
+    elif story.divergences:
+        verdict = "divergence"
+    else:
+        verdict = "clean"
+    notes = [_fence_note(fenced), *story.notes]
+    outcome = Outcome(
+        verdict,
+        story.records,
+        story.trace,
+        violations=list(story.violations),
+        divergences=list(story.divergences),
+        note="\n".join(notes),
+    )
+    return Judgement(outcome, cfg, fenced, list(story.frame_divergences))
+
+
+def _fence_note(fenced: bool | None) -> str:
+    if fenced is None:
+        return "the Java client sent no recovery read"
+    if fenced:
+        return "the Java client's recovery reads carry FENCE_LEDGER"
+    return "the Java client's recovery reads carry NO FENCE_LEDGER flag (Defect 1, #2614)"
+
+
+__all__ = [
+    "SPEC_CONFIG",
+    "Judgement",
+    "RecoveryRecord",
+    "judge",
+]

@@ -1,0 +1,178 @@
+"""``bkconform scenario defect1-java-client``: refusals without a distribution (here), and the
+real run against a BookKeeper distribution when ``BOOKKEEPER_HOME`` is set."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from adapters.cluster.processes import processes_matching
+from adapters.javaclient import BookKeeperVersion, distribution_version
+from adapters.netproxy.routing import RoutingMethod
+from conformance.cli import main
+from conformance.javaclient import command
+from conformance.javaclient.scenario import (
+    JavaScenarioOptions,
+    JavaScenarioRun,
+    ScenarioUndecided,
+    expected_verdict,
+    run_recovery,
+)
+from conformance.javaclient.schedule import defect1_schedule
+from tests.conformance.javaclient.recorded import defect1_record
+
+BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
+
+
+def test_without_a_distribution_the_command_says_why(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.delenv("BOOKKEEPER_HOME", raising=False)
+    runs = tmp_path / "runs"
+    code = main(["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "defect1-java-client drives the real BookKeeper Java client" in err
+    assert "--bookkeeper-home DIR or set BOOKKEEPER_HOME" in err and "neither is set" in err
+    assert not runs.exists()
+
+
+def test_other_targets_and_switches_are_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("BOOKKEEPER_HOME", raising=False)
+    assert main(["scenario", "defect1-java-client"]) == 2
+    assert "runs on --target local only" in capsys.readouterr().err
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--no-recovery-read-fence"]
+    assert main(argv) == 2
+    assert "takes no switches" in capsys.readouterr().err
+
+
+def test_a_directory_that_is_no_distribution_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "lib").mkdir()
+    argv = ["scenario", "defect1-java-client", "--target", "local"]
+    assert main([*argv, "--bookkeeper-home", str(tmp_path)]) == 2
+    assert "has no bookkeeper-server jar in lib/" in capsys.readouterr().err
+
+
+def test_the_expected_verdict_follows_the_fix_release() -> None:
+    assert expected_verdict(BookKeeperVersion(4, 11, 1)) == "violation"
+    assert expected_verdict(BookKeeperVersion(4, 13, 0)) == "violation"
+    assert expected_verdict(BookKeeperVersion(4, 14, 0)) == "clean"
+    assert expected_verdict(BookKeeperVersion(4, 17, 4)) == "clean"
+
+
+def test_the_other_scenarios_are_still_offered(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["scenario", "no-such-scenario"])
+    err = capsys.readouterr().err
+    assert "defect1-java-client" in err and "defect1-fencing" in err
+
+
+def _distribution(root: Path, version: str) -> Path:
+    """A directory shaped like a distribution (the version is read from the jar's name only)."""
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / f"org.apache.bookkeeper-bookkeeper-server-{version}.jar").write_bytes(b"")
+    return root
+
+
+@pytest.mark.parametrize(("version", "code"), [("4.11.1", 1), ("4.17.4", 0)])
+def test_the_command_reports_a_recorded_run(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    version: str,
+    code: int,
+) -> None:
+    # The live run needs a real distribution; here a recorded one stands in for it, so that
+    # what the command prints and writes is checked.
+    home = _distribution(tmp_path / "bk", version)
+    fenced = code == 0
+
+    def recorded_run(options: JavaScenarioOptions) -> JavaScenarioRun:
+        assert options.bookkeeper_home == home
+        record = defect1_record(reads_fence=fenced)
+        return JavaScenarioRun(
+            record,
+            BookKeeperVersion.parse(version),
+            RoutingMethod.PROXY_ENSEMBLE,
+            tuple(defect1_schedule(record.ledger_id, 300)),
+            ["127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183"],
+        )
+
+    monkeypatch.setattr(command, "run_recovery", recorded_run)
+    runs = tmp_path / "runs"
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    assert main([*argv, "--bookkeeper-home", str(home)]) == code
+    out = capsys.readouterr().out
+    (run_dir,) = runs.iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["expected_verdict"] == results["verdict"]
+    assert results["target"]["bookkeeper"] == version
+    assert results["recovery_reads_fence"] is fenced
+    assert results["schedule"][0] == "b3: request READ_ENTRY entry -1 +FENCE_LEDGER -> Drop()"
+    frames = (run_dir / "frames.txt").read_text().splitlines()
+    assert frames[0] == "#1 b1 c1 request READ_ENTRY 7/-1 [FENCE_LEDGER] (forward)"
+    assert f"Verdict: {results['verdict']} (as expected)" in out
+    if fenced:
+        assert "VIOLATION" not in out and "Sequence diagram" not in out
+    else:
+        assert "VIOLATION NoDivergenceBetweenClientAndMetaData" in out
+        assert out.count("(a recovery read without FENCE_LEDGER)") == 3
+        assert "Sequence diagram" in out and (run_dir / "sequence.svg").exists()
+
+
+@pytest.mark.cluster
+@pytest.mark.skipif(
+    not BOOKKEEPER_HOME,
+    reason="BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
+    "(4.11.x: Defect 1, exit 1; 4.14+: exit 0) to run the real Java client through the proxies",
+)
+def test_the_real_java_client_against_real_bookies(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert BOOKKEEPER_HOME is not None
+    version = distribution_version(Path(BOOKKEEPER_HOME))
+    expected = expected_verdict(version)
+    runs = tmp_path / "runs"
+    code = main(["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)])
+    out = capsys.readouterr().out
+    assert code == (1 if expected == "violation" else 0), out
+    (run_dir,) = runs.iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == expected
+    assert results["target"]["bookkeeper"] == str(version)
+    frames = (run_dir / "frames.txt").read_text()
+    assert "READ_ENTRY" in frames and "(drop)" in frames and "(hold)" in frames
+    if expected == "violation":
+        assert results["violations"] == ["NoDivergenceBetweenClientAndMetaData"]
+        assert results["recovery_reads_fence"] is False
+        assert (run_dir / "sequence.txt").exists() and "Sequence diagram" in out
+    else:
+        assert results["recovery_reads_fence"] is True
+        assert results["writer_adds"]["b3 after recovery"] == "EFENCED"
+
+
+def test_a_run_that_cannot_start_is_undecided(tmp_path: Path) -> None:
+    options = JavaScenarioOptions(bookkeeper_home=tmp_path / "nothing", log_dir=tmp_path)
+    with pytest.raises(ScenarioUndecided, match=r"DistributionError: .* no bookkeeper-server jar"):
+        run_recovery(options)
+
+
+@pytest.mark.cluster
+def test_a_distribution_that_cannot_run_bookies_leaves_nothing_behind(tmp_path: Path) -> None:
+    # Shaped like a distribution but without bin/bookkeeper: ZooKeeper starts, the bookies
+    # cannot, and everything started is stopped (tests/conftest.py checks for leftovers).
+    home = _distribution(tmp_path / "bk", "4.11.1")
+    work = tmp_path / "cluster"
+    options = JavaScenarioOptions(bookkeeper_home=home, log_dir=tmp_path, work_dir=work)
+    with pytest.raises(
+        ScenarioUndecided, match=r"BookKeeperNotFound: .*no executable bin/bookkeeper"
+    ):
+        run_recovery(options)
+    assert processes_matching(f"{work}/") == []

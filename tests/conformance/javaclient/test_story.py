@@ -1,0 +1,200 @@
+"""The model's story of a recorded Java-client recovery, and the judgement of its frames."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, Operation
+from conformance.javaclient.story import SPEC_CONFIG, judge
+from conformance.rundir import write_run
+from tests.conformance.javaclient.recorded import FENCE, LogBuilder, defect1_log, defect1_record
+
+
+def test_a_4_11_like_log_is_defect_1_and_shows_the_unfenced_reads() -> None:
+    judgement = judge(defect1_record(reads_fence=False))
+    outcome = judgement.outcome
+    assert outcome.verdict == "violation" and outcome.exit_code == 1
+    assert outcome.violations == ["NoDivergenceBetweenClientAndMetaData"]
+    assert judgement.reads_fenced is False
+    assert judgement.cfg.recovery_reads_fence is False
+    # Each recovery read is one the spec's client would not send: it carries no fence flag.
+    assert len(judgement.frame_divergences) == 3
+    for finding, bookie in zip(judgement.frame_divergences, ("b1", "b2", "b3"), strict=True):
+        assert finding.startswith("frame #")
+        assert f"to {bookie}: READ_ENTRY 7/0:" in finding
+        assert "(RecoveryReadsFence=TRUE) sends recovery read e1, fence" in finding
+        assert finding.endswith("(a recovery read without FENCE_LEDGER)")
+    assert set(judgement.frame_divergences) <= set(outcome.divergences)
+    assert "NO FENCE_LEDGER" in (outcome.note or "")
+    actions = [step.action for step in outcome.steps]
+    assert actions[-4:] == [
+        "ClientReceivesRecoveryReadResponse",
+        "RecoveryClientClosesLedger",
+        "BookieSendsAddConfirmedResponse",
+        "ClientReceivesAddConfirmedResponse",
+    ]
+    assert outcome.steps[-1].violations == ["NoDivergenceBetweenClientAndMetaData"]
+    final = outcome.trace[-1].state
+    assert final.meta_last_entry == 0 and final.clients[0].lac == 1  # closed empty; e0 acked
+
+
+def test_a_4_17_like_log_is_clean() -> None:
+    judgement = judge(defect1_record(reads_fence=True))
+    outcome = judgement.outcome
+    assert outcome.verdict == "clean" and outcome.exit_code == 0
+    assert outcome.violations == [] and outcome.divergences == []
+    assert judgement.reads_fenced is True
+    assert outcome.steps[-2].action == "BookieSendsAddFencedResponse"
+    assert outcome.steps[-2].observed == {"status": "EFENCED"}
+    # b2's held answer reached the client after it had decided: the model ignores it too.
+    assert (
+        "frame #9 (b2 READ_ENTRY 7/0 [FENCE_LEDGER] -> EOK) reached the client after it "
+        "decided; ignored" in (outcome.note or "")
+    )
+
+
+def test_the_story_follows_the_model_step_by_step() -> None:
+    outcome = judge(defect1_record(reads_fence=False)).outcome
+    described = [(step.action, step.request) for step in outcome.steps]
+    assert described[4] == (
+        "ClientStartsRecovery",
+        "frame #1 to b1: READ_ENTRY 7/-1 [FENCE_LEDGER]",
+    )
+    # The dropped fence read to b3 is the model's lost message.
+    assert "fence (read LAC) to b3 (LOST)" in outcome.steps[4].description
+    assert outcome.steps[13].description.startswith("BookieSendsReadResponse(b3)")
+    assert outcome.steps[13].observed == {"status": "ENOLEDGER"}
+    assert len(outcome.trace) == len(outcome.steps) + 1
+
+
+def test_a_recovery_read_the_spec_would_not_send_is_a_divergence() -> None:
+    log = defect1_log(reads_fence=True)
+    log.frame(1.5, "b1", Direction.REQUEST, Operation.ADD_ENTRY, 0)  # a plain add from w2
+    outcome = judge(defect1_record(reads_fence=True, log=log)).outcome
+    assert outcome.verdict == "divergence" and outcome.exit_code == 1
+    (finding,) = outcome.divergences
+    assert "ADD_ENTRY 7/0: the spec's recovering client sends no such request" in finding
+
+
+def test_mixed_fence_flags_are_judged_against_the_spec() -> None:
+    log = defect1_log(reads_fence=True)
+    # Make b3's read (frame 10) unfenced, as a client that forgets the flag on speculation.
+    index = next(i for i, f in enumerate(log.frames) if f.frame_id == 10)
+    frame = log.frames[index]
+    log.frames[index] = dataclasses.replace(
+        frame, info=dataclasses.replace(frame.info, flags=frozenset())
+    )
+    outcome = judge(defect1_record(reads_fence=True, log=log)).outcome
+    (finding,) = outcome.divergences
+    assert finding.startswith("frame #10 to b3") and "without FENCE_LEDGER" in finding
+
+
+def test_a_request_sent_twice_is_a_divergence() -> None:
+    log = defect1_log(reads_fence=True)
+    log.request(1.35, "b1", 0, flags=FENCE, decision="drop", delivered_at=None)
+    outcome = judge(defect1_record(reads_fence=True, log=log)).outcome
+    assert any(
+        "again: the spec's client sends one recovery read per bookie" in d
+        for d in outcome.divergences
+    )
+
+
+def test_a_bookie_answer_the_model_does_not_predict_is_a_divergence() -> None:
+    log = LogBuilder()
+    for proxy in ("b1", "b2", "b3"):
+        log.request(1.0, proxy, -1, flags=FENCE)
+    log.response(1.01, "b1", -1, flags=FENCE, status=StatusCode.EUA)
+    record = dataclasses.replace(
+        defect1_record(reads_fence=True), frames=log.frames, deliveries=log.deliveries
+    )
+    outcome = judge(record).outcome
+    assert outcome.verdict == "divergence"
+    assert any(
+        "b1 answered the fence read: the model's bookie answers a fenced LAC" in d
+        and d.endswith("the real one EUA")
+        for d in outcome.divergences
+    )
+
+
+def test_an_end_the_model_cannot_reach_stops_the_replay_as_a_divergence() -> None:
+    # Unfenced reads, yet b3 refuses w1's add as fenced: no model step does that.
+    record = dataclasses.replace(
+        defect1_record(reads_fence=False), writer_late_add=StatusCode.EFENCED
+    )
+    outcome = judge(record).outcome
+    assert outcome.verdict == "divergence"
+    assert any("the model allows no step for w1 adds e0 to b3" in d for d in outcome.divergences)
+    assert outcome.steps[-1].description == "(no model step)"
+    closed_at_zero = dataclasses.replace(defect1_record(reads_fence=True), closed_last_entry=0)
+    findings = judge(closed_at_zero).outcome.divergences
+    assert findings == [
+        "the Java client closed the ledger at entry 0; the model's recovery closes it at -1"
+    ]
+
+
+def test_a_failed_java_recovery_is_noted_and_judged_on_what_happened() -> None:
+    record = dataclasses.replace(
+        defect1_record(reads_fence=True),
+        closed_last_entry=None,
+        java_error="BKLedgerRecovery: recovery failed",
+    )
+    outcome = judge(record).outcome
+    assert "the Java client's recovery failed: BKLedgerRecovery" in (outcome.note or "")
+    assert outcome.verdict == "clean"  # b3 was fenced by the recovery reads: nothing was lost
+
+
+def test_spec_config_is_defect_1s() -> None:
+    assert (SPEC_CONFIG.write_quorum, SPEC_CONFIG.ack_quorum, SPEC_CONFIG.bookies) == (3, 2, 3)
+    assert SPEC_CONFIG.recovery_reads_fence
+
+
+def test_the_run_directory_tells_the_story(tmp_path: Path) -> None:
+    judgement = judge(defect1_record(reads_fence=False))
+    write_run(
+        tmp_path,
+        name="defect1-java-client",
+        cfg=judgement.cfg,
+        outcome=judgement.outcome,
+        target={"target": "recorded"},
+    )
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["verdict"] == "violation" and results["exit_code"] == 1
+    diagram = (tmp_path / "sequence.txt").read_text()
+    assert "recovery read e1" in diagram and "recovery read e1, fence" not in diagram
+    assert "NoDivergenceBetweenClientAndMetaData" in diagram
+    assert (tmp_path / "sequence.svg").exists()
+    history = (tmp_path / "history.jsonl").read_text().splitlines()
+    assert len(history) == len(judgement.outcome.steps)
+
+
+def test_flags_of_answers_are_those_of_their_requests() -> None:
+    # The proxy copies a request's flags onto its answer; a fence read's answer is one.
+    log = LogBuilder()
+    answer = log.response(1.0, "b1", -1, flags=FENCE, status=StatusCode.EOK)
+    assert FrameFlag.FENCE_LEDGER in answer.info.flags
+
+
+def test_frames_after_the_recovery_returned_come_after_the_close() -> None:
+    # b3's fence read is held, and reaches b3 only after openLedger returned (at 1.5).
+    log = defect1_log(reads_fence=True)
+    log.frames[2] = dataclasses.replace(log.frames[2], decision="hold")
+    log.deliveries[3] = DeliveryRecord(3, 1.6, True)
+    log.response(1.61, "b3", -1, flags=FENCE, status=StatusCode.ENOENTRY)
+    record = dataclasses.replace(defect1_record(reads_fence=True, log=log), recovered_at=1.5)
+    outcome = judge(record).outcome
+    assert outcome.verdict == "clean", outcome.divergences
+    actions = [step.description.split(":")[0] for step in outcome.steps]
+    close = actions.index("RecoveryClientClosesLedger(c2)")
+    # b3 is fenced after the close; the Java client, done, ignores the answer, as the model's.
+    assert actions[close + 1 : close + 3] == [
+        "BookieSendsFencingReadLacResponse(b3)",
+        "BookieSendsAddFencedResponse(b3)",
+    ]
+    assert (
+        "frame #12 (b3 READ_ENTRY 7/-1 [FENCE_LEDGER] -> ENOENTRY) reached the client after "
+        "its fencing phase; ignored" in (outcome.note or "")
+    )
+    assert "fence (read LAC) to b3 (LOST)" not in outcome.steps[4].description
