@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from model.bookkeeper.explore import event_of, minimise, simulate_randomly
 from model.bookkeeper.interleavings import DEFECT_1
 from model.bookkeeper.invariants import invariants_for, violated
@@ -16,6 +18,7 @@ def test_the_seed_trace_of_defect_1_is_already_minimal() -> None:
     assert len(shorter) <= len(trace)
 
 
+@pytest.mark.slow
 def test_explorer_traces_shrink_to_at_most_eighteen_steps_and_still_violate() -> None:
     cfg = DEFECT_1.unprotected
     for seed in (0, 3):
