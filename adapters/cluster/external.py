@@ -2,7 +2,10 @@
 
 It connects to the cluster's ZooKeeper, checks that the ledgers root is formatted, and
 discovers bookies from their registrations. It injects no faults (its capabilities are
-empty) until a fault agent is configured for it.
+empty) unless fault agents (``adapters/agent``) are given for its bookies, keyed by the
+bookie's registered id: then crash, pause, restart, wipe and restart with data loss go
+through the bookie's agent, naming the cluster's INSTANCEID (read here from ZooKeeper), which
+the agent checks against its own before it does anything.
 
 Guard: only loopback hosts are accepted unless ``allow_remote=True`` is passed, so a test
 run never touches a shared cluster by accident.
@@ -12,19 +15,39 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import time
+from collections.abc import Mapping
 from typing import Any
 
-from adapters.cluster.errors import ClusterError, ClusterUnreachable, NodeStateError
+from kazoo.exceptions import KazooException, NoNodeError
+
+from adapters.agent.client import AgentClient
+from adapters.agent.errors import AgentError
+from adapters.cluster.errors import (
+    ClusterError,
+    ClusterUnreachable,
+    FaultNotSupported,
+    NodeStateError,
+)
+from adapters.cluster.network import port_accepts
 from adapters.cluster.provider import (
     Capabilities,
     ClusterProvider,
+    DataLoss,
     Endpoints,
+    Fault,
+    Node,
+    NodeKind,
     metadata_service_uri,
 )
 from adapters.cluster.zookeeper import server_mode
-from adapters.zookeeper.client import connect_zookeeper
+from adapters.zookeeper.client import connect_zookeeper, wait
 from adapters.zookeeper.errors import ClusterNotFormatted, MetadataError, ZooKeeperUnreachable
-from adapters.zookeeper.registration import list_bookies
+from adapters.zookeeper.layout import read_instance_id
+from adapters.zookeeper.registration import cookie_path, list_bookies
+
+#: What a bookie's agent can do to it.
+AGENT_FAULTS = Fault.CRASH | Fault.PAUSE | Fault.RESTART | Fault.WIPE | Fault.RESTART_WITH_DATA_LOSS
 
 
 def parse_connect_string(connect: str) -> list[tuple[str, int]]:
@@ -60,7 +83,17 @@ class ExternalCluster(ClusterProvider):
         *,
         timeout: float = 10.0,
         allow_remote: bool = False,
+        agents: Mapping[str, AgentClient] | None = None,
+        registration_timeout: float = 60.0,
+        delete_cookie_on_wipe: bool = False,
     ) -> None:
+        self.agents = dict(agents or {})
+        # A bookie restarted with empty disks but its cookie still in ZooKeeper refuses to boot
+        # unless it stamps missing cookies (dataIntegrityStampMissingCookies); otherwise the
+        # cookie goes too, as an operator replacing a disk does.
+        self.delete_cookie_on_wipe = delete_cookie_on_wipe
+        self.registration_timeout = registration_timeout
+        self.instance_id: str | None = None
         self.zookeeper_connect = zookeeper_connect
         self.ledgers_root = ledgers_root
         self.timeout = timeout
@@ -85,6 +118,10 @@ class ExternalCluster(ClusterProvider):
             ) from exc
         try:
             self._discover()
+            if self.agents:
+                self.instance_id = read_instance_id(
+                    self._zk, self.ledgers_root, timeout=self.timeout
+                )
         except BaseException:
             self.stop()
             raise
@@ -129,7 +166,72 @@ class ExternalCluster(ClusterProvider):
         )
 
     def capabilities(self) -> Capabilities:
-        return Capabilities()
+        return Capabilities(bookie=AGENT_FAULTS) if self.agents else Capabilities()
+
+    # Faults through the bookies' agents --------------------------------------------------------
+
+    def _agent(self, node: Node) -> AgentClient:
+        agent = self.agents.get(node.id) if node.kind is NodeKind.BOOKIE else None
+        if agent is None:
+            raise FaultNotSupported(
+                f"no fault agent for {node}: agents are given for {sorted(self.agents)}"
+            )
+        return agent
+
+    def _through_agent(self, node: Node, what: str, call: Any) -> None:
+        try:
+            call(self._agent(node))
+        except AgentError as exc:
+            raise ClusterError(f"{what} of {node} through its agent failed: {exc}") from exc
+
+    def _crash(self, node: Node) -> None:
+        self._through_agent(node, "crash", lambda a: a.kill(self.instance_id))
+
+    def _pause(self, node: Node) -> None:
+        self._through_agent(node, "pause", lambda a: a.pause(self.instance_id))
+
+    def _resume(self, node: Node) -> None:
+        self._through_agent(node, "resume", lambda a: a.resume())
+
+    def _restart(self, node: Node) -> None:
+        self._through_agent(node, "restart", lambda a: a.restart(self.instance_id))
+        self._wait_registered(node)
+
+    def _wipe(self, node: Node) -> None:
+        self._through_agent(node, "wipe", lambda a: a.wipe(self.instance_id, kill_first=True))
+        if self.delete_cookie_on_wipe:
+            path = cookie_path(self.ledgers_root, node.id)
+            try:
+                wait(self.zookeeper_client.delete_async(path), timeout=self.timeout, operation=path)
+            except NoNodeError:
+                pass
+            except (KazooException, MetadataError) as exc:
+                raise ClusterError(f"wiped {node} but could not delete {path}: {exc!r}") from exc
+
+    def _restart_with_data_loss(self, node: Node, how: DataLoss) -> None:
+        if how is DataLoss.WIPE:
+            self._wipe(node)
+            self._through_agent(node, "start", lambda a: a.start())
+        else:
+            self._through_agent(
+                node, "journal-off restart", lambda a: a.restart_with_journal_off(self.instance_id)
+            )
+        self._wait_registered(node)
+
+    def _wait_registered(self, node: Node) -> None:
+        """Until the restarted bookie has registered again (its clients need its address)."""
+        # A crashed bookie's registration outlives it by a session timeout: the port
+        # answering is what says the new process serves.
+        deadline = time.monotonic() + self.registration_timeout
+        while time.monotonic() < deadline:
+            address = self._discover().get(node.id)
+            if address is not None and port_accepts(*address):
+                return
+            time.sleep(0.2)
+        raise ClusterError(
+            f"{node} did not register in ZooKeeper within {self.registration_timeout}s of "
+            "its restart"
+        )
 
     def zookeeper_modes(self) -> dict[str, str | None]:
         """Each server's role from ``srvr`` (None when it does not answer or does not serve).

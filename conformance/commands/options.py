@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from conformance.targets.base import Target
 from model.bookkeeper.config import ConfigError, ModelConfig
@@ -120,6 +121,24 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         action="store_true",
         help="let --target external reach ZooKeeper on other machines (it writes ledgers)",
     )
+    agents = parser.add_argument_group("fault agents (--target external with crashes)")
+    agents.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="BOOKIE_ID=HOST:PORT",
+        help="the fault agent next to a bookie (its id as registered in ZooKeeper); repeat",
+    )
+    agents.add_argument("--agent-token-file", type=Path, help="the agents' shared token")
+    agents.add_argument("--agent-ca", type=Path, help="CA of the agents' TLS certificates")
+    agents.add_argument("--agent-cert", type=Path, help="our client certificate (mutual TLS)")
+    agents.add_argument("--agent-key", type=Path, help="our client key (mutual TLS)")
+    agents.add_argument(
+        "--i-understand-this-destroys-data",
+        dest="destroy_data",
+        action="store_true",
+        help="allow crash faults on --target external: they wipe bookies' data",
+    )
 
 
 def target_from_args(args: argparse.Namespace) -> Target:
@@ -140,4 +159,38 @@ def target_from_args(args: argparse.Namespace) -> Target:
         raise ValueError("--target external needs --zk HOST:PORT")
     from conformance.targets.external_target import ExternalTarget
 
-    return ExternalTarget(args.zk, ledgers_root=args.ledgers_root, allow_remote=args.allow_remote)
+    return ExternalTarget(
+        args.zk,
+        ledgers_root=args.ledgers_root,
+        allow_remote=args.allow_remote,
+        agents=_agents(args),
+        destroy_data=getattr(args, "destroy_data", False),
+    )
+
+
+def _agents(args: argparse.Namespace) -> dict[str, Any]:
+    """Agent clients by bookie id (ValueError for malformed options)."""
+    given: list[str] = getattr(args, "agent", [])
+    if not given:
+        return {}
+    from adapters.agent.client import AgentClient, ClientTls
+
+    if args.agent_token_file is None:
+        raise ValueError("--agent needs --agent-token-file")
+    try:
+        token = args.agent_token_file.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"cannot read --agent-token-file: {exc}") from exc
+    tls = (
+        ClientTls(args.agent_ca, args.agent_cert, args.agent_key)
+        if args.agent_ca is not None
+        else None
+    )
+    agents: dict[str, Any] = {}
+    for item in given:
+        bookie_id, sep, address = item.rpartition("=")
+        host, colon, port = address.rpartition(":")
+        if not sep or not bookie_id or not colon or not host or not port.isdigit():
+            raise ValueError(f"--agent {item!r}: expected BOOKIE_ID=HOST:PORT")
+        agents[bookie_id] = AgentClient(host.strip("[]"), int(port), token, tls=tls)
+    return agents

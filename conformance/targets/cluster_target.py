@@ -103,13 +103,7 @@ class ClusterTarget(abc.ABC):
                     f"the {self.name} target cannot crash bookies with data loss "
                     "(run without crash faults, or give it a fault agent)"
                 )
-            self.bookie_ids = sorted(self.cluster.endpoints().bookies)
-            if len(self.bookie_ids) < cfg.bookies:
-                raise UnsupportedConfiguration(
-                    f"the model needs {cfg.bookies} bookies; the cluster has "
-                    f"{len(self.bookie_ids)} registered"
-                )
-            self.bookie_ids = self.bookie_ids[: cfg.bookies]
+            self.bookie_ids = self._choose_bookies(sorted(self.cluster.endpoints().bookies), cfg)
             self.store = LedgerStore(
                 self._zookeeper_client(), self.cluster.endpoints().ledgers_root
             )
@@ -120,6 +114,15 @@ class ClusterTarget(abc.ABC):
         except TargetError:
             self.close()
             raise
+
+    def _choose_bookies(self, registered: list[str], cfg: ModelConfig) -> list[str]:
+        """The model's bookies b1..bn, from the registered ones."""
+        if len(registered) < cfg.bookies:
+            raise UnsupportedConfiguration(
+                f"the model needs {cfg.bookies} bookies; the cluster has {len(registered)} "
+                "registered"
+            )
+        return registered[: cfg.bookies]
 
     def new_ledger(self) -> None:
         assert self.store is not None, "open() first"
@@ -203,7 +206,7 @@ class ClusterTarget(abc.ABC):
                 self._connections[key] = await BookieClient.connect(
                     host, port, request_timeout=self.request_timeout
                 )
-            except WireError as exc:
+            except (WireError, OSError) as exc:
                 raise TargetError(
                     f"cannot connect to bookie {self.bookie_ids[bookie]}: {exc}"
                 ) from exc
