@@ -19,6 +19,7 @@ from adapters.cluster.bookies import BookieConfig
 from adapters.cluster.network import free_ports
 from adapters.zookeeper.layout import read_instance_id
 from adapters.zookeeper.registration import list_bookies
+from conformance.cli import main
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import UnsupportedConfiguration
 from conformance.targets.external_target import ExternalTarget
@@ -167,6 +168,32 @@ def test_an_agent_of_another_cluster_refuses_the_crash(tmp_path: Path) -> None:
             target.close()
         assert outcome.verdict == "undecided"
         assert outcome.error is not None and "INSTANCEID" in outcome.error.upper()
+        assert all(a.client().status().starts == 1 for a in cluster.agents)
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.cluster
+def test_the_command_refuses_crashes_on_a_live_cluster_without_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = LiveCluster(tmp_path, limbo=True)
+    try:
+        token = tmp_path / "token"
+        token.write_text(secrets.token_urlsafe(24))
+        agents = [
+            f"{bookie}=127.0.0.1:{agent.port}"
+            for bookie, agent in zip(cluster.bookie_ids, cluster.agents, strict=True)
+        ]
+        argv = ["scenario", "limbo-crash", "--target", "external", "--zk", cluster.connect()]
+        for agent in agents:
+            argv += ["--agent", agent]
+        argv += ["--agent-token-file", str(token), "--runs-dir", str(tmp_path / "runs")]
+        assert main(argv) == 2
+        assert "i-understand-this-destroys-data" in capsys.readouterr().err
+        # With the flag, a token the agents do not know is refused before any step.
+        assert main([*argv, "--i-understand-this-destroys-data"]) == 2
+        assert "wrong token" in capsys.readouterr().err
         assert all(a.client().status().starts == 1 for a in cluster.agents)
     finally:
         cluster.stop()
