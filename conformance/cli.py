@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from conformance.commands import cluster as cluster_command
 from conformance.commands import docker as docker_command
 from conformance.commands import model as model_command
+from conformance.commands import qualify as qualify_command
 from conformance.commands import run as run_command
 from conformance.commands import scenario as scenario_command
 from conformance.commands import zab as zab_command
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_command.register(subparsers)
     docker_command.register(subparsers)
     run_command.register(subparsers)
+    qualify_command.register(subparsers)
     scenario_command.register(subparsers)
     zab_command.register(subparsers)
     return parser

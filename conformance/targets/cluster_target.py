@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
-from adapters.bookkeeper.client import BookieClient
+from adapters.bookkeeper.client import BookieClient, V2BookieClient
 from adapters.bookkeeper.entry import DigestType as WireDigestType
 from adapters.bookkeeper.entry import master_key, package_entry, parse_entry, verify_entry
 from adapters.bookkeeper.errors import WireError
@@ -313,17 +313,7 @@ class ClusterTarget(abc.ABC):
     async def _snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
         snapshot = TargetSnapshot()
         for bookie in range(cfg.bookies):
-            # An observer's own connection: plain reads, no fence, change nothing.
-            client = await self._connection(cfg.clients, bookie)
-            held = set()
-            for entry_id in range(1, cfg.send_limit + 1):
-                try:
-                    answer = await client.read(self.ledger_id, ids.bk_entry_id(entry_id))
-                except WireError as exc:
-                    raise TargetError(f"bookie {self.bookie_ids[bookie]}: {exc}") from exc
-                if answer.status is StatusCode.EOK:
-                    held.add(entry_id)
-            snapshot.entries[bookie] = held
+            snapshot.entries[bookie] = await self._entries_held(bookie, cfg.send_limit)
         assert self.store is not None
         try:
             metadata, _ = self.store.read(self.ledger_id)
@@ -337,6 +327,32 @@ class ClusterTarget(abc.ABC):
             for s in metadata.segments
         ]
         return snapshot
+
+    async def _entries_held(self, bookie: int, send_limit: int) -> set[int]:
+        """The spec ids of the entries a bookie stores, read by an observer that changes
+        nothing: plain v2 reads on a connection of its own. Over v3 a bookie answers a plain
+        read of a ledger in limbo with EUNKNOWNLEDGERSTATE even for an entry it stores (the
+        read also asks for the LAC, which limbo refuses); over v2 it returns the entry."""
+        name = self.bookie_ids[bookie]
+        assert self.cluster is not None
+        host, port = self.cluster.endpoints().bookies[name]
+        held = set()
+        try:
+            observer = await V2BookieClient.connect(
+                host, port, request_timeout=self.request_timeout
+            )
+        except (WireError, OSError) as exc:
+            raise TargetError(f"cannot connect to bookie {name}: {exc}") from exc
+        try:
+            for entry_id in range(1, send_limit + 1):
+                answer = await observer.read(self.ledger_id, ids.bk_entry_id(entry_id))
+                if answer.status is StatusCode.EOK:
+                    held.add(entry_id)
+        except WireError as exc:
+            raise TargetError(f"bookie {name}: {exc}") from exc
+        finally:
+            await observer.close()
+        return held
 
     # Event loop ------------------------------------------------------------------------------
 

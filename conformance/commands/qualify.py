@@ -1,0 +1,209 @@
+"""``bkconform qualify``: a release qualification, many shards of search over many
+configurations, on a Spark master (``local[N]`` here, or any master URL) or in process
+(``--master none``).
+
+Each shard searches one configuration with its own seed and budget against its own target
+(``local``: a ZooKeeper and reference bookies started and stopped by the shard). The run
+directory gets Parquet datasets (steps/, findings/, shards/), aggregates.json, results.json and
+report.html. Re-running with ``--run-dir`` of an earlier run resumes it: shards already in its
+Parquet output are skipped.
+
+Exit codes: 0 = every configuration clean; 1 = a violation or a divergence; 2 = undecided (a
+shard in error, a target that could not be reached, bad options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.distributed.plan import (
+    CONFIGURATIONS,
+    RELEASE_CONFIGURATIONS,
+    SHARD_BUDGET,
+    PlanError,
+    make_plan,
+)
+from conformance.distributed.qualification import PlanMismatch, run_qualification
+from conformance.distributed.shard import (
+    FAULT_ENV,
+    ExecutionOptions,
+    ShardFaultError,
+    TargetOptions,
+    parse_faults,
+)
+from conformance.rundir import new_run_dir
+from conformance.search.runner import PROFILES, SearchSettings
+
+EXIT_UNDECIDED = 2
+#: The targets a shard can build on an executor (``TargetOptions.build``).
+QUALIFY_TARGETS = ("model", "local", "external")
+BUDGETS: dict[str, SearchSettings] = {"shard": SHARD_BUDGET, **PROFILES}
+
+
+def register(subparsers: Any) -> None:
+    qualify = subparsers.add_parser(
+        "qualify",
+        help="release qualification: many search shards on Spark (or in process)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    qualify.add_argument(
+        "--master",
+        default="local[2]",
+        help="Spark master URL (local[N], spark://..., yarn, k8s://...), or 'none' to run "
+        "the shards in this process (default local[2])",
+    )
+    qualify.add_argument("--shards", type=int, default=16, help="shards (default 16)")
+    qualify.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    qualify.add_argument(
+        "--configs",
+        default=",".join(RELEASE_CONFIGURATIONS),
+        help=f"comma-separated configurations, from: {', '.join(CONFIGURATIONS)} "
+        f"(default: {','.join(RELEASE_CONFIGURATIONS)})",
+    )
+    target = qualify.add_argument_group("target")
+    target.add_argument("--target", choices=QUALIFY_TARGETS, default="model", help="default model")
+    target.add_argument("--bookkeeper-home", type=Path, default=None, help="for --target local")
+    target.add_argument("--zk", default=None, metavar="HOST:PORT[,...]", help="for external")
+    target.add_argument("--ledgers-root", default="/ledgers", help="for --target external")
+    target.add_argument("--allow-remote", action="store_true", help="for --target external")
+    budget = qualify.add_argument_group("per-shard budget")
+    budget.add_argument(
+        "--budget",
+        choices=sorted(BUDGETS),
+        default="shard",
+        help="shard: 50 examples, 60 steps, 30 s (default); ci, nightly, qualify: the "
+        "search profiles of bkconform run",
+    )
+    budget.add_argument("--max-examples", type=int, default=None, help="examples per shard")
+    budget.add_argument("--steps", type=int, default=None, help="maximum steps per example")
+    budget.add_argument("--seconds", type=float, default=None, help="search time per shard")
+    budget.add_argument("--no-explore", action="store_true", help="Hypothesis only")
+    budget.add_argument(
+        "--shard-timeout",
+        type=float,
+        default=None,
+        help="hard limit per shard attempt, s (default 4 x --seconds + 120)",
+    )
+    output = qualify.add_argument_group("output")
+    output.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
+    output.add_argument(
+        "--run-dir", type=Path, default=None, help="this run directory (resumes an earlier run)"
+    )
+    output.add_argument("--quiet", action="store_true", help="no progress lines")
+    qualify.add_argument(
+        "--inject-fault",
+        default=os.environ.get(FAULT_ENV, ""),
+        metavar="KIND@SHARD",
+        help="test hook: crash@N, crash-once@N, hang@N or hang-after-finding@N make shard N "
+        f"fail (also {FAULT_ENV})",
+    )
+    qualify.set_defaults(func=qualify_command)
+
+
+def _budget(args: argparse.Namespace) -> SearchSettings:
+    changes: dict[str, Any] = {}
+    for option, name in (
+        ("max_examples", "max_examples"),
+        ("steps", "max_steps"),
+        ("seconds", "time_budget"),
+    ):
+        value = getattr(args, option)
+        if value is not None:
+            changes[name] = value
+    if args.no_explore:
+        changes["explore"] = False
+    return dataclasses.replace(BUDGETS[args.budget], **changes)
+
+
+def qualify_command(args: argparse.Namespace) -> int:
+    try:
+        configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
+        plan = make_plan(
+            master_seed=args.seed,
+            shards=args.shards,
+            configurations=configurations,
+            target=args.target,
+            budget=_budget(args),
+        )
+        faults = parse_faults(args.inject_fault)
+        if args.target == "external" and not args.zk:
+            raise PlanError("--target external needs --zk HOST:PORT")
+    except (PlanError, ShardFaultError) as exc:
+        print(f"bkconform qualify: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
+    options = ExecutionOptions(
+        run_dir=str(run_dir),
+        target=TargetOptions(
+            kind=args.target,
+            bookkeeper_home=str(args.bookkeeper_home) if args.bookkeeper_home else None,
+            zookeeper=args.zk,
+            ledgers_root=args.ledgers_root,
+            allow_remote=args.allow_remote,
+        ),
+        shard_timeout=args.shard_timeout,
+        faults=faults,
+    )
+    budget = plan.budget
+    print(
+        f"Qualification: {len(plan.shards)} shards over {', '.join(configurations)} on "
+        f"{args.target}, master {args.master}; per shard {budget.max_examples} examples of up "
+        f"to {budget.max_steps} steps, {budget.time_budget or 'unbounded'} s, explorer "
+        f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
+        flush=True,
+    )
+    findings = 0
+
+    def progress(row: dict[str, Any], done: int, total: int) -> None:
+        nonlocal findings
+        findings += row["findings"]
+        if not args.quiet:
+            extra = f" ({row['error']})" if row["error"] else ""
+            print(
+                f"  [{done}/{total}] shard {row['shard']} {row['configuration']}: "
+                f"{row['verdict']}{extra} in {row['wall']:.1f} s; findings so far {findings}",
+                flush=True,
+            )
+
+    try:
+        result = run_qualification(
+            plan, run_dir, master=args.master, options=options, progress=progress
+        )
+    except PlanMismatch as exc:
+        print(f"bkconform qualify: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    except Exception as exc:  # Spark could not start, or its job failed (a lost worker)
+        print(
+            f"bkconform qualify: {type(exc).__name__}: {exc}\nShards finished so far are in "
+            f"{run_dir}; run again with --run-dir {run_dir} to resume.",
+            file=sys.stderr,
+        )
+        return EXIT_UNDECIDED
+    resumed = len(result.shards) - result.ran
+    print(
+        f"{result.ran} shards run in {result.elapsed:.1f} s ({result.shards_per_minute:.1f} "
+        f"shards/min)" + (f", {resumed} resumed from {run_dir}" if resumed else "") + "."
+    )
+    for row in result.aggregates["by_configuration"]:
+        print(
+            f"  {row['configuration']}: {row['verdict']} ({row['shards']} shards, "
+            f"{row['findings']} findings, {row['errors']} in error, {row['steps']} target "
+            f"steps, {row['divergences']} divergent)"
+        )
+    for finding in result.aggregates["findings"]:
+        problems = "; ".join([*finding["violations"], *finding["divergences"]])
+        print(
+            f"FINDING {finding['verdict']} in {finding['configuration']} (shards "
+            f"{','.join(map(str, finding['shards']))}, {finding['shrunk_steps']} steps): "
+            f"{problems}"
+        )
+    for row in result.errors:
+        print(f"ERROR shard {row['shard']} after {row['attempts']} attempts: {row['error']}")
+    print(f"Verdict: {result.verdict}. Report: {run_dir / 'report.html'}")
+    return result.exit_code

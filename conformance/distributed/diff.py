@@ -1,0 +1,138 @@
+"""The observed-vs-model diff and the qualification's aggregates, in plain Python.
+
+The same aggregates are computed as Spark jobs by ``conformance.distributed.spark_job`` (on a
+Spark master) and here (``--master none``, and as the recount the tests compare Spark with).
+
+A step is *compared* when it has both a prediction and an observation, and *divergent* when
+they differ in a field the model decides (``kind``, ``success``, ``code``, ``lac``, ``data``);
+``status`` is the wire's own word and is not compared (the engine's rule,
+``conformance.observations.differences``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+OBSERVATION_FIELDS = ("kind", "success", "code", "lac", "data")
+#: Worst first: a configuration's verdict is the worst of its shards'.
+VERDICT_ORDER = ("violation", "divergence", "undecided", "clean")
+
+Aggregates = dict[str, Any]
+
+
+def is_divergent(predicted: str | None, observed: str | None) -> bool:
+    if predicted is None or observed is None:
+        return False
+    want, got = json.loads(predicted), json.loads(observed)
+    return any(want.get(name) != got.get(name) for name in OBSERVATION_FIELDS)
+
+
+def configuration_verdict(verdicts: Iterable[str]) -> str:
+    """The worst verdict: a shard in error or undecided makes a clean configuration undecided."""
+    seen = {"undecided" if v == "error" else v for v in verdicts}
+    for verdict in VERDICT_ORDER:
+        if verdict in seen:
+            return verdict
+    return "undecided"  # no shard at all decided anything
+
+
+def aggregate(
+    steps: Iterable[dict[str, Any]],
+    shards: Iterable[dict[str, Any]],
+    findings: Iterable[dict[str, Any]],
+) -> Aggregates:
+    by_action: dict[str, Counter[str]] = defaultdict(Counter)
+    by_target: dict[str, Counter[str]] = defaultdict(Counter)
+    by_config_steps: dict[str, Counter[str]] = defaultdict(Counter)
+    responses: Counter[tuple[str, str]] = Counter()
+    for row in steps:
+        compared = row["predicted"] is not None and row["observed"] is not None
+        divergent = is_divergent(row["predicted"], row["observed"])
+        counts = {
+            "steps": 1,
+            "compared": int(compared),
+            "divergences": int(divergent),
+            "violations": int(bool(row["violations"])),
+            "errors": int(row["error"] is not None),
+        }
+        by_action[row["action"]].update(counts)
+        by_target[row["target"]].update(counts)
+        by_config_steps[row["configuration"]].update(counts)
+        if row["response"] is not None:
+            responses[(row["action"], row["response"])] += 1
+    configs: dict[str, dict[str, Any]] = {}
+    target_shards: Counter[str] = Counter()
+    for row in shards:
+        target_shards[row["target"]] += 1
+        entry = configs.setdefault(
+            row["configuration"],
+            {
+                "configuration": row["configuration"],
+                "config_summary": row["config_summary"],
+                "shards": 0,
+                "errors": 0,
+                "findings": 0,
+                "verdicts": Counter(),
+            },
+        )
+        entry["shards"] += 1
+        entry["errors"] += int(row["status"] == "error")
+        entry["findings"] += row["findings"]
+        entry["verdicts"][row["verdict"]] += 1
+    by_configuration = []
+    for name in sorted(configs):
+        entry = configs[name]
+        verdicts: Counter[str] = entry.pop("verdicts")
+        counted = by_config_steps.get(name, Counter())
+        by_configuration.append(
+            {
+                **entry,
+                "verdict": configuration_verdict(verdicts),
+                "verdicts": dict(sorted(verdicts.items())),
+                "steps": counted["steps"],
+                "divergences": counted["divergences"],
+            }
+        )
+    return {
+        "by_action": [_counts({"action": a}, by_action[a]) for a in sorted(by_action)],
+        "by_configuration": by_configuration,
+        "by_target": [
+            {**_counts({"target": t}, by_target.get(t, Counter())), "shards": target_shards[t]}
+            for t in sorted(set(by_target) | set(target_shards))
+        ],
+        "responses": [
+            {"action": a, "response": r, "count": n} for (a, r), n in sorted(responses.items())
+        ],
+        "findings": unique_findings(findings),
+    }
+
+
+def _counts(key: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
+    return {
+        **key,
+        **{k: counts[k] for k in ("steps", "compared", "divergences", "violations", "errors")},
+    }
+
+
+def unique_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Findings de-duplicated by their shrunk trace: one entry per trace, with every shard and
+    configuration that found it; the entry's details are those of the lowest shard."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in findings:
+        groups[row["trace_key"]].append(row)
+    unique = []
+    for key, rows in groups.items():
+        first = min(rows, key=lambda r: r["shard"])
+        unique.append(
+            {
+                **first,
+                "occurrences": len(rows),
+                "shards": sorted(r["shard"] for r in rows),
+                "configurations": sorted({r["configuration"] for r in rows}),
+                "trace_key": key,
+            }
+        )
+    return sorted(unique, key=lambda f: (f["shard"], f["trace_key"]))

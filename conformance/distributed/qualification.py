@@ -1,0 +1,209 @@
+"""A qualification run: the plan's shards on a Spark master or in process, the diff, the
+Parquet results, ``aggregates.json``, ``results.json`` and ``report.html`` in the run directory.
+
+Resumable: the run directory keeps ``plan.json``; running again with the same directory skips
+every shard that already has its ``shards/`` row (the plan must be the same).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.distributed.diff import VERDICT_ORDER, Aggregates, aggregate
+from conformance.distributed.plan import Plan
+from conformance.distributed.report import write_report
+from conformance.distributed.shard import ExecutionOptions, execute_shard
+from conformance.distributed.store import PLAN_FILE, finished_shards, read_dataset
+from conformance.rundir import versions
+
+IN_PROCESS = "none"
+ProgressCallback = Callable[[dict[str, Any], int, int], None]  # (shard row, done, total)
+
+
+class PlanMismatch(ValueError):
+    """Resuming a run directory with a different plan."""
+
+
+@dataclass
+class QualificationResult:
+    run_dir: Path
+    plan: Plan
+    master: str
+    verdict: str
+    aggregates: Aggregates
+    shards: list[dict[str, Any]]
+    ran: int  # shards run now (the others were resumed from Parquet)
+    elapsed: float  # running the shards, s
+    timings: dict[str, float]  # startup (Spark's), shards, diff: s
+
+    @property
+    def exit_code(self) -> int:
+        return {"clean": 0, "violation": 1, "divergence": 1}.get(self.verdict, 2)
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [row for row in self.shards if row["status"] == "error"]
+
+    @property
+    def shards_per_minute(self) -> float:
+        return self.ran / self.elapsed * 60 if self.elapsed > 0 else 0.0
+
+
+def prepare_run_dir(run_dir: Path, plan: Plan) -> set[int]:
+    """Write the plan, or check it against the one already there; the shards already done."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_file = run_dir / PLAN_FILE
+    if plan_file.exists():
+        existing = json.loads(plan_file.read_text())
+        if existing != json.loads(plan.to_json()):
+            raise PlanMismatch(
+                f"{run_dir} holds a different plan ({plan_file}); resume it with the same "
+                "options, or give a new run directory"
+            )
+    else:
+        plan_file.write_text(plan.to_json())
+    return finished_shards(run_dir)
+
+
+class _Watcher:
+    """Reports shards as their rows appear in the run directory (Spark runs them elsewhere)."""
+
+    def __init__(
+        self, run_dir: Path, known: set[int], total: int, progress: ProgressCallback
+    ) -> None:
+        self.run_dir = run_dir
+        self.known = set(known)
+        self.total = total
+        self.progress = progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="qualify-progress", daemon=True)
+
+    def __enter__(self) -> _Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.poll()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.poll()
+
+    def poll(self) -> None:
+        try:
+            done = finished_shards(self.run_dir)
+        except OSError:
+            return
+        new = sorted(done - self.known)
+        if not new:
+            return
+        rows = {r["shard"]: r for r in read_dataset(self.run_dir, "shards").to_pylist()}
+        for shard in new:
+            self.known.add(shard)
+            if shard in rows:
+                self.progress(rows[shard], len(self.known), self.total)
+
+
+def run_qualification(
+    plan: Plan,
+    run_dir: Path,
+    *,
+    master: str,
+    options: ExecutionOptions,
+    progress: ProgressCallback | None = None,
+) -> QualificationResult:
+    """Run what is left of ``plan`` in ``run_dir`` on ``master`` (``none``: in this process)."""
+    if Path(options.run_dir) != run_dir:
+        raise ValueError("the execution options must name the same run directory")
+    done = prepare_run_dir(run_dir, plan)
+    todo = [shard for shard in plan.shards if shard.shard not in done]
+    report_progress = progress or (lambda row, count, total: None)
+    timings: dict[str, float] = {"startup": 0.0}
+    started = time.monotonic()
+    if master == IN_PROCESS:
+        count = len(done)
+        for shard in todo:
+            row = execute_shard(shard, options)
+            count += 1
+            report_progress(row, count, len(plan.shards))
+        timings["shards"] = time.monotonic() - started
+        aggregates = aggregate(
+            read_dataset(run_dir, "steps").to_pylist(),
+            read_dataset(run_dir, "shards").to_pylist(),
+            read_dataset(run_dir, "findings").to_pylist(),
+        )
+    else:
+        from conformance.distributed.spark_job import aggregate_spark, run_shards, spark_session
+
+        with spark_session(master) as spark:
+            timings["startup"] = time.monotonic() - started
+            with _Watcher(run_dir, done, len(plan.shards), report_progress):
+                run_shards(spark, todo, options)
+            timings["shards"] = time.monotonic() - started - timings["startup"]
+            aggregates = aggregate_spark(spark, run_dir)
+    timings["diff"] = time.monotonic() - started - timings["startup"] - timings["shards"]
+    shards = sorted(read_dataset(run_dir, "shards").to_pylist(), key=lambda r: r["shard"])
+    verdict = overall_verdict(aggregates)
+    result = QualificationResult(
+        run_dir, plan, master, verdict, aggregates, shards, len(todo), timings["shards"], timings
+    )
+    _write_summary(result, time.monotonic() - started)
+    write_report(
+        result.run_dir,
+        plan=plan,
+        master=master,
+        verdict=verdict,
+        aggregates=aggregates,
+        shards=shards,
+        elapsed=timings["shards"],
+    )
+    return result
+
+
+def overall_verdict(aggregates: Aggregates) -> str:
+    verdicts = {row["verdict"] for row in aggregates["by_configuration"]}
+    for verdict in VERDICT_ORDER:
+        if verdict in verdicts:
+            return verdict
+    return "undecided"
+
+
+def _write_summary(result: QualificationResult, total_elapsed: float) -> None:
+    (result.run_dir / "aggregates.json").write_text(
+        json.dumps(_slim(result.aggregates), indent=2, sort_keys=True) + "\n"
+    )
+    summary = {
+        "name": "qualify",
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "master": result.master,
+        "plan": result.plan.as_dict(),
+        "shards_run_now": result.ran,
+        "shards_resumed": len(result.shards) - result.ran,
+        "shard_errors": [row["shard"] for row in result.errors],
+        "findings": len(result.aggregates["findings"]),
+        "elapsed_seconds": round(result.elapsed, 3),
+        "elapsed_total_seconds": round(total_elapsed, 3),
+        "timings_seconds": {k: round(v, 3) for k, v in result.timings.items()},
+        "shards_per_minute": round(result.shards_per_minute, 2),
+        "configurations": {
+            row["configuration"]: row["verdict"] for row in result.aggregates["by_configuration"]
+        },
+        "versions": versions(),
+    }
+    (result.run_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def _slim(aggregates: Aggregates) -> Aggregates:
+    """The aggregates without the findings' large text fields (they are in findings/)."""
+    heavy = ("sequence_svg", "sequence_text", "trace_text")
+    findings = [{k: v for k, v in f.items() if k not in heavy} for f in aggregates["findings"]]
+    return {**aggregates, "findings": findings}

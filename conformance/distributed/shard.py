@@ -1,0 +1,427 @@
+"""One shard, run where it is scheduled (a Spark task or the in-process loop).
+
+A shard opens its own target (for ``local``: its own ZooKeeper and bookies on free ports,
+always stopped), runs the search with the shard's seed and budget, and writes its rows: every
+step of every example run on the target, its finding if any, and last its ``shards/`` row.
+
+An attempt that raises, or outlives the shard timeout, or cannot decide (the target failed),
+is retried once; a shard whose attempts all fail is recorded with status ``error`` and its log,
+never dropped. The hard timeout is a SIGALRM in the thread that runs the shard (Spark's Python
+workers and the in-process loop run shards in their main thread); elsewhere only the search's
+own time budget bounds a shard.
+
+Test hook: ``BKCONFORM_SHARD_FAULT`` (or ``--inject-fault``, or ``ExecutionOptions.faults``)
+makes chosen shards fail, to exercise the retry: ``crash@3`` (shard 3 raises on every attempt),
+``crash-once@3`` (only on its first attempt), ``hang@3`` (sleeps until the timeout),
+``hang-after-finding@3`` (sleeps until the timeout once the search has found something, as a
+slow shrink on a real cluster would); several are separated by commas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.distributed.plan import Shard
+from conformance.distributed.store import write_part
+from conformance.engine import StepRecord
+from conformance.observations import Observation
+from conformance.rundir import versions
+from conformance.search.program import ExampleRun
+from conformance.search.runner import Finding, SearchProgress, SearchReport, run_search
+from conformance.targets.base import Target, TargetSnapshot
+from model.bookkeeper.actions import Label
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import Message, State
+from model.bookkeeper.render import numbered_trace, sequence_diagram
+from model.bookkeeper.svg import sequence_svg
+
+FAULT_ENV = "BKCONFORM_SHARD_FAULT"
+FAULT_KINDS = ("crash", "crash-once", "hang", "hang-after-finding")
+#: How long a shard may run beyond its search budget (target start and stop, shrinking).
+TIMEOUT_FACTOR = 4.0
+TIMEOUT_SLACK = 120.0
+REFIRE_INTERVAL = 1.0
+
+
+class ShardFaultError(ValueError):
+    """A fault specification the test hook cannot read."""
+
+
+class InjectedCrash(RuntimeError):
+    """The test hook's crash."""
+
+
+class ShardTimeout(BaseException):
+    """The shard outlived its timeout. A BaseException, so that Hypothesis (which catches and
+    shrinks Exceptions raised while it runs an example) lets it through at once."""
+
+
+@dataclass(frozen=True)
+class ShardFault:
+    kind: str
+    shard: int
+
+    def applies(self, shard: int, attempt: int) -> bool:
+        return self.shard == shard and (self.kind != "crash-once" or attempt == 1)
+
+
+def parse_faults(text: str) -> tuple[ShardFault, ...]:
+    """``crash@3,hang@5`` -> the faults (ShardFaultError on anything else)."""
+    faults = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        kind, at, number = item.partition("@")
+        if not at or kind not in FAULT_KINDS or not number.isdigit():
+            raise ShardFaultError(
+                f"shard fault {item!r}: expected KIND@SHARD with KIND one of "
+                f"{', '.join(FAULT_KINDS)}, e.g. crash@3"
+            )
+        faults.append(ShardFault(kind, int(number)))
+    return tuple(faults)
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """How a worker builds its own target (a plain value: it travels to Spark executors)."""
+
+    kind: str = "model"
+    bookkeeper_home: str | None = None
+    zookeeper: str | None = None
+    ledgers_root: str = "/ledgers"
+    allow_remote: bool = False
+
+    def build(self) -> Target:
+        if self.kind == "model":
+            from conformance.targets.model_target import ModelTarget
+
+            return ModelTarget()
+        if self.kind == "local":
+            from conformance.targets.local_target import LocalTarget
+
+            home = Path(self.bookkeeper_home) if self.bookkeeper_home else None
+            return LocalTarget(bookkeeper_home=home)
+        if self.kind == "external":
+            if not self.zookeeper:
+                raise ValueError("the external target needs a ZooKeeper address (--zk)")
+            from conformance.targets.external_target import ExternalTarget
+
+            return ExternalTarget(
+                self.zookeeper, ledgers_root=self.ledgers_root, allow_remote=self.allow_remote
+            )
+        raise ValueError(f"unknown target {self.kind!r}: model, local or external")
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    run_dir: str
+    target: TargetOptions = field(default_factory=TargetOptions)
+    shard_timeout: float | None = None  # None: from the shard's budget
+    retries: int = 1
+    faults: tuple[ShardFault, ...] = ()
+
+    def timeout_for(self, shard: Shard) -> float | None:
+        if self.shard_timeout is not None:
+            return self.shard_timeout
+        if shard.time_budget is None:
+            return None
+        return shard.time_budget * TIMEOUT_FACTOR + TIMEOUT_SLACK
+
+
+class LedgerRecorder:
+    """A target wrapper that notes the ledgers a shard wrote: on a shared (external) cluster
+    every example has a ledger of its own, and the shard's row lists them."""
+
+    def __init__(self, inner: Target) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.ledgers: list[int] = []
+
+    def _note(self) -> None:
+        ledger = getattr(self.inner, "ledger_id", None)
+        if isinstance(ledger, int) and ledger >= 0 and ledger not in self.ledgers:
+            self.ledgers.append(ledger)
+
+    def open(self, cfg: ModelConfig) -> None:
+        self.inner.open(cfg)
+        self._note()
+
+    def new_ledger(self) -> None:
+        self.inner.new_ledger()
+        self._note()
+
+    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
+        return self.inner.deliver(request, predicted_reply)
+
+    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
+        return self.inner.metadata(label, before, after)
+
+    def crash(self, bookie: int, state_after: State) -> None:
+        self.inner.crash(bookie, state_after)
+
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
+        return self.inner.snapshot(cfg)
+
+    def describe(self) -> dict[str, str]:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@contextlib.contextmanager
+def hard_timeout(seconds: float | None) -> Iterator[bool]:
+    """Raise ShardTimeout in this thread after ``seconds``; yields whether it is armed."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ShardTimeout(f"the shard did not finish within its timeout of {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    # Then again every second: a library that catches the first (Hypothesis turns some
+    # interruptions into a Flaky error, which the search handles and goes on) gets another.
+    signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_INTERVAL)
+    try:
+        yield True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@dataclass
+class _Attempt:
+    report: SearchReport
+    steps: list[dict[str, Any]]
+    described: dict[str, str]
+    ledgers: list[int]
+
+
+class _Log:
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+        self.lines: list[str] = []
+        self._last_progress = 0.0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(f"{time.strftime('%H:%M:%S', time.gmtime())} {line}")
+
+    def new_attempt(self) -> None:
+        self._last_progress = 0.0
+
+    def progress(self, p: SearchProgress) -> None:
+        if p.elapsed - self._last_progress >= 5.0:
+            self._last_progress = p.elapsed
+            self(
+                f"[{p.phase}] {p.examples} examples, {p.steps} steps, "
+                f"{p.findings} findings, {p.elapsed:.0f} s"
+            )
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _observation_json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+def step_row(shard: Shard, example: int, phase: str, record: StepRecord) -> dict[str, Any]:
+    return {
+        "shard": shard.shard,
+        "configuration": shard.configuration,
+        "target": shard.target,
+        "example": example,
+        "phase": phase,
+        "step": record.index,
+        "action": record.action,
+        "description": record.description,
+        "request": record.request,
+        "predicted": _observation_json(record.predicted),
+        "observed": _observation_json(record.observed),
+        "response": None if record.observed is None else record.observed.get("status"),
+        "engine_divergence": list(record.divergence),
+        "violations": list(record.violations),
+        "error": record.error,
+    }
+
+
+def trace_key(records: list[StepRecord]) -> str:
+    """Identifies a shrunk trace: the same steps in the same order give the same key."""
+    text = "\n".join(f"{r.action}|{r.description}" for r in records)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def finding_row(shard: Shard, finding: Finding) -> dict[str, Any]:
+    cfg = shard.config
+    outcome = finding.run.outcome
+    title = f"{shard.configuration}, shard {shard.shard} ({cfg.describe()})"
+    problems = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
+    note = f"VERDICT: {outcome.verdict}" + (f" ({problems})" if problems else "")
+    return {
+        "shard": shard.shard,
+        "configuration": shard.configuration,
+        "target": shard.target,
+        "seed": shard.seed,
+        "verdict": outcome.verdict,
+        "violations": list(outcome.violations),
+        "divergences": list(outcome.divergences),
+        "found_by": finding.found_by,
+        "found_after": float(finding.found_after),
+        "found_steps": finding.found_steps,
+        "shrunk_steps": len(outcome.steps),
+        "trace_key": trace_key(outcome.steps),
+        "trace_text": numbered_trace(cfg, outcome.trace),
+        "sequence_text": sequence_diagram(cfg, outcome.trace, title=title, final_note=note),
+        "sequence_svg": sequence_svg(cfg, outcome.trace, title=title, final_note=note),
+        "blob": finding.blob,
+    }
+
+
+def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -> _Attempt:
+    for fault in options.faults:
+        if fault.applies(shard.shard, attempt) and fault.kind in ("crash", "crash-once"):
+            raise InjectedCrash(f"injected crash of shard {shard.shard}, attempt {attempt}")
+    steps: list[dict[str, Any]] = []
+    examples = 0
+    started = time.monotonic()
+    first_failure: tuple[ExampleRun, str, float] | None = None
+
+    def on_example(phase: str, run: ExampleRun) -> None:
+        nonlocal examples, first_failure
+        steps.extend(step_row(shard, examples, phase, record) for record in run.outcome.steps)
+        examples += 1
+        if run.finding and first_failure is None:
+            first_failure = (run, phase, time.monotonic() - started)
+            if any(f.applies(shard.shard, attempt) for f in stalls_after_finding):
+                log(f"injected stall of shard {shard.shard} after its first finding")
+                _sleep_until_timeout(armed)
+
+    stalls_after_finding = [f for f in options.faults if f.kind == "hang-after-finding"]
+    armed = False
+    target = LedgerRecorder(options.target.build())
+    log.new_attempt()
+    try:
+        with hard_timeout(options.timeout_for(shard)) as armed:
+            if any(f.applies(shard.shard, attempt) and f.kind == "hang" for f in options.faults):
+                log(f"injected hang of shard {shard.shard}, attempt {attempt}")
+                _sleep_until_timeout(armed)
+            target.open(shard.config)
+            log(f"target {target.name} open: {json.dumps(target.describe(), sort_keys=True)}")
+            report = run_search(
+                shard.config, target, shard.settings, progress=log.progress, on_example=on_example
+            )
+            described = target.describe()
+    except ShardTimeout as timeout:
+        if first_failure is None:
+            raise
+        # The search found something and was shrinking it (on a real cluster, with crashes,
+        # that can be slow): the shard has decided; keep the failing example as it was found
+        # rather than retry and lose it again.
+        report = _unshrunk(first_failure, examples, len(steps), time.monotonic() - started)
+        report.notes.append(f"{timeout}: shrinking stopped, the finding is recorded unshrunk")
+        log("timeout while shrinking: the first failing example is recorded unshrunk")
+        described = {}
+        with contextlib.suppress(Exception):
+            described = target.describe()
+    finally:
+        # Outside the timeout: stopping a cluster is never interrupted halfway.
+        target.close()
+    return _Attempt(report, steps, described, target.ledgers)
+
+
+def _sleep_until_timeout(armed: bool) -> None:
+    if not armed:
+        raise InjectedCrash("injected hang without a timeout to end it")
+    time.sleep(10**6)
+
+
+def _unshrunk(
+    failure: tuple[ExampleRun, str, float], examples: int, steps: int, elapsed: float
+) -> SearchReport:
+    run, phase, when = failure
+    finding = Finding(run, run.choices, f"{phase} (unshrunk)", when, len(run.outcome.steps))
+    return SearchReport(run.outcome.verdict, finding, examples, steps, elapsed)
+
+
+def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
+    """Run the shard (retrying once), write its rows, and return its ``shards/`` row."""
+    run_dir = Path(options.run_dir)
+    log = _Log(shard)
+    started = time.monotonic()
+    result: _Attempt | None = None
+    error: str | None = None
+    attempts = 0
+    for attempt in range(1, options.retries + 2):
+        attempts = attempt
+        log(f"shard {shard.shard} ({shard.configuration}, seed {shard.seed}) attempt {attempt}")
+        try:
+            result = _attempt(shard, options, attempt, log)
+        except (Exception, ShardTimeout) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log(f"attempt {attempt} failed: {error}\n{traceback.format_exc()}")
+            result = None
+            continue
+        if result.report.verdict == "undecided":
+            error = f"undecided: {result.report.error}"
+            log(f"attempt {attempt} could not decide: {result.report.error}")
+            continue
+        error = None
+        break
+    wall = time.monotonic() - started
+    if result is not None:
+        for note in result.report.notes:
+            log(f"NOTE {note}")
+    report = result.report if result is not None else None
+    finding = report.finding if report is not None else None
+    write_part(run_dir, "steps", shard.shard, result.steps if result is not None else [])
+    write_part(run_dir, "findings", shard.shard, [finding_row(shard, finding)] if finding else [])
+    log(f"finished in {wall:.1f} s: {report.verdict if report else 'error'}")
+    row = {
+        "shard": shard.shard,
+        "configuration": shard.configuration,
+        "config_summary": shard.config.describe(),
+        "target": shard.target,
+        "seed": shard.seed,
+        "max_examples": shard.max_examples,
+        "max_steps": shard.max_steps,
+        "time_budget": shard.time_budget,
+        "explore": shard.explore,
+        "status": "error" if error is not None else "done",
+        "verdict": report.verdict if report is not None else "error",
+        "findings": 1 if finding else 0,
+        "examples": report.examples if report else 0,
+        "steps": report.steps if report else 0,
+        "explorer_steps": report.explorer_steps if report else 0,
+        "target_steps": len(result.steps) if result else 0,
+        "elapsed": report.elapsed if report else 0.0,
+        "wall": wall,
+        "steps_per_second": report.steps_per_second if report else 0.0,
+        "time_to_first_finding": finding.found_after if finding else None,
+        "attempts": attempts,
+        "error": error,
+        "log": log.text,
+        "ledgers": result.ledgers if result else [],
+        "versions": json.dumps(versions(), sort_keys=True),
+        "target_description": json.dumps(result.described if result else {}, sort_keys=True),
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / f"shard-{shard.shard:05d}.log").write_text(log.text)
+    write_part(run_dir, "shards", shard.shard, [row])
+    return row

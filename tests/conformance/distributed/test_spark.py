@@ -1,0 +1,117 @@
+"""The qualification on Spark ``local[N]``: shards as tasks, the diff as Spark jobs, the
+report; and no JVM or Python worker left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.distributed.diff import aggregate
+from conformance.distributed.plan import make_plan
+from conformance.distributed.qualification import run_qualification
+from conformance.distributed.shard import ExecutionOptions, TargetOptions, parse_faults
+from conformance.distributed.spark_job import aggregate_spark, spark_session
+from conformance.distributed.store import read_dataset
+from conformance.search.runner import SearchSettings
+from tests.conformance.distributed import rows
+from tests.conftest import descendants
+
+pytestmark = pytest.mark.slow
+
+
+def assert_spark_is_gone() -> None:
+    """Every process this test started (the JVM, the Python workers) has exited."""
+    deadline = time.monotonic() + 15
+    while descendants(os.getpid()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert descendants(os.getpid()) == []
+
+
+def test_defect_1_is_found_on_local_2_and_a_crashed_shard_is_recorded(tmp_path: Path) -> None:
+    # Master seed 1: shard 0's seed finds Defect 1 (the explorer, ~10 s on an idle core);
+    # shard 1 runs the fixed configuration; shard 2 (Defect 1 again) crashes on every attempt.
+    plan = make_plan(
+        master_seed=1,
+        shards=3,
+        configurations=("no-recovery-read-fence", "fenced-recovery"),
+        budget=SearchSettings(max_examples=50, max_steps=60, time_budget=30.0),
+    )
+    options = ExecutionOptions(run_dir=str(tmp_path), faults=parse_faults("crash@2"))
+    try:
+        result = run_qualification(plan, tmp_path, master="local[2]", options=options)
+    finally:
+        assert_spark_is_gone()
+    shards = {row["shard"]: row for row in result.shards}
+    assert shards[0]["verdict"] == "violation" and shards[0]["findings"] == 1
+    assert shards[1]["verdict"] == "clean" and shards[1]["findings"] == 0
+    assert (shards[2]["status"], shards[2]["attempts"]) == ("error", 2)
+    assert "InjectedCrash" in shards[2]["log"]
+    # Two shards ran at once, each in its own Python worker.
+    assert shards[0]["worker"] != shards[1]["worker"]
+    configs = {row["configuration"]: row for row in result.aggregates["by_configuration"]}
+    assert configs["no-recovery-read-fence"]["verdict"] == "violation"
+    assert configs["fenced-recovery"]["verdict"] == "clean"
+    assert result.verdict == "violation" and result.exit_code == 1
+    (finding,) = result.aggregates["findings"]
+    assert finding["configuration"] == "no-recovery-read-fence"
+    assert finding["violations"]
+    report = (tmp_path / "report.html").read_text()
+    assert "<svg" in report and finding["violations"][0] in report
+    assert "Shards in error (1)" in report and "InjectedCrash" in report
+    # The Spark diff equals the plain-Python one over the same Parquet rows.
+    assert result.aggregates == aggregate(
+        read_dataset(tmp_path, "steps").to_pylist(),
+        read_dataset(tmp_path, "shards").to_pylist(),
+        read_dataset(tmp_path, "findings").to_pylist(),
+    )
+
+
+def test_the_spark_diff_counts_equal_a_plain_recount(tmp_path: Path) -> None:
+    rows.write_sample_run(tmp_path)
+    try:
+        with spark_session("local[1]") as spark:
+            counted = aggregate_spark(spark, tmp_path)
+    finally:
+        assert_spark_is_gone()
+    expected = aggregate(
+        read_dataset(tmp_path, "steps").to_pylist(),
+        read_dataset(tmp_path, "shards").to_pylist(),
+        read_dataset(tmp_path, "findings").to_pylist(),
+    )
+    assert counted == expected
+    assert sum(r["divergences"] for r in counted["by_action"]) == 2
+    assert [f["occurrences"] for f in counted["findings"]] == [1, 2]
+
+
+def test_a_spark_session_is_stopped_when_the_block_raises() -> None:
+    with pytest.raises(RuntimeError, match="inside"), spark_session("local[1]") as spark:
+        assert spark.sparkContext.parallelize([1, 2, 3]).sum() == 6
+        raise RuntimeError("inside")
+    assert_spark_is_gone()
+
+
+@pytest.mark.cluster
+def test_shards_on_local_2_start_and_stop_their_own_clusters(tmp_path: Path) -> None:
+    plan = make_plan(
+        master_seed=0,
+        shards=2,
+        configurations=("fenced-recovery",),
+        target="local",
+        budget=SearchSettings(max_examples=3, max_steps=30, time_budget=3.0, explore=False),
+    )
+    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetOptions(kind="local"))
+    try:
+        result = run_qualification(plan, tmp_path, master="local[2]", options=options)
+    finally:
+        assert_spark_is_gone()
+    assert [r["status"] for r in result.shards] == ["done", "done"]
+    assert result.verdict == "clean"
+    steps = read_dataset(tmp_path, "steps").to_pylist()
+    compared = [s for s in steps if s["observed"] is not None]
+    assert compared and {s["target"] for s in steps} == {"local"}
+    assert all(r["ledgers"] for r in result.shards)  # each example had a ledger of its own
+    (by_target,) = result.aggregates["by_target"]
+    assert by_target["target"] == "local" and by_target["divergences"] == 0
