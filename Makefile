@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	$(VENV)/bin/bkconform model check
+	$(VENV)/bin/bkconform qualify --master "local[2]" --shards 8 --target local
 
 test: $(VENV)/.installed
 	$(VENV)/bin/tox -e py311,lint
