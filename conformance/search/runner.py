@@ -252,7 +252,7 @@ def run_search(
 ) -> SearchReport:
     """Search ``cfg`` on an opened target. ``database``: where failures are kept across runs
     (default: in memory, forgotten after the run). ``on_example(phase, run)`` sees every
-    example run on the target (phases: replay, hypothesis, shrink, minimise)."""
+    example run on the target (phases: replay, hypothesis, corpus, shrink, minimise)."""
     state = _Search(cfg, target_, search, progress, clock, on_example)
     db = database if database is not None else InMemoryExampleDatabase()
     key = database_key(cfg, getattr(target_, "name", "target"), search.max_steps)
