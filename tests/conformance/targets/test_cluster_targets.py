@@ -100,9 +100,16 @@ def test_the_external_target_runs_a_scenario_on_a_running_cluster(
 def test_the_external_target_refuses_crashes_it_cannot_inject(
     running_cluster: LocalCluster,
 ) -> None:
-    target = ExternalTarget(running_cluster.endpoints().zookeeper_connect)
+    connect = running_cluster.endpoints().zookeeper_connect
+    crashes = SCENARIOS["limbo-crash"].config(protected=True)
+    target = ExternalTarget(connect)
+    with pytest.raises(UnsupportedConfiguration, match="i-understand-this-destroys-data"):
+        target.open(crashes)
+    target.close()
+    # Allowed to destroy, but with no agent to do it with.
+    target = ExternalTarget(connect, destroy_data=True)
     with pytest.raises(UnsupportedConfiguration, match="cannot crash bookies"):
-        target.open(SCENARIOS["limbo-crash"].config(protected=True))
+        target.open(crashes)
     target.close()
 
 
