@@ -18,6 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cluster.container_engine import (
+    ContainerEngine,
+    EnginePaths,
+    ensure_engine,
+    stop_service,
+)
 from adapters.cluster.processes import processes_matching
 
 
@@ -71,3 +77,17 @@ def no_process_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not described, f"the test session left processes behind: {described}"
+
+
+@pytest.fixture(scope="session")
+def container_engine() -> Iterator[ContainerEngine]:
+    """An answering container engine for the tests that run containers: set up here if
+    needed (as root, podman is installed where no engine answers); a service started here
+    stops at the end of the session."""
+    paths = EnginePaths.default()
+    setup = ensure_engine(paths, install=os.geteuid() == 0)
+    try:
+        yield setup.engine
+    finally:
+        if setup.started_pid is not None:
+            stop_service(paths)

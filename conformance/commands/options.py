@@ -4,9 +4,11 @@ choice of target."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+from conformance.search.runner import SearchSettings
 from conformance.targets.base import Target
 from model.bookkeeper.config import ConfigError, ModelConfig
 
@@ -89,6 +91,23 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
         fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
     )
+
+
+def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:
+    """``base`` with what ``--max-examples``, ``--steps``, ``--seconds`` and ``--no-explore``
+    change."""
+    changes: dict[str, Any] = {}
+    for option, name in (
+        ("max_examples", "max_examples"),
+        ("steps", "max_steps"),
+        ("seconds", "time_budget"),
+    ):
+        value = getattr(args, option)
+        if value is not None:
+            changes[name] = value
+    if args.no_explore:
+        changes["explore"] = False
+    return dataclasses.replace(base, **changes)
 
 
 def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model") -> None:

@@ -15,12 +15,12 @@ shard in error, a target that could not be reached, bad options).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from conformance.commands.options import search_overrides
 from conformance.distributed.plan import (
     CONFIGURATIONS,
     RELEASE_CONFIGURATIONS,
@@ -107,18 +107,7 @@ def register(subparsers: Any) -> None:
 
 
 def _budget(args: argparse.Namespace) -> SearchSettings:
-    changes: dict[str, Any] = {}
-    for option, name in (
-        ("max_examples", "max_examples"),
-        ("steps", "max_steps"),
-        ("seconds", "time_budget"),
-    ):
-        value = getattr(args, option)
-        if value is not None:
-            changes[name] = value
-    if args.no_explore:
-        changes["explore"] = False
-    return dataclasses.replace(BUDGETS[args.budget], **changes)
+    return search_overrides(BUDGETS[args.budget], args)
 
 
 def qualify_command(args: argparse.Namespace) -> int:

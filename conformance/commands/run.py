@@ -26,8 +26,10 @@ from conformance.commands.options import (
     add_model_options,
     add_target_options,
     config_from_args,
+    search_overrides,
     target_from_args,
 )
+from conformance.engine import Outcome
 from conformance.rundir import new_run_dir, write_run
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
@@ -110,20 +112,9 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> SearchSettings:
-    base = PROFILES[args.profile]
-    changes: dict[str, Any] = {}
-    for option, name in (
-        ("max_examples", "max_examples"),
-        ("steps", "max_steps"),
-        ("seed", "seed"),
-        ("seconds", "time_budget"),
-    ):
-        value = getattr(args, option)
-        if value is not None:
-            changes[name] = value
-    if args.no_explore:
-        changes["explore"] = False
-    search = dataclasses.replace(base, **changes)
+    search = search_overrides(PROFILES[args.profile], args)
+    if args.seed is not None:
+        search = dataclasses.replace(search, seed=args.seed)
     if search.max_examples < 1 or search.max_steps < 1:
         raise ConfigError("--max-examples and --steps must be at least 1")
     return search
@@ -224,8 +215,6 @@ def _write(
         (run_dir / "example.blob").write_text(finding.blob + "\n")
         outcome = finding.run.outcome
     else:
-        from conformance.engine import Outcome
-
         outcome = Outcome(report.verdict, [], [], error=report.error)
     outcome.verdict = report.verdict
     write_run(run_dir, name="run", cfg=cfg, outcome=outcome, target=target, extra=extra)

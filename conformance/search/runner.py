@@ -284,12 +284,14 @@ def run_search(
             return state.best
         return found
 
-    def propose(trace: list[Step[State, Label]]) -> ExampleRun | None:
-        """Hand a model trace to Hypothesis: replayed on the target, then shrunk."""
+    def save_proposal(trace: list[Step[State, Label]]) -> None:
         # One choice more than the example reads: Hypothesis takes an entry that replays
         # exactly for an example it has already shrunk, and would not shrink it again.
-        proposal = [*encode_trace(cfg, trace, search.max_steps), 0]
-        db.save(key, choices_bytes(proposal))
+        db.save(key, choices_bytes([*encode_trace(cfg, trace, search.max_steps), 0]))
+
+    def propose(trace: list[Step[State, Label]]) -> ExampleRun | None:
+        """Hand a model trace to Hypothesis: replayed on the target, then shrunk."""
+        save_proposal(trace)
         return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
 
     def replay_corpus(archive: list[list[Step[State, Label]]]) -> ExampleRun | None:
@@ -298,7 +300,7 @@ def run_search(
 
         chosen = [t for t in archive if 1 < len(t) <= search.max_steps + 1]
         for trace in sorted(chosen, key=rank)[: search.max_examples]:
-            db.save(key, choices_bytes([*encode_trace(cfg, trace, search.max_steps), 0]))
+            save_proposal(trace)
         return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
 
     def keep(run: ExampleRun | None) -> ExampleRun | None:

@@ -13,7 +13,6 @@ container or network of the cluster is left (asserted through the engine's API).
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -26,9 +25,6 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.cluster import BookieSettings, LedgerStorage, Node
 from adapters.cluster.container_engine import (
     ContainerEngine,
-    EnginePaths,
-    ensure_engine,
-    stop_service,
 )
 from adapters.cluster.container_images import ImageBuilder, ImageSet
 from adapters.cluster.container_netns import run_in_network_namespace
@@ -54,15 +50,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
-def engine() -> Iterator[ContainerEngine]:
-    """An answering engine (set up here if needed); a service started here stops at the end."""
-    paths = EnginePaths.default()
-    setup = ensure_engine(paths, install=os.geteuid() == 0)
-    try:
-        yield setup.engine
-    finally:
-        if setup.started_pid is not None:
-            stop_service(paths)
+def engine(container_engine: ContainerEngine) -> ContainerEngine:
+    return container_engine
 
 
 @pytest.fixture(scope="session")

@@ -3,17 +3,9 @@ bookies, with both expected outcomes, and nothing left behind."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
-from adapters.cluster.container_engine import (
-    ContainerEngine,
-    EnginePaths,
-    ensure_engine,
-    stop_service,
-)
+from adapters.cluster.container_engine import ContainerEngine
 from adapters.cluster.containers import CLUSTER_LABEL, labelled_resources
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.docker_target import DockerTarget
@@ -21,21 +13,10 @@ from conformance.targets.docker_target import DockerTarget
 LIMBO = SCENARIOS["limbo-crash"]
 
 
-@pytest.fixture(scope="module")
-def engine() -> Iterator[ContainerEngine]:
-    paths = EnginePaths.default()
-    setup = ensure_engine(paths, install=os.geteuid() == 0)
-    try:
-        yield setup.engine
-    finally:
-        if setup.started_pid is not None:
-            stop_service(paths)
-
-
 @pytest.mark.cluster
 @pytest.mark.slow
 @pytest.mark.parametrize("protected", [True, False], ids=["limbo", "no-limbo"])
-def test_limbo_crash_on_containers(engine: ContainerEngine, protected: bool) -> None:
+def test_limbo_crash_on_containers(container_engine: ContainerEngine, protected: bool) -> None:
     target = DockerTarget()
     target.open(LIMBO.config(protected=protected))
     try:
@@ -47,7 +28,7 @@ def test_limbo_crash_on_containers(engine: ContainerEngine, protected: bool) -> 
     assert outcome.divergences == [], outcome.divergences
     assert outcome.verdict == LIMBO.expected_verdict(protected), outcome.violations
     assert any(r.action == "BookieRestartsEmpty" for r in outcome.steps)
-    client = engine.client()
+    client = container_engine.client()
     try:
         left = labelled_resources(client, {CLUSTER_LABEL: cluster_id})
     finally:
