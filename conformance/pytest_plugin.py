@@ -6,31 +6,70 @@
 Installed with the package (entry point ``pytest11``), so it works from any directory. The
 properties live in ``conformance/properties/``. A failing property shows the run's verdict,
 findings and sequence diagram.
+
+Because the entry point loads this module in *every* pytest run of the environment, loading it
+is cheap and cannot fail: it imports only pytest and the standard library. Hypothesis, the
+search and the targets are imported when a run uses them (``--bk-profile``, the ``bk_target``
+and ``bk_search`` fixtures, the properties); if one of them cannot be imported, that run stops
+with a ``pytest.UsageError`` naming the option or fixture and the missing package, and every
+other run is left alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import HealthCheck, settings
 
-from conformance.search.runner import PROFILES, SearchSettings
-from conformance.targets.base import Target
+if TYPE_CHECKING:
+    from conformance.search.runner import SearchSettings
+    from conformance.targets.base import Target
 
 TARGETS = ("model", "local", "docker", "external")
+#: The names of ``conformance.search.runner.PROFILES``, repeated here so that ``--bk-profile``
+#: can offer them without importing Hypothesis (a test keeps the two in step).
+PROFILE_NAMES = ("ci", "nightly", "qualify")
+#: Our fixtures: a test that requests one needs the search and the targets.
+FIXTURES = ("bk_target", "bk_search")
+PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 
-# The same budgets as Hypothesis settings profiles, for properties written with @given.
-for _name, _search in PROFILES.items():
-    settings.register_profile(
-        f"bkconform-{_name}",
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        max_examples=_search.max_examples,
-        derandomize=_name == "ci",  # ci: the same examples on every run
-    )
+
+def _load(module: str, used_by: str) -> ModuleType:
+    """Import ``module`` for ``used_by`` (an option or fixture), or stop the run saying why."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = (getattr(exc, "name", None) or module).split(".")[0]
+        raise pytest.UsageError(
+            f"{used_by} needs the {missing!r} package, which cannot be imported in this Python "
+            f"({sys.executable}): {exc}. Install bkconform with its dependencies "
+            "(pip install bkconform) in the environment pytest runs in."
+        ) from exc
+
+
+def register_profiles(used_by: str = "--bk-profile") -> None:
+    """Register the search budgets as Hypothesis profiles ``bkconform-<name>``.
+
+    For properties written with ``@given``: done when ``--bk-profile`` is given (which also
+    loads its profile) and when a test first uses our fixtures, never at plugin load.
+    Idempotent; imports Hypothesis.
+    """
+    hypothesis = _load("hypothesis", used_by)
+    runner = _load("conformance.search.runner", used_by)
+    for name, search in runner.PROFILES.items():
+        hypothesis.settings.register_profile(
+            f"bkconform-{name}",
+            deadline=None,
+            suppress_health_check=list(hypothesis.HealthCheck),
+            max_examples=search.max_examples,
+            derandomize=name == "ci",  # ci: the same examples on every run
+        )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,7 +77,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bk-target", choices=TARGETS, default="model", help="where properties run")
     group.addoption(
         "--bk-profile",
-        choices=tuple(PROFILES),
+        choices=PROFILE_NAMES,
         default=None,
         help="search budget and Hypothesis settings profile for the properties "
         "(ci: fixed seed, bounded; default ci)",
@@ -55,6 +94,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a real BookKeeper distribution for --bk-target local (default: reference bookies)",
     )
+    group.addoption(
+        "--bk-bookkeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help="real BookKeeper for --bk-target local: a version (installed from Maven Central "
+        "on first use) or a BOOKKEEPER_HOME directory",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,7 +108,29 @@ def pytest_configure(config: pytest.Config) -> None:
     # Only when asked: the plugin is installed, so it also loads in unrelated test runs.
     profile = config.getoption("--bk-profile", default=None)
     if profile is not None:
-        settings.load_profile(f"bkconform-{profile}")
+        register_profiles()
+        _load("hypothesis", "--bk-profile").settings.load_profile(f"bkconform-{profile}")
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Our properties need the search and the targets: check before importing them."""
+    if isinstance(collector, pytest.Module) and collector.path.resolve().parent == PROPERTIES_DIR:
+        _require_search(f"the bkconform properties ({collector.path.name})")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses our fixtures stops the run up front if their packages are missing."""
+    for item in items:
+        used = [name for name in FIXTURES if name in getattr(item, "fixturenames", ())]
+        if used:
+            _require_search(f"the {used[0]} fixture of {item.nodeid}")
+            return
+
+
+def _require_search(used_by: str) -> None:
+    _load("hypothesis", used_by)
+    _load("conformance.targets.base", used_by)
+    register_profiles(used_by)  # imports the search
 
 
 @pytest.fixture
@@ -70,26 +138,25 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """A fresh, unopened target as chosen by ``--bk-target``; closed after the test."""
     # Imported here, not at plugin load: the plugin loads in every pytest run of this
     # environment, and must not pull the adapters in before a test session asks for them.
-    from conformance.targets.external_target import ExternalTarget
-    from conformance.targets.local_target import LocalTarget
-    from conformance.targets.model_target import ModelTarget
-
     name = request.config.getoption("--bk-target")
-    home = request.config.getoption("--bk-bookkeeper-home")
+    option = f"--bk-target {name}"
     target: Target
     if name == "model":
-        target = ModelTarget()
+        target = _load("conformance.targets.model_target", option).ModelTarget()
     elif name == "local":
-        target = LocalTarget(bookkeeper_home=Path(home) if home else None)
+        home = request.config.getoption("--bk-bookkeeper-home")
+        if request.config.getoption("--bk-bookkeeper"):
+            installs = _load("adapters.installations.bookkeeper", option)
+            home = installs.resolve_bookkeeper(request.config.getoption("--bk-bookkeeper"))
+        local = _load("conformance.targets.local_target", option)
+        target = local.LocalTarget(bookkeeper_home=Path(home) if home else None)
     elif name == "docker":
-        from conformance.targets.docker_target import DockerTarget
-
-        target = DockerTarget()
+        target = _load("conformance.targets.docker_target", option).DockerTarget()
     else:
         zk = request.config.getoption("--bk-zk")
         if not zk:
             raise pytest.UsageError("--bk-target external needs --bk-zk HOST:PORT")
-        target = ExternalTarget(zk)
+        target = _load("conformance.targets.external_target", option).ExternalTarget(zk)
     try:
         yield target
     finally:
@@ -99,7 +166,8 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
 @pytest.fixture
 def bk_search(request: pytest.FixtureRequest) -> SearchSettings:
     """The search budget chosen by ``--bk-profile`` (default ci) and ``--bk-seconds``."""
-    search = PROFILES[request.config.getoption("--bk-profile") or "ci"]
+    runner = _load("conformance.search.runner", "the bk_search fixture (--bk-profile)")
+    search: SearchSettings = runner.PROFILES[request.config.getoption("--bk-profile") or "ci"]
     seconds = request.config.getoption("--bk-seconds")
     if seconds is not None:
         search = dataclasses.replace(search, time_budget=seconds)

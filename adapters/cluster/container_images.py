@@ -15,6 +15,10 @@ project's Python sources), so an unchanged image is never rebuilt and a changed 
 never run stale. The debootstrap tree is kept as a tarball under
 ``$XDG_CACHE_HOME/bkconform/images`` (default ``~/.cache/bkconform/images``), so even a wiped
 image store does not debootstrap again.
+
+``docker/`` is at the top of a source checkout; the wheel carries a copy as
+``adapters/cluster/container_files/`` (``setup.py``). :func:`docker_dir` finds either, and is
+the one way the code reaches these files.
 """
 
 from __future__ import annotations
@@ -33,8 +37,12 @@ from pathlib import Path
 
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError
 
+#: The directory holding the project's packages: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DOCKER_DIR = PROJECT_ROOT / "docker"
+#: ``docker/`` as an installed wheel carries it (copied there by ``setup.py``).
+PACKAGED_DOCKER_DIR = Path(__file__).resolve().parent / "container_files"
+#: A file every complete copy of ``docker/`` has.
+_DOCKER_MARKER = Path("refbookie", "Containerfile")
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 IMAGE_PREFIX = "localhost/bkconform"
@@ -69,6 +77,30 @@ def official_images(bookkeeper: str = "4.17.2", zookeeper: str = "3.9.3") -> Ima
         zookeeper=f"docker.io/library/zookeeper:{zookeeper}",
         bookie=f"docker.io/apache/bookkeeper:{bookkeeper}",
         bookie_kind="bookkeeper",
+    )
+
+
+def docker_dir(project_root: Path | None = None) -> Path:
+    """The container files: the checkout's ``docker/``, or the copy in the installed wheel.
+
+    ``project_root`` given: only ``project_root/docker``. Raises :class:`ContainerEngineError`
+    naming every place looked at when none holds them.
+    """
+    if project_root is not None:
+        candidates = [project_root / "docker"]
+    else:
+        # Installed: the copy beside this module. Editable or run from the checkout: docker/
+        # next to the packages (and only there if it is ours: an installed wheel's
+        # site-packages/docker is the docker SDK).
+        candidates = [PACKAGED_DOCKER_DIR, PROJECT_ROOT / "docker"]
+    for candidate in candidates:
+        if (candidate / _DOCKER_MARKER).is_file():
+            return candidate
+    raise ContainerEngineError(
+        "no Containerfiles for the local images in "
+        + " or ".join(str(candidate) for candidate in candidates)
+        + ": they come with a source checkout of bkconform (docker/) and with its wheel "
+        "(adapters/cluster/container_files/); reinstall bkconform"
     )
 
 
@@ -113,24 +145,35 @@ class LocalImages:
         return ImageSet(zookeeper=self.zookeeper, bookie=self.refbookie)
 
 
-def local_image_tags(project_root: Path = PROJECT_ROOT) -> LocalImages:
-    """Tags that name the images built from the current ``docker/`` and project sources."""
-    docker_dir = project_root / "docker"
-    base_digest = _digest_files(_directory_files(docker_dir / "base"), docker_dir, [ROOTFS_IMAGE])
+def local_image_tags(project_root: Path | None = None) -> LocalImages:
+    """Tags that name the images built from the current ``docker/`` and project sources.
+
+    ``project_root`` None: this installation (see :func:`docker_dir`).
+    """
+    containers = docker_dir(project_root)
+    root = PROJECT_ROOT if project_root is None else project_root
+    base_digest = _digest_files(_directory_files(containers / "base"), containers, [ROOTFS_IMAGE])
     base = f"{IMAGE_PREFIX}/debian:{base_digest}"
     zookeeper = (
         f"{IMAGE_PREFIX}/zookeeper:"
-        f"{_digest_files(_directory_files(docker_dir / 'zookeeper'), docker_dir, [base])}"
+        f"{_digest_files(_directory_files(containers / 'zookeeper'), containers, [base])}"
     )
-    sources = [*_directory_files(docker_dir / "refbookie")]
-    for package in PROJECT_PACKAGES:
-        sources += _directory_files(project_root / package, (".py", ".proto", ".pyi", ".typed"))
-    sources.append(project_root / "pyproject.toml")
-    versions = [f"{name}=={_installed_version(name)}" for name in REFBOOKIE_REQUIREMENTS]
-    refbookie = (
-        f"{IMAGE_PREFIX}/refbookie:{_digest_files(sources, project_root, [base, *versions])}"
+    refbookie_digest = _digest_files(
+        _directory_files(containers / "refbookie"),
+        containers,
+        [base, *(f"{name}=={_installed_version(name)}" for name in REFBOOKIE_REQUIREMENTS)],
     )
-    return LocalImages(base=base, zookeeper=zookeeper, refbookie=refbookie)
+    sources = [
+        path
+        for package in PROJECT_PACKAGES
+        for path in _directory_files(root / package, (".py", ".proto", ".pyi", ".typed"))
+    ]
+    if (root / "pyproject.toml").is_file():  # a checkout (an installed wheel has none)
+        sources.append(root / "pyproject.toml")
+    sources_digest = _digest_files(sources, root, [refbookie_digest])
+    return LocalImages(
+        base=base, zookeeper=zookeeper, refbookie=f"{IMAGE_PREFIX}/refbookie:{sources_digest}"
+    )
 
 
 def _installed_version(name: str) -> str:
@@ -141,6 +184,45 @@ def _installed_version(name: str) -> str:
             f"{name} is not installed in this Python: the reference-bookie image installs the "
             "versions this environment runs"
         ) from None
+
+
+#: The build definition of the sources staged from an installed wheel (which has no
+#: pyproject.toml): the packages and their data, no dependencies (the image installs its own).
+_STAGED_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "bkconform"
+version = "{version}"
+requires-python = ">=3.11"
+
+[tool.setuptools.packages.find]
+include = ["model*", "adapters*", "conformance*"]
+
+[tool.setuptools.package-data]
+"*" = ["*.proto", "*.pyi", "py.typed"]
+"""
+
+
+def stage_sources(root: Path, source: Path) -> None:
+    """Copy the project's packages under ``root`` into ``source``, buildable as a wheel.
+
+    ``root`` is a checkout (its pyproject.toml and README.md come along) or, for an installed
+    bkconform, site-packages (a minimal pyproject.toml is written for the installed version).
+    """
+    source.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", PACKAGED_DOCKER_DIR.name)
+    for package in PROJECT_PACKAGES:
+        shutil.copytree(root / package, source / package, ignore=ignore)
+    if (root / "pyproject.toml").is_file():
+        for name in ("pyproject.toml", "README.md"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, source / name)
+    else:
+        version = _installed_version("bkconform")
+        (source / "pyproject.toml").write_text(_STAGED_PYPROJECT.format(version=version))
 
 
 def image_exists(engine: ContainerEngine, image: str) -> bool:
@@ -164,31 +246,23 @@ class ImageBuilder:
         self,
         engine: ContainerEngine,
         *,
-        project_root: Path = PROJECT_ROOT,
+        project_root: Path | None = None,
         cache: Path | None = None,
         log: Callable[[str], None] = lambda _line: None,
     ) -> None:
         self.engine = engine
+        #: None: this installation (a checkout, or the installed wheel); see :func:`docker_dir`.
         self.project_root = project_root
         self.cache = cache or cache_dir()
         self.log = log
 
     def ensure_all(self) -> LocalImages:
         """Build whatever of the local images is missing; returns their tags."""
-        if not (self.project_root / "docker" / "refbookie").is_dir():
-            raise ContainerEngineError(
-                f"no docker/ Containerfiles under {self.project_root}: the local images are "
-                "built from a source checkout of bkconform (pip install -e .), not from an "
-                "installed wheel"
-            )
+        containers = docker_dir(self.project_root)
         tags = local_image_tags(self.project_root)
         self.ensure_rootfs()
-        self._ensure_built(
-            tags.base, self.project_root / "docker" / "base", {"ROOTFS": ROOTFS_IMAGE}
-        )
-        self._ensure_built(
-            tags.zookeeper, self.project_root / "docker" / "zookeeper", {"BASE": tags.base}
-        )
+        self._ensure_built(tags.base, containers / "base", {"ROOTFS": ROOTFS_IMAGE})
+        self._ensure_built(tags.zookeeper, containers / "zookeeper", {"BASE": tags.base})
         if not image_exists(self.engine, tags.refbookie):
             self._build_refbookie(tags)
             self._prune_other_tags(tags.refbookie)
@@ -262,7 +336,9 @@ class ImageBuilder:
     def _build_refbookie(self, tags: LocalImages) -> None:
         with tempfile.TemporaryDirectory(prefix="refbookie-context-") as directory:
             context = Path(directory)
-            shutil.copytree(self.project_root / "docker" / "refbookie", context, dirs_exist_ok=True)
+            shutil.copytree(
+                docker_dir(self.project_root) / "refbookie", context, dirs_exist_ok=True
+            )
             wheels = context / "wheels"
             wheels.mkdir()
             self._stage_wheels(wheels)
@@ -275,15 +351,7 @@ class ImageBuilder:
         with tempfile.TemporaryDirectory(prefix="bkconform-wheel-build-") as build_dir:
             # A copy of the sources: building in the tree would write build/ into it.
             source = Path(build_dir) / "src"
-            source.mkdir()
-            for name in (*PROJECT_PACKAGES, "pyproject.toml", "README.md"):
-                origin = self.project_root / name
-                if origin.is_dir():
-                    shutil.copytree(
-                        origin, source / name, ignore=shutil.ignore_patterns("__pycache__")
-                    )
-                elif origin.exists():
-                    shutil.copy2(origin, source / name)
+            stage_sources(PROJECT_ROOT if self.project_root is None else self.project_root, source)
             wheel = [*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)]
             try:
                 # Offline and fast when this environment has setuptools (venvs made by tox do).

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from adapters.cluster.bookies import LedgerStorage
-from adapters.cluster.container_images import DOCKER_DIR
+from adapters.cluster.container_images import docker_dir
 from adapters.cluster.containers import OFFICIAL_BOOKIE_COMMAND
 
-COMPOSE = DOCKER_DIR / "official" / "compose.yaml"
+COMPOSE = docker_dir() / "official" / "compose.yaml"
 SERVICE_KEYS = {
     "image",
     "restart",

@@ -19,11 +19,12 @@ from adapters.cluster.container_engine import (
     write_containers_conf,
 )
 from adapters.cluster.container_images import (
-    PROJECT_ROOT,
     ImageBuilder,
     ImageSet,
+    docker_dir,
     local_image_tags,
     official_images,
+    stage_sources,
 )
 from adapters.cluster.containers import (
     OFFICIAL_BOOKIE_COMMAND,
@@ -63,7 +64,7 @@ def test_a_recorded_pid_counts_only_if_it_serves_our_socket(tmp_path: Path) -> N
 
 def _copy_project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    shutil.copytree(PROJECT_ROOT / "docker", root / "docker")
+    shutil.copytree(docker_dir(), root / "docker")
     for package in ("model", "adapters", "conformance"):
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text("")
@@ -163,7 +164,32 @@ def test_cli_registers_the_docker_commands(capsys: pytest.CaptureFixture[str]) -
     assert "at least 1" in capsys.readouterr().err
 
 
-def test_building_needs_the_source_checkout(tmp_path: Path) -> None:
+def test_building_without_the_container_files_names_where_it_looked(tmp_path: Path) -> None:
     engine = ContainerEngine(docker_host="unix:///nonexistent.sock", cli="podman")
-    with pytest.raises(ContainerEngineError, match="source checkout"):
+    with pytest.raises(ContainerEngineError, match=f"no Containerfiles .* in {tmp_path}/docker"):
         ImageBuilder(engine, project_root=tmp_path, cache=tmp_path).ensure_all()
+
+
+def test_this_installation_finds_its_container_files() -> None:
+    # From the checkout (or an editable install) that is docker/; from a wheel, its copy.
+    found = docker_dir()
+    for name in ("base", "zookeeper", "refbookie"):
+        assert (found / name / "Containerfile").is_file()
+    assert (found / "official" / "compose.yaml").is_file()
+    assert os.access(found / "refbookie" / "docker-entrypoint.sh", os.X_OK)
+
+
+def test_sources_staged_from_an_installed_wheel_get_a_build_definition(tmp_path: Path) -> None:
+    site = _copy_project(tmp_path)  # an installed wheel: packages, no pyproject.toml
+    (site / "pyproject.toml").unlink()
+    shutil.copytree(site / "docker", site / "adapters" / "cluster" / "container_files")
+    stage_sources(site, tmp_path / "src")
+    staged = tmp_path / "src"
+    assert sorted(p.name for p in staged.iterdir()) == [
+        "adapters",
+        "conformance",
+        "model",
+        "pyproject.toml",
+    ]
+    assert not (staged / "adapters" / "cluster" / "container_files").exists()
+    assert 'name = "bkconform"' in (staged / "pyproject.toml").read_text()
