@@ -40,9 +40,39 @@ default_ulimits = []
 runtime = "runc"
 """
 
-#: Debian packages :func:`ensure_engine` installs when no engine answers (iptables: packet
-#: filter partitions, run in a container's network namespace from the host).
-ENGINE_PACKAGES = ("podman", "runc", "debootstrap", "iptables")
+#: Debian packages :func:`ensure_engine` installs (``apt-get install --no-install-recommends``)
+#: when they are missing. Bookworm's podman 4.3 networks through CNI
+#: (``containernetworking-plugins``, the first alternative of its ``container-network-stack``
+#: dependency); names on a user-defined network resolve only with the ``dnsname`` CNI plugin,
+#: which nothing depends on or even recommends: without it ``zk1`` does not resolve and no
+#: ensemble forms. ``iptables``: packet-filter partitions (from the host, in a container's
+#: network namespace) and CNI's port mappings. ``debootstrap`` and ``debian-archive-keyring``
+#: (which it verifies the archive with, only recommended): the Debian base image.
+ENGINE_PACKAGES = (
+    "podman",
+    "runc",
+    "containernetworking-plugins",
+    "golang-github-containernetworking-plugin-dnsname",
+    "iptables",
+    "debootstrap",
+    "debian-archive-keyring",
+)
+#: The DNS server of each podman network backend (``podman info``'s ``NetworkBackend``).
+DNS_PACKAGES = {
+    "cni": "golang-github-containernetworking-plugin-dnsname",
+    "netavark": "aardvark-dns",
+}
+#: Commands that stand for a package where dpkg cannot be asked (not Debian).
+PACKAGE_COMMANDS = {
+    "podman": "podman",
+    "runc": "runc",
+    "iptables": "iptables",
+    "nftables": "nft",
+    "debootstrap": "debootstrap",
+    "openssl": "openssl",
+    "iproute2": "ip",
+}
+APT_TIMEOUT = 900.0
 DOCKER_SOCKETS = (Path("/var/run/docker.sock"), Path("/run/docker.sock"))
 SERVICE_START_TIMEOUT = 30.0
 PING_TIMEOUT = 5.0
@@ -219,13 +249,61 @@ def _engine_at(docker_host: str, paths: EnginePaths) -> ContainerEngine:
     )
 
 
+def package_installed(name: str, timeout: float = 10.0) -> bool | None:
+    """Whether dpkg has the Debian package installed; None when dpkg cannot be asked."""
+    dpkg_query = shutil.which("dpkg-query")
+    if dpkg_query is None:
+        return None
+    try:
+        completed = subprocess.run(
+            [dpkg_query, "-W", "-f=${Status}", name],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    # "install ok installed"; a removed package leaves "deinstall ok config-files".
+    return completed.returncode == 0 and completed.stdout.decode().split()[-1:] == ["installed"]
+
+
+def missing_debian_packages(packages: Sequence[str]) -> list[str]:
+    """The packages that are not installed: asked of dpkg (packages with no command, such
+    as the DNS plugin, count too), or by their command on ``PATH`` where there is no dpkg."""
+    missing = []
+    for name in packages:
+        installed = package_installed(name)
+        if installed is None:
+            command = PACKAGE_COMMANDS.get(name)
+            installed = command is None or shutil.which(command) is not None
+        if not installed:
+            missing.append(name)
+    return missing
+
+
+def engine_packages() -> tuple[str, ...]:
+    """:data:`ENGINE_PACKAGES`, plus ``aardvark-dns`` where ``netavark`` is installed (podman
+    then networks through netavark, whose DNS server that is)."""
+    if package_installed("netavark"):
+        return (*ENGINE_PACKAGES, DNS_PACKAGES["netavark"])
+    return ENGINE_PACKAGES
+
+
 def missing_packages() -> list[str]:
-    """The packages of :data:`ENGINE_PACKAGES` whose commands are not installed."""
-    return [name for name in ENGINE_PACKAGES if shutil.which(name) is None]
+    """The packages of :func:`engine_packages` that are not installed."""
+    return missing_debian_packages(engine_packages())
 
 
-def install_packages(packages: Sequence[str], log: Callable[[str], None]) -> None:
-    """``apt-get install`` the packages (root only)."""
+def can_install_packages() -> bool:
+    """True when :func:`install_packages` can work here (root and apt-get)."""
+    return os.geteuid() == 0 and shutil.which("apt-get") is not None
+
+
+def install_packages(
+    packages: Sequence[str], log: Callable[[str], None], *, timeout: float = APT_TIMEOUT
+) -> None:
+    """``apt-get update`` then ``apt-get install --no-install-recommends`` (root only)."""
     if not packages:
         return
     if os.geteuid() != 0:
@@ -244,14 +322,20 @@ def install_packages(packages: Sequence[str], log: Callable[[str], None]) -> Non
         ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
     ):
         log(" ".join(command))
-        completed = subprocess.run(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            timeout=900,
-            check=False,
-        )
+        try:
+            completed = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ContainerEngineError(
+                f"{' '.join(command)} did not finish within {timeout:.0f} s"
+            ) from exc
         if completed.returncode != 0:
             tail = "\n".join(completed.stdout.decode(errors="replace").splitlines()[-20:])
             raise ContainerEngineError(f"{' '.join(command)} failed:\n{tail}")
@@ -394,7 +478,15 @@ def ensure_engine(
     found = find_engine(paths)
     if found is not None:
         log(f"container engine answers at {found.docker_host} ({Path(found.cli).name})")
-        return EngineSetup(found)
+        installed: list[str] = []
+        if found.is_podman and install and can_install_packages():
+            # An engine that answers may still lack what its networks need (the DNS plugin:
+            # podman installed by hand or by an older setup); new networks pick it up.
+            installed = missing_packages()
+            if installed:
+                log(f"installing {', '.join(installed)}")
+                install_packages(installed, log)
+        return EngineSetup(found, installed=installed)
     missing = missing_packages()
     if missing:
         if not install:

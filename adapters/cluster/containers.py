@@ -48,6 +48,8 @@ from typing import Any, cast
 from kazoo.exceptions import KazooException, NoNodeError
 
 from adapters.cluster.bookies import BookieSettings
+from adapters.cluster.container_dns import DEFAULT_TIMEOUT as DNS_CHECK_TIMEOUT
+from adapters.cluster.container_dns import ensure_container_dns
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError, find_engine
 from adapters.cluster.container_images import ImageBuilder, ImageSet
 from adapters.cluster.container_netns import run_in_network_namespace
@@ -224,6 +226,15 @@ class ContainerCluster(ClusterProvider):
         self.engine = engine
         self._client = engine.client()
         self.images = self.options.images or ImageBuilder(engine).ensure_all().image_set()
+        if self.options.zookeepers > 1 or self.options.bookies > 0:
+            # Nodes find each other by name (zk1, bookie1): fail in seconds, naming the
+            # missing DNS plugin, rather than after start_timeout with an ensemble that
+            # cannot form. Checked once per engine and process.
+            ensure_container_dns(
+                engine,
+                self.images.zookeeper,
+                timeout=min(DNS_CHECK_TIMEOUT, self.options.start_timeout),
+            )
 
     def _make_work_dir(self) -> None:
         if self.options.work_dir is None:

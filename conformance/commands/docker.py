@@ -1,12 +1,15 @@
 """``bkconform docker setup|teardown|up|down``: containerized clusters.
 
 ``setup`` makes a container engine answer and builds the local images, idempotently: when no
-Docker engine answers it installs podman, runc and debootstrap with apt (as root), writes the
-project's containers.conf, starts podman's Docker API service (socket and pid in
-``$BKCONFORM_HOME/docker``), then builds the Debian base, ZooKeeper and reference-bookie
-images (cached; a second run only checks their tags). ``teardown`` removes every container
-and network this project labelled and stops the recorded API service. ``up`` starts a
-cluster of containers and leaves it running; ``down`` removes it::
+Docker engine answers it installs what is missing of podman, runc, the CNI plugins with their
+DNS plugin (dnsname), iptables and debootstrap with apt (as root), writes the project's
+containers.conf, starts podman's Docker API service (socket and pid in
+``$BKCONFORM_HOME/docker``), builds the Debian base, ZooKeeper and reference-bookie images
+(cached; a second run only checks their tags), then checks that two containers on a project
+network resolve each other by name (``bkconform doctor`` reports every capability).
+``teardown`` removes every container and network this project labelled and stops the
+recorded API service. ``up`` starts a cluster of containers and leaves it running; ``down``
+removes it::
 
     bkconform docker setup
     bkconform docker up --zk 3 --bookies 3
@@ -20,10 +23,13 @@ import argparse
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from adapters.cluster.bookies import BookieSettings, LedgerStorage
+from adapters.cluster.capabilities import probe_image
+from adapters.cluster.container_dns import check_container_dns
 from adapters.cluster.container_engine import (
     ContainerEngine,
     EnginePaths,
@@ -132,11 +138,23 @@ def _say(line: str) -> None:
 def run_setup(args: argparse.Namespace) -> int:
     paths = EnginePaths.default()
     try:
+        started = time.monotonic()
         setup = ensure_engine(paths, install=not args.no_install, log=_say)
+        _say(f"engine ready in {time.monotonic() - started:.1f} s")
         if not args.no_build:
+            started = time.monotonic()
             tags = ImageBuilder(setup.engine, log=_say).ensure_all()
+            _say(f"images ready in {time.monotonic() - started:.1f} s")
             print(f"zookeeper image: {tags.zookeeper}")
             print(f"reference bookie image: {tags.refbookie}")
+        image = probe_image(setup.engine)
+        if image is None:
+            _say("container DNS not checked: no local image yet (run setup without --no-build)")
+        else:
+            # What every cluster needs: containers resolving each other by name.
+            started = time.monotonic()
+            check_container_dns(setup.engine, image)
+            _say(f"container DNS works ({time.monotonic() - started:.1f} s)")
     except ClusterError as exc:
         return _fail("setup", exc)
     print(f"DOCKER_HOST={setup.engine.docker_host}")

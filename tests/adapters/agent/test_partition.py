@@ -1,14 +1,15 @@
 """Partition and Heal for real: the agent runs in its own network namespace, joined to this
 one by a veth pair, and cuts peers with nft or iptables rules inside that namespace only.
 
-Needs root (or CAP_NET_ADMIN), ``ip``, and nft / iptables; skipped with the reason otherwise.
+Needs root (or CAP_NET_ADMIN), ``ip``, and nft / iptables: asked through
+:func:`tests.capability.require` (installed as root when missing; a failure where they could
+be installed fails the test, without root it skips with the fix).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -21,6 +22,7 @@ import pytest
 
 from adapters.agent.client import ProcessState
 from tests.adapters.agent.conftest import INSTANCE_ID, managed_command, running_agent
+from tests.capability import require
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -43,18 +45,13 @@ class Namespace:
 
 @pytest.fixture
 def namespace() -> Iterator[Namespace]:
-    if os.geteuid() != 0:
-        pytest.skip("partition tests need root to create a network namespace")
-    if shutil.which("ip") is None:
-        pytest.skip("partition tests need the ip command (iproute2)")
+    require("network-namespaces")  # root and ip (iproute2, installed as root if missing)
     tag = f"{os.getpid() % 100000}{int(time.monotonic() * 1000) % 1000}"
     name, veth_out, veth_in = f"bkagent-{tag}", f"bka{tag}o", f"bka{tag}i"
     subnet = f"10.231.{os.getpid() % 250}"
     created_ns = created_link = False
     try:
-        probe = ip("netns", "add", name, check=False)
-        if probe.returncode != 0:
-            pytest.skip(f"cannot create a network namespace: {probe.stderr.strip()}")
+        ip("netns", "add", name)
         created_ns = True
         ip("link", "add", veth_out, "type", "veth", "peer", "name", veth_in, "netns", name)
         created_link = True
@@ -133,8 +130,7 @@ def wait_for_peer_report(agent: object, report: str, timeout: float = 10.0) -> N
 def test_partition_and_heal_inside_a_namespace(
     agent_dir: Path, namespace: Namespace, backend: str
 ) -> None:
-    if shutil.which(backend) is None:
-        pytest.skip(f"{backend} is not installed")
+    require("nftables" if backend == "nft" else "iptables")  # installed as root if missing
     peer_listener = socket.create_server((namespace.outside, 0))
     peer_port = peer_listener.getsockname()[1]
     accepting = True

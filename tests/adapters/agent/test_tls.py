@@ -12,16 +12,16 @@ import pytest
 from adapters.agent.client import ClientTls, ProcessState
 from adapters.agent.errors import AgentUnauthenticated, AgentUnreachable
 from tests.adapters.agent.conftest import managed_command, running_agent
+from tests.capability import require
 
 pytestmark = pytest.mark.cluster
 
-OPENSSL = shutil.which("openssl")
-
 
 def openssl(*args: str, cwd: Path) -> None:
-    assert OPENSSL is not None
+    binary = shutil.which("openssl")
+    assert binary is not None
     result = subprocess.run(
-        [OPENSSL, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        [binary, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, f"openssl {' '.join(args)}: {result.stderr}"
 
@@ -58,8 +58,8 @@ def issue(
 
 @pytest.fixture
 def pki(tmp_path: Path) -> dict[str, Path]:
-    if OPENSSL is None:
-        pytest.skip("the TLS tests make their certificates with the openssl command: not found")
+    # The certificates are made with the openssl command (installed here as root if missing).
+    require("openssl")
     directory = tmp_path / "pki"
     directory.mkdir()
     ca = make_ca(directory, "agent-test-ca")

@@ -13,9 +13,9 @@ from adapters.cluster.zookeeper import (
     ZooKeeperEnsemble,
     ZooKeeperInstall,
     locate_zookeeper,
-    partitions_supported,
 )
 from adapters.zookeeper.client import zookeeper_session
+from tests.capability import require
 
 
 def test_isolate_needs_an_ensemble_with_partitions(tmp_path: Path) -> None:
@@ -32,9 +32,7 @@ def namespaces() -> list[str]:
 
 @pytest.mark.cluster
 def test_isolated_leader_is_replaced_and_rejoins(work_dir: Path) -> None:
-    reason = partitions_supported()
-    if reason is not None:
-        pytest.skip(f"network namespaces not permitted here: {reason}")
+    require("network-namespaces")
     before = set(namespaces())
     ensemble = ZooKeeperEnsemble(locate_zookeeper(), work_dir, size=3, partitions=True)
     try:

@@ -13,7 +13,6 @@ import pytest
 from adapters.bookkeeper.client import BookieClient
 from adapters.bookkeeper.entry import DigestType, master_key, package_entry
 from adapters.bookkeeper.status import StatusCode
-from adapters.cluster.errors import JavaNotFound, ZooKeeperNotFound
 from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
 from adapters.refbookie.process import RefBookieProcess, write_conf
 from adapters.zookeeper.client import connect_zookeeper
@@ -23,6 +22,7 @@ from adapters.zookeeper.metadata import DigestType as MetaDigest
 from adapters.zookeeper.metadata import LedgerMetadata, LedgerState, Segment
 from adapters.zookeeper.registration import list_bookies, read_cookie
 from tests.adapters.refbookie.harness import conf_properties
+from tests.capability import require
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -32,10 +32,9 @@ PEER = "127.0.0.1:3999"
 
 @pytest.fixture
 def zookeeper(tmp_path: Path) -> Iterator[str]:
-    try:
-        install = locate_zookeeper()
-    except (ZooKeeperNotFound, JavaNotFound) as exc:
-        pytest.skip(f"no runnable ZooKeeper: {exc}")
+    require("java")
+    require("zookeeper")
+    install = locate_zookeeper()
     ensemble = ZooKeeperEnsemble(install, tmp_path / "zk")
     try:
         ensemble.start()
