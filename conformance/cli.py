@@ -10,8 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from conformance.commands import bookkeeper as bookkeeper_command
 from conformance.commands import cluster as cluster_command
 from conformance.commands import docker as docker_command
+from conformance.commands import doctor as doctor_command
 from conformance.commands import model as model_command
 from conformance.commands import qualify as qualify_command
 from conformance.commands import run as run_command
@@ -28,10 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     model_command.register(subparsers)
     cluster_command.register(subparsers)
     docker_command.register(subparsers)
+    doctor_command.register(subparsers)
     run_command.register(subparsers)
     qualify_command.register(subparsers)
     scenario_command.register(subparsers)
     zab_command.register(subparsers)
+    bookkeeper_command.register(subparsers)
     return parser
 
 

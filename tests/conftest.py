@@ -25,6 +25,7 @@ from adapters.cluster.container_engine import (
     stop_service,
 )
 from adapters.cluster.processes import processes_matching
+from tests.bookkeeper_fixtures import bookkeeper_home, java_client_home  # noqa: F401
 
 
 def _parent_of(pid: int) -> int | None:

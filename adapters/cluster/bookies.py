@@ -29,7 +29,6 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoNodeError
 
 from adapters.cluster.errors import (
-    BookKeeperNotFound,
     ClusterError,
     ClusterStartTimeout,
     NodeStateError,
@@ -151,30 +150,13 @@ def find_bookkeeper_home(
 ) -> Path | None:
     """The BookKeeper distribution to run: ``explicit``, else ``BOOKKEEPER_HOME``, else None.
 
-    A directory that is named but holds no runnable distribution is an error.
+    A directory that is named but holds no runnable distribution is an error. Lives in
+    :mod:`adapters.installations.bookkeeper` (imported here when called: that module imports
+    this package's errors).
     """
-    env = os.environ if environ is None else environ
-    home = (
-        explicit
-        if explicit is not None
-        else (Path(env["BOOKKEEPER_HOME"]) if env.get("BOOKKEEPER_HOME") else None)
-    )
-    if home is None:
-        return None
-    script = home / "bin" / "bookkeeper"
-    if not os.access(script, os.X_OK):
-        raise BookKeeperNotFound(
-            f"{home} has no executable bin/bookkeeper; point BOOKKEEPER_HOME (or "
-            "--bookkeeper-home) at an unpacked bookkeeper-server-X.Y.Z-bin distribution"
-        )
-    if not any((home / "lib").glob("*bookkeeper-server-*.jar")) and not any(
-        home.glob("*bookkeeper-server-*.jar")
-    ):
-        raise BookKeeperNotFound(
-            f"{home} has bin/bookkeeper but no bookkeeper-server jar in lib/; "
-            "use a binary distribution (bookkeeper-server-X.Y.Z-bin.tar.gz), not a source tree"
-        )
-    return home
+    from adapters.installations.bookkeeper import find_bookkeeper_home as find
+
+    return find(explicit, environ)
 
 
 def reference_bookie_available() -> bool:

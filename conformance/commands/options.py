@@ -125,6 +125,13 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
     )
     group.add_argument(
+        "--bookkeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help="real BookKeeper for --target local: a version (installed from Maven Central on "
+        "first use, `bkconform bookkeeper install`) or a BOOKKEEPER_HOME directory",
+    )
+    group.add_argument(
         "--official-images",
         action="store_true",
         help="--target docker with apache/bookkeeper and zookeeper from a registry",
@@ -160,6 +167,25 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
     )
 
 
+def bookkeeper_home_from_args(args: argparse.Namespace) -> Path | None:
+    """``--bookkeeper VERSION|DIR`` (a version is installed on first use) or
+    ``--bookkeeper-home DIR``; None when neither is given. ValueError if both are, or if the
+    version cannot be installed or the directory is no distribution."""
+    spec: str | None = getattr(args, "bookkeeper", None)
+    home: Path | None = getattr(args, "bookkeeper_home", None)
+    if spec is None:
+        return home
+    if home is not None:
+        raise ValueError("give --bookkeeper or --bookkeeper-home, not both")
+    from adapters.cluster.errors import ClusterError
+    from adapters.installations.bookkeeper import resolve_bookkeeper
+
+    try:
+        return resolve_bookkeeper(spec, progress=True)
+    except ClusterError as exc:
+        raise ValueError(f"--bookkeeper {spec}: {exc}") from exc
+
+
 def target_from_args(args: argparse.Namespace) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together)."""
     if args.target == "model":
@@ -169,7 +195,7 @@ def target_from_args(args: argparse.Namespace) -> Target:
     if args.target == "local":
         from conformance.targets.local_target import LocalTarget
 
-        return LocalTarget(bookkeeper_home=args.bookkeeper_home)
+        return LocalTarget(bookkeeper_home=bookkeeper_home_from_args(args))
     if args.target == "docker":
         from conformance.targets.docker_target import DockerTarget
 

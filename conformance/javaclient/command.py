@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from adapters.javaclient import DistributionError, distribution_version
+from conformance.commands.options import bookkeeper_home_from_args
 from conformance.javaclient.scenario import (
     NAME,
     JavaScenarioOptions,
@@ -29,14 +30,19 @@ class CannotRun(Exception):
 
 
 def bookkeeper_home(args: argparse.Namespace) -> Path:
-    """``--bookkeeper-home``, else ``BOOKKEEPER_HOME``; :class:`CannotRun` if neither."""
-    given: Path | None = getattr(args, "bookkeeper_home", None)
+    """``--bookkeeper VERSION|DIR`` (installed on first use) or ``--bookkeeper-home``, else
+    ``BOOKKEEPER_HOME``; :class:`CannotRun` if none."""
+    try:
+        given = bookkeeper_home_from_args(args)
+    except ValueError as exc:
+        raise CannotRun(str(exc)) from exc
     if given is None and os.environ.get("BOOKKEEPER_HOME"):
         given = Path(os.environ["BOOKKEEPER_HOME"])
     if given is None:
         raise CannotRun(
             f"{NAME} drives the real BookKeeper Java client, whose jars come from a BookKeeper "
-            "binary distribution: pass --bookkeeper-home DIR or set BOOKKEEPER_HOME to an "
+            "binary distribution: pass --bookkeeper VERSION (e.g. 4.11.1, installed from Maven "
+            "Central), --bookkeeper-home DIR or set BOOKKEEPER_HOME to an "
             "unpacked bookkeeper-server-X.Y.Z-bin (4.11.x shows Defect 1, 4.14+ is safe); "
             "neither is set"
         )

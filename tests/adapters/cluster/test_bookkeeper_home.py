@@ -1,12 +1,10 @@
-"""``LocalCluster`` with a real BookKeeper distribution from ``BOOKKEEPER_HOME``.
-
-These tests run only where ``BOOKKEEPER_HOME`` points at an unpacked
-``bookkeeper-server-X.Y.Z-bin`` distribution; elsewhere they skip and say why.
+"""``LocalCluster`` with a real BookKeeper: ``BOOKKEEPER_HOME`` when it is set, else the
+default version installed from Maven Central (the ``bookkeeper_home`` fixture, in
+``tests/bookkeeper_fixtures.py``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,23 +21,14 @@ from adapters.cluster import (
 )
 from adapters.cluster.network import LOOPBACK, port_accepts
 
-BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
-
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.skipif(
-        not BOOKKEEPER_HOME,
-        reason="BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
-        "to run the provider against real bookies",
-    ),
-]
+pytestmark = [pytest.mark.cluster]
 
 
-def real_options(work_dir: Path, **overrides: object) -> LocalClusterOptions:
+def real_options(work_dir: Path, home: Path, **overrides: object) -> LocalClusterOptions:
     values: dict[str, object] = {
         "bookies": 3,
         "work_dir": work_dir,
-        "bookkeeper_home": Path(BOOKKEEPER_HOME or "."),
+        "bookkeeper_home": home,
         "start_timeout": 120.0,
     }
     values.update(overrides)
@@ -47,8 +36,8 @@ def real_options(work_dir: Path, **overrides: object) -> LocalClusterOptions:
 
 
 @pytest.fixture
-def cluster(work_dir: Path) -> Iterator[LocalCluster]:
-    with LocalCluster(real_options(work_dir)) as running:
+def cluster(work_dir: Path, bookkeeper_home: Path) -> Iterator[LocalCluster]:
+    with LocalCluster(real_options(work_dir, bookkeeper_home)) as running:
         yield running
 
 
@@ -75,14 +64,16 @@ def test_real_bookie_crash_restart_and_wipe(cluster: LocalCluster) -> None:
     assert node.id in cluster.registered_bookies()
 
 
-def test_real_bookies_with_db_storage_and_no_journal(work_dir: Path) -> None:
+def test_real_bookies_with_db_storage_and_no_journal(work_dir: Path, bookkeeper_home: Path) -> None:
     settings = BookieSettings(
         ledger_storage=LedgerStorage.DB,
         journal_write_data=False,
         data_integrity_checking=True,
         stamp_missing_cookies=True,
     )
-    with LocalCluster(real_options(work_dir, bookies=2, bookie_settings=settings)) as cluster:
+    with LocalCluster(
+        real_options(work_dir, bookkeeper_home, bookies=2, bookie_settings=settings)
+    ) as cluster:
         node = Node.bookie(next(iter(cluster.endpoints().bookies)))
         cluster.restart_with_data_loss(node, DataLoss.UNJOURNALED)
         assert node.id in cluster.registered_bookies()

@@ -10,7 +10,6 @@ journal, and limbo after an unclean journal-less crash.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -57,37 +56,37 @@ KEY = master_key(PASSWORD)
 PAYLOADS = [f"entry-{i}".encode() for i in range(5)]
 
 
-BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
-
-
 @pytest.fixture(params=["reference", "bookkeeper"])
 def implementation(request: pytest.FixtureRequest) -> str:
-    """Every test here runs on reference bookies, and on a real BookKeeper when one is set."""
-    if request.param == "bookkeeper" and not BOOKKEEPER_HOME:
-        pytest.skip(
-            "BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
-            "to run this integration test against real bookies"
-        )
+    """Every test here runs on reference bookies and on a real BookKeeper (``BOOKKEEPER_HOME``,
+    else the default version installed from Maven Central)."""
     return str(request.param)
 
 
+@pytest.fixture
+def home(implementation: str, request: pytest.FixtureRequest) -> Path | None:
+    """The real BookKeeper's home for ``bookkeeper``, None (reference bookies) otherwise."""
+    if implementation != "bookkeeper":
+        return None
+    found: Path = request.getfixturevalue("bookkeeper_home")
+    return found
+
+
 def options(
-    work_dir: Path, implementation: str, settings: BookieSettings | None = None
+    work_dir: Path, home: Path | None, settings: BookieSettings | None = None
 ) -> LocalClusterOptions:
     return LocalClusterOptions(
         bookies=3,
         work_dir=work_dir,
-        bookkeeper_home=Path(BOOKKEEPER_HOME)
-        if implementation == "bookkeeper" and BOOKKEEPER_HOME
-        else None,
+        bookkeeper_home=home,
         use_bookkeeper_home_env=False,
         bookie_settings=settings or BookieSettings(),
     )
 
 
 @pytest.fixture
-def cluster(work_dir: Path, implementation: str) -> Iterator[LocalCluster]:
-    with LocalCluster(options(work_dir, implementation)) as running:
+def cluster(work_dir: Path, home: Path | None) -> Iterator[LocalCluster]:
+    with LocalCluster(options(work_dir, home)) as running:
         yield running
 
 
@@ -231,7 +230,7 @@ def test_journaled_entries_survive_a_bookie_crash(cluster: LocalCluster) -> None
     assert asyncio.run(read_back(ids[0])) == [StatusCode.EOK] * 3
 
 
-def test_unjournaled_entries_are_lost_by_a_crash(work_dir: Path, implementation: str) -> None:
+def test_unjournaled_entries_are_lost_by_a_crash(work_dir: Path, home: Path | None) -> None:
     # Reference §10: with journalWriteData=false and no flush before the crash, the entries
     # existed only in memory; the master key still reached the journal, so the bookie knows
     # the ledger (ENOENTRY, not ENOLEDGER).
@@ -240,7 +239,7 @@ def test_unjournaled_entries_are_lost_by_a_crash(work_dir: Path, implementation:
         journal_write_data=False,
         extra={"flushInterval": "3600000"},
     )
-    with LocalCluster(options(work_dir, implementation, settings)) as cluster:
+    with LocalCluster(options(work_dir, home, settings)) as cluster:
         ids = sorted(cluster.endpoints().bookies)
         ledger_id, _, _ = create_ledger(cluster, ids)
 
@@ -259,7 +258,9 @@ def test_unjournaled_entries_are_lost_by_a_crash(work_dir: Path, implementation:
         assert asyncio.run(read_back()) == [StatusCode.ENOENTRY] * 3
 
 
-def test_limbo_after_an_unclean_journal_less_crash(work_dir: Path, implementation: str) -> None:
+def test_limbo_after_an_unclean_journal_less_crash(
+    work_dir: Path, implementation: str, home: Path | None
+) -> None:
     settings = BookieSettings(
         ledger_storage=LedgerStorage.DB,
         journal_write_data=False,
@@ -267,7 +268,7 @@ def test_limbo_after_an_unclean_journal_less_crash(work_dir: Path, implementatio
         stamp_missing_cookies=True,
         extra={"flushInterval": "3600000"},
     )
-    with LocalCluster(options(work_dir, implementation, settings)) as cluster:
+    with LocalCluster(options(work_dir, home, settings)) as cluster:
         ids = sorted(cluster.endpoints().bookies)
         ledger_id, _, _ = create_ledger(cluster, ids)
 

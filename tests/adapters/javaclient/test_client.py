@@ -1,9 +1,8 @@
-"""``BookKeeperJavaClient``: against the compiled stand-in API here (CI), and against a real
-BookKeeper distribution when ``BOOKKEEPER_HOME`` is set (real bookies, and through proxies)."""
+"""``BookKeeperJavaClient``: against the compiled stand-in API here, and against real BookKeeper
+4.11.1 and the default version (installed from Maven Central; real bookies, through proxies)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ from tests.adapters.javaclient.test_gateway import processes_with
 
 URI = "zk+hierarchical://127.0.0.1:2181/ledgers"
 PW = b"java-pw"
-BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
 
 
 def test_options_are_checked() -> None:
@@ -113,22 +111,17 @@ def test_closing_the_ledger_and_the_client(client: BookKeeperJavaClient) -> None
 
 # -- a real BookKeeper distribution -------------------------------------------------------------
 
-needs_bookkeeper = pytest.mark.skipif(
-    not BOOKKEEPER_HOME,
-    reason="BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
-    "(4.11.x or 4.14+) to run the real Java client against real bookies",
-)
-
 
 @pytest.mark.cluster
-@needs_bookkeeper
-def test_real_client_recovery_fences_the_writer_through_proxies(tmp_path: Path) -> None:
+def test_real_client_recovery_fences_the_writer_through_proxies(
+    tmp_path: Path, java_client_home: Path
+) -> None:
+    """On 4.11.1 and on the default version (``java_client_home``, tests/bookkeeper_fixtures.py)."""
     from adapters.cluster import LocalCluster, LocalClusterOptions
     from adapters.netproxy import FrameFlag, FrameMatch, Operation, ProxyGroup
     from adapters.netproxy.routing import route_through_proxies, routing_method_for_distribution
 
-    assert BOOKKEEPER_HOME is not None
-    home = Path(BOOKKEEPER_HOME)
+    home = java_client_home
     cluster_options = LocalClusterOptions(
         bookies=3, work_dir=tmp_path / "cluster", bookkeeper_home=home
     )

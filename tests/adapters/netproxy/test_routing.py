@@ -5,7 +5,6 @@ bookie, ``adapters/zookeeper/registration.py``)."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,13 +87,9 @@ def test_distribution_without_or_with_several_server_jars(tmp_path: Path) -> Non
         routing_method_for_distribution(mixed)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("BOOKKEEPER_HOME"),
-    reason="BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
-    "to check the version is read from a real one",
-)
-def test_real_distribution_version() -> None:
-    home = Path(os.environ["BOOKKEEPER_HOME"])
+@pytest.mark.cluster  # may install BookKeeper from Maven Central first
+def test_real_distribution_version(java_client_home: Path) -> None:
+    home = java_client_home
     version = distribution_version(home)
     assert version.major == 4
     assert routing_method_for_distribution(home) is routing_method_for_version(version)

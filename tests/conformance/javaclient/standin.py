@@ -21,7 +21,8 @@ LEDGER = 11
 async def recover_like_java(addresses: list[tuple[str, int]], fence_reads: bool) -> None:
     """A recovery's frames, as the Java client sends them: fence reads to all three, then
     sequential recovery reads of e0 with a speculative read to b3 after 300 ms."""
-    clients = [await BookieClient.connect(h, p, request_timeout=0.6) for h, p in addresses]
+    # Longer than the recipe's hold of b2's answer (speculative timeout + HOLD_MARGIN_S).
+    clients = [await BookieClient.connect(h, p, request_timeout=1.5) for h, p in addresses]
     try:
         fences = await asyncio.gather(
             *(c.read(LEDGER, -1, fence=True, master_key=KEY) for c in clients),

@@ -1,10 +1,9 @@
 """``bkconform scenario defect1-java-client``: refusals without a distribution (here), and the
-real run against a BookKeeper distribution when ``BOOKKEEPER_HOME`` is set."""
+real run against real BookKeeper 4.11.1 and the default version (installed from Maven Central)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,6 @@ from conformance.javaclient.scenario import (
 )
 from conformance.javaclient.schedule import defect1_schedule
 from tests.conformance.javaclient.recorded import defect1_record
-
-BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
 
 
 def test_without_a_distribution_the_command_says_why(
@@ -128,19 +125,15 @@ def test_the_command_reports_a_recorded_run(
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(
-    not BOOKKEEPER_HOME,
-    reason="BOOKKEEPER_HOME is unset: set it to an unpacked BookKeeper binary distribution "
-    "(4.11.x: Defect 1, exit 1; 4.14+: exit 0) to run the real Java client through the proxies",
-)
 def test_the_real_java_client_against_real_bookies(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, java_client_home: Path
 ) -> None:
-    assert BOOKKEEPER_HOME is not None
-    version = distribution_version(Path(BOOKKEEPER_HOME))
+    """4.11.1: Defect 1, exit 1; the default version: exit 0 (``java_client_home``)."""
+    version = distribution_version(java_client_home)
     expected = expected_verdict(version)
     runs = tmp_path / "runs"
-    code = main(["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)])
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    code = main([*argv, "--bookkeeper", str(java_client_home)])
     out = capsys.readouterr().out
     assert code == (1 if expected == "violation" else 0), out
     (run_dir,) = runs.iterdir()

@@ -198,3 +198,50 @@ def test_frames_after_the_recovery_returned_come_after_the_close() -> None:
         "its fencing phase; ignored" in (outcome.note or "")
     )
     assert "fence (read LAC) to b3 (LOST)" not in outcome.steps[4].description
+
+
+def forward_everything_log() -> LogBuilder:
+    """Real 4.17.3 with every frame forwarded (measured): the client reads lazily (e0 from b1,
+    then b2, never b3; e1 from b2, then b3, never b1), writes e0 back while it reads e1, and
+    its write-backs are confirmed after it has decided e1."""
+    log = LogBuilder()
+    for proxy in ("b1", "b2", "b3"):
+        log.request(1.000, proxy, -1, flags=FENCE)
+    log.response(1.005, "b3", -1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.response(1.008, "b1", -1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.request(1.020, "b1", 0, flags=FENCE | {FrameFlag.HIGH_PRIORITY})
+    log.response(1.021, "b2", -1, flags=FENCE, status=StatusCode.EOK)  # after the fencing phase
+    log.response(1.022, "b1", 0, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.request(1.025, "b2", 0, flags=FENCE)
+    log.response(1.027, "b2", 0, flags=FENCE, status=StatusCode.EOK)
+    add = (Direction.REQUEST, Operation.ADD_ENTRY, 0)
+    recovery_add = frozenset({FrameFlag.RECOVERY_ADD})
+    for proxy in ("b1", "b3", "b2"):
+        log.frame(1.040, proxy, *add, flags=recovery_add)
+    log.request(1.041, "b2", 1, flags=FENCE)
+    log.response(1.050, "b2", 1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.request(1.055, "b3", 1, flags=FENCE)
+    answer = (Direction.RESPONSE, Operation.ADD_ENTRY, 0)
+    log.frame(1.060, "b2", *answer, flags=recovery_add, status=StatusCode.EOK)
+    log.frame(1.062, "b1", *answer, flags=recovery_add, status=StatusCode.EOK)
+    log.response(1.065, "b3", 1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.frame(1.067, "b3", *answer, flags=recovery_add, status=StatusCode.EOK)
+    return log
+
+
+def test_lazy_reads_and_overlapped_write_backs_are_the_spec_s_recovery() -> None:
+    # Requests the client never sent are not lost (no read timeouts, no aborted recovery);
+    # write-back confirmations are the recovering client's receive, even after the read of the
+    # next entry.
+    log = forward_everything_log()
+    record = dataclasses.replace(
+        defect1_record(reads_fence=True, log=log), closed_last_entry=0, recovered_at=1.070
+    )
+    judgement = judge(record)
+    outcome = judgement.outcome
+    assert outcome.verdict == "clean", outcome.divergences
+    actions = [r.action for r in outcome.steps]
+    assert actions.count("RecoveryClientReceivesAddConfirmedResponse") == 3
+    assert {"RecoveryClientClosesLedger", "BookieSendsAddFencedResponse"} <= set(actions)
+    lost = [r.description for r in outcome.steps if r.action == "ClientSendsRecoveryReadRequests"]
+    assert all("LOST" not in line for line in lost)
