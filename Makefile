@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test quick lint bench clean
+.PHONY: run test quick lint bench mutate clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,6 +23,13 @@ quick: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/tox -e lint
+
+# The verdict paths, mutated one at a time: every mutation must be killed by the fast suite
+# (docs/testing.md); then mutmut over the verdict modules when it is installed.
+mutate: $(VENV)/.installed
+	$(PY) tools/verdict_mutations.py --report runs/mutations
+	@if [ -x $(VENV)/bin/mutmut ]; then $(PY) tools/verdict_mutations.py --mutmut --report runs/mutations; \
+	else echo "mutmut is not installed (.venv/bin/pip install mutmut): skipped"; fi
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/tox -e bench

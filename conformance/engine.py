@@ -43,6 +43,16 @@ METADATA_ACTIONS = frozenset(
 #: The metadata writes the model expects to fail.
 FAILING_METADATA_ACTIONS = frozenset({"ClientClosesLedgerFail"})
 
+#: Verdicts and exit codes, for every command: a result is clean only when something was
+#: checked and passed; anything the run could not decide is ``undecided`` (exit 2).
+VERDICTS = ("clean", "violation", "divergence", "undecided")
+EXIT_CODES = {"clean": 0, "violation": 1, "divergence": 1, "undecided": 2}
+
+
+def exit_code_for(verdict: str) -> int:
+    """0 clean, 1 a finding (violation or divergence), 2 anything else (undecided, error)."""
+    return EXIT_CODES.get(verdict, 2)
+
 
 @dataclass
 class StepRecord:
@@ -76,7 +86,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return {"clean": 0, "violation": 1, "divergence": 1}.get(self.verdict, 2)
+        return exit_code_for(self.verdict)
 
 
 class Execution:

@@ -52,11 +52,25 @@ def predicted(reply: Message) -> Observation:
     raise ValueError(f"not a bookie reply: {reply}")
 
 
+#: The fields the model decides for every kind of answer.
+COMPARED_FIELDS = ("kind", "success", "code", "lac", "data")
+#: Kinds whose ``status`` is the model's word too, and is compared: a metadata write fails
+#: for one reason only in the model (a lost compare-and-set, ``MetadataVersionMismatch``), so
+#: any other failure (``NoSuchLedger``, ``LedgerExists``...) is a divergence even where the
+#: model expects a failure. (A ZooKeeper outage is no answer at all: the target raises
+#: ``TargetError`` and the run is undecided.)
+STATUS_COMPARED_KINDS = frozenset({"metadata"})
+
+
 def differences(expected: Observation, observed: Observation) -> list[str]:
     """Field-by-field differences that matter (``status`` is the wire's detail, not compared
-    where the model's terms already agree, e.g. ENOENTRY and ENOLEDGER are both NoSuchEntry)."""
+    where the model's terms already agree, e.g. ENOENTRY and ENOLEDGER are both NoSuchEntry;
+    for metadata writes it is compared, see ``STATUS_COMPARED_KINDS``)."""
     diffs = []
-    for name in ("kind", "success", "code", "lac", "data"):
+    names: tuple[str, ...] = COMPARED_FIELDS
+    if expected.kind in STATUS_COMPARED_KINDS or observed.kind in STATUS_COMPARED_KINDS:
+        names = (*COMPARED_FIELDS, "status")
+    for name in names:
         want, got = getattr(expected, name), getattr(observed, name)
         if want != got:
             diffs.append(f"{name}: predicted {want!r}, observed {got!r} ({observed.status})")

@@ -143,7 +143,7 @@ def qualify_command(args: argparse.Namespace) -> int:
     print(
         f"Qualification: {len(plan.shards)} shards over {', '.join(configurations)} on "
         f"{args.target}, master {args.master}; per shard {budget.max_examples} examples of up "
-        f"to {budget.max_steps} steps, {budget.time_budget or 'unbounded'} s, explorer "
+        f"to {budget.max_steps} steps, {budget.describe_budget()}, explorer "
         f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
         flush=True,
     )

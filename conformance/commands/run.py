@@ -115,8 +115,7 @@ def _settings(args: argparse.Namespace) -> SearchSettings:
     search = search_overrides(PROFILES[args.profile], args)
     if args.seed is not None:
         search = dataclasses.replace(search, seed=args.seed)
-    if search.max_examples < 1 or search.max_steps < 1:
-        raise ConfigError("--max-examples and --steps must be at least 1")
+    search.check()
     return search
 
 
@@ -163,7 +162,7 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"Target: {args.target}; model: {cfg.describe()}")
     print(
         f"Search: {search.max_examples} examples of up to {search.max_steps} steps, seed "
-        f"{search.seed}, budget {search.time_budget or 'unbounded'} s, explorer "
+        f"{search.seed}, budget {search.describe_budget()}, explorer "
         f"{'on' if search.explore else 'off'}",
         flush=True,
     )

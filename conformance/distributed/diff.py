@@ -4,9 +4,10 @@ The same aggregates are computed as Spark jobs by ``conformance.distributed.spar
 Spark master) and here (``--master none``, and as the recount the tests compare Spark with).
 
 A step is *compared* when it has both a prediction and an observation, and *divergent* when
-they differ in a field the model decides (``kind``, ``success``, ``code``, ``lac``, ``data``);
-``status`` is the wire's own word and is not compared (the engine's rule,
-``conformance.observations.differences``).
+they differ in a field the model decides (``kind``, ``success``, ``code``, ``lac``, ``data``,
+and for metadata writes ``status``); elsewhere ``status`` is the wire's own word and is not
+compared (the engine's rule, ``conformance.observations.differences``; the tests check that
+both agree on the same rows).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 OBSERVATION_FIELDS = ("kind", "success", "code", "lac", "data")
+#: Kinds whose ``status`` is compared too (``conformance.observations.STATUS_COMPARED_KINDS``).
+STATUS_COMPARED_KINDS = ("metadata",)
 #: Worst first: a configuration's verdict is the worst of its shards'.
 VERDICT_ORDER = ("violation", "divergence", "undecided", "clean")
 
@@ -27,7 +30,10 @@ def is_divergent(predicted: str | None, observed: str | None) -> bool:
     if predicted is None or observed is None:
         return False
     want, got = json.loads(predicted), json.loads(observed)
-    return any(want.get(name) != got.get(name) for name in OBSERVATION_FIELDS)
+    names: tuple[str, ...] = OBSERVATION_FIELDS
+    if want.get("kind") in STATUS_COMPARED_KINDS or got.get("kind") in STATUS_COMPARED_KINDS:
+        names = (*OBSERVATION_FIELDS, "status")
+    return any(want.get(name) != got.get(name) for name in names)
 
 
 def configuration_verdict(verdicts: Iterable[str]) -> str:

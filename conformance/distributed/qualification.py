@@ -20,6 +20,7 @@ from conformance.distributed.plan import Plan
 from conformance.distributed.report import write_report
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.distributed.store import PLAN_FILE, finished_shards, read_dataset
+from conformance.engine import exit_code_for
 from conformance.rundir import versions
 
 IN_PROCESS = "none"
@@ -44,7 +45,7 @@ class QualificationResult:
 
     @property
     def exit_code(self) -> int:
-        return {"clean": 0, "violation": 1, "divergence": 1}.get(self.verdict, 2)
+        return exit_code_for(self.verdict)
 
     @property
     def errors(self) -> list[dict[str, Any]]:

@@ -23,7 +23,12 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from conformance.distributed.diff import OBSERVATION_FIELDS, Aggregates, configuration_verdict
+from conformance.distributed.diff import (
+    OBSERVATION_FIELDS,
+    STATUS_COMPARED_KINDS,
+    Aggregates,
+    configuration_verdict,
+)
 from conformance.distributed.plan import Shard
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 
@@ -189,6 +194,11 @@ def aggregate_spark(spark: Any, run_dir: Path) -> Aggregates:
     same = reduce(
         lambda a, b: a & b, [predicted[f].eqNullSafe(observed[f]) for f in OBSERVATION_FIELDS]
     )
+    # As diff.is_divergent: a metadata write's status is the model's word too.
+    status_decided = predicted["kind"].isin(*STATUS_COMPARED_KINDS) | observed["kind"].isin(
+        *STATUS_COMPARED_KINDS
+    )
+    same = same & (~status_decided | predicted["status"].eqNullSafe(observed["status"]))
     compared = F.col("predicted").isNotNull() & F.col("observed").isNotNull()
     judged = steps.select(
         "action",

@@ -178,6 +178,8 @@ class ScheduleController:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10.0)
+            if self._thread.is_alive():
+                self.errors.append("the schedule controller did not stop within 10 s")
         for proxy, rule_id in self._rules:
             with contextlib.suppress(Exception):
                 proxy.remove_rule(rule_id)
@@ -245,6 +247,17 @@ class SearchResult:
     examples: int = 0
     finding: SearchFinding | None = None
     verdicts: dict[str, int] = field(default_factory=dict)
+    #: Why examples could not be judged (the schedule was not applied); the search stops.
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """A finding stands; otherwise clean only when examples ran and none was undecided."""
+        if self.finding is not None:
+            return self.finding.judgement.outcome.verdict
+        if self.errors or self.examples == 0:
+            return "undecided"
+        return "clean"
 
 
 class _Found(AssertionError):
@@ -288,9 +301,19 @@ def search(
                 controllers.append(controller)
                 yield controller
 
+        if result.errors:
+            raise _Found("undecided")
         record = session.recover(arranged)
-        judgement = judge(record)
         result.examples += 1
+        unapplied = _unapplied(controllers)
+        if unapplied is not None:
+            # The schedule was not (or not wholly) applied: judging this run as if it had
+            # been would pass a schedule that was never tried.
+            described = ", ".join(schedule.describe()) or "every frame forwarded"
+            result.errors.append(f"schedule ({described}): {unapplied}")
+            result.verdicts["undecided"] = result.verdicts.get("undecided", 0) + 1
+            raise _Found("undecided")
+        judgement = judge(record)
         verdict = judgement.outcome.verdict
         result.verdicts[verdict] = result.verdicts.get(verdict, 0) + 1
         if verdict in ("violation", "divergence"):
@@ -311,6 +334,16 @@ def search(
     with contextlib.suppress(_Found):
         property_()
     return result
+
+
+def _unapplied(controllers: list[ScheduleController]) -> str | None:
+    """Why the schedule was not applied to the run, or None."""
+    if not controllers:
+        return "the recovery never arranged the schedule (no controller ran)"
+    errors = [e for c in controllers for e in c.errors]
+    if errors:
+        return "the schedule controller failed: " + "; ".join(errors)
+    return None
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
+from conformance.engine import exit_code_for
 from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser, to_blob
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
@@ -65,6 +66,21 @@ class SearchSettings:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def check(self) -> None:
+        """Refuse budgets that cannot check anything (ValueError, with the option's name)."""
+        if self.max_examples < 1:
+            raise ValueError(f"--max-examples must be at least 1 (got {self.max_examples})")
+        if self.max_steps < 1:
+            raise ValueError(f"--steps must be at least 1 (got {self.max_steps})")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ValueError(
+                f"--seconds must be positive (got {self.time_budget:g}): a search with no "
+                "time checks nothing"
+            )
+
+    def describe_budget(self) -> str:
+        return "unbounded" if self.time_budget is None else f"{self.time_budget:g} s"
 
 
 #: Named budgets, shared by ``bkconform run --profile`` and ``pytest --bk-profile``.
@@ -116,7 +132,7 @@ class SearchReport:
 
     @property
     def exit_code(self) -> int:
-        return {"clean": 0, "violation": 1, "divergence": 1}.get(self.verdict, 2)
+        return exit_code_for(self.verdict)
 
     @property
     def steps_per_second(self) -> float:
@@ -345,7 +361,9 @@ def run_search(
             state.shrinking = True
             found = propose(trace)
             if found is None and state.error is None:
-                notes.append(
+                # The model broke an invariant and the replay did not: whatever the target
+                # did, this run cannot say it is clean.
+                state.error = (
                     "the explorer's trace breaks the model's invariants, but replayed on the "
                     "target it did not fail: a bug in bkconform's replay (please report it)"
                 )
@@ -377,6 +395,19 @@ def run_search(
             state.steps,
             elapsed,
             state.error,
+            notes,
+            state.explorer_steps,
+        )
+    if found is None and state.examples == 0:
+        # Clean means something was checked and passed; nothing ran on the target here.
+        return SearchReport(
+            "undecided",
+            None,
+            0,
+            state.steps,
+            elapsed,
+            "nothing was checked: no example ran on the target "
+            f"(time budget {search.describe_budget()})",
             notes,
             state.explorer_steps,
         )

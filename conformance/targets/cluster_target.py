@@ -23,10 +23,15 @@ from adapters.bookkeeper.entry import DigestType as WireDigestType
 from adapters.bookkeeper.entry import master_key, package_entry, parse_entry, verify_entry
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
-from adapters.cluster import BookieSettings, Node
+from adapters.cluster import BookieSettings, LedgerStorage, Node
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
-from adapters.zookeeper.errors import MetadataError
+from adapters.zookeeper.errors import (
+    MetadataError,
+    MetadataVersionMismatch,
+    NoSuchLedger,
+    ZooKeeperError,
+)
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState, Segment
 from conformance import ids
@@ -63,7 +68,12 @@ def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSet
         )
     integrity = cfg.limbo_on_unclean_shutdown
     return BookieSettings(
-        data_integrity_checking=integrity, stamp_missing_cookies=integrity, extra=dict(extra)
+        # A real bookie refuses to boot with dataIntegrityChecking on any other storage
+        # ("Storage state only flags supported for DbLedgerStorage", 4.17.3).
+        ledger_storage=LedgerStorage.DB if integrity else LedgerStorage.SORTED,
+        data_integrity_checking=integrity,
+        stamp_missing_cookies=integrity,
+        extra=dict(extra),
     )
 
 
@@ -259,6 +269,11 @@ class ClusterTarget(abc.ABC):
                     )
             elif action in ("ClientClosesLedgerSuccess", "ClientClosesLedgerFail"):
                 current, _ = store.read(self.ledger_id)
+                if action == "ClientClosesLedgerFail" and current.state is LedgerState.CLOSED:
+                    # Our store refuses CLOSED -> CLOSED before writing; what decides a stale
+                    # client's close is ZooKeeper: the compare-and-set with its version.
+                    store.write(self.ledger_id, current, version)
+                    return Observation("metadata", "OK", success=True)
                 store.close_ledger(
                     self.ledger_id,
                     current,
@@ -281,7 +296,16 @@ class ClusterTarget(abc.ABC):
                 )
             else:
                 return None
+        except ZooKeeperError as exc:
+            # No answer (timeout, connection or session lost): the write may or may not have
+            # happened, and the model cannot be compared with it. Never a match, never a
+            # divergence: the run cannot decide.
+            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}") from exc
+        except MetadataVersionMismatch:
+            return Observation("metadata", "MetadataVersionMismatch", success=False)
         except MetadataError as exc:
+            # ZooKeeper answered, but not as the model's only failure (a lost compare-and-set):
+            # the status says which, and differs from any prediction.
             return Observation("metadata", type(exc).__name__, success=False)
         return Observation("metadata", "OK", success=True)
 
@@ -317,8 +341,11 @@ class ClusterTarget(abc.ABC):
         assert self.store is not None
         try:
             metadata, _ = self.store.read(self.ledger_id)
-        except MetadataError:
+        except NoSuchLedger:
             return snapshot  # never created: nothing in ZooKeeper
+        except MetadataError as exc:
+            # An outage, or a znode that does not parse, is not "never created".
+            raise TargetError(f"could not read the ledger's metadata: {exc}") from exc
         snapshot.meta_status = metadata.state.name
         if metadata.state is LedgerState.CLOSED:
             snapshot.meta_last_entry = ids.spec_entry_id(metadata.last_entry_id)

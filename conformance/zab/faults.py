@@ -10,7 +10,6 @@ runner drops those steps and reports them as skipped, with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -126,9 +125,11 @@ class FaultInjector:
                 self.errors.append(f"reconnect {name} while healing: {exc}")
         self._isolated.clear()
         for name in sorted(self._paused):
-            with contextlib.suppress(Exception):
+            try:
                 self.ensemble.resume(name)
                 self._event("heal", "resume", name)
+            except Exception as exc:
+                self.errors.append(f"resume {name} while healing: {exc}")
         self._paused.clear()
         for name in sorted(self._killed):
             try:

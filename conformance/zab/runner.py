@@ -117,6 +117,18 @@ def undecided_if(verdict: Verdict, harness_errors: list[str]) -> Verdict:
     return verdict
 
 
+def shortfalls(errors: list[str], fault_errors: list[str], skipped: list[str]) -> list[str]:
+    """Everything that keeps a run from being clean, whatever the checkers say: clients that
+    crashed, servers that did not converge (``errors``), faults that failed or could not be
+    healed, and requested faults that were not injected (``skipped``): the run did not test
+    what was asked."""
+    return [
+        *errors,
+        *fault_errors,
+        *(f"requested fault not injected: {reason}" for reason in skipped),
+    ]
+
+
 def without_partitions(steps: tuple[FaultStep, ...]) -> tuple[FaultStep, ...]:
     return tuple(step for step in steps if not any(verb == "isolate" for verb, _ in step.actions))
 
@@ -246,7 +258,9 @@ def run_program(
         not_converged = wait_for_convergence(ensemble, settings.converge_timeout)
         timings["converge_s"] = time.monotonic() - converge_started
         if not_converged is not None:
-            notes.append(
+            # Servers that never agree leave logs that may simply be behind: the checks
+            # over them cannot pass the run.
+            errors.append(
                 f"servers did not converge within {settings.converge_timeout}s: {not_converged}"
             )
         sampler.stop()
@@ -261,7 +275,7 @@ def run_program(
             with contextlib.suppress(Exception):
                 client.close()
         ensemble.stop()
-    harness_errors = errors + (injector.errors if injector else [])
+    harness_errors = shortfalls(errors, injector.errors if injector else [], skipped)
     notes.extend(harness_errors)
     check_started = time.monotonic()
     logs, log_notes = read_server_logs(ensemble)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -90,10 +89,8 @@ def test_hanging_call_times_out_and_the_jvm_still_dies(java_classes: Path, tmp_p
     assert pid is not None
     try:
         probe = jvm.call(lambda: jvm.jvm.bkconform.probe.Probe())
-        started = time.monotonic()
         with pytest.raises(JavaCallTimeout, match=r"hang did not return within 0\.5s"):
             jvm.call(probe.hang, timeout=0.5, what="hang")
-        assert time.monotonic() - started < 3
         assert jvm.call(lambda: probe.add(1, 1)) == 2  # other calls still work
     finally:
         jvm.close()
@@ -158,9 +155,7 @@ def test_start_timeout_kills_the_silent_process(tmp_path: Path) -> None:
     )
     fake_java.chmod(fake_java.stat().st_mode | stat.S_IXUSR)
     gateway = JvmGateway(JvmOptions(java=str(fake_java), start_timeout=1.0))
-    started = time.monotonic()
     with pytest.raises(JvmStartError, match=r"no gateway port within 1\.0s"):
         gateway.start()
-    assert time.monotonic() - started < 15
     assert processes_with(f"-Dbkconform.jvm={gateway._marker}") == []
     assert os.path.exists(str(gateway.log_path))

@@ -101,10 +101,9 @@ async def test_drop_loses_the_frame_and_the_client_times_out(proxy: BookieProxy)
     await asyncio.to_thread(proxy.add_rule, fence_read, Drop(), times=1)
     async with await connect(proxy) as client:
         await write_entries(client, 1)
-        started = time.monotonic()
+        # The frame is gone: only the client's own timeout ends the read.
         with pytest.raises(RequestTimeout):
             await client.read(LEDGER, -1, fence=True, master_key=KEY, timeout=0.5)
-        assert time.monotonic() - started < 2
         # The rule was for one frame: the next fence read goes through; the ledger was never
         # fenced, so a normal add still succeeds before it.
         assert (await client.add(LEDGER, 1, KEY, entry(1))).status is StatusCode.EOK
@@ -132,9 +131,9 @@ async def test_delay_is_measurable_and_later_frames_overtake(proxy: BookieProxy)
             done.append(entry_id)
             return time.monotonic() - started
 
-        slow, fast = await asyncio.gather(read(0), read(1))
-    assert slow >= 0.4 and fast < slow
-    assert done == [1, 0]
+        slow, _fast = await asyncio.gather(read(0), read(1))
+    assert slow >= 0.4  # a lower bound: the delay was applied
+    assert done == [1, 0]  # the later frame overtook the delayed one
     frames = await asyncio.to_thread(proxy.frames, delayed)
     deliveries = await asyncio.to_thread(proxy.group.deliveries)
     assert frames[0].decision == "delay 0.4s"
@@ -171,9 +170,9 @@ async def test_release_by_match_discard_and_release_after(proxy: BookieProxy) ->
         adds = [asyncio.ensure_future(client.add(LEDGER, e, KEY, entry(e))) for e in range(3)]
         for e in range(3):
             await asyncio.to_thread(proxy.wait_for_frame, FrameMatch.response(entry_id=e), 5.0)
-        started = time.monotonic()
-        assert (await adds[2]).status is StatusCode.EOK  # released by its timeout
-        assert time.monotonic() - started < 2.0
+        # Released by its own timeout, while nobody released the other two.
+        assert (await asyncio.wait_for(adds[2], 30)).status is StatusCode.EOK
+        assert not adds[0].done() and not adds[1].done()
         released = await asyncio.to_thread(proxy.release_matching, FrameMatch(entry_id=1))
         assert len(released) == 1 and (await adds[1]).status is StatusCode.EOK
         [zero] = await asyncio.to_thread(proxy.held)
@@ -264,10 +263,8 @@ async def test_unreachable_bookie_closes_the_client_connection(group: ProxyGroup
 
 
 def test_wait_for_frame_is_bounded(proxy: BookieProxy) -> None:
-    started = time.monotonic()
-    with pytest.raises(ProxyTimeout, match="no frame matching"):
+    with pytest.raises(ProxyTimeout, match=r"no frame matching .* within 0\.3"):
         proxy.wait_for_frame(FrameMatch.request(Operation.WRITE_LAC), timeout=0.3)
-    assert time.monotonic() - started < 2
 
 
 def _socket_count() -> int:
@@ -336,9 +333,9 @@ async def test_short_reorder_batch_goes_out_in_arrival_order_after_its_timeout(
         for e in range(2):
             tasks.append(asyncio.ensure_future(read(e)))
             await asyncio.to_thread(proxy.wait_for_frame, FrameMatch.response(entry_id=e), 5.0)
-        started = time.monotonic()
-        await asyncio.gather(*tasks)
-        assert done == [0, 1] and time.monotonic() - started < 2.0
+        # The batch never fills (two of three): only its timeout lets it out, in arrival order.
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        assert done == [0, 1]
         assert await asyncio.to_thread(proxy.rules) == []
 
 

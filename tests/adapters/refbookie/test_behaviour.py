@@ -59,6 +59,34 @@ async def test_fence_creates_ledger_and_blocks_normal_adds_only(tmp_path: Path) 
 
 
 @async_test()
+async def test_a_recovery_read_fences_the_ledger(tmp_path: Path) -> None:
+    # A recovery read is a read of an entry with FENCE_LEDGER: it fences like the LAC read
+    # (BookKeeper >= 4.14; the spec's Defect 1 is the read that does not).
+    async with (
+        running_bookie(tmp_path) as server,
+        await BookieClient.connect("127.0.0.1", server.port) as bookie,
+    ):
+        assert (await bookie.add(6, 0, KEY, entry(6, 0))).status is StatusCode.EOK
+        read = await bookie.read(6, 0, fence=True, master_key=KEY)
+        assert (read.status, read.body) == (StatusCode.EOK, entry(6, 0))
+        assert (await bookie.add(6, 1, KEY, entry(6, 1))).status is StatusCode.EFENCED
+
+
+@async_test()
+async def test_the_faulty_mode_that_ignores_recovery_read_fences_is_visible(
+    tmp_path: Path,
+) -> None:
+    faulty = {"refbookie.faultyMode": "ignore-recovery-read-fence"}
+    async with (
+        running_bookie(tmp_path, **faulty) as server,
+        await BookieClient.connect("127.0.0.1", server.port) as bookie,
+    ):
+        assert (await bookie.add(6, 0, KEY, entry(6, 0))).status is StatusCode.EOK
+        assert (await bookie.read(6, 0, fence=True, master_key=KEY)).status is StatusCode.EOK
+        assert (await bookie.add(6, 1, KEY, entry(6, 1))).status is StatusCode.EOK
+
+
+@async_test()
 async def test_master_key_binding(tmp_path: Path) -> None:
     async with (
         running_bookie(tmp_path) as server,

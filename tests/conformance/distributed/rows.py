@@ -95,6 +95,9 @@ READ_ABSENT = observation(kind="read", status="ENOENTRY", code="NoSuchEntry")
 READ_ABSENT_OTHER_WORDING = observation(kind="read", status="ENOLEDGER", code="NoSuchEntry")
 FENCE_OK = observation(kind="fence", status="OK", code="OK", lac=0)
 FENCE_LAC_1 = observation(kind="fence", status="OK", code="OK", lac=1)
+META_OK = observation(kind="metadata", status="OK", success=True)
+META_LOST_CAS = observation(kind="metadata", status="MetadataVersionMismatch", success=False)
+META_NO_LEDGER = observation(kind="metadata", status="NoSuchLedger", success=False)
 
 
 def write_sample_run(run_dir: Path) -> None:
@@ -140,7 +143,18 @@ def write_sample_run(run_dir: Path) -> None:
             ),
         ],
         2: [step(2, 1, "ClientCreatesLedger", error="connection refused")],
-        3: [],
+        3: [
+            step(3, 1, "ClientCreatesLedger", predicted=META_OK, observed=META_OK, response="OK"),
+            # The close was to fail, and failed, but not for the model's reason: divergent.
+            step(
+                3,
+                2,
+                "ClientClosesLedgerFail",
+                predicted=META_LOST_CAS,
+                observed=META_NO_LEDGER,
+                response="NoSuchLedger",
+            ),
+        ],
     }
     for shard, rows in steps.items():
         write_part(run_dir, "steps", shard, rows)

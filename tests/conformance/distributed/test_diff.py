@@ -23,8 +23,9 @@ def recount(steps: list[dict[str, Any]]) -> dict[str, Counter[str]]:
         if row["predicted"] is None or row["observed"] is None:
             continue
         want, got = json.loads(row["predicted"]), json.loads(row["observed"])
-        want.pop("status", None)
-        got.pop("status", None)
+        if "metadata" not in (want.get("kind"), got.get("kind")):  # a metadata status counts
+            want.pop("status", None)
+            got.pop("status", None)
         if want != got:
             counts["action"][row["action"]] += 1
             counts["target"][row["target"]] += 1
@@ -39,6 +40,9 @@ def test_a_divergence_is_a_difference_in_what_the_model_decides() -> None:
     # The wire's own word differs, the model's terms agree: not a divergence.
     assert not is_divergent(rows.READ_ABSENT, rows.READ_ABSENT_OTHER_WORDING)
     assert not is_divergent(None, rows.ADD_OK)
+    # A metadata write's status is the model's word: only a lost compare-and-set matches.
+    assert not is_divergent(rows.META_LOST_CAS, rows.META_LOST_CAS)
+    assert is_divergent(rows.META_LOST_CAS, rows.META_NO_LEDGER)
 
 
 def test_a_configuration_takes_its_worst_verdict() -> None:
@@ -68,17 +72,21 @@ def test_aggregates_match_a_plain_recount(tmp_path: Path) -> None:
         "fenced-recovery": expected["config"]["fenced-recovery"],
         "no-limbo": expected["config"]["no-limbo"],
     }
-    # Divergences are the add answered EOK where the model said EFENCED, and the wrong LAC.
-    assert sum(expected["action"].values()) == 2
+    # Divergences: the add answered EOK where the model said EFENCED, the wrong LAC, and the
+    # close that failed for another reason than the model's.
+    assert sum(expected["action"].values()) == 3
+    assert expected["action"]["ClientClosesLedgerFail"] == 1
     by_action = {r["action"]: r for r in result["by_action"]}
     assert by_action["BookieSendsFencingLacResponse"]["violations"] == 1
     assert by_action["ClientCreatesLedger"]["errors"] == 1
-    assert sum(r["steps"] for r in result["by_action"]) == len(steps) == 6
+    assert sum(r["steps"] for r in result["by_action"]) == len(steps) == 8
     assert {(r["action"], r["response"]): r["count"] for r in result["responses"]} == {
         ("BookieSendsAddConfirmedResponse", "EOK"): 1,
         ("BookieSendsAddFencedResponse", "EOK"): 1,
         ("BookieSendsReadResponse", "ENOLEDGER"): 1,
         ("BookieSendsFencingLacResponse", "OK"): 1,
+        ("ClientCreatesLedger", "OK"): 1,
+        ("ClientClosesLedgerFail", "NoSuchLedger"): 1,
     }
     configs = {r["configuration"]: r for r in result["by_configuration"]}
     assert configs["fenced-recovery"]["verdict"] == "divergence"  # shards 0 and 2 (error)

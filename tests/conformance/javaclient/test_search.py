@@ -1,11 +1,10 @@
 """Hypothesis over proxy schedules: the strategy, the per-frame controller on real frames
-(reference bookies, our stand-in sender), and the search with the real Java client when
-``BOOKKEEPER_HOME`` is set."""
+(reference bookies, our stand-in sender), and the search with the real Java client (4.11.1
+and the default version, installed from Maven Central)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from conformance.javaclient.search import (
     FrameKey,
     FrameSchedule,
     ScheduleController,
+    SearchResult,
     frame_schedules,
     hold,
     key_of,
@@ -37,8 +37,6 @@ from conformance.javaclient.search import (
 from conformance.javaclient.story import RecoveryRecord, judge
 from tests.conformance.javaclient.recorded import FENCE, LogBuilder, defect1_record
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
-
-BOOKKEEPER_HOME = os.environ.get("BOOKKEEPER_HOME")
 
 
 @settings(max_examples=30, deadline=None)
@@ -111,15 +109,10 @@ def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
 
 @pytest.mark.cluster
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not BOOKKEEPER_HOME,
-    reason="BOOKKEEPER_HOME is unset: the search drives the real Java client of a BookKeeper "
-    "distribution (4.11.x: finds Defect 1 at once; 4.14+: every schedule is clean)",
-)
-def test_the_search_with_the_real_java_client(tmp_path: Path) -> None:
-    assert BOOKKEEPER_HOME is not None
+def test_the_search_with_the_real_java_client(tmp_path: Path, java_client_home: Path) -> None:
+    """4.11.1: finds Defect 1 at once; the default version: every schedule is clean."""
     options = JavaScenarioOptions(
-        bookkeeper_home=Path(BOOKKEEPER_HOME), log_dir=tmp_path, read_entry_timeout_s=2
+        bookkeeper_home=java_client_home, log_dir=tmp_path, read_entry_timeout_s=2
     )
     with RecoverySession(options) as session:
         result = search(session, max_examples=4, seed=8)
@@ -135,17 +128,32 @@ def test_the_search_with_the_real_java_client(tmp_path: Path) -> None:
 
 
 class RecordedRecoveries:
-    """Hands out a recorded run for every schedule (the proxies are never arranged): checks
-    the search's Hypothesis plumbing, not the Java client."""
+    """Hands out a recorded run for every schedule (the schedule is arranged on no proxies):
+    checks the search's Hypothesis plumbing, not the Java client. ``arrange=False``: the
+    schedule is never arranged; ``break_controller``: the controller crashes."""
 
-    def __init__(self, group: ProxyGroup, reads_fence: bool) -> None:
+    def __init__(
+        self,
+        group: ProxyGroup,
+        reads_fence: bool,
+        *,
+        arrange: bool = True,
+        break_controller: bool = False,
+    ) -> None:
         self.group = group
         self.proxies: dict[str, BookieProxy] = {}
         self.reads_fence = reads_fence
+        self.arrange = arrange
+        self.break_controller = break_controller
         self.runs = 0
 
     def recover(self, arrange: Arrangement) -> RecoveryRecord:
         self.runs += 1
+        if self.arrange:
+            with arrange(LEDGER) as controller:
+                assert isinstance(controller, ScheduleController)
+                if self.break_controller:
+                    controller.errors.append("RuntimeError('proxy gone')")
         return defect1_record(reads_fence=self.reads_fence)
 
 
@@ -166,3 +174,28 @@ def test_a_clean_client_passes_every_schedule() -> None:
     assert result.finding is None
     assert result.examples == recoveries.runs == 6  # the recipe, then five generated
     assert result.verdicts == {"clean": 6}
+
+
+@pytest.mark.parametrize(
+    ("arrange", "break_controller", "reason"),
+    [(False, False, "never arranged"), (True, True, "controller failed")],
+)
+def test_an_unapplied_schedule_is_undecided_never_clean(
+    arrange: bool, break_controller: bool, reason: str
+) -> None:
+    # A clean client: judged as if the schedule had been applied, every example passes.
+    with ProxyGroup(call_timeout=5.0) as group:
+        recoveries = RecordedRecoveries(
+            group, reads_fence=True, arrange=arrange, break_controller=break_controller
+        )
+        result = search(recoveries, max_examples=5, seed=3)
+    assert result.finding is None
+    assert result.verdict == "undecided"
+    assert recoveries.runs == 1 and result.verdicts == {"undecided": 1}
+    assert len(result.errors) == 1 and reason in result.errors[0]
+
+
+def test_search_verdicts() -> None:
+    assert SearchResult().verdict == "undecided"  # nothing ran
+    assert SearchResult(examples=2, verdicts={"clean": 2}).verdict == "clean"
+    assert SearchResult(examples=2, errors=["x"]).verdict == "undecided"

@@ -4,12 +4,13 @@ replays its findings, and says so when it could not decide."""
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.observations import Observation
-from conformance.scenarios import SCENARIOS
+from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import PROFILES, SearchSettings, replay_choices, run_search
 from conformance.targets.base import TargetError
 from conformance.targets.model_target import ModelTarget
@@ -102,3 +103,54 @@ def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
     assert report.verdict == "undecided"
     assert report.exit_code == 2
     assert report.error is not None and "connection refused" in report.error
+
+
+def test_a_search_that_ran_no_example_is_undecided_not_clean() -> None:
+    # The budget is spent before the first example (a clock that jumps): nothing was checked.
+    cfg = DEFECT_1.config(protected=True)
+    ticks = iter(range(0, 10**9, 100))
+    report = run_search(
+        cfg,
+        ModelTarget(),
+        dataclasses.replace(CI, time_budget=1.0),
+        clock=lambda: float(next(ticks)),
+    )
+    assert (report.verdict, report.examples, report.exit_code) == ("undecided", 0, 2)
+    assert report.error == "nothing was checked: no example ran on the target (time budget 1 s)"
+
+
+def test_an_explorer_finding_that_does_not_replay_is_undecided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A replay that does not follow the explorer's trace (here: every choice 0) is a bug of
+    # ours; the run cannot say the target is clean.
+    monkeypatch.setattr("conformance.search.runner.encode_trace", lambda cfg, trace, max_steps: [0])
+    scenario = SCENARIOS["defect1-fencing"]
+    cfg = scenario.config(protected=False)
+    story = run_scenario(scenario, ModelTarget(), protected=False)
+    assert story.verdict == "violation"
+
+    explored = types.SimpleNamespace(
+        steps=len(story.trace), violation=types.SimpleNamespace(trace=story.trace), archive=[]
+    )
+    monkeypatch.setattr(
+        "conformance.search.runner.simulate_randomly", lambda *args, **kwargs: explored
+    )
+    search = SearchSettings(max_examples=1, max_steps=30, time_budget=None, explore=True)
+    report = run_search(cfg, ModelTarget(), search)
+    assert report.verdict == "undecided" and report.finding is None
+    assert report.error is not None and "a bug in bkconform's replay" in report.error
+
+
+def test_budgets_that_check_nothing_are_refused() -> None:
+    for bad, message in [
+        (SearchSettings(time_budget=0.0), "--seconds must be positive"),
+        (SearchSettings(time_budget=-1.0), "--seconds must be positive"),
+        (SearchSettings(max_examples=0), "--max-examples must be at least 1"),
+        (SearchSettings(max_steps=0), "--steps must be at least 1"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            bad.check()
+    SearchSettings(time_budget=None).check()
+    assert SearchSettings(time_budget=None).describe_budget() == "unbounded"
+    assert SearchSettings(time_budget=0.5).describe_budget() == "0.5 s"

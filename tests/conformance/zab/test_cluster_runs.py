@@ -63,17 +63,37 @@ def test_partitions_cut_and_heal_or_are_skipped_with_the_reason(
         runs_dir,
         capsys,
     )
-    assert code == 0, output
-    assert results["verdict"] == "clean"
     (run_dir,) = runs_dir.iterdir()
     history_text = (run_dir / "history.jsonl").read_text()
     reason = partitions_supported()
     if reason is None:
+        assert code == 0, output
+        assert results["verdict"] == "clean"
         assert '"verb": "isolate"' in history_text and '"verb": "reconnect"' in history_text
         assert "Skipped" not in output
     else:
+        # The partitions asked for were not injected: the run did not test what was asked,
+        # so it is undecided (exit 2), never clean.
+        assert code == 2, output
+        assert results["verdict"] == "undecided"
         assert f"Skipped partition: network namespaces not permitted here: {reason}" in output
     assert not [line for line in _netns_list() if line.startswith(f"bkc{os.getpid()}-")]
+
+
+def test_partitions_asked_for_but_not_injected_make_the_run_undecided(
+    runs_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wherever namespaces work, make them not: the run must not end clean.
+    monkeypatch.setattr(
+        "conformance.zab.runner.partitions_supported", lambda: "EPERM (made so by the test)"
+    )
+    code, results, output = run_cli(
+        ["--faults", "partition", "--ops", "60", "--rate", "60", "--seed", "2"], runs_dir, capsys
+    )
+    assert code == 2, output
+    assert results["verdict"] == "undecided"
+    assert "Skipped partition: network namespaces not permitted here: EPERM" in output
+    assert "requested fault not injected: partition" in output
 
 
 def _netns_list() -> list[str]:

@@ -100,3 +100,21 @@ def test_partition_is_healed_on_finish() -> None:
     step = FaultStep(0, (("isolate", "leader"),), "cut")
     ensemble, _injector = run_steps(step)
     assert ensemble.calls == [("isolate", "zk2"), ("reconnect", "zk2")]
+
+
+class FailingResumeEnsemble(RecordingEnsemble):
+    def resume(self, name: str, **_kw: object) -> None:
+        raise OSError(f"kill -CONT {name}: no such process")
+
+
+def test_a_failed_resume_while_healing_is_recorded_not_suppressed() -> None:
+    ensemble = FailingResumeEnsemble()
+    step = FaultStep(0, (("pause", "follower"),), "pause")
+    injector = FaultInjector(ensemble, (step,), lambda: 10**9)  # type: ignore[arg-type]
+    injector.start()
+    deadline = time.monotonic() + 10
+    while not injector.events:  # the pause happened (then finish heals it)
+        assert time.monotonic() < deadline, injector.errors
+        time.sleep(0.01)
+    injector.finish(timeout=10)
+    assert injector.errors == ["resume zk1 while healing: kill -CONT zk1: no such process"]

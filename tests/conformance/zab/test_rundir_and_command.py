@@ -13,7 +13,7 @@ from conformance.commands.zab import list_scenarios, parse_faults, report
 from conformance.rundir import new_run_dir
 from conformance.zab.faults import FaultEvent
 from conformance.zab.rundir import write_run
-from conformance.zab.runner import RunOutcome, undecided_if
+from conformance.zab.runner import RunOutcome, shortfalls, undecided_if
 from model.zab.checkers import check
 from model.zab.history import Change, ClientOp, History, LeaderSample, ServerLog, Txn
 
@@ -97,3 +97,17 @@ def test_harness_errors_turn_a_clean_verdict_undecided_but_keep_findings() -> No
     assert undecided_if(clean, ["client crashed: KeyError"]).valid == "unknown"
     finding = outcome(lose_a_write=True).verdict
     assert undecided_if(finding, ["client crashed: KeyError"]).valid is False
+
+
+def test_skipped_faults_and_non_convergence_make_a_clean_run_undecided() -> None:
+    clean = outcome().verdict
+    skipped = shortfalls([], [], ["partition: network namespaces not permitted here: EPERM"])
+    assert skipped == [
+        "requested fault not injected: partition: network namespaces not permitted here: EPERM"
+    ]
+    assert undecided_if(clean, skipped).valid == "unknown"
+    stuck = shortfalls(["servers did not converge within 60s: zk1=down"], [], [])
+    assert undecided_if(clean, stuck).valid == "unknown"
+    healing = shortfalls([], ["resume zk1 while healing: gone"], [])
+    assert undecided_if(clean, healing).valid == "unknown"
+    assert shortfalls([], [], []) == []

@@ -1,0 +1,197 @@
+"""A target that lies on demand: the model's own answers, and a final state kept honestly,
+except where told to answer wrongly. It lets the fast suite see every verdict path (clean,
+violation, divergence, undecided) and every exit code without a cluster.
+
+``ModelTarget`` answers with the prediction itself and shows no final state, so a broken diff
+or a broken verdict passes unseen on it. This target keeps what a real cluster would show:
+every add the model predicts stored is stored, a crash wipes the bookie, and every metadata
+write is answered and remembered, so the engine's end-of-run comparison really runs.
+
+Lies (``Lie(kind, at)``: the ``at``-th answer of that kind in each example, so that replays
+of an example see the same lie; ``at=0``: every one):
+
+- ``add-status``: an add answered EFENCED for EOK (or the reverse);
+- ``lac``: a fencing LAC read answered with the LAC plus one;
+- ``read-data``: a read answered with other data (or an entry it does not have);
+- ``metadata``: a metadata write answered with the other outcome;
+- ``metadata-status``: a metadata write failing for another reason (``NoSuchLedger``);
+- ``metadata-outage``: a metadata write with no answer (``TargetError``);
+- ``error``: a bookie request with no answer (``TargetError``);
+- ``missing-entry`` / ``extra-entry``: the final state lacks an entry, or has one more;
+- ``status-final``: the final metadata status is another;
+- ``snapshot-error``: the final state cannot be read (``TargetError``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, deque
+from dataclasses import dataclass
+
+from conformance.engine import FAILING_METADATA_ACTIONS
+from conformance.observations import Observation, predicted
+from conformance.targets.base import TargetError, TargetSnapshot
+from model.bookkeeper.actions import Label, Transition, init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    STATUS_CLOSED,
+    STATUS_NAMES,
+    AddEntryRequest,
+    Message,
+    State,
+    bookies_of,
+)
+
+ANSWER_LIES = ("add-status", "lac", "read-data", "error")
+METADATA_LIES = ("metadata", "metadata-status", "metadata-outage")
+FINAL_LIES = ("missing-entry", "extra-entry", "status-final", "snapshot-error")
+LIES = ANSWER_LIES + METADATA_LIES + FINAL_LIES
+
+
+@dataclass(frozen=True)
+class Lie:
+    kind: str
+    at: int = 1  # the at-th answer of its kind in each example; 0: every one
+
+    def __post_init__(self) -> None:
+        if self.kind not in LIES:
+            raise ValueError(f"unknown lie {self.kind!r}: one of {', '.join(LIES)}")
+
+
+_ANSWER_KIND = {"add-status": "add", "lac": "fence", "read-data": "read"}
+
+
+class LyingTarget:
+    """In process, like ``model``; ``lies`` say where it answers wrongly."""
+
+    def __init__(self, *lies: Lie, name: str = "lying") -> None:
+        self.name = name
+        self.lies = lies
+        self.told: list[str] = []  # every lie told, for the tests
+        self.opened = self.closed = 0
+        self._cfg: ModelConfig | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._entries: dict[int, set[int]] = {}
+        self._meta: State | None = None
+
+    def _due(self, kind: str, counted: str) -> bool:
+        """Counts an answer of kind ``counted``; whether a lie of ``kind`` is due on it."""
+        n = self._counts[counted]
+        return any(lie.kind == kind and lie.at in (0, n) for lie in self.lies)
+
+    # Target ------------------------------------------------------------------------------------
+
+    def open(self, cfg: ModelConfig) -> None:
+        self._cfg = cfg
+        self.opened += 1
+        self._reset()
+
+    def new_ledger(self) -> None:
+        self._reset()
+
+    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
+        honest = predicted(predicted_reply)
+        if honest.kind == "add" and honest.success and request.kind == ADD_ENTRY_REQUEST:
+            assert isinstance(request, AddEntryRequest)
+            self._entries.setdefault(request.bookie, set()).add(request.entry.id)
+        self._counts["request"] += 1
+        if self._due("error", "request"):
+            self.told.append("error")
+            raise TargetError(f"lying target: bookie b{request.bookie + 1} did not answer")
+        self._counts[honest.kind] += 1
+        for lie, kind in _ANSWER_KIND.items():
+            if kind == honest.kind and self._due(lie, kind):
+                self.told.append(lie)
+                return _wrong(honest)
+        return honest
+
+    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
+        self._meta = after
+        ok = label.action not in FAILING_METADATA_ACTIONS
+        honest = Observation("metadata", "OK" if ok else "MetadataVersionMismatch", success=ok)
+        self._counts["metadata"] += 1
+        if self._due("metadata-outage", "metadata"):
+            self.told.append("metadata-outage")
+            raise TargetError(f"{label.action}: ZooKeeper did not answer (lying target)")
+        if self._due("metadata", "metadata"):
+            self.told.append("metadata")
+            wrong = not ok
+            return Observation(
+                "metadata", "OK" if wrong else "MetadataVersionMismatch", success=wrong
+            )
+        if self._due("metadata-status", "metadata") and not ok:
+            self.told.append("metadata-status")
+            return Observation("metadata", "NoSuchLedger", success=False)
+        return honest
+
+    def crash(self, bookie: int, state_after: State) -> None:
+        self._entries.pop(bookie, None)
+
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
+        if any(lie.kind == "snapshot-error" for lie in self.lies):
+            self.told.append("snapshot-error")
+            raise TargetError("lying target: the final state could not be read")
+        entries = {b: set(self._entries.get(b, set())) for b in range(cfg.bookies)}
+        snapshot = TargetSnapshot(entries=entries)
+        s = self._meta
+        if s is not None and s.meta_status is not None:
+            snapshot.meta_status = STATUS_NAMES[s.meta_status]
+            if s.meta_status == STATUS_CLOSED:
+                snapshot.meta_last_entry = s.meta_last_entry
+            snapshot.meta_fragments = [
+                (f.first_entry_id, bookies_of(f.ensemble)) for f in s.meta_fragments
+            ]
+        kinds = {lie.kind for lie in self.lies}
+        if "missing-entry" in kinds:
+            for held in entries.values():
+                if held:
+                    held.discard(max(held))
+                    self.told.append("missing-entry")
+                    break
+        if "extra-entry" in kinds:
+            entries[0].add(cfg.send_limit + 1)
+            self.told.append("extra-entry")
+        if "status-final" in kinds:
+            other = "OPEN" if snapshot.meta_status == "IN_RECOVERY" else "IN_RECOVERY"
+            snapshot.meta_status = other
+            self.told.append("status-final")
+        return snapshot
+
+    def describe(self) -> dict[str, str]:
+        return {"target": self.name, "lies": ",".join(f"{x.kind}@{x.at}" for x in self.lies)}
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def _wrong(honest: Observation) -> Observation:
+    if honest.kind == "add":
+        success = not honest.success
+        return dataclasses.replace(honest, success=success, status="EOK" if success else "EFENCED")
+    if honest.kind == "fence":
+        return dataclasses.replace(honest, code="OK", lac=(honest.lac or 0) + 1)
+    data = 1 if honest.data is None else None
+    code = "OK" if data is not None else "NoSuchEntry"
+    return dataclasses.replace(honest, status="EOK" if data else "ENOENTRY", code=code, data=data)
+
+
+def path_to(cfg: ModelConfig, action: str, *, after: str | None = None) -> list[Transition]:
+    """The shortest run of the model that ends with ``action`` (breadth-first), with ``after``
+    somewhere before it when given."""
+    start = init_state(cfg)
+    queue: deque[tuple[State, bool, list[Transition]]] = deque([(start, after is None, [])])
+    seen = {(start, after is None)}
+    while queue:
+        state, ready, path = queue.popleft()
+        for transition in successors(cfg, state):
+            if transition.label.action == action and ready:
+                return [*path, transition]
+            now_ready = ready or transition.label.action == after
+            if (transition.state, now_ready) not in seen and len(path) < 24:
+                seen.add((transition.state, now_ready))
+                queue.append((transition.state, now_ready, [*path, transition]))
+    raise AssertionError(f"{action} is not reachable")

@@ -1,0 +1,404 @@
+"""Apply, one at a time, the mutations that once went unseen, and show the fast suite kills each.
+
+Each mutation breaks a verdict path on purpose (a diff that never reports, an invariant that
+always holds, an undecided run accepted as clean...). For each, the working tree is copied to a
+scratch directory (the tree itself is never touched), the mutation is applied there, and the
+fast suite runs on the copy with ``-x``: the tests named as the mutation's *hints* first (to
+be quick), then every other fast test. A mutation is **killed** when the suite fails, and
+**survived** when the whole fast suite passes: a verdict path no test can see broken.
+
+    .venv/bin/python tools/verdict_mutations.py                # every mutation
+    .venv/bin/python tools/verdict_mutations.py -k metadata    # those whose name matches
+    .venv/bin/python tools/verdict_mutations.py --list
+    .venv/bin/python tools/verdict_mutations.py --mutmut       # mutmut over the same modules
+
+Writes ``runs/mutations/report.txt`` and ``report.json`` (``--report DIR``): per mutation its
+file, what was changed, killed or survived, the first failing test and the time taken. Exit
+code 0 when every mutation was killed, 1 when one survived, 2 when a mutation no longer
+applies (the code it targets changed: update the list) or the unmutated suite fails.
+See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IGNORED = shutil.ignore_patterns(
+    ".venv", ".git", ".tox", "runs", "mutants", "__pycache__", ".hypothesis", "*.egg-info"
+)
+#: The modules where a wrong line can make a verdict wrong (``--mutmut`` mutates these).
+VERDICT_MODULES = (
+    "conformance/engine.py",
+    "conformance/observations.py",
+    "model/bookkeeper/invariants.py",
+    "conformance/search/runner.py",
+    "conformance/distributed/diff.py",
+    "conformance/distributed/shard.py",
+    "conformance/distributed/qualification.py",
+    "model/zab/checkers.py",
+)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    hints: tuple[str, ...] = ()
+    why: str = ""
+
+
+MUTATIONS = (
+    # The audit's list: none of these was caught by a fast test before.
+    Mutation(
+        "differences-never-reports",
+        "conformance/observations.py",
+        '            diffs.append(f"{name}: predicted {want!r}, observed {got!r} '
+        '({observed.status})")\n    return diffs',
+        '            diffs.append(f"{name}: predicted {want!r}, observed {got!r} '
+        '({observed.status})")\n    return []',
+        ("tests/conformance/test_observations.py", "tests/conformance/test_verdicts.py"),
+        "every answer matches the model",
+    ),
+    Mutation(
+        "state-differences-empty",
+        "conformance/engine.py",
+        '    """Where the target\'s bookies and metadata differ from the model\'s state."""\n',
+        '    """Where the target\'s bookies and metadata differ from the model\'s state."""\n'
+        "    return []\n",
+        ("tests/conformance/test_observations.py", "tests/conformance/test_verdicts.py"),
+        "the final state is never compared",
+    ),
+    *(
+        Mutation(
+            f"invariant-{name}-always-true",
+            "model/bookkeeper/invariants.py",
+            f"def {function}(cfg: ModelConfig, s: State) -> bool:\n",
+            f"def {function}(cfg: ModelConfig, s: State) -> bool:\n    return True\n",
+            ("tests/model/bookkeeper/test_invariants.py",),
+            f"{name} never fires",
+        )
+        for name, function in (
+            ("TypeOK", "type_ok"),
+            ("NoDivergence", "no_divergence_between_client_and_metadata"),
+            ("AllAckedEntriesAreReadable", "all_acked_entries_are_readable"),
+            ("AllCommittedEntriesReachAckQuorum", "all_committed_entries_reach_ack_quorum"),
+            ("NoOutOfOrderEntries", "no_out_of_order_entries"),
+            ("OnlyValidFragments", "only_valid_fragments"),
+        )
+    ),
+    Mutation(
+        "search-divergence-exits-0",
+        "conformance/search/runner.py",
+        "    def exit_code(self) -> int:\n        return exit_code_for(self.verdict)\n",
+        "    def exit_code(self) -> int:\n"
+        '        return 0 if self.verdict == "divergence" else exit_code_for(self.verdict)\n',
+        ("tests/conformance/test_verdicts.py", "tests/conformance/test_verdict_commands.py"),
+        "a divergence found by a search exits 0",
+    ),
+    Mutation(
+        "shard-accepts-undecided",
+        "conformance/distributed/shard.py",
+        '            log(f"attempt {attempt} could not decide: {result.report.error}")\n'
+        "            continue\n",
+        '            log(f"attempt {attempt} could not decide: {result.report.error}")\n',
+        ("tests/conformance/distributed/test_shard.py",),
+        "an undecided attempt is kept instead of retried",
+    ),
+    Mutation(
+        "refbookie-recovery-reads-never-fence",
+        "adapters/refbookie/processor.py",
+        "            fence\n            and entry_id != LAST_ADD_CONFIRMED\n"
+        '            and self.faulty_mode == "ignore-recovery-read-fence"\n',
+        "            fence\n            and entry_id != LAST_ADD_CONFIRMED\n",
+        ("tests/adapters/refbookie/test_behaviour.py",),
+        "the reference bookie's recovery reads do not fence (Defect 1 in the bookie)",
+    ),
+    Mutation(
+        "agent-destructive-guard-removed",
+        "adapters/agent/service.py",
+        "                if not self._config.allow_destructive:\n",
+        "                if False:\n",
+        ("tests/adapters/agent/test_service_gate.py",),
+        "fault calls are served without --allow-destructive",
+    ),
+    # The fixes of "never a false clean": each mutation puts the old behaviour back.
+    Mutation(
+        "metadata-status-not-compared",
+        "conformance/observations.py",
+        '        names = (*COMPARED_FIELDS, "status")\n',
+        "        names = COMPARED_FIELDS\n",
+        ("tests/conformance/test_observations.py", "tests/conformance/test_verdicts.py"),
+        "a ZooKeeper outage matches an expected metadata failure",
+    ),
+    Mutation(
+        "spark-diff-status-not-compared",
+        "conformance/distributed/diff.py",
+        '        names = (*OBSERVATION_FIELDS, "status")\n',
+        "        names = OBSERVATION_FIELDS\n",
+        ("tests/conformance/distributed/test_diff.py", "tests/conformance/test_observations.py"),
+        "the qualification's diff disagrees with the engine's",
+    ),
+    Mutation(
+        "zookeeper-outage-is-an-answer",
+        "conformance/targets/cluster_target.py",
+        '            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}") from exc\n',
+        '            return Observation("metadata", type(exc).__name__, success=False)\n',
+        ("tests/conformance/targets/test_cluster_target_metadata.py",),
+        "a ZooKeeper timeout is compared with the model",
+    ),
+    Mutation(
+        "unreadable-znode-is-never-created",
+        "conformance/targets/cluster_target.py",
+        '            raise TargetError(f"could not read the ledger\'s metadata: {exc}") from exc\n',
+        "            return snapshot\n",
+        ("tests/conformance/targets/test_cluster_target_metadata.py",),
+        "a snapshot error reads as a ledger never created",
+    ),
+    Mutation(
+        "nothing-checked-is-clean",
+        "conformance/search/runner.py",
+        "    if found is None and state.examples == 0:\n",
+        "    if found is None and state.examples < 0:\n",
+        ("tests/conformance/search/test_runner.py",),
+        "a search that ran no example is clean",
+    ),
+    Mutation(
+        "explorer-replay-failure-is-a-note",
+        "conformance/search/runner.py",
+        "                state.error = (\n",
+        "                state.notes = (\n",
+        ("tests/conformance/search/test_runner.py",),
+        "an explorer finding that does not replay leaves the run clean",
+    ),
+    Mutation(
+        "zero-budget-accepted",
+        "conformance/search/runner.py",
+        "        if self.time_budget is not None and not self.time_budget > 0:\n",
+        "        if self.time_budget is not None and self.time_budget < 0:\n",
+        ("tests/conformance/test_verdict_commands.py", "tests/conformance/search/test_runner.py"),
+        "--seconds 0 is accepted",
+    ),
+    Mutation(
+        "unapplied-schedule-judged",
+        "conformance/javaclient/search.py",
+        "        if unapplied is not None:\n",
+        "        if False:\n",
+        ("tests/conformance/javaclient/test_search.py",),
+        "a Java client schedule that was not applied is judged as if it had been",
+    ),
+    Mutation(
+        "skipped-faults-ignored",
+        "conformance/zab/runner.py",
+        '        *(f"requested fault not injected: {reason}" for reason in skipped),\n',
+        "",
+        ("tests/conformance/zab/test_rundir_and_command.py",),
+        "a Zab run without the partitions asked for can be clean",
+    ),
+    Mutation(
+        "zab-resume-failure-suppressed",
+        "conformance/zab/faults.py",
+        '                self.errors.append(f"resume {name} while healing: {exc}")\n',
+        "                pass\n",
+        ("tests/conformance/zab/test_faults.py",),
+        "a server left paused after the run goes unrecorded",
+    ),
+)
+
+
+@dataclass
+class Result:
+    name: str
+    path: str
+    why: str
+    outcome: str  # killed, survived, not-applicable
+    first_failure: str | None = None
+    seconds: float = 0.0
+    tail: list[str] = field(default_factory=list)
+
+
+def copy_tree(into: Path) -> Path:
+    """A copy of the working tree in ``into``, beside links to the tree's own neighbours (the
+    tests read ``../shared``: the seeds and the golden captures)."""
+    tree = into / ROOT.name
+    shutil.copytree(ROOT, tree, ignore=IGNORED, symlinks=True)
+    for neighbour in ROOT.parent.iterdir():
+        if neighbour.name != ROOT.name:
+            (into / neighbour.name).symlink_to(neighbour)
+    return tree
+
+
+def apply(tree: Path, mutation: Mutation) -> bool:
+    path = tree / mutation.path
+    text = path.read_text()
+    if text.count(mutation.old) != 1:
+        return False
+    path.write_text(text.replace(mutation.old, mutation.new))
+    return True
+
+
+def fast_suite(tree: Path, hints: tuple[str, ...], timeout: float) -> tuple[int, list[str]]:
+    """Run the fast suite on ``tree`` (hints first), stopping at the first failure."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+    stages = [list(hints), ["tests"]] if hints else [["tests"]]
+    code, lines = 0, []
+    for stage in stages:
+        try:
+            done = subprocess.run(
+                [*command, *stage],
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return -1, [f"timed out after {timeout:.0f} s"]
+        code, lines = done.returncode, (done.stdout + done.stderr).splitlines()
+        if code != 0:
+            break
+    return code, lines
+
+
+def first_failure(lines: list[str]) -> str | None:
+    for line in lines:
+        match = re.match(r"(FAILED|ERROR) (\S+)", line)
+        if match:
+            return match.group(2)
+    return None
+
+
+def run(mutations: list[Mutation], timeout: float) -> list[Result]:
+    results = []
+    for mutation in mutations:
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="bkconform-mutant-") as scratch:
+            tree = copy_tree(Path(scratch))
+            if not apply(tree, mutation):
+                result = Result(mutation.name, mutation.path, mutation.why, "not-applicable")
+            else:
+                code, lines = fast_suite(tree, mutation.hints, timeout)
+                outcome = "survived" if code == 0 else "killed"
+                result = Result(
+                    mutation.name,
+                    mutation.path,
+                    mutation.why,
+                    outcome,
+                    first_failure(lines),
+                    tail=lines[-3:],
+                )
+        result.seconds = round(time.monotonic() - started, 1)
+        print(
+            f"{result.outcome:<15} {result.name:<58} {result.seconds:>6.1f} s  "
+            f"{result.first_failure or ''}",
+            flush=True,
+        )
+        results.append(result)
+    return results
+
+
+def baseline(timeout: float) -> bool:
+    """The unmutated copy passes the hints (so a kill is the mutation's doing)."""
+    hints = sorted({h for m in MUTATIONS for h in m.hints})
+    with tempfile.TemporaryDirectory(prefix="bkconform-baseline-") as scratch:
+        tree = copy_tree(Path(scratch))
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *hints],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    if done.returncode != 0:
+        print("the unmutated tree fails its hint tests:\n" + done.stdout[-3000:])
+    return done.returncode == 0
+
+
+def write_report(directory: Path, results: list[Result]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(
+        json.dumps([asdict(r) for r in results], indent=2) + "\n"
+    )
+    killed = sum(r.outcome == "killed" for r in results)
+    lines = [
+        f"{killed} of {len(results)} mutations killed by the fast suite",
+        "",
+        *(
+            f"{r.outcome:<15} {r.name:<58} {r.path}\n{'':<16}{r.why}"
+            + (f"\n{'':<16}first failure: {r.first_failure}" if r.first_failure else "")
+            for r in results
+        ),
+    ]
+    (directory / "report.txt").write_text("\n".join(lines) + "\n")
+
+
+def run_mutmut(report: Path) -> int:
+    """mutmut (``pip install mutmut``) over ``VERDICT_MODULES``, in a scratch copy (mutmut
+    writes ``mutants/`` and needs its settings in ``setup.cfg``, which the project does not
+    have); the survivors go to ``report/mutmut.txt``."""
+    mutmut = shutil.which("mutmut", path=str(Path(sys.executable).parent))
+    if mutmut is None:
+        print("mutmut is not installed: pip install mutmut", file=sys.stderr)
+        return 2
+    report.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="bkconform-mutmut-"))
+    tree = copy_tree(scratch)
+    (tree / "setup.cfg").write_text(
+        "[mutmut]\n"
+        f"paths_to_mutate={','.join(VERDICT_MODULES)}\n"
+        "tests_dir=tests/\n"
+        "also_copy=tests/,adapters/,conformance/,model/\n"
+        "pytest_add_cli_args=-p no:cacheprovider\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    subprocess.run([mutmut, "run"], cwd=tree, env=env, check=False)
+    results = subprocess.run(
+        [mutmut, "results"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+    (report / "mutmut.txt").write_text(results.stdout)
+    print(f"mutmut survivors: {report / 'mutmut.txt'} (scratch copy: {tree})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", dest="match", default="", help="only mutations whose name has it")
+    parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    parser.add_argument("--report", type=Path, default=ROOT / "runs" / "mutations")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="per mutation, seconds")
+    parser.add_argument("--mutmut", action="store_true", help="run mutmut instead")
+    args = parser.parse_args(argv)
+    if args.mutmut:
+        return run_mutmut(args.report)
+    chosen = [m for m in MUTATIONS if args.match in m.name]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:<58} {m.path}: {m.why}")
+        return 0
+    if not baseline(args.timeout):
+        return 2
+    results = run(chosen, args.timeout)
+    write_report(args.report, results)
+    print(f"Report: {args.report / 'report.txt'}")
+    if any(r.outcome == "not-applicable" for r in results):
+        return 2
+    return 1 if any(r.outcome == "survived" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
