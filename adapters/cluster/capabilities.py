@@ -10,14 +10,16 @@ capability (and, as root, install the packages a failed check names).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,8 @@ from adapters.cluster.container_engine import (
     engine_packages,
     find_engine,
     missing_debian_packages,
+    start_service,
+    stop_service,
 )
 
 DEFAULT_TIMEOUT = 30.0
@@ -277,8 +281,43 @@ def check_container_packages(timeout: float) -> CheckResult:
     return _result("container-packages", True, f"installed: {', '.join(wanted)}")
 
 
+#: An engine started only for the checks (:func:`transient_engine`), or None.
+_transient: ContainerEngine | None = None
+
+
 def _engine() -> ContainerEngine | None:
-    return find_engine(EnginePaths.default())
+    return find_engine(EnginePaths.default()) or _transient
+
+
+@contextlib.contextmanager
+def transient_engine(log: Callable[[str], None] = lambda _line: None) -> Iterator[None]:
+    """Let the engine checks run when podman is installed but its API service is not running.
+
+    That is the normal state between runs: the test session and ``bkconform docker setup``
+    start the service on demand, and the tests stop what they started. So ``doctor`` starts a
+    service of its own on a private socket for the duration of the checks (the images live
+    in podman's storage, not in the service) and stops it on every exit path; it installs
+    nothing. Where an engine already answers, or podman is absent, nothing is started.
+    """
+    global _transient
+    if find_engine(EnginePaths.default()) is not None or shutil.which("podman") is None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="bkconform-doctor-") as directory:
+        paths = EnginePaths(Path(directory))
+        try:
+            engine, pid = start_service(paths)
+        except ContainerEngineError as exc:
+            log(f"podman is installed but its API service did not start: {exc}")
+            yield
+            return
+        log(f"started a podman API service for the checks (pid {pid}); stopped after them")
+        _transient = engine
+        try:
+            yield
+        finally:
+            _transient = None
+            stop_service(paths)
 
 
 def check_podman_api(timeout: float) -> CheckResult:
@@ -291,7 +330,8 @@ def check_podman_api(timeout: float) -> CheckResult:
             f"service at {EnginePaths.default().socket})",
             SETUP_FIX,
         )
-    return _result("podman-api", True, f"{engine.docker_host} answers ({engine.cli})")
+    how = " (a service started for these checks)" if engine is _transient else ""
+    return _result("podman-api", True, f"{engine.docker_host} answers ({engine.cli}){how}")
 
 
 def check_local_images(timeout: float) -> CheckResult:
@@ -309,6 +349,15 @@ def check_local_images(timeout: float) -> CheckResult:
         ]
     except (ContainerEngineError, OSError) as exc:
         return _result("local-images", False, str(exc), SETUP_FIX)
+    if tags.refbookie in missing and len(missing) == 1:
+        # Its tag digests the project's Python sources, so any edit makes it stale; the
+        # container provider rebuilds it on first use from the cached layers (seconds).
+        return _result(
+            "local-images",
+            True,
+            f"{tags.zookeeper}; the reference-bookie image is rebuilt for the current sources "
+            "on first use",
+        )
     if missing:
         return _result(
             "local-images",
@@ -493,7 +542,8 @@ def run_checks(
 ) -> list[CheckResult]:
     """Every capability's check (or the named ones), in order."""
     chosen = [BY_NAME[name] for name in names] if names else list(CAPABILITIES)
-    return [run_check(capability, timeout) for capability in chosen]
+    with transient_engine():
+        return [run_check(capability, timeout) for capability in chosen]
 
 
 def all_required_ok(results: Sequence[CheckResult]) -> bool:

@@ -24,6 +24,7 @@ from adapters.cluster.capabilities import (
     CheckResult,
     all_required_ok,
     run_check,
+    transient_engine,
 )
 
 
@@ -63,12 +64,14 @@ def format_result(result: CheckResult) -> list[str]:
 def run_doctor(args: argparse.Namespace) -> int:
     chosen = [BY_NAME[name] for name in args.only] if args.only else list(CAPABILITIES)
     results = []
-    for capability in chosen:
-        result = run_check(capability, args.timeout)
-        results.append(result)
-        if not args.json:
-            for line in format_result(result):
-                print(line, flush=True)
+    log = (lambda _line: None) if args.json else (lambda line: print(f"       {line}", flush=True))
+    with transient_engine(log):
+        for capability in chosen:
+            result = run_check(capability, args.timeout)
+            results.append(result)
+            if not args.json:
+                for line in format_result(result):
+                    print(line, flush=True)
     ok = all_required_ok(results)
     if args.json:
         print(json.dumps({"ok": ok, "checks": [result.to_json() for result in results]}, indent=2))
