@@ -151,36 +151,47 @@ class ContainerEngine:
         log: Callable[[str], None] | None = None,
     ) -> str:
         """Run ``cli args``; return its output, or raise with the output's tail."""
-        env = {**os.environ, **self.cli_env}
         command = [self.cli, *args]
-        stdin = input_file.open("rb") if input_file is not None else subprocess.DEVNULL
-        try:
-            completed = subprocess.run(
-                command,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ContainerEngineError(
-                f"{' '.join(command)} did not finish within {timeout:.0f} s"
-            ) from exc
-        finally:
-            if input_file is not None and hasattr(stdin, "close"):
-                stdin.close()
-        output = completed.stdout.decode("utf-8", errors="replace")
-        if log is not None:
-            for line in output.splitlines():
-                log(line)
-        if completed.returncode != 0:
-            tail = "\n".join(output.splitlines()[-30:])
-            raise ContainerEngineError(
-                f"{' '.join(command)} failed with exit code {completed.returncode}:\n{tail}"
-            )
-        return output
+        if input_file is None:
+            return run_command(command, timeout=timeout, env=self.cli_env, log=log)
+        with input_file.open("rb") as stdin:
+            return run_command(command, timeout=timeout, env=self.cli_env, stdin=stdin, log=log)
+
+
+def run_command(
+    command: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    stdin: Any = subprocess.DEVNULL,
+    log: Callable[[str], None] | None = None,
+) -> str:
+    """Run ``command`` (``env`` added to ours) within ``timeout``; its output, or
+    :class:`ContainerEngineError` with the output's tail (or the timeout) and the command."""
+    try:
+        completed = subprocess.run(
+            list(command),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ContainerEngineError(
+            f"{' '.join(command)} did not finish within {timeout:.0f} s"
+        ) from exc
+    output = completed.stdout.decode("utf-8", errors="replace")
+    if log is not None:
+        for line in output.splitlines():
+            log(line)
+    if completed.returncode != 0:
+        tail = "\n".join(output.splitlines()[-30:])
+        raise ContainerEngineError(
+            f"{' '.join(command)} failed with exit code {completed.returncode}:\n{tail}"
+        )
+    return output
 
 
 def ping(docker_host: str, timeout: float = PING_TIMEOUT) -> bool:
@@ -316,29 +327,12 @@ def install_packages(
             f"{', '.join(packages)} missing and no apt-get here: install them with your "
             "package manager, or start a Docker engine and set DOCKER_HOST"
         )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (
         ["apt-get", "update", "-q"],
         ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
     ):
         log(" ".join(command))
-        try:
-            completed = subprocess.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ContainerEngineError(
-                f"{' '.join(command)} did not finish within {timeout:.0f} s"
-            ) from exc
-        if completed.returncode != 0:
-            tail = "\n".join(completed.stdout.decode(errors="replace").splitlines()[-20:])
-            raise ContainerEngineError(f"{' '.join(command)} failed:\n{tail}")
+        run_command(command, timeout=timeout, env={"DEBIAN_FRONTEND": "noninteractive"})
 
 
 def write_containers_conf(paths: EnginePaths) -> bool:

@@ -28,14 +28,17 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError
+from adapters.cluster.container_engine import (
+    ContainerEngine,
+    ContainerEngineError,
+    run_command,
+)
 
 #: The directory holding the project's packages: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -365,17 +368,4 @@ class ImageBuilder:
         )
 
     def _run(self, command: list[str], *, timeout: float) -> None:
-        try:
-            completed = subprocess.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ContainerEngineError(f"{command[0]} did not finish in {timeout:.0f} s") from exc
-        if completed.returncode != 0:
-            tail = "\n".join(completed.stdout.decode(errors="replace").splitlines()[-20:])
-            raise ContainerEngineError(f"{' '.join(command)} failed:\n{tail}")
+        run_command(command, timeout=timeout)
