@@ -201,3 +201,32 @@ def test_a_stale_close_on_real_zookeeper_fails_as_the_model_says(
         "status": "MetadataVersionMismatch",
         "success": False,
     }
+
+
+@pytest.mark.cluster
+def test_zookeeper_stopped_before_an_expected_to_fail_close_is_undecided(tmp_path: Path) -> None:
+    # The model expects this close to fail (a lost compare-and-set). A ZooKeeper that answers
+    # nothing must not pass for that failure, nor for a divergence: the run is undecided.
+    from adapters.cluster.provider import Node
+    from conformance.targets.local_target import LocalTarget
+
+    (action,) = FAILING_METADATA_ACTIONS
+    *before, close = path_to(CFG, action)
+    target = LocalTarget(work_dir=tmp_path / "cluster", request_timeout=3.0)
+    target.open(CFG)
+    try:
+        execution = Execution(CFG, target)
+        for transition in before:
+            execution.apply(transition)
+            assert not execution.stopped, (execution.divergences, execution.error)
+        assert target.cluster is not None
+        for server in target.cluster.endpoints().zookeeper_servers:
+            target.cluster.crash(Node.zookeeper(server))
+        execution.apply(close)
+        outcome = execution.finish()
+    finally:
+        target.close()
+    assert outcome.verdict == "undecided", (outcome.divergences, outcome.error)
+    assert outcome.exit_code == 2
+    assert outcome.divergences == [] and outcome.violations == []
+    assert outcome.error is not None
