@@ -82,7 +82,14 @@ def test_up_then_down(
     marker = f"{work_dir}{os.sep}"
     try:
         result = run_detached_command(
-            "cluster", "up", "--bookies", "2", "--work-dir", str(work_dir)
+            "cluster",
+            "up",
+            "--bookies",
+            "2",
+            "--bookie-kind",
+            "reference",
+            "--work-dir",
+            str(work_dir),
         )
         assert result.returncode == 0, result.stderr
         output = result.stdout
