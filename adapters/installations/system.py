@@ -83,11 +83,11 @@ def choose_bookies(
         installed (:class:`~adapters.installations.bookkeeper.BookKeeperInstallError`).
     """
     if bookies not in BOOKIE_KINDS:
-        raise ValueError(f"--bookies {bookies!r}: expected one of {', '.join(BOOKIE_KINDS)}")
+        raise ValueError(f"--bookie-kind {bookies!r}: expected one of {', '.join(BOOKIE_KINDS)}")
     if bookies == REFERENCE:
         if bookkeeper is not None or bookkeeper_home is not None:
             raise ValueError(
-                "--bookies reference runs the reference bookie (a test double): it takes no "
+                "--bookie-kind reference runs the reference bookie (a test double): it takes no "
                 "--bookkeeper or --bookkeeper-home"
             )
         return BookieChoice.reference()

@@ -1,7 +1,9 @@
 """``bkconform cluster up`` / ``bkconform cluster down``: a local cluster for manual work.
 
-``up`` starts ZooKeeper and bookies (a real BookKeeper from ``--bookkeeper-home`` or
-``BOOKKEEPER_HOME``, else the reference bookie test double), prints where they are, records
+``up`` starts ZooKeeper and bookies (real BookKeeper: ``--bookkeeper VERSION|DIR``,
+``--bookkeeper-home``, ``BOOKKEEPER_HOME``, else the default version installed from Maven
+Central on first use; ``--bookie-kind reference`` for the reference bookie test double),
+prints what it runs and where, records
 them in ``<work dir>/cluster.json`` and returns, leaving them running. ``down`` stops them::
 
     bkconform cluster up --bookies 3 --zk 3 --work-dir /tmp/bk

@@ -100,6 +100,7 @@ def test_up_then_down(
         assert len(state["endpoints"]["bookies"]) == 2
         assert state["implementation"] == "reference"
         assert f"zookeeper: {state['endpoints']['zookeeper_connect']}" in output
+        assert "System under test: bookies: reference bookie (test double" in output
         for bookie_id in state["endpoints"]["bookies"]:
             assert f"bookie: {bookie_id}" in output
         pids = sorted(p["pid"] for p in state["processes"])
