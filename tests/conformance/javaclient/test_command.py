@@ -73,11 +73,12 @@ def test_the_other_scenarios_are_still_offered(capsys: pytest.CaptureFixture[str
     assert "defect1-java-client" in err and "defect1-fencing" in err
 
 
-def _distribution(root: Path, version: str) -> Path:
+def _distribution(root: Path, version: str, *, launcher: bool = True) -> Path:
     """A directory shaped like a distribution (the version is read from the jar's name only)."""
     (root / "lib").mkdir(parents=True)
     (root / "lib" / f"org.apache.bookkeeper-bookkeeper-server-{version}.jar").write_bytes(b"")
-    _launcher(root)
+    if launcher:
+        _launcher(root)
     return root
 
 
@@ -174,7 +175,7 @@ def test_a_run_that_cannot_start_is_undecided(tmp_path: Path) -> None:
 def test_a_distribution_that_cannot_run_bookies_leaves_nothing_behind(tmp_path: Path) -> None:
     # Shaped like a distribution but without bin/bookkeeper: ZooKeeper starts, the bookies
     # cannot, and everything started is stopped (tests/conftest.py checks for leftovers).
-    home = _distribution(tmp_path / "bk", "4.11.1")
+    home = _distribution(tmp_path / "bk", "4.11.1", launcher=False)
     work = tmp_path / "cluster"
     options = JavaScenarioOptions(bookkeeper_home=home, log_dir=tmp_path, work_dir=work)
     with pytest.raises(
