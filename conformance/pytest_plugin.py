@@ -90,9 +90,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--bk-zk", default=None, help="ZooKeeper HOST:PORT of --bk-target external")
     group.addoption(
+        "--bk-bookie-kind",
+        choices=("bookkeeper", "reference"),
+        default="bookkeeper",
+        help="bookies of --bk-target local: bookkeeper (real BookKeeper, the default) or "
+        "reference (the project's test double)",
+    )
+    group.addoption(
         "--bk-bookkeeper-home",
         default=None,
-        help="a real BookKeeper distribution for --bk-target local (default: reference bookies)",
+        help="a real BookKeeper distribution for --bk-target local (default: BOOKKEEPER_HOME, "
+        "else the default version installed from Maven Central on first use)",
     )
     group.addoption(
         "--bk-bookkeeper",
@@ -144,12 +152,17 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     if name == "model":
         target = _load("conformance.targets.model_target", option).ModelTarget()
     elif name == "local":
-        home = request.config.getoption("--bk-bookkeeper-home")
-        if request.config.getoption("--bk-bookkeeper"):
-            installs = _load("adapters.installations.bookkeeper", option)
-            home = installs.resolve_bookkeeper(request.config.getoption("--bk-bookkeeper"))
+        system = _load("adapters.installations.system", option)
+        try:
+            bookies = system.choose_bookies(
+                request.config.getoption("--bk-bookie-kind"),
+                bookkeeper=request.config.getoption("--bk-bookkeeper"),
+                bookkeeper_home=request.config.getoption("--bk-bookkeeper-home"),
+            )
+        except (ValueError, _load("adapters.cluster.errors", option).ClusterError) as exc:
+            raise pytest.UsageError(f"{option}: {exc}") from exc
         local = _load("conformance.targets.local_target", option)
-        target = local.LocalTarget(bookkeeper_home=Path(home) if home else None)
+        target = local.LocalTarget(bookies=bookies)
     elif name == "docker":
         target = _load("conformance.targets.docker_target", option).DockerTarget()
     else:

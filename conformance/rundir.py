@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from adapters.installations.system import SystemUnderTest
 from conformance.engine import Outcome
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
@@ -31,6 +32,16 @@ def versions(**extra: str) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[package] = "not installed"
     return found
+
+
+def system_record(system: SystemUnderTest) -> dict[str, str]:
+    """``results.json``'s ``system_under_test``."""
+    return {**system.as_dict(), "summary": system.render()}
+
+
+def system_header(system: SystemUnderTest) -> str:
+    """The console header's line naming what a run runs against."""
+    return f"System under test: {system.render()}"
 
 
 def new_run_dir(root: Path, *labels: str) -> Path:
@@ -54,8 +65,11 @@ def write_run(
     cfg: ModelConfig,
     outcome: Outcome,
     target: dict[str, str],
+    system: SystemUnderTest,
     extra: dict[str, Any] | None = None,
 ) -> None:
+    """``system``: what the run ran against, recorded as ``system_under_test`` (its parts and,
+    under ``summary``, the line the console header printed)."""
     config = {k: v for k, v in asdict(cfg).items() if k != "effective_ensemble_size"}
     results = {
         "name": name,
@@ -69,6 +83,7 @@ def write_run(
         "config": config,
         "config_summary": cfg.describe(),
         "target": target,
+        "system_under_test": system_record(system),
         "versions": versions(),
         **(extra or {}),
     }

@@ -56,6 +56,7 @@ from adapters.cluster.zookeeper import (
     ZooKeeperTuning,
     locate_zookeeper,
 )
+from adapters.installations.system import BookieChoice, SystemUnderTest, local_system
 from adapters.zookeeper.client import connect_zookeeper
 from adapters.zookeeper.errors import ZooKeeperError
 from adapters.zookeeper.layout import init_new_cluster
@@ -122,6 +123,7 @@ class LocalCluster(ClusterProvider):
         self._failed = False
         self._detached = False
         self.instance_id: str | None = None
+        self._zookeeper_install: ZooKeeperInstall | None = None
 
     # Lifecycle ---------------------------------------------------------------------------
 
@@ -155,7 +157,7 @@ class LocalCluster(ClusterProvider):
 
     def _start_zookeeper(self) -> None:
         opts = self.options
-        install = opts.zookeeper_install or locate_zookeeper()
+        install = self._zookeeper_installation()
         self._ensemble = ZooKeeperEnsemble(
             install,
             self.work_dir,
@@ -318,6 +320,23 @@ class LocalCluster(ClusterProvider):
         if self._zk is None:
             raise NodeStateError("the cluster has not been started")
         return self._zk
+
+    def _zookeeper_installation(self) -> ZooKeeperInstall:
+        if self._zookeeper_install is None:
+            self._zookeeper_install = self.options.zookeeper_install or locate_zookeeper()
+        return self._zookeeper_install
+
+    def system_under_test(self) -> SystemUnderTest:
+        """The bookies, client and ZooKeeper this cluster runs (or will run: nothing is
+        started to tell). The client is the model's: the cluster's users speak the protocol
+        through :mod:`adapters.bookkeeper`."""
+        opts = self.options
+        home = find_bookkeeper_home(
+            opts.bookkeeper_home, None if opts.use_bookkeeper_home_env else {}
+        )
+        choice = BookieChoice.reference() if home is None else BookieChoice.bookkeeper(home)
+        install = self._zookeeper_installation()
+        return local_system(choice, install.classpath, install.source)
 
     def bookie_implementation(self) -> BookieImplementation | None:
         first = next(iter(self._bookies.values()), None)

@@ -1,7 +1,9 @@
 """``bkconform cluster up`` / ``bkconform cluster down``: a local cluster for manual work.
 
-``up`` starts ZooKeeper and bookies (a real BookKeeper from ``--bookkeeper-home`` or
-``BOOKKEEPER_HOME``, else the reference bookie test double), prints where they are, records
+``up`` starts ZooKeeper and bookies (real BookKeeper: ``--bookkeeper VERSION|DIR``,
+``--bookkeeper-home``, ``BOOKKEEPER_HOME``, else the default version installed from Maven
+Central on first use; ``--bookie-kind reference`` for the reference bookie test double),
+prints what it runs and where, records
 them in ``<work dir>/cluster.json`` and returns, leaving them running. ``down`` stops them::
 
     bkconform cluster up --bookies 3 --zk 3 --work-dir /tmp/bk
@@ -30,6 +32,8 @@ from adapters.cluster.detached import (
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.local import KeepWorkDir, LocalCluster, LocalClusterOptions
 from adapters.cluster.processes import processes_matching
+from conformance.commands.options import add_bookie_options, bookie_choice_from_args
+from conformance.rundir import system_header
 
 
 def register(subparsers: Any) -> None:
@@ -50,13 +54,7 @@ def register(subparsers: Any) -> None:
     up.add_argument(
         "--zk", type=_positive, default=1, help="ZooKeeper servers: 1 standalone, 3 ensemble"
     )
-    up.add_argument(
-        "--bookkeeper-home",
-        type=Path,
-        default=None,
-        help="BookKeeper binary distribution (default: $BOOKKEEPER_HOME, else the reference "
-        "bookie test double)",
-    )
+    add_bookie_options(up)
     up.add_argument("--work-dir", type=Path, default=None, help="keep state and logs here")
     up.add_argument(
         "--start-timeout", type=float, default=60.0, help="seconds per process (default 60)"
@@ -101,10 +99,15 @@ def run_up(args: argparse.Namespace) -> int:
                     f"run `bkconform cluster down --work-dir {work_dir}` first"
                 ),
             )
+    try:
+        choice = bookie_choice_from_args(args)
+    except ValueError as exc:
+        return _fail("up", exc)
     options = LocalClusterOptions(
         bookies=args.bookies,
         zookeepers=args.zk,
-        bookkeeper_home=args.bookkeeper_home,
+        bookkeeper_home=choice.home,
+        use_bookkeeper_home_env=False,
         work_dir=work_dir,
         keep_work_dir=KeepWorkDir.ON_FAILURE,
         start_timeout=args.start_timeout,
@@ -115,6 +118,7 @@ def run_up(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         return _fail("up", exc)
     endpoints = cluster.endpoints()
+    system = cluster.system_under_test()
     implementation = cluster.bookie_implementation()
     records = cluster.detach()
     state = DetachedCluster(
@@ -125,6 +129,7 @@ def run_up(args: argparse.Namespace) -> int:
         processes=tuple(records),
     )
     path = write_state(state)
+    print(system_header(system))
     print(f"zookeeper: {endpoints.zookeeper_connect}")
     print(f"ledgers root: {endpoints.ledgers_root}")
     print(f"metadataServiceUri: {endpoints.metadata_service_uri}")

@@ -8,6 +8,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from adapters.cluster.errors import ClusterError
+from adapters.installations.bookkeeper import DEFAULT_VERSION
+from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice, choose_bookies
 from conformance.search.runner import SearchSettings
 from conformance.targets.base import Target
 from model.bookkeeper.config import ConfigError, ModelConfig
@@ -110,27 +113,46 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
     return dataclasses.replace(base, **changes)
 
 
+def add_bookie_options(group: Any) -> None:
+    """``--bookie-kind``, ``--bookkeeper VERSION|DIR`` and ``--bookkeeper-home DIR``: the
+    bookies of a local cluster (:func:`bookie_choice_from_args`)."""
+    group.add_argument(
+        "--bookie-kind",
+        choices=BOOKIE_KINDS,
+        default=BOOKKEEPER,
+        help="bookies of --target local: bookkeeper (real BookKeeper, the default) or "
+        "reference (the project's test double, not BookKeeper)",
+    )
+    group.add_argument(
+        "--bookkeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help=f"real BookKeeper for --target local: a version (default {DEFAULT_VERSION}, "
+        "installed from Maven Central on first use, `bkconform bookkeeper install`) or a "
+        "BOOKKEEPER_HOME directory",
+    )
+    group.add_argument(
+        "--bookkeeper-home",
+        type=Path,
+        default=None,
+        help="real BookKeeper for --target local: a distribution directory (default: "
+        "BOOKKEEPER_HOME, else --bookkeeper's default)",
+    )
+
+
 def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model") -> None:
     group = parser.add_argument_group("target")
     group.add_argument(
         "--target",
         choices=TARGETS,
         default=default,
-        help="model: in process (fast); local: real ZooKeeper + reference bookies (or "
-        "BookKeeper from --bookkeeper-home / BOOKKEEPER_HOME) started here; docker: the same "
-        "in containers (images from `bkconform docker setup`, or --official-images); "
-        f"external: a running cluster at --zk (default {default})",
+        help="model: in process (fast); local: real ZooKeeper + real BookKeeper bookies "
+        "started here (the default version, installed from Maven Central on first use; see "
+        "--bookkeeper, --bookie-kind); docker: ZooKeeper and reference bookies in containers "
+        "(images from `bkconform docker setup`, or --official-images); external: a running "
+        f"cluster at --zk (default {default})",
     )
-    group.add_argument(
-        "--bookkeeper-home", type=Path, default=None, help="real BookKeeper for --target local"
-    )
-    group.add_argument(
-        "--bookkeeper",
-        default=None,
-        metavar="VERSION|DIR",
-        help="real BookKeeper for --target local: a version (installed from Maven Central on "
-        "first use, `bkconform bookkeeper install`) or a BOOKKEEPER_HOME directory",
-    )
+    add_bookie_options(group)
     group.add_argument(
         "--official-images",
         action="store_true",
@@ -167,23 +189,30 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
     )
 
 
-def bookkeeper_home_from_args(args: argparse.Namespace) -> Path | None:
-    """``--bookkeeper VERSION|DIR`` (a version is installed on first use) or
-    ``--bookkeeper-home DIR``; None when neither is given. ValueError if both are, or if the
-    version cannot be installed or the directory is no distribution."""
+def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
+    """The bookies ``--bookie-kind``, ``--bookkeeper`` and ``--bookkeeper-home`` name (the
+    default: real BookKeeper, ``BOOKKEEPER_HOME`` or the default version, installed on first
+    use). ValueError for options that contradict each other, a version that cannot be
+    installed, or a directory that is no distribution."""
     spec: str | None = getattr(args, "bookkeeper", None)
-    home: Path | None = getattr(args, "bookkeeper_home", None)
-    if spec is None:
-        return home
-    if home is not None:
-        raise ValueError("give --bookkeeper or --bookkeeper-home, not both")
-    from adapters.cluster.errors import ClusterError
-    from adapters.installations.bookkeeper import resolve_bookkeeper
-
     try:
-        return resolve_bookkeeper(spec, progress=True)
+        return choose_bookies(
+            getattr(args, "bookie_kind", BOOKKEEPER),
+            bookkeeper=spec,
+            bookkeeper_home=getattr(args, "bookkeeper_home", None),
+            progress=True,
+        )
     except ClusterError as exc:
-        raise ValueError(f"--bookkeeper {spec}: {exc}") from exc
+        given = f"--bookkeeper {spec}: " if spec is not None else ""
+        raise ValueError(f"{given}{exc}") from exc
+
+
+def bookkeeper_home_from_args(args: argparse.Namespace) -> Path | None:
+    """The real BookKeeper the options name: ``--bookkeeper VERSION|DIR`` (a version is
+    installed on first use), ``--bookkeeper-home DIR``, else ``BOOKKEEPER_HOME`` or the default
+    version; None with ``--bookie-kind reference``. ValueError as
+    :func:`bookie_choice_from_args`."""
+    return bookie_choice_from_args(args).home
 
 
 def target_from_args(args: argparse.Namespace) -> Target:
@@ -195,7 +224,7 @@ def target_from_args(args: argparse.Namespace) -> Target:
     if args.target == "local":
         from conformance.targets.local_target import LocalTarget
 
-        return LocalTarget(bookkeeper_home=bookkeeper_home_from_args(args))
+        return LocalTarget(bookies=bookie_choice_from_args(args))
     if args.target == "docker":
         from conformance.targets.docker_target import DockerTarget
 

@@ -3,7 +3,8 @@ configurations, on a Spark master (``local[N]`` here, or any master URL) or in p
 (``--master none``).
 
 Each shard searches one configuration with its own seed and budget against its own target
-(``local``: a ZooKeeper and reference bookies started and stopped by the shard). The run
+(``local``: a ZooKeeper and real BookKeeper bookies started and stopped by the shard; the
+bookies are chosen once, here, and every shard runs the same distribution). The run
 directory gets Parquet datasets (steps/, findings/, shards/), aggregates.json, results.json and
 report.html. Re-running with ``--run-dir`` of an earlier run resumes it: shards already in its
 Parquet output are skipped.
@@ -20,7 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.commands.options import search_overrides
+from conformance.commands.options import (
+    add_bookie_options,
+    bookie_choice_from_args,
+    search_overrides,
+)
 from conformance.distributed.plan import (
     CONFIGURATIONS,
     RELEASE_CONFIGURATIONS,
@@ -36,8 +41,9 @@ from conformance.distributed.shard import (
     TargetOptions,
     parse_faults,
 )
-from conformance.rundir import new_run_dir
+from conformance.rundir import new_run_dir, system_header
 from conformance.search.runner import PROFILES, SearchSettings
+from conformance.targets.base import system_under_test
 
 EXIT_UNDECIDED = 2
 #: The targets a shard can build on an executor (``TargetOptions.build``).
@@ -68,7 +74,7 @@ def register(subparsers: Any) -> None:
     )
     target = qualify.add_argument_group("target")
     target.add_argument("--target", choices=QUALIFY_TARGETS, default="model", help="default model")
-    target.add_argument("--bookkeeper-home", type=Path, default=None, help="for --target local")
+    add_bookie_options(target)
     target.add_argument("--zk", default=None, metavar="HOST:PORT[,...]", help="for external")
     target.add_argument("--ledgers-root", default="/ledgers", help="for --target external")
     target.add_argument("--allow-remote", action="store_true", help="for --target external")
@@ -110,6 +116,19 @@ def _budget(args: argparse.Namespace) -> SearchSettings:
     return search_overrides(BUDGETS[args.budget], args)
 
 
+def _target_options(args: argparse.Namespace) -> TargetOptions:
+    """What every shard builds its target from. The local target's bookies are chosen here,
+    once (a version is installed now), and travel to the executors as a resolved home."""
+    if args.target == "local":
+        return TargetOptions.local(bookie_choice_from_args(args))
+    return TargetOptions(
+        kind=args.target,
+        zookeeper=args.zk,
+        ledgers_root=args.ledgers_root,
+        allow_remote=args.allow_remote,
+    )
+
+
 def qualify_command(args: argparse.Namespace) -> int:
     try:
         configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
@@ -123,19 +142,14 @@ def qualify_command(args: argparse.Namespace) -> int:
         faults = parse_faults(args.inject_fault)
         if args.target == "external" and not args.zk:
             raise PlanError("--target external needs --zk HOST:PORT")
-    except (PlanError, ShardFaultError) as exc:
+        target_options = _target_options(args)
+    except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
     options = ExecutionOptions(
         run_dir=str(run_dir),
-        target=TargetOptions(
-            kind=args.target,
-            bookkeeper_home=str(args.bookkeeper_home) if args.bookkeeper_home else None,
-            zookeeper=args.zk,
-            ledgers_root=args.ledgers_root,
-            allow_remote=args.allow_remote,
-        ),
+        target=target_options,
         shard_timeout=args.shard_timeout,
         faults=faults,
     )
@@ -145,8 +159,8 @@ def qualify_command(args: argparse.Namespace) -> int:
         f"{args.target}, master {args.master}; per shard {budget.max_examples} examples of up "
         f"to {budget.max_steps} steps, {budget.describe_budget()}, explorer "
         f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
-        flush=True,
     )
+    print(system_header(system_under_test(target_options.build())), flush=True)
     findings = 0
 
     def progress(row: dict[str, Any], done: int, total: int) -> None:

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from adapters.installations.system import SystemUnderTest
 from conformance.commands.options import (
     add_model_options,
     add_target_options,
@@ -30,7 +31,7 @@ from conformance.commands.options import (
     target_from_args,
 )
 from conformance.engine import Outcome
-from conformance.rundir import new_run_dir, write_run
+from conformance.rundir import new_run_dir, system_header, write_run
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.runner import (
@@ -41,7 +42,7 @@ from conformance.search.runner import (
     replay_choices,
     run_search,
 )
-from conformance.targets.base import TargetError
+from conformance.targets.base import TargetError, system_under_test
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 
@@ -159,7 +160,9 @@ def run_command(args: argparse.Namespace) -> int:
     database = None
     if not args.fresh:
         database = DirectoryBasedExampleDatabase(args.runs_dir / "hypothesis-examples")
+    system = system_under_test(target)
     print(f"Target: {args.target}; model: {cfg.describe()}")
+    print(system_header(system))
     print(
         f"Search: {search.max_examples} examples of up to {search.max_steps} steps, seed "
         f"{search.seed}, budget {search.describe_budget()}, explorer "
@@ -179,7 +182,7 @@ def run_command(args: argparse.Namespace) -> int:
         target.close()
     progress.done()
     run_dir = new_run_dir(args.runs_dir, args.target, "run")
-    _write(run_dir, cfg, report, described, search)
+    _write(run_dir, cfg, report, described, system, search)
     _print_report(cfg, report, run_dir)
     return report.exit_code
 
@@ -189,6 +192,7 @@ def _write(
     cfg: ModelConfig,
     report: SearchReport,
     target: dict[str, str],
+    system: SystemUnderTest,
     search: SearchSettings,
 ) -> None:
     extra: dict[str, Any] = {
@@ -216,7 +220,9 @@ def _write(
     else:
         outcome = Outcome(report.verdict, [], [], error=report.error)
     outcome.verdict = report.verdict
-    write_run(run_dir, name="run", cfg=cfg, outcome=outcome, target=target, extra=extra)
+    write_run(
+        run_dir, name="run", cfg=cfg, outcome=outcome, target=target, system=system, extra=extra
+    )
 
 
 def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None:
@@ -266,7 +272,9 @@ def replay_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError, KeyError) as exc:
         print(f"bkconform replay: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
-    print(f"Replaying on {target_name}; model: {cfg.describe()}", flush=True)
+    system = system_under_test(target)
+    print(f"Replaying on {target_name}; model: {cfg.describe()}")
+    print(system_header(system), flush=True)
     try:
         target.open(cfg)
         run = replay_choices(cfg, target, choices, max_steps=max_steps)
@@ -286,6 +294,7 @@ def replay_command(args: argparse.Namespace) -> int:
         cfg=cfg,
         outcome=run.outcome,
         target=described,
+        system=system,
         extra={"replayed_from": str(source), "choices": choices},
     )
     outcome = run.outcome

@@ -16,9 +16,9 @@ from typing import Any
 from conformance.commands.options import add_target_options, target_from_args
 from conformance.engine import Outcome
 from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
-from conformance.rundir import new_run_dir, write_run
+from conformance.rundir import new_run_dir, system_header, write_run
 from conformance.scenarios import SCENARIOS, run_scenario
-from conformance.targets.base import Target, TargetError
+from conformance.targets.base import Target, TargetError, system_under_test
 from model.bookkeeper.render import sequence_diagram
 
 SWITCH_FLAGS = {
@@ -68,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return 2
     print(f"Scenario {scenario.name}: {scenario.interleaving.summary}")
-    print(f"Target: {args.target}; model: {cfg.describe()}", flush=True)
+    system = system_under_test(target)
+    print(f"Target: {args.target}; model: {cfg.describe()}")
+    print(system_header(system), flush=True)
     try:
         target.open(cfg)
         outcome = run_scenario(scenario, target, protected=protected)
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         cfg=cfg,
         outcome=outcome,
         target=described,
+        system=system,
         extra={"expected_verdict": scenario.expected_verdict(protected)},
     )
     _report(outcome, cfg, scenario.name, run_dir)

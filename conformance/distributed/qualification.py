@@ -17,11 +17,11 @@ from typing import Any
 
 from conformance.distributed.diff import VERDICT_ORDER, Aggregates, aggregate
 from conformance.distributed.plan import Plan
-from conformance.distributed.report import write_report
+from conformance.distributed.report import shard_systems, write_report
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.distributed.store import PLAN_FILE, finished_shards, read_dataset
 from conformance.engine import exit_code_for
-from conformance.rundir import versions
+from conformance.rundir import system_record, versions
 
 IN_PROCESS = "none"
 ProgressCallback = Callable[[dict[str, Any], int, int], None]  # (shard row, done, total)
@@ -198,6 +198,7 @@ def _write_summary(result: QualificationResult, total_elapsed: float) -> None:
         "configurations": {
             row["configuration"]: row["verdict"] for row in result.aggregates["by_configuration"]
         },
+        "system_under_test": [system_record(s) for s in shard_systems(result.shards)],
         "versions": versions(),
     }
     (result.run_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")

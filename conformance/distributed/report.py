@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from adapters.installations.system import SystemUnderTest
 from conformance.distributed.diff import Aggregates
 from conformance.distributed.plan import Plan
 from model.bookkeeper.actions import ALL_ACTIONS
@@ -137,6 +138,7 @@ def render_report(
         f"{budget.max_examples} examples of up to {budget.max_steps} steps, "
         f"{budget.time_budget or 'no'} s budget, explorer {'on' if budget.explore else 'off'}. "
         f"Shards run now: {_e(_ran(shards))}; wall time {elapsed:.1f} s.</p>",
+        _systems_html(shards),
         "<h2>Verdict per configuration</h2>",
         _table(
             [
@@ -290,6 +292,29 @@ def render_report(
         + "</pre></body></html>\n"
     )
     return "\n".join(out)
+
+
+def shard_systems(shards: list[dict[str, Any]]) -> list[SystemUnderTest]:
+    """The distinct systems the shards ran against, in shard order (one, unless the run was
+    resumed on another installation)."""
+    found: list[SystemUnderTest] = []
+    for row in sorted(shards, key=lambda r: r["shard"]):
+        system = SystemUnderTest.from_dict(row)
+        if system not in found:
+            found.append(system)
+    return found
+
+
+def _systems_html(shards: list[dict[str, Any]]) -> str:
+    systems = shard_systems(shards)
+    if not systems:
+        return "<p>System under test: no shard recorded one.</p>"
+    items = "".join(
+        f"<li>bookies <b>{_e(s.bookies)}</b>; client <b>{_e(s.client)}</b>; "
+        f"<b>{_e(s.zookeeper)}</b></li>"
+        for s in systems
+    )
+    return f"<h2>System under test</h2><ul class='sut'>{items}</ul>"
 
 
 def _ran(shards: list[dict[str, Any]]) -> str:

@@ -81,6 +81,10 @@ SHARDS = pa.schema(
         pa.field("ledgers", pa.list_(pa.int64()), nullable=False),  # cluster targets' ledgers
         pa.field("versions", pa.string(), nullable=False),  # JSON
         pa.field("target_description", pa.string(), nullable=False),  # JSON
+        # The system under test (adapters.installations.system.SystemUnderTest), in words:
+        pa.field("bookies", pa.string(), nullable=False),  # BookKeeper 4.17.3 (Maven, ...)
+        pa.field("client", pa.string(), nullable=False),  # model client (bkconform)
+        pa.field("zookeeper", pa.string(), nullable=False),  # ZooKeeper 3.9.5 (...)
         pa.field("worker", pa.string(), nullable=False),  # host:pid that ran it
         pa.field("finished_at", pa.string(), nullable=False),  # UTC, ISO 8601
     ]

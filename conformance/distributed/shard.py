@@ -33,14 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.installations.system import REFERENCE, BookieChoice, SystemUnderTest
 from conformance.distributed.plan import Shard
 from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
 from conformance.observations import Observation
-from conformance.rundir import versions
+from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import Finding, SearchProgress, SearchReport, run_search
-from conformance.targets.base import Target, TargetSnapshot
+from conformance.targets.base import Target, TargetSnapshot, system_under_test
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import Message, State
@@ -98,6 +99,9 @@ class TargetOptions:
     """How a worker builds its own target (a plain value: it travels to Spark executors)."""
 
     kind: str = "model"
+    #: ``local``: the bookies the driver chose (``bookkeeper`` with ``bookkeeper_home``, or
+    #: ``reference``), resolved once on the driver so that every executor runs the same.
+    bookie_kind: str = "bookkeeper"
     bookkeeper_home: str | None = None
     zookeeper: str | None = None
     ledgers_root: str = "/ledgers"
@@ -111,8 +115,7 @@ class TargetOptions:
         if self.kind == "local":
             from conformance.targets.local_target import LocalTarget
 
-            home = Path(self.bookkeeper_home) if self.bookkeeper_home else None
-            return LocalTarget(bookkeeper_home=home)
+            return LocalTarget(bookies=self.bookie_choice())
         if self.kind == "external":
             if not self.zookeeper:
                 raise ValueError("the external target needs a ZooKeeper address (--zk)")
@@ -122,6 +125,20 @@ class TargetOptions:
                 self.zookeeper, ledgers_root=self.ledgers_root, allow_remote=self.allow_remote
             )
         raise ValueError(f"unknown target {self.kind!r}: model, local or external")
+
+    def bookie_choice(self) -> BookieChoice | None:
+        """The local target's bookies (None: the default, resolved where the target opens)."""
+        if self.bookie_kind == REFERENCE:
+            return BookieChoice.reference()
+        if self.bookkeeper_home:
+            return BookieChoice.bookkeeper(Path(self.bookkeeper_home))
+        return None
+
+    @classmethod
+    def local(cls, bookies: BookieChoice) -> TargetOptions:
+        """The local target on ``bookies`` (a plain value for the executors)."""
+        home = str(bookies.home) if bookies.home is not None else None
+        return cls(kind="local", bookie_kind=bookies.kind, bookkeeper_home=home)
 
 
 @dataclass(frozen=True)
@@ -177,6 +194,9 @@ class LedgerRecorder:
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
 
+    def system_under_test(self) -> SystemUnderTest:
+        return system_under_test(self.inner)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -208,6 +228,7 @@ class _Attempt:
     steps: list[dict[str, Any]]
     described: dict[str, str]
     ledgers: list[int]
+    system: SystemUnderTest
 
 
 class _Log:
@@ -313,12 +334,14 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     stalls_after_finding = [f for f in options.faults if f.kind == "hang-after-finding"]
     armed = False
     target = LedgerRecorder(options.target.build())
+    system = system_under_test(target)
     log.new_attempt()
     try:
         with hard_timeout(options.timeout_for(shard)) as armed:
             if any(f.applies(shard.shard, attempt) and f.kind == "hang" for f in options.faults):
                 log(f"injected hang of shard {shard.shard}, attempt {attempt}")
                 _sleep_until_timeout(armed)
+            log(system_header(system))
             target.open(shard.config)
             log(f"target {target.name} open: {json.dumps(target.describe(), sort_keys=True)}")
             report = run_search(
@@ -340,7 +363,15 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     finally:
         # Outside the timeout: stopping a cluster is never interrupted halfway.
         target.close()
-    return _Attempt(report, steps, described, target.ledgers)
+    return _Attempt(report, steps, described, target.ledgers, system)
+
+
+def _system(options: ExecutionOptions) -> SystemUnderTest:
+    """What the shard's target runs, when no attempt got far enough to say."""
+    try:
+        return system_under_test(options.target.build())
+    except Exception as exc:
+        return SystemUnderTest(f"unknown ({type(exc).__name__}: {exc})", "unknown", "unknown")
 
 
 def _sleep_until_timeout(armed: bool) -> None:
@@ -390,6 +421,7 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
     write_part(run_dir, "steps", shard.shard, result.steps if result is not None else [])
     write_part(run_dir, "findings", shard.shard, [finding_row(shard, finding)] if finding else [])
     log(f"finished in {wall:.1f} s: {report.verdict if report else 'error'}")
+    system = result.system if result is not None else _system(options)
     row = {
         "shard": shard.shard,
         "configuration": shard.configuration,
@@ -417,6 +449,9 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
         "ledgers": result.ledgers if result else [],
         "versions": json.dumps(versions(), sort_keys=True),
         "target_description": json.dumps(result.described if result else {}, sort_keys=True),
+        "bookies": system.bookies,
+        "client": system.client,
+        "zookeeper": system.zookeeper,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

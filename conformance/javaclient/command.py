@@ -7,12 +7,18 @@ decide (no distribution, a target other than ``local``, the cluster or the JVM f
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from adapters.cluster.zookeeper import locate_zookeeper
+from adapters.installations.system import (
+    BookieChoice,
+    SystemUnderTest,
+    describe_java_client,
+    describe_zookeeper,
+)
 from adapters.javaclient import DistributionError, distribution_version
-from conformance.commands.options import bookkeeper_home_from_args
+from conformance.commands.options import bookie_choice_from_args
 from conformance.javaclient.scenario import (
     NAME,
     JavaScenarioOptions,
@@ -21,7 +27,7 @@ from conformance.javaclient.scenario import (
     run_recovery,
 )
 from conformance.javaclient.story import Judgement, judge
-from conformance.rundir import new_run_dir, write_run
+from conformance.rundir import new_run_dir, system_header, write_run
 from model.bookkeeper.render import sequence_diagram
 
 
@@ -30,23 +36,22 @@ class CannotRun(Exception):
 
 
 def bookkeeper_home(args: argparse.Namespace) -> Path:
-    """``--bookkeeper VERSION|DIR`` (installed on first use) or ``--bookkeeper-home``, else
-    ``BOOKKEEPER_HOME``; :class:`CannotRun` if none."""
+    """The real BookKeeper the options name (``--bookkeeper VERSION|DIR``,
+    ``--bookkeeper-home``, ``BOOKKEEPER_HOME``, else the default version, installed on first
+    use); :class:`CannotRun` with ``--bookie-kind reference`` or a distribution that cannot be
+    had."""
     try:
-        given = bookkeeper_home_from_args(args)
+        choice = bookie_choice_from_args(args)
     except ValueError as exc:
         raise CannotRun(str(exc)) from exc
-    if given is None and os.environ.get("BOOKKEEPER_HOME"):
-        given = Path(os.environ["BOOKKEEPER_HOME"])
-    if given is None:
+    if choice.home is None:
         raise CannotRun(
             f"{NAME} drives the real BookKeeper Java client, whose jars come from a BookKeeper "
-            "binary distribution: pass --bookkeeper VERSION (e.g. 4.11.1, installed from Maven "
-            "Central), --bookkeeper-home DIR or set BOOKKEEPER_HOME to an "
-            "unpacked bookkeeper-server-X.Y.Z-bin (4.11.x shows Defect 1, 4.14+ is safe); "
-            "neither is set"
+            "binary distribution; --bookie-kind reference has none: pass --bookkeeper VERSION "
+            "(e.g. 4.11.1, installed from Maven Central) or --bookkeeper-home DIR (4.11.x shows "
+            "Defect 1, 4.14+ is safe)"
         )
-    return given
+    return choice.home
 
 
 def check_arguments(args: argparse.Namespace) -> Path:
@@ -79,6 +84,8 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
     version = distribution_version(home)
     expected = expected_verdict(version)
     print(f"Scenario {NAME}: Defect 1's recipe with the real Java client {version} as w2")
+    system = java_client_system(home, str(version))
+    print(system_header(system))
     print(f"Target: local, bookies and client from {home}; expected: {expected}", flush=True)
     run_dir = new_run_dir(args.runs_dir, "local", NAME)
     try:
@@ -97,6 +104,7 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         cfg=judgement.cfg,
         outcome=outcome,
         target=run.describe(),
+        system=system,
         extra={
             "expected_verdict": expected,
             "recovery_reads_fence": judgement.reads_fenced,
@@ -114,6 +122,18 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
     )
     _report(judgement, frames, run_dir, expected)
     return outcome.exit_code
+
+
+def java_client_system(home: Path, version: str) -> SystemUnderTest:
+    """The scenario's system: bookies of ``home``, its Java client, and the local ZooKeeper."""
+    try:
+        install = locate_zookeeper()
+        zookeeper = describe_zookeeper(install.classpath, install.source)
+    except Exception as exc:
+        zookeeper = f"unknown ({exc})"
+    return SystemUnderTest(
+        BookieChoice.bookkeeper(home).describe(), describe_java_client(version), zookeeper
+    )
 
 
 def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: str) -> None:

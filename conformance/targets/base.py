@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from adapters.installations.system import SystemUnderTest
 from conformance.observations import Observation
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
@@ -55,3 +56,15 @@ class Target(Protocol):
         """Versions and endpoints, for the run's results."""
 
     def close(self) -> None: ...
+
+
+def system_under_test(target: Target) -> SystemUnderTest:
+    """What ``target`` runs against (its ``system_under_test()``; targets that cannot tell,
+    such as test stand-ins, are named as such). Computed without opening the target."""
+    tell = getattr(target, "system_under_test", None)
+    if callable(tell):
+        system = tell()
+        if isinstance(system, SystemUnderTest):
+            return system
+    name = getattr(target, "name", "unknown")
+    return SystemUnderTest(f"{name} target (not identified)", "unknown", "unknown")

@@ -17,6 +17,7 @@ from adapters.cluster.container_engine import EnginePaths, ensure_engine, stop_s
 from adapters.cluster.container_images import ImageBuilder, ImageSet, official_images
 from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions
 from adapters.cluster.provider import ClusterProvider
+from adapters.installations.system import MODEL_CLIENT, SystemUnderTest, describe_reference_bookie
 from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
 from model.bookkeeper.config import ModelConfig
 
@@ -73,6 +74,21 @@ class DockerTarget(ClusterTarget):
             if self._started_service:
                 self._started_service = False
                 stop_service(self._paths)
+
+    def system_under_test(self) -> SystemUnderTest:
+        images = self._images or (official_images() if self.official else None)
+        if images is None:
+            return SystemUnderTest(
+                f"{describe_reference_bookie()} in a local image",
+                MODEL_CLIENT,
+                "ZooKeeper from Debian's package in a local image",
+            )
+        bookies = (
+            f"{describe_reference_bookie()} in {images.bookie}"
+            if images.bookie_kind == "reference"
+            else f"BookKeeper in {images.bookie}"
+        )
+        return SystemUnderTest(bookies, MODEL_CLIENT, f"ZooKeeper in {images.zookeeper}")
 
     def describe(self) -> dict[str, str]:
         images = self._images

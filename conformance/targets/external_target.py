@@ -19,6 +19,7 @@ from adapters.agent.client import AgentClient
 from adapters.agent.errors import AgentError
 from adapters.cluster.external import ExternalCluster
 from adapters.cluster.provider import ClusterProvider
+from adapters.installations.system import MODEL_CLIENT, SystemUnderTest
 from conformance.targets.base import TargetError, UnsupportedConfiguration
 from conformance.targets.cluster_target import ClusterTarget
 from model.bookkeeper.config import ModelConfig
@@ -92,3 +93,11 @@ class ExternalTarget(ClusterTarget):
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "zookeeper": self.zookeeper_connect}
+
+    def system_under_test(self) -> SystemUnderTest:
+        at = self.zookeeper_connect
+        return SystemUnderTest(
+            f"the bookies registered at {at}{self.ledgers_root} (not identified)",
+            MODEL_CLIENT,
+            f"ZooKeeper at {at} (version not asked)",
+        )

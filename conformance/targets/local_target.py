@@ -1,5 +1,7 @@
-"""The ``local`` target: a real ZooKeeper and bookies started on this machine (reference
-bookies, or a real BookKeeper from ``BOOKKEEPER_HOME``), stopped when the target closes."""
+"""The ``local`` target: a real ZooKeeper and bookies started on this machine, stopped when the
+target closes. The bookies are real BookKeeper by default (``BOOKKEEPER_HOME``, else the default
+version installed from Maven Central on first use); ``BookieChoice.reference()`` runs the
+reference bookie test double instead."""
 
 from __future__ import annotations
 
@@ -8,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster import LocalCluster, LocalClusterOptions
+from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider
+from adapters.installations.system import (
+    MODEL_CLIENT,
+    BookieChoice,
+    SystemUnderTest,
+    choose_bookies,
+)
+from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
 from model.bookkeeper.config import ModelConfig
 
@@ -19,34 +29,56 @@ class LocalTarget(ClusterTarget):
     def __init__(
         self,
         *,
-        bookkeeper_home: Path | None = None,
+        bookies: BookieChoice | None = None,
         work_dir: Path | None = None,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
     ) -> None:
+        """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved,
+        and installed if need be, when first needed)."""
         super().__init__(request_timeout=request_timeout)
-        self.bookkeeper_home = bookkeeper_home
+        self._bookies = bookies
         self.bookie_extra = dict(bookie_extra or {})
         self.work_dir = work_dir
         self._local: LocalCluster | None = None
 
+    @property
+    def bookies(self) -> BookieChoice:
+        if self._bookies is None:
+            try:
+                self._bookies = choose_bookies(progress=True)
+            except ClusterError as exc:
+                raise TargetError(f"no BookKeeper to run: {exc}") from exc
+        return self._bookies
+
+    def _options(self, bookies: int, settings: Any = None) -> LocalClusterOptions:
+        choice = self.bookies
+        extra: dict[str, Any] = {} if settings is None else {"bookie_settings": settings}
+        return LocalClusterOptions(
+            bookies=bookies,
+            work_dir=self.work_dir,
+            bookkeeper_home=choice.home,
+            use_bookkeeper_home_env=False,
+            **extra,
+        )
+
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
         settings = bookie_settings_for(cfg, self.bookie_extra)
-        self._local = LocalCluster(
-            LocalClusterOptions(
-                bookies=cfg.bookies,
-                work_dir=self.work_dir,
-                bookkeeper_home=self.bookkeeper_home,
-                use_bookkeeper_home_env=self.bookkeeper_home is None,
-                bookie_settings=settings,
-            )
-        )
+        self._local = LocalCluster(self._options(cfg.bookies, settings))
         self._local.start()
         return self._local
 
     def _zookeeper_client(self) -> Any:
         assert self._local is not None
         return self._local.zookeeper_client
+
+    def system_under_test(self) -> SystemUnderTest:
+        """What the target runs (or will run): nothing is started to tell."""
+        cluster = self._local or LocalCluster(self._options(0))
+        try:
+            return cluster.system_under_test()
+        except ClusterError as exc:  # no ZooKeeper to run: open() will say so too
+            return SystemUnderTest(self.bookies.describe(), MODEL_CLIENT, f"none found ({exc})")
 
     def describe(self) -> dict[str, str]:
         implementation = self._local.bookie_implementation() if self._local else None

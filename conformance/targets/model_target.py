@@ -3,6 +3,7 @@ by construction it never diverges from the model."""
 
 from __future__ import annotations
 
+from adapters.installations.system import MODEL_SYSTEM, SystemUnderTest
 from conformance.observations import Observation, predicted
 from conformance.targets.base import TargetSnapshot
 from model.bookkeeper.actions import Label
@@ -33,6 +34,9 @@ class ModelTarget:
 
     def describe(self) -> dict[str, str]:
         return {"target": "model"}
+
+    def system_under_test(self) -> SystemUnderTest:
+        return MODEL_SYSTEM
 
     def close(self) -> None:
         return None

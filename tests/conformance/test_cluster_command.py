@@ -82,7 +82,14 @@ def test_up_then_down(
     marker = f"{work_dir}{os.sep}"
     try:
         result = run_detached_command(
-            "cluster", "up", "--bookies", "2", "--work-dir", str(work_dir)
+            "cluster",
+            "up",
+            "--bookies",
+            "2",
+            "--bookie-kind",
+            "reference",
+            "--work-dir",
+            str(work_dir),
         )
         assert result.returncode == 0, result.stderr
         output = result.stdout
@@ -93,6 +100,7 @@ def test_up_then_down(
         assert len(state["endpoints"]["bookies"]) == 2
         assert state["implementation"] == "reference"
         assert f"zookeeper: {state['endpoints']['zookeeper_connect']}" in output
+        assert "System under test: bookies: reference bookie (test double" in output
         for bookie_id in state["endpoints"]["bookies"]:
             assert f"bookie: {bookie_id}" in output
         pids = sorted(p["pid"] for p in state["processes"])

@@ -44,6 +44,25 @@ def test_properties_run_on_a_local_cluster(tmp_path: Path) -> None:
     assert "10 passed" in done.stdout
 
 
+def test_the_plugin_chooses_the_bookies_as_the_commands_do(tmp_path: Path) -> None:
+    # The same function reads --bk-bookie-kind, --bk-bookkeeper and --bk-bookkeeper-home: the
+    # contradiction is refused before any cluster starts.
+    done = _pytest(
+        tmp_path,
+        "--pyargs",
+        "conformance.properties",
+        "--bk-target",
+        "local",
+        "--bk-bookie-kind",
+        "reference",
+        "--bk-bookkeeper",
+        "4.17.3",
+        "-x",
+    )
+    assert done.returncode != 0
+    assert "takes no --bookkeeper or --bookkeeper-home" in done.stdout + done.stderr
+
+
 def test_unknown_target_is_refused(tmp_path: Path) -> None:
     done = _pytest(tmp_path, "--pyargs", "conformance.properties", "--bk-target", "mars")
     assert done.returncode != 0 and "invalid choice" in done.stderr

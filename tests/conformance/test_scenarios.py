@@ -1,5 +1,6 @@
 """Every named scenario gives its expected outcome on the model and on a local cluster (real
-ZooKeeper + reference bookies), and a deliberately wrong bookie is caught as a divergence."""
+ZooKeeper + real BookKeeper, the default), and a deliberately wrong bookie (the reference
+bookie test double in a faulty mode) is caught as a divergence."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.installations.system import BookieChoice
 from conformance.cli import main
 from conformance.engine import Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
@@ -63,7 +65,11 @@ def test_scenario_on_a_local_cluster(case: tuple[str, bool], tmp_path: Path) -> 
     ],
 )
 def test_a_wrong_bookie_is_a_divergence(name: str, mode: str, where: str, tmp_path: Path) -> None:
-    target = LocalTarget(work_dir=tmp_path / "cluster", bookie_extra={"refbookie.faultyMode": mode})
+    target = LocalTarget(
+        bookies=BookieChoice.reference(),  # the faulty modes are the test double's
+        work_dir=tmp_path / "cluster",
+        bookie_extra={"refbookie.faultyMode": mode},
+    )
     outcome = _run(target, name, True)
     assert outcome.verdict == "divergence"
     assert any(

@@ -63,6 +63,9 @@ def shard_row(shard: int, verdict: str, status: str = "done", findings: int = 0)
         "ledgers": [shard],
         "versions": "{}",
         "target_description": "{}",
+        "bookies": "model (no bookies)",
+        "client": "model client (bkconform)",
+        "zookeeper": "model (no ZooKeeper)",
         "worker": "here:1",
         "finished_at": "2026-01-01T00:00:00Z",
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.installations.system import BookieChoice
 from conformance.distributed.diff import aggregate
 from conformance.distributed.plan import make_plan
 from conformance.distributed.qualification import run_qualification
@@ -109,7 +110,10 @@ def test_a_spark_session_is_stopped_when_the_block_raises() -> None:
 
 
 @pytest.mark.cluster
-def test_shards_on_local_2_start_and_stop_their_own_clusters(tmp_path: Path) -> None:
+def test_shards_on_local_2_start_and_stop_their_own_clusters(
+    tmp_path: Path, bookkeeper_home: Path
+) -> None:
+    # Real BookKeeper, chosen once here (as `bkconform qualify` does) and run by every shard.
     plan = make_plan(
         master_seed=0,
         shards=2,
@@ -117,7 +121,8 @@ def test_shards_on_local_2_start_and_stop_their_own_clusters(tmp_path: Path) -> 
         target="local",
         budget=SearchSettings(max_examples=3, max_steps=30, time_budget=3.0, explore=False),
     )
-    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetOptions(kind="local"))
+    bookies = BookieChoice.bookkeeper(bookkeeper_home)
+    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetOptions.local(bookies))
     try:
         result = run_qualification(plan, tmp_path, master="local[2]", options=options)
     finally:
@@ -130,3 +135,5 @@ def test_shards_on_local_2_start_and_stop_their_own_clusters(tmp_path: Path) -> 
     assert all(r["ledgers"] for r in result.shards)  # each example had a ledger of its own
     (by_target,) = result.aggregates["by_target"]
     assert by_target["target"] == "local" and by_target["divergences"] == 0
+    assert {r["bookies"] for r in result.shards} == {bookies.describe()}
+    assert bookies.describe() in (tmp_path / "report.html").read_text()

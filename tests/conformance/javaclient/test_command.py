@@ -24,16 +24,15 @@ from conformance.javaclient.schedule import defect1_schedule
 from tests.conformance.javaclient.recorded import defect1_record
 
 
-def test_without_a_distribution_the_command_says_why(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_on_reference_bookies_the_command_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("BOOKKEEPER_HOME", raising=False)
     runs = tmp_path / "runs"
-    code = main(["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)])
-    assert code == 2
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    assert main([*argv, "--bookie-kind", "reference"]) == 2
     err = capsys.readouterr().err
     assert "defect1-java-client drives the real BookKeeper Java client" in err
-    assert "--bookkeeper-home DIR or set BOOKKEEPER_HOME" in err and "neither is set" in err
+    assert "--bookie-kind reference has none" in err
     assert not runs.exists()
 
 
@@ -54,7 +53,10 @@ def test_a_directory_that_is_no_distribution_is_refused(
     (tmp_path / "lib").mkdir()
     argv = ["scenario", "defect1-java-client", "--target", "local"]
     assert main([*argv, "--bookkeeper-home", str(tmp_path)]) == 2
-    assert "has no bookkeeper-server jar in lib/" in capsys.readouterr().err
+    assert "has no executable bin/bookkeeper" in capsys.readouterr().err
+    _launcher(tmp_path)
+    assert main([*argv, "--bookkeeper-home", str(tmp_path)]) == 2
+    assert "no bookkeeper-server jar in lib/" in capsys.readouterr().err
 
 
 def test_the_expected_verdict_follows_the_fix_release() -> None:
@@ -71,11 +73,19 @@ def test_the_other_scenarios_are_still_offered(capsys: pytest.CaptureFixture[str
     assert "defect1-java-client" in err and "defect1-fencing" in err
 
 
-def _distribution(root: Path, version: str) -> Path:
+def _distribution(root: Path, version: str, *, launcher: bool = True) -> Path:
     """A directory shaped like a distribution (the version is read from the jar's name only)."""
     (root / "lib").mkdir(parents=True)
     (root / "lib" / f"org.apache.bookkeeper-bookkeeper-server-{version}.jar").write_bytes(b"")
+    if launcher:
+        _launcher(root)
     return root
+
+
+def _launcher(root: Path) -> None:
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "bin" / "bookkeeper").write_text("#!/bin/sh\n")
+    (root / "bin" / "bookkeeper").chmod(0o755)
 
 
 @pytest.mark.parametrize(("version", "code"), [("4.11.1", 1), ("4.17.4", 0)])
@@ -111,6 +121,10 @@ def test_the_command_reports_a_recorded_run(
     results = json.loads((run_dir / "results.json").read_text())
     assert results["expected_verdict"] == results["verdict"]
     assert results["target"]["bookkeeper"] == version
+    system = results["system_under_test"]
+    assert system["bookies"] == f"BookKeeper {version} (BOOKKEEPER_HOME, {home})"
+    assert system["client"] == f"BookKeeper Java client {version}"
+    assert f"System under test: {system['summary']}" in out
     assert results["recovery_reads_fence"] is fenced
     assert results["schedule"][0] == "b3: request READ_ENTRY entry -1 +FENCE_LEDGER -> Drop()"
     frames = (run_dir / "frames.txt").read_text().splitlines()
@@ -161,7 +175,7 @@ def test_a_run_that_cannot_start_is_undecided(tmp_path: Path) -> None:
 def test_a_distribution_that_cannot_run_bookies_leaves_nothing_behind(tmp_path: Path) -> None:
     # Shaped like a distribution but without bin/bookkeeper: ZooKeeper starts, the bookies
     # cannot, and everything started is stopped (tests/conftest.py checks for leftovers).
-    home = _distribution(tmp_path / "bk", "4.11.1")
+    home = _distribution(tmp_path / "bk", "4.11.1", launcher=False)
     work = tmp_path / "cluster"
     options = JavaScenarioOptions(bookkeeper_home=home, log_dir=tmp_path, work_dir=work)
     with pytest.raises(

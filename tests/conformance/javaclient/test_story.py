@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from adapters.bookkeeper.status import StatusCode
+from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, Operation
 from conformance.javaclient.story import SPEC_CONFIG, judge
 from conformance.rundir import write_run
@@ -159,6 +160,7 @@ def test_the_run_directory_tells_the_story(tmp_path: Path) -> None:
         cfg=judgement.cfg,
         outcome=judgement.outcome,
         target={"target": "recorded"},
+        system=SystemUnderTest("recorded bookies", "recorded client", "recorded ZooKeeper"),
     )
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["verdict"] == "violation" and results["exit_code"] == 1

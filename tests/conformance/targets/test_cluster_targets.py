@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.cluster import LocalCluster, LocalClusterOptions
+from adapters.installations.system import BookieChoice
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.choices import from_blob
 from conformance.search.runner import PROFILES, replay_choices, run_search
@@ -25,7 +26,7 @@ def test_the_search_finds_defect_1_on_reference_bookies_and_they_answer_as_predi
     tmp_path: Path,
 ) -> None:
     cfg = DEFECT_1.config(protected=False)
-    target = LocalTarget(work_dir=tmp_path / "cluster")
+    target = LocalTarget(bookies=BookieChoice.reference(), work_dir=tmp_path / "cluster")
     target.open(cfg)
     try:
         report = run_search(cfg, target, dataclasses.replace(PROFILES["ci"], time_budget=60.0))
@@ -49,6 +50,7 @@ def test_the_search_reports_a_bookie_that_ignores_the_fence_as_a_divergence(
     # that acknowledges a fencing read without fencing.
     cfg = SCENARIOS["defect1-fencing"].config(protected=True)
     target = LocalTarget(
+        bookies=BookieChoice.reference(),  # the faulty modes are the test double's
         work_dir=tmp_path / "cluster",
         bookie_extra={"refbookie.faultyMode": "ignore-recovery-read-fence"},
     )
