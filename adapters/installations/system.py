@@ -3,8 +3,9 @@ double) and :class:`SystemUnderTest`, the one-line account of the bookies, the c
 ZooKeeper that every run prints and records.
 
 :func:`choose_bookies` is the one place where options become a bookie choice: the CLI
-(``--bookies``, ``--bookkeeper``, ``--bookkeeper-home``), the pytest plugin (``--bk-bookies``,
-``--bk-bookkeeper``, ``--bk-bookkeeper-home``) and ``bkconform cluster up`` all call it. Real
+(``--bookie-kind``, ``--bookkeeper``, ``--bookkeeper-home``), the pytest plugin
+(``--bk-bookie-kind``, ``--bk-bookkeeper``, ``--bk-bookkeeper-home``) and ``bkconform cluster
+up`` all call it. Real
 BookKeeper is the default: ``BOOKKEEPER_HOME`` when it is set, else
 :data:`~adapters.installations.bookkeeper.DEFAULT_VERSION`, installed from Maven Central on
 first use.
@@ -20,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-#: ``--bookies``: real BookKeeper (the default) or the project's test double.
+#: ``--bookie-kind``: real BookKeeper (the default) or the project's test double.
 BOOKKEEPER = "bookkeeper"
 REFERENCE = "reference"
 BOOKIE_KINDS = (BOOKKEEPER, REFERENCE)
