@@ -26,10 +26,8 @@ def _unused_loopback_port() -> int:
 def test_unreachable_server_raises_with_the_connect_string() -> None:
     connect_string = f"127.0.0.1:{_unused_loopback_port()}"
     threads_before = threading.active_count()
-    started = time.monotonic()
     with pytest.raises(ZooKeeperUnreachable, match=connect_string) as info:
         connect_zookeeper(connect_string, timeout=1.0)
-    assert time.monotonic() - started < 10
     assert info.value.connect_string == connect_string
     # The half-started client was stopped: no reconnect thread survives.
     deadline = time.monotonic() + 5
