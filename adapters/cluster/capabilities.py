@@ -106,6 +106,31 @@ def _result(name: str, ok: bool, detail: str, fix: str = "", **extra: Any) -> Ch
     return CheckResult(name, ok, detail, "" if ok else fix, **extra)
 
 
+def _tool_check(
+    name: str,
+    package: str,
+    probe: Sequence[str],
+    what: str,
+    timeout: float,
+    version: Sequence[str] | None = None,
+) -> CheckResult:
+    """A capability that is a command from one Debian package: ``probe`` must succeed (the
+    tool works, not merely exists); the detail is the first line of ``version``'s output, or
+    of the probe's when ``version`` is None."""
+    code, output = run_command(probe, timeout)
+    if code != 0:
+        return _result(
+            name,
+            False,
+            f"{what} failed ({code}): {_first_line(output)}",
+            f"apt-get install {package}",
+            packages=(package,),
+        )
+    if version is not None:
+        _, output = run_command(version, timeout)
+    return _result(name, True, _first_line(output), packages=(package,))
+
+
 # Java, Maven, ZooKeeper, Spark ----------------------------------------------------------
 
 
@@ -147,16 +172,7 @@ def check_java(timeout: float) -> CheckResult:
 
 
 def check_maven(timeout: float) -> CheckResult:
-    code, output = run_command(["mvn", "-v"], timeout)
-    if code != 0:
-        return _result(
-            "maven",
-            False,
-            f"mvn -v failed ({code}): {_first_line(output)}",
-            "apt-get install maven",
-            packages=("maven",),
-        )
-    return _result("maven", True, _first_line(output), packages=("maven",))
+    return _tool_check("maven", "maven", ["mvn", "-v"], "mvn -v", timeout)
 
 
 def check_zookeeper(timeout: float) -> CheckResult:
@@ -194,16 +210,7 @@ def check_spark(timeout: float) -> CheckResult:
 
 
 def check_openssl(timeout: float) -> CheckResult:
-    code, output = run_command(["openssl", "version"], timeout)
-    if code != 0:
-        return _result(
-            "openssl",
-            False,
-            f"openssl version failed ({code}): {output}",
-            "apt-get install openssl",
-            packages=("openssl",),
-        )
-    return _result("openssl", True, _first_line(output), packages=("openssl",))
+    return _tool_check("openssl", "openssl", ["openssl", "version"], "openssl version", timeout)
 
 
 # Network namespaces and packet filters ---------------------------------------------------
@@ -237,31 +244,25 @@ def check_network_namespaces(timeout: float) -> CheckResult:
 
 
 def check_nftables(timeout: float) -> CheckResult:
-    code, output = run_command(["nft", "list", "tables"], timeout)
-    if code != 0:
-        return _result(
-            "nftables",
-            False,
-            f"nft list tables failed ({code}): {_first_line(output)}",
-            "apt-get install nftables",
-            packages=("nftables",),
-        )
-    _, version = run_command(["nft", "--version"], timeout)
-    return _result("nftables", True, _first_line(version), packages=("nftables",))
+    return _tool_check(
+        "nftables",
+        "nftables",
+        ["nft", "list", "tables"],
+        "nft list tables",
+        timeout,
+        version=["nft", "--version"],
+    )
 
 
 def check_iptables(timeout: float) -> CheckResult:
-    code, output = run_command(["iptables", "-w", "5", "-S", "INPUT"], timeout)
-    if code != 0:
-        return _result(
-            "iptables",
-            False,
-            f"iptables -S failed ({code}): {_first_line(output)}",
-            "apt-get install iptables",
-            packages=("iptables",),
-        )
-    _, version = run_command(["iptables", "--version"], timeout)
-    return _result("iptables", True, _first_line(version), packages=("iptables",))
+    return _tool_check(
+        "iptables",
+        "iptables",
+        ["iptables", "-w", "5", "-S", "INPUT"],
+        "iptables -S",
+        timeout,
+        version=["iptables", "--version"],
+    )
 
 
 # Containers ------------------------------------------------------------------------------
