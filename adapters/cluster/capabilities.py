@@ -74,6 +74,8 @@ class Capability:
     description: str
     check: CheckFunction
     required: bool = True
+    #: The check asks a container engine (so :func:`run_checks` provides one).
+    needs_engine: bool = False
 
 
 def run_command(argv: Sequence[str], timeout: float) -> tuple[int, str]:
@@ -482,10 +484,15 @@ CAPABILITIES: tuple[Capability, ...] = (
         "podman, runc, CNI plugins + dnsname, iptables, debootstrap (dpkg)",
         check_container_packages,
     ),
-    Capability("podman-api", "a container engine's Docker API answers", check_podman_api),
-    Capability("local-images", "the local images are built", check_local_images),
     Capability(
-        "container-dns", "containers resolve each other by name on a network", check_container_dns
+        "podman-api", "a container engine's Docker API answers", check_podman_api, needs_engine=True
+    ),
+    Capability("local-images", "the local images are built", check_local_images, needs_engine=True),
+    Capability(
+        "container-dns",
+        "containers resolve each other by name on a network",
+        check_container_dns,
+        needs_engine=True,
     ),
     Capability(
         "bookkeeper",
@@ -539,12 +546,26 @@ def run_check(capability: Capability | str, timeout: float = DEFAULT_TIMEOUT) ->
 
 
 def run_checks(
-    names: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    names: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    on_result: Callable[[CheckResult], None] = lambda _result: None,
+    log: Callable[[str], None] = lambda _line: None,
 ) -> list[CheckResult]:
-    """Every capability's check (or the named ones), in order."""
+    """Every capability's check (or the named ones), in order; ``on_result`` sees each as it
+    completes. An engine is provided (:func:`transient_engine`) only if a check needs one."""
     chosen = [BY_NAME[name] for name in names] if names else list(CAPABILITIES)
-    with transient_engine():
-        return [run_check(capability, timeout) for capability in chosen]
+    engine = (
+        transient_engine(log)
+        if any(capability.needs_engine for capability in chosen)
+        else contextlib.nullcontext()
+    )
+    results = []
+    with engine:
+        for capability in chosen:
+            results.append(run_check(capability, timeout))
+            on_result(results[-1])
+    return results
 
 
 def all_required_ok(results: Sequence[CheckResult]) -> bool:

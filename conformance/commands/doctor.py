@@ -19,12 +19,10 @@ from typing import Any
 
 from adapters.cluster.capabilities import (
     BY_NAME,
-    CAPABILITIES,
     DEFAULT_TIMEOUT,
     CheckResult,
     all_required_ok,
-    run_check,
-    transient_engine,
+    run_checks,
 )
 
 
@@ -62,16 +60,19 @@ def format_result(result: CheckResult) -> list[str]:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    chosen = [BY_NAME[name] for name in args.only] if args.only else list(CAPABILITIES)
-    results = []
-    log = (lambda _line: None) if args.json else (lambda line: print(f"       {line}", flush=True))
-    with transient_engine(log):
-        for capability in chosen:
-            result = run_check(capability, args.timeout)
-            results.append(result)
-            if not args.json:
-                for line in format_result(result):
-                    print(line, flush=True)
+    def show(result: CheckResult) -> None:
+        for line in format_result(result):
+            print(line, flush=True)
+
+    if args.json:
+        results = run_checks(args.only, args.timeout)
+    else:
+        results = run_checks(
+            args.only,
+            args.timeout,
+            on_result=show,
+            log=lambda line: print(f"       {line}", flush=True),
+        )
     ok = all_required_ok(results)
     if args.json:
         print(json.dumps({"ok": ok, "checks": [result.to_json() for result in results]}, indent=2))

@@ -3,9 +3,10 @@ no subprocess that matters (fakes stand in), nothing installed."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -403,3 +404,24 @@ def test_transient_engine_reports_a_service_that_does_not_start(
     with capabilities.transient_engine(lines.append):
         assert capabilities._engine() is None
     assert lines and "exited with 125" in lines[0]
+
+
+def test_run_checks_starts_an_engine_only_when_a_check_needs_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[str] = []
+
+    @contextlib.contextmanager
+    def engine(log: Any = None) -> Iterator[None]:
+        started.append("engine")
+        yield
+
+    monkeypatch.setattr(capabilities, "transient_engine", engine)
+    monkeypatch.setattr(
+        capabilities, "run_check", lambda cap, _timeout: CheckResult(cap.name, True, "fine")
+    )
+    seen: list[str] = []
+    results = capabilities.run_checks(["maven", "openssl"], on_result=lambda r: seen.append(r.name))
+    assert [r.name for r in results] == seen == ["maven", "openssl"] and started == []
+    capabilities.run_checks(["maven", "container-dns"])
+    assert started == ["engine"]
