@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster.errors import ClusterError
+from adapters.cluster.user_state import bkconform_home
 
 #: What podman needs on this machine kind (see the module docstring); written, never merged.
 CONTAINERS_CONF = """\
@@ -84,9 +85,7 @@ class ContainerEngineError(ClusterError):
 
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Where the engine's socket, pid file, log and ``containers.conf`` live."""
-    env = os.environ if environ is None else environ
-    home = Path(env["BKCONFORM_HOME"]) if env.get("BKCONFORM_HOME") else Path.home() / ".bkconform"
-    return home.expanduser() / "docker"
+    return bkconform_home(environ) / "docker"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 from adapters.cluster.errors import ClusterError, ClusterStateFileError
 from adapters.cluster.processes import group_members, processes_matching
 from adapters.cluster.provider import Endpoints, NodeKind
+from adapters.cluster.user_state import bkconform_home
 
 STATE_FILE_NAME = "cluster.json"
 STATE_VERSION = 1
@@ -100,12 +101,6 @@ class DetachedCluster:
 
 def state_path(work_dir: Path) -> Path:
     return work_dir / STATE_FILE_NAME
-
-
-def bkconform_home() -> Path:
-    """Where per-user pointers live: ``$BKCONFORM_HOME``, default ``~/.bkconform``."""
-    configured = os.environ.get("BKCONFORM_HOME")
-    return Path(configured) if configured else Path.home() / ".bkconform"
 
 
 def pointer_path() -> Path:

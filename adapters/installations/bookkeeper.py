@@ -42,6 +42,7 @@ from importlib import resources
 from pathlib import Path
 
 from adapters.cluster.errors import BookKeeperNotFound, ClusterError
+from adapters.cluster.user_state import bkconform_home
 
 #: The version installed when none is named: the newest bookkeeper-server Maven Central serves
 #: to this project's machines (4.17.4, the newest release, is not served there).
@@ -109,13 +110,6 @@ def find_bookkeeper_home(
     return home
 
 
-def bkconform_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$BKCONFORM_HOME``, default ``~/.bkconform`` (as the container engine's state)."""
-    env = os.environ if environ is None else environ
-    home = Path(env["BKCONFORM_HOME"]) if env.get("BKCONFORM_HOME") else Path.home() / ".bkconform"
-    return home.expanduser()
-
-
 def install_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where installs live: ``$BKCONFORM_HOME/bookkeeper``."""
     return bkconform_home(environ) / "bookkeeper"
@@ -181,11 +175,16 @@ def remove(version: str, root: Path | None = None) -> bool:
     if not target.exists():
         return False
     with _lock(base, target.name):
-        # Renamed away first: a reader never sees a half-deleted install with its marker.
-        doomed = base / f".removing-{target.name}-{os.getpid()}"
-        target.rename(doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
+        _discard(base, target)
     return True
+
+
+def _discard(base: Path, target: Path) -> None:
+    """Delete an install, renamed away first: a reader never sees a half-deleted install with
+    its marker (an interrupted deletion leaves a ``.removing-*`` that the next install clears)."""
+    doomed = base / f".removing-{target.name}-{os.getpid()}"
+    target.rename(doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
 
 
 # Maven ----------------------------------------------------------------------------------------
@@ -305,7 +304,7 @@ def explain_maven_failure(version: str, output: str, *, offline: bool) -> str:
     ):
         return (
             f"Maven could not reach its repository to download {artifact}: is Maven Central "
-            f"(https://repo.maven.apache.org) reachable from here?{detail}"
+            f"reachable from here?{detail}"
         )
     tail = "\n".join(output.strip().splitlines()[-15:])
     return f"mvn failed to resolve {artifact}:\n{tail}"
@@ -523,9 +522,7 @@ def install(
         try:
             result = _build(staging, version, offline, timeout, maven_repo, environ, progress)
             if target.exists():  # force, or a half layout from an old bkconform
-                doomed = base / f".removing-{version}-{os.getpid()}"
-                target.rename(doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
+                _discard(base, target)
             staging.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
