@@ -207,14 +207,6 @@ def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
         raise ValueError(f"{given}{exc}") from exc
 
 
-def bookkeeper_home_from_args(args: argparse.Namespace) -> Path | None:
-    """The real BookKeeper the options name: ``--bookkeeper VERSION|DIR`` (a version is
-    installed on first use), ``--bookkeeper-home DIR``, else ``BOOKKEEPER_HOME`` or the default
-    version; None with ``--bookie-kind reference``. ValueError as
-    :func:`bookie_choice_from_args`."""
-    return bookie_choice_from_args(args).home
-
-
 def target_from_args(args: argparse.Namespace) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together)."""
     if args.target == "model":

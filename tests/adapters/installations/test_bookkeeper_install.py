@@ -3,6 +3,7 @@ made clear, atomic installs with a fake ``mvn`` on PATH, list and remove, the la
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -310,7 +311,10 @@ def test_the_cli_reports_an_unserved_version(
 
 def test_bookkeeper_option_takes_a_version_or_a_directory(fake_mvn: Path, tmp_path: Path) -> None:
     from conformance.cli import build_parser
-    from conformance.commands.options import bookkeeper_home_from_args
+    from conformance.commands.options import bookie_choice_from_args
+
+    def bookkeeper_home_from_args(args: argparse.Namespace) -> Path | None:
+        return bookie_choice_from_args(args).home
 
     parse = build_parser().parse_args
     args = parse(["scenario", "defect1-fencing", "--target", "local", "--bookkeeper", "4.17.3"])
