@@ -62,15 +62,20 @@ COMPARED_FIELDS = ("kind", "success", "code", "lac", "data")
 STATUS_COMPARED_KINDS = frozenset({"metadata"})
 
 
+def compared_fields(expected_kind: object, observed_kind: object) -> tuple[str, ...]:
+    """The fields a prediction and an observation of these kinds are compared on: the one
+    rule of the engine's diff and the qualification's (``conformance.distributed.diff``)."""
+    if expected_kind in STATUS_COMPARED_KINDS or observed_kind in STATUS_COMPARED_KINDS:
+        return (*COMPARED_FIELDS, "status")
+    return COMPARED_FIELDS
+
+
 def differences(expected: Observation, observed: Observation) -> list[str]:
     """Field-by-field differences that matter (``status`` is the wire's detail, not compared
     where the model's terms already agree, e.g. ENOENTRY and ENOLEDGER are both NoSuchEntry;
     for metadata writes it is compared, see ``STATUS_COMPARED_KINDS``)."""
     diffs = []
-    names: tuple[str, ...] = COMPARED_FIELDS
-    if expected.kind in STATUS_COMPARED_KINDS or observed.kind in STATUS_COMPARED_KINDS:
-        names = (*COMPARED_FIELDS, "status")
-    for name in names:
+    for name in compared_fields(expected.kind, observed.kind):
         want, got = getattr(expected, name), getattr(observed, name)
         if want != got:
             diffs.append(f"{name}: predicted {want!r}, observed {got!r} ({observed.status})")

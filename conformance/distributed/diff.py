@@ -17,9 +17,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-OBSERVATION_FIELDS = ("kind", "success", "code", "lac", "data")
-#: Kinds whose ``status`` is compared too (``conformance.observations.STATUS_COMPARED_KINDS``).
-STATUS_COMPARED_KINDS = ("metadata",)
+from conformance.observations import COMPARED_FIELDS, compared_fields
+
+#: The engine's rule, shared (``conformance.observations``): the fields compared on every
+#: answer, and the kinds whose ``status`` is compared too.
+OBSERVATION_FIELDS = COMPARED_FIELDS
 #: Worst first: a configuration's verdict is the worst of its shards'.
 VERDICT_ORDER = ("violation", "divergence", "undecided", "clean")
 
@@ -30,9 +32,7 @@ def is_divergent(predicted: str | None, observed: str | None) -> bool:
     if predicted is None or observed is None:
         return False
     want, got = json.loads(predicted), json.loads(observed)
-    names: tuple[str, ...] = OBSERVATION_FIELDS
-    if want.get("kind") in STATUS_COMPARED_KINDS or got.get("kind") in STATUS_COMPARED_KINDS:
-        names = (*OBSERVATION_FIELDS, "status")
+    names = compared_fields(want.get("kind"), got.get("kind"))
     return any(want.get(name) != got.get(name) for name in names)
 
 

@@ -23,14 +23,10 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from conformance.distributed.diff import (
-    OBSERVATION_FIELDS,
-    STATUS_COMPARED_KINDS,
-    Aggregates,
-    configuration_verdict,
-)
+from conformance.distributed.diff import OBSERVATION_FIELDS, Aggregates, configuration_verdict
 from conformance.distributed.plan import Shard
 from conformance.distributed.shard import ExecutionOptions, execute_shard
+from conformance.observations import STATUS_COMPARED_KINDS
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _LOG4J2 = """\
@@ -194,7 +190,7 @@ def aggregate_spark(spark: Any, run_dir: Path) -> Aggregates:
     same = reduce(
         lambda a, b: a & b, [predicted[f].eqNullSafe(observed[f]) for f in OBSERVATION_FIELDS]
     )
-    # As diff.is_divergent: a metadata write's status is the model's word too.
+    # As observations.compared_fields: a metadata write's status is the model's word too.
     status_decided = predicted["kind"].isin(*STATUS_COMPARED_KINDS) | observed["kind"].isin(
         *STATUS_COMPARED_KINDS
     )
