@@ -1,12 +1,15 @@
 """Time to Defect 1 from scratch: the search, with no scenario hints, on the model target (five
-seeds) and on the local target (reference bookies over TCP, real ZooKeeper).
+seeds) and on the local target (real ZooKeeper) with real BookKeeper bookies (the default
+version) next to reference bookies (the test double), in one run.
 
 Configuration: 3 bookies, WQ3/AQ2, recovery reads without the fence flag (``bkconform run
 --no-recovery-read-fence``). Each search starts with an empty example database. Printed per
 seed: seconds to the first NoDivergence violation, which phase found it, its length, the length
 after shrinking, and the whole search's time (shrinking included); then the median and its
 ratio to TLC's breadth-first time for this defect on this machine kind (2.5 to 6 minutes;
-TLC's random simulation found nothing in 150 s). Numbers only: nothing here asserts on time.
+TLC's random simulation found nothing in 150 s); then, per local seed, real bookies against
+reference bookies: time to the violation and target steps/s, with their ratios. Numbers only:
+nothing here asserts on time.
 
     python benchmarks/time_to_defect.py [--seeds 0,1,2,3,4] [--budget 300] [--no-local]
 """
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from hypothesis.database import InMemoryExampleDatabase
 
+from adapters.installations.system import BookieChoice, choose_bookies
 from conformance.scenarios import SCENARIOS
 from conformance.search.runner import PROFILES, SearchReport, SearchSettings, run_search
 from conformance.targets.base import Target
@@ -92,17 +96,34 @@ def main() -> None:
 
     if args.no_local:
         return
-    print("Target local (real ZooKeeper + reference bookies over TCP):")
+    print("Target local (real ZooKeeper; bookies over TCP):")
+    kinds = {"real": choose_bookies(progress=True), "reference": BookieChoice.reference()}
     with tempfile.TemporaryDirectory(prefix="bkconform-bench-") as work:
         for seed in (int(s) for s in args.local_seeds.split(",")):
-            target = LocalTarget(work_dir=Path(work) / f"seed-{seed}")
-            started = time.perf_counter()
-            try:
-                target.open(CFG)
-                print(f"  cluster started in {time.perf_counter() - started:.1f} s")
-                _line(f"seed {seed}", _search(target, seed, args.budget))
-            finally:
-                target.close()
+            measured: dict[str, tuple[float | None, float]] = {}
+            for kind, bookies in kinds.items():
+                local = LocalTarget(bookies=bookies, work_dir=Path(work) / f"{kind}-{seed}")
+                started = time.perf_counter()
+                try:
+                    local.open(CFG)
+                    print(
+                        f"  {kind} bookies ({local.system_under_test().bookies}): cluster "
+                        f"started in {time.perf_counter() - started:.1f} s"
+                    )
+                    report = _search(local, seed, args.budget)
+                    measured[kind] = (_line(f"seed {seed}", report), report.steps_per_second)
+                finally:
+                    local.close()
+            (real_found, real_rate), (ref_found, ref_rate) = measured["real"], measured["reference"]
+            summary = (
+                f"{real_found:.1f} s vs {ref_found:.1f} s ({real_found / ref_found:.1f}x)"
+                if real_found is not None and ref_found is not None
+                else "not found on both"
+            )
+            rate = f"{real_rate:,.0f} vs {ref_rate:,.0f} steps/s"
+            if ref_rate:
+                rate += f" ({real_rate / ref_rate:.2f}x)"
+            print(f"  seed {seed}, real vs reference: Defect 1 after {summary}; {rate}")
 
 
 if __name__ == "__main__":

@@ -351,31 +351,43 @@ def write_report(directory: Path, results: list[Result]) -> None:
     (directory / "report.txt").write_text("\n".join(lines) + "\n")
 
 
-def run_mutmut(report: Path) -> int:
-    """mutmut (``pip install mutmut``) over ``VERDICT_MODULES``, in a scratch copy (mutmut
-    writes ``mutants/`` and needs its settings in ``setup.cfg``, which the project does not
-    have); the survivors go to ``report/mutmut.txt``."""
+def run_mutmut(report: Path, max_children: int) -> int:
+    """mutmut over the modules in pyproject's ``[tool.mutmut]`` (``VERDICT_MODULES``), judged by
+    the fast suite, in a scratch copy (mutmut writes ``mutants/`` beside the sources). The
+    score and every mutant that was not killed go to ``report/mutmut.txt``."""
     mutmut = shutil.which("mutmut", path=str(Path(sys.executable).parent))
     if mutmut is None:
-        print("mutmut is not installed: pip install mutmut", file=sys.stderr)
+        print("mutmut is not installed: pip install -e '.[dev]'", file=sys.stderr)
         return 2
     report.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="bkconform-mutmut-"))
     tree = copy_tree(scratch)
-    (tree / "setup.cfg").write_text(
-        "[mutmut]\n"
-        f"paths_to_mutate={','.join(VERDICT_MODULES)}\n"
-        "tests_dir=tests/\n"
-        "also_copy=tests/,adapters/,conformance/,model/\n"
-        "pytest_add_cli_args=-p no:cacheprovider\n"
-    )
+    shared = ROOT.parent / "shared"
+    if shared.is_dir():
+        # The mutated tree is tree/mutants: its tests look for ../shared from there.
+        (tree / "shared").symlink_to(shared)
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    subprocess.run([mutmut, "run"], cwd=tree, env=env, check=False)
-    results = subprocess.run(
-        [mutmut, "results"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    subprocess.run(
+        [mutmut, "run", "--max-children", str(max_children)], cwd=tree, env=env, check=False
     )
-    (report / "mutmut.txt").write_text(results.stdout)
-    print(f"mutmut survivors: {report / 'mutmut.txt'} (scratch copy: {tree})")
+    results = subprocess.run(
+        [mutmut, "results", "--all", "true"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    counts: dict[str, int] = {}
+    for line in results.stdout.splitlines():
+        status = line.rsplit(":", 1)[-1].strip()
+        counts[status] = counts.get(status, 0) + 1
+    total = sum(counts.values())
+    killed = counts.get("killed", 0)
+    score = f"{killed} of {total} mutants killed ({100 * killed / total:.1f}%)" if total else "none"
+    listing = "\n".join(line for line in results.stdout.splitlines() if "killed" not in line)
+    (report / "mutmut.txt").write_text(f"{score}; by status: {counts}\n{listing}\n")
+    print(f"mutmut: {score}. Not killed: {report / 'mutmut.txt'} (scratch copy: {tree})")
     return 0
 
 
@@ -386,9 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=ROOT / "runs" / "mutations")
     parser.add_argument("--timeout", type=float, default=1800.0, help="per mutation, seconds")
     parser.add_argument("--mutmut", action="store_true", help="run mutmut instead")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     if args.mutmut:
-        return run_mutmut(args.report)
+        return run_mutmut(args.report, args.max_children)
     chosen = [m for m in MUTATIONS if args.match in m.name]
     if args.list:
         for m in chosen:

@@ -94,8 +94,19 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def observed_answers(outcome: Outcome) -> str:
+    """What the target answered, by status, in order of first appearance: the line that shows,
+    for example, a limbo bookie's EUNKNOWNLEDGERSTATE without opening the history."""
+    counts: dict[str, int] = {}
+    for record in outcome.steps:
+        if record.observed is not None:
+            status = f"{record.observed['kind']} {record.observed['status']}"
+            counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{status} x{n}" for status, n in counts.items()) or "none"
+
+
 def _report(outcome: Outcome, cfg: Any, name: str, run_dir: Path) -> None:
-    print(f"{len(outcome.steps)} steps run.")
+    print(f"{len(outcome.steps)} steps run. Observed answers: {observed_answers(outcome)}")
     if outcome.note:
         print(outcome.note)
     for divergence in outcome.divergences:

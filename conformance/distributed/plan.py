@@ -28,10 +28,10 @@ class PlanError(ValueError):
 CONFIGURATIONS: dict[str, ModelConfig] = {
     "fenced-recovery": interleavings.DEFECT_1.protected,
     "fragment-recovery": interleavings.DEFECT_2.protected,
-    "limbo-crash": interleavings.LIMBO_CRASH.protected,
+    "limbo-crash": interleavings.SEED_001.protected,
     "no-recovery-read-fence": interleavings.DEFECT_1.unprotected,
     "no-recovery-fragment-fix": interleavings.DEFECT_2.unprotected,
-    "no-limbo": interleavings.LIMBO_CRASH.unprotected,
+    "no-limbo": interleavings.SEED_001.unprotected,
 }
 #: What ``bkconform qualify`` covers by default: every protection on.
 RELEASE_CONFIGURATIONS = ("fenced-recovery", "fragment-recovery", "limbo-crash")

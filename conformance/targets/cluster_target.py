@@ -246,7 +246,7 @@ class ClusterTarget(abc.ABC):
             if action == "ClientCreatesLedger":
                 store.create(self.ledger_id, self._new_metadata(detail["ensemble"]))
             elif action == "ClientStartsRecovery":
-                current, _ = store.read(self.ledger_id)
+                current = self._read_metadata(before)
                 expected = before.meta_version - 1
                 store.update(
                     self.ledger_id,
@@ -255,7 +255,7 @@ class ClusterTarget(abc.ABC):
                     lambda m: m if m.state is LedgerState.IN_RECOVERY else m.to_in_recovery(),
                 )
             elif action == "ClientChangesEnsemble":
-                current, _ = store.read(self.ledger_id)
+                current = self._read_metadata(before)
                 first = ids.bk_entry_id(detail["first_entry_id"])
                 bookies = self._names(detail["ensemble"])
                 assert c.curr_fragment is not None
@@ -268,7 +268,7 @@ class ClusterTarget(abc.ABC):
                         self.ledger_id, current, version, first_entry_id=first, bookies=bookies
                     )
             elif action in ("ClientClosesLedgerSuccess", "ClientClosesLedgerFail"):
-                current, _ = store.read(self.ledger_id)
+                current = self._read_metadata(before)
                 if action == "ClientClosesLedgerFail" and current.state is LedgerState.CLOSED:
                     # Our store refuses CLOSED -> CLOSED before writing; what decides a stale
                     # client's close is ZooKeeper: the compare-and-set with its version.
@@ -282,7 +282,7 @@ class ClusterTarget(abc.ABC):
                     length=ids.ledger_length(c.lac),
                 )
             elif action == "RecoveryClientClosesLedger":
-                current, _ = store.read(self.ledger_id)
+                current = self._read_metadata(before)
                 last = c.last_recoverable_entry
                 assert last is not None
                 segments = self._segments(c.fragments)
@@ -308,6 +308,26 @@ class ClusterTarget(abc.ABC):
             # the status says which, and differs from any prediction.
             return Observation("metadata", type(exc).__name__, success=False)
         return Observation("metadata", "OK", success=True)
+
+    def _read_metadata(self, before: State) -> LedgerMetadata:
+        """The ledger's metadata, as only the model's clients have written it.
+
+        The model's metadata version counts every write of its clients, so the znode's version
+        must be one less (the model starts at 1, ZooKeeper at 0). Anything else means a writer
+        outside the model changed the ledger: on real bookies with limbo, the bookie's own
+        data-integrity service recovers and closes a limbo ledger a moment after it restarts.
+        Whatever the step then observes is not the model's story: the run cannot decide.
+        """
+        assert self.store is not None
+        metadata, version = self.store.read(self.ledger_id)
+        if version != before.meta_version - 1:
+            raise TargetError(
+                f"the ledger's metadata was changed outside the model: znode version {version}, "
+                f"the model's clients wrote up to {before.meta_version - 1} (state now "
+                f"{metadata.state.name}). On real bookies with limbo, the restarted bookie's "
+                "data-integrity service recovers limbo ledgers by itself"
+            )
+        return metadata
 
     def _names(self, ensemble: int) -> tuple[str, ...]:
         return tuple(self.bookie_ids[b] for b in bookies_of(ensemble))

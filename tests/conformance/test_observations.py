@@ -12,11 +12,29 @@ from hypothesis import strategies as st
 
 from conformance.distributed.diff import is_divergent
 from conformance.engine import state_differences
-from conformance.observations import Observation, differences
+from conformance.observations import Observation, differences, predicted
 from conformance.targets.base import TargetSnapshot
 from model.bookkeeper.actions import init_state
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import STATUS_CLOSED, STATUS_OPEN, Entry, Fragment
+from model.bookkeeper.records import (
+    ADD_ENTRY_RESPONSE,
+    FENCE_RESPONSE,
+    NIL_DATA,
+    NO_SUCH_ENTRY,
+    OK,
+    READ_REQUEST,
+    READ_RESPONSE,
+    STATUS_CLOSED,
+    STATUS_OPEN,
+    UNKNOWN,
+    AddEntryResponse,
+    Entry,
+    FenceResponse,
+    Fragment,
+    Message,
+    ReadRequest,
+    ReadResponse,
+)
 
 OK_ADD = Observation("add", "EOK", success=True)
 CLOSE_FAILS = Observation("metadata", "MetadataVersionMismatch", success=False)
@@ -150,3 +168,63 @@ def test_metadata_the_model_never_wrote_is_a_difference() -> None:
     # The last entry is compared only once the ledger is closed.
     snapshot = _snapshot(meta_status="OPEN", meta_last_entry=0)
     assert state_differences(CFG, open_state, snapshot) == []
+
+
+# The model's predictions, reply by reply: what every diff starts from.
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (
+            AddEntryResponse(ADD_ENTRY_RESPONSE, 0, 0, Entry(1, 7), False, True),
+            Observation("add", "EOK", success=True),
+        ),
+        (
+            AddEntryResponse(ADD_ENTRY_RESPONSE, 0, 0, Entry(1, 7), True, False),
+            Observation("add", "EFENCED", success=False),
+        ),
+        (
+            FenceResponse(FENCE_RESPONSE, 1, 1, 3, OK),
+            Observation("fence", "OK", code="OK", lac=3),
+        ),
+        (
+            FenceResponse(FENCE_RESPONSE, 1, 1, 3, UNKNOWN),
+            Observation("fence", "Unknown", code="Unknown", lac=None),
+        ),
+        (
+            ReadResponse(READ_RESPONSE, 0, 1, Entry(2, 9), True, OK),
+            Observation("read", "OK", code="OK", data=9),
+        ),
+        (
+            ReadResponse(READ_RESPONSE, 0, 1, Entry(2, NIL_DATA), True, NO_SUCH_ENTRY),
+            Observation("read", "NoSuchEntry", code="NoSuchEntry", data=None),
+        ),
+        (
+            ReadResponse(READ_RESPONSE, 0, 1, Entry(2, NIL_DATA), True, UNKNOWN),
+            Observation("read", "Unknown", code="Unknown", data=None),
+        ),
+    ],
+)
+def test_the_prediction_for_each_reply(reply: Message, expected: Observation) -> None:
+    got = predicted(reply)
+    assert got == expected
+    assert got.as_dict() == expected.as_dict()
+
+
+def test_a_request_has_no_prediction() -> None:
+    with pytest.raises(ValueError, match="not a bookie reply"):
+        predicted(ReadRequest(READ_REQUEST, 0, 1, 2, True))
+
+
+def test_status_is_compared_when_either_side_is_a_metadata_answer() -> None:
+    # A metadata prediction met by a bookie's answer (or the reverse) differs in kind and in
+    # status: both are reported, whichever side is the metadata one.
+    meta = Observation("metadata", "OK", success=True)
+    add = Observation("add", "EOK", success=True)
+    assert differences(meta, add) == [
+        "kind: predicted 'metadata', observed 'add' (EOK)",
+        "status: predicted 'OK', observed 'EOK' (EOK)",
+    ]
+    assert differences(add, meta) == [
+        "kind: predicted 'add', observed 'metadata' (OK)",
+        "status: predicted 'EOK', observed 'OK' (OK)",
+    ]

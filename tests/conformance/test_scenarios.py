@@ -50,6 +50,29 @@ def test_scenario_on_a_local_cluster(case: tuple[str, bool], tmp_path: Path) -> 
     assert outcome.verdict == SCENARIOS[name].expected_verdict(protected), outcome.violations
     answered = [r for r in outcome.steps if r.observed is not None]
     assert answered, "the scenario must have exercised the cluster"
+    interleaving = SCENARIOS[name].interleaving
+    if protected and not interleaving.notes:  # a story the protection does not stop
+        assert len(outcome.steps) == len(interleaving.steps), outcome.note
+
+
+@pytest.mark.cluster
+def test_limbo_crash_reads_past_eunknownledgerstate_on_real_bookies(tmp_path: Path) -> None:
+    # The crashed bookie, in limbo, answers the fencing read and both recovery reads with
+    # EUNKNOWNLEDGERSTATE; recovery takes e1 from the other bookie and closes the ledger at e1.
+    outcome = _run(LocalTarget(work_dir=tmp_path / "cluster"), "limbo-crash", True)
+    assert outcome.verdict == "clean", (outcome.divergences, outcome.note)
+    unknown = [
+        (r.action, r.request)
+        for r in outcome.steps
+        if r.observed is not None and r.observed["status"] == "EUNKNOWNLEDGERSTATE"
+    ]
+    assert unknown == [
+        ("BookieSendsFencingReadLacResponse", "fence (read LAC)"),
+        ("BookieSendsReadResponse", "recovery read e1, fence"),
+        ("BookieSendsReadResponse", "recovery read e2, fence"),
+    ]
+    final = outcome.trace[-1].state
+    assert final.meta_last_entry == 1
 
 
 @pytest.mark.cluster

@@ -40,10 +40,14 @@ OPEN = LedgerMetadata(
 
 
 class Store:
-    """Answers reads with ``current`` and fails the chosen calls with ``fail[name]``."""
+    """Answers reads with ``current`` at znode ``version`` and fails the chosen calls with
+    ``fail[name]``. ``version`` None: the version the model's writes lead to (no other writer)."""
 
-    def __init__(self, current: LedgerMetadata = OPEN, **fail: Exception) -> None:
+    def __init__(
+        self, current: LedgerMetadata = OPEN, version: int | None = None, **fail: Exception
+    ) -> None:
         self.current = current
+        self.version = version
         self.fail = fail
         self.calls: list[tuple[str, Any]] = []
 
@@ -53,7 +57,8 @@ class Store:
             if name in self.fail:
                 raise self.fail[name]
             if name == "read":
-                return self.current, 3
+                assert self.version is not None
+                return self.current, self.version
             return self.current, 4
 
         return call
@@ -80,6 +85,8 @@ def _answer(store: Store) -> Observation | None:
     """The target's answer to the model's ``ClientClosesLedgerFail`` (w1's stale close)."""
     (action,) = FAILING_METADATA_ACTIONS
     *_, before, close = path_to(CFG, action)
+    if store.version is None:
+        store.version = before.state.meta_version - 1
     target = Offline(store)
     try:
         return target.metadata(close.label, before.state, close.state)
@@ -127,6 +134,22 @@ def test_another_refusal_says_what_it_was_and_diverges() -> None:
     assert observed == Observation("metadata", "NoSuchLedger", success=False)
 
 
+def test_metadata_written_outside_the_model_is_a_target_error() -> None:
+    # A real bookie's data-integrity service recovers and closes a limbo ledger by itself:
+    # the znode is then ahead of every write the model's clients made.
+    closed = OPEN.to_in_recovery().to_closed(0, 10)
+    (action,) = FAILING_METADATA_ACTIONS
+    *_, before, close = path_to(CFG, action)
+    store = Store(closed, version=before.state.meta_version + 1)
+    target = Offline(store)
+    try:
+        with pytest.raises(TargetError, match="changed outside the model"):
+            target.metadata(close.label, before.state, close.state)
+    finally:
+        target.close()
+    assert [name for name, _ in store.calls] == ["read"]  # nothing was written
+
+
 def test_an_outage_on_a_metadata_step_makes_the_run_undecided() -> None:
     (action,) = FAILING_METADATA_ACTIONS
     target = Offline(Store(OPEN.to_in_recovery(), read=ZooKeeperTimeout("get: timed out")))
@@ -149,6 +172,8 @@ def _snapshot(store: Store, monkeypatch: pytest.MonkeyPatch) -> Any:
         return set()
 
     monkeypatch.setattr(ClusterTarget, "_entries_held", nothing)
+    if store.version is None:
+        store.version = 0  # the final state compares the content, not who wrote it
     target = Offline(store)
     try:
         return target.snapshot(CFG)

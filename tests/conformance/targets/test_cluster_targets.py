@@ -16,6 +16,7 @@ from conformance.search.runner import PROFILES, replay_choices, run_search
 from conformance.targets.base import UnsupportedConfiguration
 from conformance.targets.external_target import ExternalTarget
 from conformance.targets.local_target import LocalTarget
+from model.bookkeeper import interleavings
 
 DEFECT_1 = SCENARIOS["defect1-fencing"]
 
@@ -129,7 +130,7 @@ LIMBO_WRITE_BACK = (
 def test_entries_written_back_to_a_bookie_in_limbo_are_seen_in_the_final_state(
     tmp_path: Path,
 ) -> None:
-    cfg = SCENARIOS["limbo-crash"].config(protected=True)
+    cfg = interleavings.SEED_001.protected  # the qualification's limbo configuration
     target = LocalTarget(work_dir=tmp_path / "cluster")
     target.open(cfg)
     try:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from model.bookkeeper import interleavings
+from model.bookkeeper.actions import init_state
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
 from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN, State
-from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, run_script, step
+from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, run_script, step, take
 
 
 def _broken_only_at_the_end(
@@ -76,11 +77,11 @@ def test_defect_2_recovery_starts_at_the_current_fragment_with_the_fix() -> None
 
 
 SEED_001 = list(interleavings.LIMBO_CRASH_PREFIX)
-SEED_001_SUFFIX = list(interleavings.LIMBO_CRASH.steps[len(interleavings.LIMBO_CRASH_PREFIX) :])
+SEED_001_SUFFIX = list(interleavings.SEED_001.steps[len(interleavings.LIMBO_CRASH_PREFIX) :])
 
 
 def test_seed_001_crash_without_limbo_closes_the_ledger_short() -> None:
-    cfg = interleavings.LIMBO_CRASH.unprotected
+    cfg = interleavings.SEED_001.unprotected
     trace = run_script(cfg, SEED_001 + SEED_001_SUFFIX)
     final = trace[-1].state
     assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 0
@@ -88,7 +89,7 @@ def test_seed_001_crash_without_limbo_closes_the_ledger_short() -> None:
 
 
 def test_seed_001_limbo_makes_recovery_wait_for_the_healthy_bookie() -> None:
-    cfg = interleavings.LIMBO_CRASH.protected
+    cfg = interleavings.SEED_001.protected
     waiting = run_script(cfg, SEED_001)[-1].state
     assert waiting.b_limbo == (True, False) and waiting.b_fenced == (True, False)
     # b1 answered Unknown: it does not count as fenced, so reads cannot start on its word.
@@ -97,7 +98,7 @@ def test_seed_001_limbo_makes_recovery_wait_for_the_healthy_bookie() -> None:
 
 
 def test_seed_001_limbo_diagram_repairs_the_ledger() -> None:
-    cfg = interleavings.LIMBO_CRASH.protected
+    cfg = interleavings.SEED_001.protected
     trace = run_script(
         cfg,
         [
@@ -138,13 +139,37 @@ def test_seed_001_limbo_diagram_repairs_the_ledger() -> None:
 def test_each_interleaving_violates_its_invariant_only_unprotected(
     interleaving: interleavings.Interleaving,
 ) -> None:
-    broken = run_script(interleaving.unprotected, list(interleaving.steps))
-    assert interleaving.invariant in violated(
-        interleaving.unprotected, broken[-1].state, invariants_for(interleaving.unprotected)
-    )
+    # Unprotected, the story ends at its first violation (as a scenario run does).
+    broken = interleaving.unprotected
+    state = init_state(broken)
+    for scripted in interleaving.steps:
+        state = take(broken, state, scripted).state
+        if violated(broken, state, invariants_for(broken)):
+            break
+    assert interleaving.invariant in violated(broken, state, invariants_for(broken))
     cfg = interleaving.protected
     try:
         trace = run_script(cfg, list(interleaving.steps))
     except ScriptError:
+        assert interleaving.notes, "a protected story that stops must say why in its notes"
         return  # the protection stops the story (see the interleaving's notes)
     assert all(not violated(cfg, s.state, invariants_for(cfg)) for s in trace)
+
+
+def test_the_limbo_scenario_runs_to_the_end_with_limbo_and_loses_e1_without() -> None:
+    # The scenario `limbo-crash` delivers every message: with limbo, recovery reads past b1's
+    # Unknown, takes e1 from b2, writes it back and closes at e1; without, it closes empty at
+    # the first recovery decision (step 17 of 27).
+    story = interleavings.LIMBO_CRASH
+    final = run_script(story.protected, list(story.steps))[-1].state
+    assert final.meta_status == STATUS_CLOSED and final.meta_last_entry == 1
+    assert any(e.id == 1 for e in final.b_entries[0])
+    cfg = story.unprotected
+    state = init_state(cfg)
+    stopped_at = None
+    for number, scripted in enumerate(story.steps, start=1):
+        state = take(cfg, state, scripted).state
+        if violated(cfg, state, invariants_for(cfg)):
+            stopped_at = number
+            break
+    assert stopped_at == 17 and state.meta_status == STATUS_CLOSED and state.meta_last_entry == 0

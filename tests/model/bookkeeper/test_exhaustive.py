@@ -64,8 +64,8 @@ def test_defect_2_appears_exactly_without_the_fragment_fix() -> None:
 
 def test_seed_001_data_loss_appears_exactly_without_limbo() -> None:
     _off_then_on(
-        interleavings.LIMBO_CRASH.unprotected,
-        interleavings.LIMBO_CRASH.protected,
+        interleavings.SEED_001.unprotected,
+        interleavings.SEED_001.protected,
         "NoDivergenceBetweenClientAndMetaData",
     )
 
