@@ -5,16 +5,19 @@ bookie test double in a faulty mode) is caught as a divergence."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from adapters.installations.system import BookieChoice
+from adapters.zookeeper.metadata import LedgerState
 from conformance.cli import main
-from conformance.engine import Outcome
+from conformance.engine import Execution, Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.scripted import take
 
 CASES = [(name, protected) for name in sorted(SCENARIOS) for protected in (True, False)]
 
@@ -124,3 +127,40 @@ def test_scenario_command_writes_the_run_directory(
 def test_a_switch_flag_of_another_scenario_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scenario", "limbo-crash", "--no-recovery-read-fence"]) == 2
     assert "switched by --no-limbo only" in capsys.readouterr().err
+
+
+@pytest.mark.cluster
+def test_a_bookie_s_own_limbo_recovery_makes_the_story_undecided(tmp_path: Path) -> None:
+    # docs/findings/limbo-ledger-recovered-by-the-bookie.md: after the crash, a real bookie's
+    # data-integrity service recovers and closes the limbo ledger by itself, an actor the model
+    # does not have. Waiting for it before the story goes on must give undecided (the ledger
+    # was written outside the model), never a divergence and never clean.
+    scenario = SCENARIOS["limbo-crash"]
+    cfg = scenario.config(protected=True)
+    target = LocalTarget(work_dir=tmp_path / "cluster")
+    target.open(cfg)
+    try:
+        execution = Execution(cfg, target)
+        for number, scripted in enumerate(scenario.interleaving.steps, start=1):
+            execution.apply(take(cfg, execution.state, scripted))
+            if number == 7:  # BookieRestartsEmpty(b1)
+                _wait_until_closed_by_someone_else(target)
+            if execution.stopped:
+                break
+        outcome = execution.finish()
+    finally:
+        target.close()
+    assert outcome.verdict == "undecided", (outcome.verdict, outcome.divergences)
+    assert outcome.divergences == []
+    assert outcome.error is not None and "changed outside the model" in outcome.error
+
+
+def _wait_until_closed_by_someone_else(target: LocalTarget, timeout: float = 60.0) -> None:
+    assert target.store is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        metadata, _ = target.store.read(target.ledger_id)
+        if metadata.state is LedgerState.CLOSED:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the restarted bookie did not recover the ledger within {timeout}s")
