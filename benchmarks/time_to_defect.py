@@ -26,7 +26,8 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from adapters.installations.system import BookieChoice, choose_bookies
 from conformance.scenarios import SCENARIOS
-from conformance.search.runner import PROFILES, SearchReport, SearchSettings, run_search
+from conformance.search.runner import PROFILES, SearchSettings, run_search
+from conformance.search.verdict import SearchReport
 from conformance.targets.base import Target
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from adapters.cluster.container_engine import (
     ContainerEngine,
@@ -26,6 +27,16 @@ from adapters.cluster.container_engine import (
 )
 from adapters.cluster.processes import processes_matching
 from tests.bookkeeper_fixtures import bookkeeper_home, java_client_home  # noqa: F401
+
+# `make mutate` runs the fast suite once per mutant, two at a time on a loaded machine
+# (pyproject's [tool.mutmut] selects this profile): a mutant must be judged by what the tests
+# check, not by Hypothesis's timing health checks or by which random examples it drew.
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _parent_of(pid: int) -> int | None:

@@ -43,6 +43,7 @@ VERDICT_MODULES = (
     "conformance/observations.py",
     "model/bookkeeper/invariants.py",
     "conformance/search/runner.py",
+    "conformance/search/verdict.py",
     "conformance/distributed/diff.py",
     "conformance/distributed/shard.py",
     "conformance/distributed/qualification.py",
@@ -101,11 +102,15 @@ MUTATIONS = (
     ),
     Mutation(
         "search-divergence-exits-0",
-        "conformance/search/runner.py",
+        "conformance/search/verdict.py",
         "    def exit_code(self) -> int:\n        return exit_code_for(self.verdict)\n",
         "    def exit_code(self) -> int:\n"
         '        return 0 if self.verdict == "divergence" else exit_code_for(self.verdict)\n',
-        ("tests/conformance/test_verdicts.py", "tests/conformance/test_verdict_commands.py"),
+        (
+            "tests/conformance/search/test_verdict.py",
+            "tests/conformance/test_verdicts.py",
+            "tests/conformance/test_verdict_commands.py",
+        ),
         "a divergence found by a search exits 0",
     ),
     Mutation(
@@ -172,11 +177,19 @@ MUTATIONS = (
         "a snapshot error reads as a ledger never created",
     ),
     Mutation(
+        "metadata-written-outside-the-model-ignored",
+        "conformance/targets/cluster_target.py",
+        "        if version != before.meta_version - 1:\n",
+        "        if False:\n",
+        ("tests/conformance/targets/test_cluster_target_metadata.py",),
+        "a ledger recovered by someone else (a bookie's own integrity check) is compared",
+    ),
+    Mutation(
         "nothing-checked-is-clean",
-        "conformance/search/runner.py",
-        "    if found is None and state.examples == 0:\n",
-        "    if found is None and state.examples < 0:\n",
-        ("tests/conformance/search/test_runner.py",),
+        "conformance/search/verdict.py",
+        "        elif tally.examples == 0:\n",
+        "        elif tally.examples < 0:\n",
+        ("tests/conformance/search/test_verdict.py", "tests/conformance/search/test_runner.py"),
         "a search that ran no example is clean",
     ),
     Mutation(

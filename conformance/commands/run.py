@@ -37,11 +37,11 @@ from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.runner import (
     PROFILES,
     SearchProgress,
-    SearchReport,
     SearchSettings,
     replay_choices,
     run_search,
 )
+from conformance.search.verdict import SearchReport
 from conformance.targets.base import TargetError, system_under_test
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram

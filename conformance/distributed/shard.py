@@ -40,7 +40,8 @@ from conformance.engine import StepRecord
 from conformance.observations import Observation
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
-from conformance.search.runner import Finding, SearchProgress, SearchReport, run_search
+from conformance.search.runner import SearchProgress, run_search
+from conformance.search.verdict import Finding, SearchReport
 from conformance.targets.base import Target, TargetSnapshot, system_under_test
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig

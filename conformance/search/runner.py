@@ -28,7 +28,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, find, settings, target
@@ -36,11 +36,11 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
-from conformance.engine import exit_code_for
-from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser, to_blob
+from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
 from conformance.search.program import ExampleRun, encode_trace, run_example
+from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
@@ -98,41 +98,6 @@ class SearchProgress:
     steps: int
     elapsed: float
     findings: int
-
-    @property
-    def steps_per_second(self) -> float:
-        return self.steps / self.elapsed if self.elapsed > 0 else 0.0
-
-
-@dataclass
-class Finding:
-    """A failing example, shrunk: its run on the target and the choices that replay it."""
-
-    run: ExampleRun
-    choices: list[int]
-    found_by: str  # "hypothesis" or "explorer"
-    found_after: float  # seconds from the start of the search
-    found_steps: int  # the trace length when first found, before shrinking
-
-    @property
-    def blob(self) -> str:
-        return to_blob(self.choices)
-
-
-@dataclass
-class SearchReport:
-    verdict: str  # clean, violation, divergence or undecided
-    finding: Finding | None
-    examples: int
-    steps: int  # on the target
-    elapsed: float
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)
-    explorer_steps: int = 0  # in the model alone, by the explorer
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code_for(self.verdict)
 
     @property
     def steps_per_second(self) -> float:
@@ -269,6 +234,10 @@ def run_search(
     """Search ``cfg`` on an opened target. ``database``: where failures are kept across runs
     (default: in memory, forgotten after the run). ``on_example(phase, run)`` sees every
     example run on the target (phases: replay, hypothesis, corpus, shrink, minimise)."""
+    # pragma: no mutate block
+    # Outside `make mutate`'s mutmut scope: the phases' orchestration (each mutant would rerun
+    # whole searches). The verdict is conclude()'s (conformance/search/verdict.py, mutated);
+    # the error paths decided here are tools/verdict_mutations.py's, applied one by one.
     state = _Search(cfg, target_, search, progress, clock, on_example)
     db = database if database is not None else InMemoryExampleDatabase()
     key = database_key(cfg, getattr(target_, "name", "target"), search.max_steps)
@@ -386,48 +355,8 @@ def run_search(
             break
         found = again
     state.report()
-    elapsed = state.elapsed()
-    if state.error is not None and found is None:
-        return SearchReport(
-            "undecided",
-            None,
-            state.examples,
-            state.steps,
-            elapsed,
-            state.error,
-            notes,
-            state.explorer_steps,
-        )
-    if found is None and state.examples == 0:
-        # Clean means something was checked and passed; nothing ran on the target here.
-        return SearchReport(
-            "undecided",
-            None,
-            0,
-            state.steps,
-            elapsed,
-            "nothing was checked: no example ran on the target "
-            f"(time budget {search.describe_budget()})",
-            notes,
-            state.explorer_steps,
-        )
-    if found is None:
-        return SearchReport(
-            "clean", None, state.examples, state.steps, elapsed, None, notes, state.explorer_steps
-        )
-    assert state.first_found is not None
-    how, when, length = state.first_found
-    finding = Finding(found, found.choices, how, when, length)
-    return SearchReport(
-        found.outcome.verdict,
-        finding,
-        state.examples,
-        state.steps,
-        elapsed,
-        None,
-        notes,
-        state.explorer_steps,
-    )
+    tally = SearchTally(state.examples, state.steps, state.elapsed(), state.explorer_steps)
+    return conclude(found, state.first_found, state.error, tally, notes, search.describe_budget())
 
 
 def replay_choices(

@@ -20,7 +20,8 @@ from conformance.engine import (
     exit_code_for,
 )
 from conformance.scenarios import SCENARIOS, run_scenario
-from conformance.search.runner import SearchReport, SearchSettings, run_search
+from conformance.search.runner import SearchSettings, run_search
+from conformance.search.verdict import SearchReport
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import LIES, Lie, LyingTarget, path_to
 
