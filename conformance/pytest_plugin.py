@@ -93,21 +93,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--bk-bookie-kind",
         choices=("bookkeeper", "reference"),
         default="bookkeeper",
-        help="bookies of --bk-target local: bookkeeper (real BookKeeper, the default) or "
+        help="bookies of --bk-target local|docker: bookkeeper (real BookKeeper, the default) or "
         "reference (the project's test double)",
     )
     group.addoption(
         "--bk-bookkeeper-home",
         default=None,
-        help="a real BookKeeper distribution for --bk-target local (default: BOOKKEEPER_HOME, "
-        "else the default version installed from Maven Central on first use)",
+        help="a real BookKeeper distribution for --bk-target local|docker (default: "
+        "BOOKKEEPER_HOME, else the default version installed from Maven Central on first use)",
     )
     group.addoption(
         "--bk-bookkeeper",
         default=None,
         metavar="VERSION|DIR",
-        help="real BookKeeper for --bk-target local: a version (installed from Maven Central "
-        "on first use) or a BOOKKEEPER_HOME directory",
+        help="real BookKeeper for --bk-target local|docker: a version (installed from Maven "
+        "Central on first use) or a BOOKKEEPER_HOME directory",
     )
 
 
@@ -151,7 +151,8 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     target: Target
     if name == "model":
         target = _load("conformance.targets.model_target", option).ModelTarget()
-    elif name == "local":
+    elif name in ("local", "docker"):
+        # Both run the bookies the options choose (real BookKeeper by default).
         system = _load("adapters.installations.system", option)
         try:
             bookies = system.choose_bookies(
@@ -161,10 +162,11 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
             )
         except (ValueError, _load("adapters.cluster.errors", option).ClusterError) as exc:
             raise pytest.UsageError(f"{option}: {exc}") from exc
-        local = _load("conformance.targets.local_target", option)
-        target = local.LocalTarget(bookies=bookies)
-    elif name == "docker":
-        target = _load("conformance.targets.docker_target", option).DockerTarget()
+        if name == "local":
+            target = _load("conformance.targets.local_target", option).LocalTarget(bookies=bookies)
+        else:
+            docker = _load("conformance.targets.docker_target", option)
+            target = docker.DockerTarget(bookies=bookies)
     else:
         zk = request.config.getoption("--bk-zk")
         if not zk:

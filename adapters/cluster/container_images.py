@@ -6,12 +6,15 @@ Two sets, chosen by configuration (:class:`ImageSet`):
   a registry by the engine (impossible on machines without one);
 - the local ones, built here from ``docker/`` without any registry: a Debian bookworm tree
   made by ``debootstrap`` and imported as an image, then ``docker/base`` (tools for
-  partitions), ``docker/zookeeper`` (Debian's ``zookeeper`` package) and ``docker/refbookie``
+  partitions), ``docker/zookeeper`` (Debian's ``zookeeper`` package), ``docker/bookkeeper``
+  (real BookKeeper: Debian's Java 17 and a BookKeeper install resolved from Maven Central by
+  :mod:`adapters.installations.bookkeeper`, one image per version) and ``docker/refbookie``
   (python3 and this project: the reference bookie test double, not BookKeeper).
 
 Builds are idempotent and cached: every local image is tagged with a digest of what it is
 built from (its ``docker/`` directory, its base's tag and, for the reference bookie, the
-project's Python sources), so an unchanged image is never rebuilt and a changed source is
+project's Python sources; for BookKeeper, the version and the staged install's launcher,
+configuration and jars), so an unchanged image is never rebuilt and a changed source is
 never run stale. The debootstrap tree is kept as a tarball under
 ``$XDG_CACHE_HOME/bkconform/images`` (default ``~/.cache/bkconform/images``), so even a wiped
 image store does not debootstrap again.
@@ -39,6 +42,7 @@ from adapters.cluster.container_engine import (
     ContainerEngineError,
     run_command,
 )
+from adapters.cluster.errors import ClusterError
 
 #: The directory holding the project's packages: the checkout, or site-packages once installed.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +59,15 @@ REFBOOKIE_REQUIREMENTS = ("kazoo", "protobuf", "crc32c")
 #: The project's packages whose sources go into the reference-bookie image.
 PROJECT_PACKAGES = ("model", "adapters", "conformance")
 BUILD_TIMEOUT = 1800.0
+#: The repository of the real-BookKeeper images; tags are ``<version>-<digest>``.
+BOOKKEEPER_REPOSITORY = f"{IMAGE_PREFIX}/bookkeeper"
+#: What of an install goes into the image (``maven/`` and the marker are build records).
+STAGED_INSTALL_DIRS = ("bin", "conf", "lib")
+#: How the bookie image is configured:
+#: ``reference``: ``adapters.refbookie``, reading a mounted ``/conf/bk_server.conf``;
+#: ``local-bookkeeper``: real BookKeeper built here (``docker/bookkeeper``), the same mount;
+#: ``bookkeeper``: the official ``apache/bookkeeper`` layout, configured by ``BK_*`` variables.
+BOOKIE_IMAGE_KINDS = ("reference", "local-bookkeeper", "bookkeeper")
 
 
 @dataclass(frozen=True)
@@ -63,15 +76,25 @@ class ImageSet:
 
     zookeeper: str
     bookie: str
-    #: ``reference``: the bookie image runs ``adapters.refbookie`` and reads a mounted
-    #: ``/conf/bk_server.conf``. ``bookkeeper``: the ``apache/bookkeeper`` image layout.
+    #: One of :data:`BOOKIE_IMAGE_KINDS`.
     bookie_kind: str = "reference"
 
     def __post_init__(self) -> None:
-        if self.bookie_kind not in ("reference", "bookkeeper"):
+        if self.bookie_kind not in BOOKIE_IMAGE_KINDS:
             raise ValueError(
-                f"bookie_kind={self.bookie_kind!r}: expected 'reference' or 'bookkeeper'"
+                f"bookie_kind={self.bookie_kind!r}: expected one of "
+                + ", ".join(repr(kind) for kind in BOOKIE_IMAGE_KINDS)
             )
+
+    @property
+    def mounts_conf(self) -> bool:
+        """Whether the bookie reads a mounted ``/conf/bk_server.conf`` (else ``BK_*``)."""
+        return self.bookie_kind != "bookkeeper"
+
+    @property
+    def runs_bookkeeper(self) -> bool:
+        """Whether the bookies are real BookKeeper (not the reference test double)."""
+        return self.bookie_kind != "reference"
 
 
 def official_images(bookkeeper: str = "4.17.2", zookeeper: str = "3.9.3") -> ImageSet:
@@ -147,6 +170,10 @@ class LocalImages:
     def image_set(self) -> ImageSet:
         return ImageSet(zookeeper=self.zookeeper, bookie=self.refbookie)
 
+    def bookkeeper_image_set(self, bookie: str) -> ImageSet:
+        """This ZooKeeper with ``bookie``, a tag from :func:`bookkeeper_image_tag`."""
+        return ImageSet(zookeeper=self.zookeeper, bookie=bookie, bookie_kind="local-bookkeeper")
+
 
 def local_image_tags(project_root: Path | None = None) -> LocalImages:
     """Tags that name the images built from the current ``docker/`` and project sources.
@@ -177,6 +204,87 @@ def local_image_tags(project_root: Path | None = None) -> LocalImages:
     return LocalImages(
         base=base, zookeeper=zookeeper, refbookie=f"{IMAGE_PREFIX}/refbookie:{sources_digest}"
     )
+
+
+def install_version(home: Path) -> str:
+    """The BookKeeper version of the install at ``home`` (from its server jar)."""
+    from adapters.installations.system import bookkeeper_version
+
+    version = bookkeeper_version(home)
+    if version is None:
+        raise ContainerEngineError(
+            f"{home} holds no bookkeeper-server jar in lib/: not a BookKeeper install to put "
+            "in an image"
+        )
+    return version
+
+
+def install_fingerprint(home: Path) -> list[str]:
+    """What of the install at ``home`` the image holds, as digest input: the launcher and
+    configuration by content, the jars by name and size (their names carry their versions;
+    hashing ~100 MB of jars on every run would cost more than it could catch)."""
+    items: list[str] = []
+    for name in STAGED_INSTALL_DIRS:
+        directory = home / name
+        if not directory.is_dir():
+            raise ContainerEngineError(
+                f"{home} has no {name}/: not a BookKeeper install to put in an image"
+            )
+        for path in sorted(_directory_files(directory)):
+            relative = path.relative_to(home)
+            if name == "lib":
+                items.append(f"{relative}:{path.stat().st_size}")
+            else:
+                items.append(f"{relative}:{hashlib.sha256(path.read_bytes()).hexdigest()}")
+    return items
+
+
+def bookkeeper_image_tag(home: Path, base: str, project_root: Path | None = None) -> str:
+    """``localhost/bkconform/bookkeeper:<version>-<digest>``: the image of the install at
+    ``home`` on ``base``, digested over ``docker/bookkeeper``, the base's tag, the version
+    and :func:`install_fingerprint`."""
+    containers = docker_dir(project_root)
+    version = install_version(home)
+    digest = _digest_files(
+        _directory_files(containers / "bookkeeper"),
+        containers,
+        [base, version, *install_fingerprint(home)],
+    )
+    return f"{BOOKKEEPER_REPOSITORY}:{version}-{digest}"
+
+
+def _tag_series(tag: str) -> str:
+    """``repository:4.17.3`` of ``repository:4.17.3-<digest>``: the version's images (a
+    version may hold dashes itself, the digest never does)."""
+    return tag.rsplit("-", 1)[0]
+
+
+def _resolve_install(bookkeeper: str | Path, progress: bool) -> Path:
+    """An install's home: ``bookkeeper`` is one, or a version installed now if missing."""
+    from adapters.installations import bookkeeper as installs
+
+    if isinstance(bookkeeper, Path):
+        home = installs.find_bookkeeper_home(bookkeeper, {})
+        assert home is not None  # find_bookkeeper_home raises for a non-install
+        return home
+    try:
+        return installs.install(bookkeeper, progress=progress).home
+    except ClusterError as exc:
+        raise type(exc)(f"no BookKeeper {bookkeeper} to build an image from: {exc}") from exc
+
+
+def _stage_tree(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, hard-linking files where the filesystem allows: the jars
+    are ~100 MB, and the engine reads the context without writing to it."""
+
+    def link_or_copy(src: str, dst: str) -> object:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        return dst
+
+    shutil.copytree(source, target, copy_function=link_or_copy)
 
 
 def _installed_version(name: str) -> str:
@@ -261,11 +369,7 @@ class ImageBuilder:
 
     def ensure_all(self) -> LocalImages:
         """Build whatever of the local images is missing; returns their tags."""
-        containers = docker_dir(self.project_root)
-        tags = local_image_tags(self.project_root)
-        self.ensure_rootfs()
-        self._ensure_built(tags.base, containers / "base", {"ROOTFS": ROOTFS_IMAGE})
-        self._ensure_built(tags.zookeeper, containers / "zookeeper", {"BASE": tags.base})
+        tags = self._ensure_common()
         if not image_exists(self.engine, tags.refbookie):
             self._build_refbookie(tags)
             self._prune_other_tags(tags.refbookie)
@@ -273,8 +377,36 @@ class ImageBuilder:
             self.log(f"{tags.refbookie} is up to date")
         return tags
 
-    def _prune_other_tags(self, keep: str) -> None:
-        """Remove the repository's images built from older sources (unless still in use)."""
+    def ensure_bookkeeper(self, bookkeeper: str | Path, *, progress: bool = False) -> ImageSet:
+        """ZooKeeper and a real-BookKeeper bookie image, built if missing.
+
+        ``bookkeeper`` is a version (installed from Maven Central first if it is not yet:
+        :class:`~adapters.installations.bookkeeper.BookKeeperInstallError` names why when
+        Maven does not serve it) or an install's home directory.
+        """
+        home = _resolve_install(bookkeeper, progress)
+        tags = self._ensure_common()
+        tag = bookkeeper_image_tag(home, tags.base, self.project_root)
+        if image_exists(self.engine, tag):
+            self.log(f"{tag} is up to date")
+        else:
+            self._build_bookkeeper(tag, home, tags.base)
+            # Only this version's older builds: images of other versions stay usable.
+            self._prune_other_tags(tag, series=_tag_series(tag))
+        return tags.bookkeeper_image_set(tag)
+
+    def _ensure_common(self) -> LocalImages:
+        """The rootfs, base and ZooKeeper images every local image set uses."""
+        containers = docker_dir(self.project_root)
+        tags = local_image_tags(self.project_root)
+        self.ensure_rootfs()
+        self._ensure_built(tags.base, containers / "base", {"ROOTFS": ROOTFS_IMAGE})
+        self._ensure_built(tags.zookeeper, containers / "zookeeper", {"BASE": tags.base})
+        return tags
+
+    def _prune_other_tags(self, keep: str, *, series: str | None = None) -> None:
+        """Remove the repository's images built from older sources (unless still in use);
+        ``series`` given, only the tags of that series (see :func:`_tag_series`)."""
         from docker.errors import APIError
 
         repository = keep.rsplit(":", 1)[0]
@@ -284,6 +416,8 @@ class ImageBuilder:
                 if keep in image.tags:
                     continue
                 for tag in image.tags:
+                    if series is not None and _tag_series(tag) != series:
+                        continue
                     # A container still running it keeps it; the next build prunes it.
                     with contextlib.suppress(APIError):
                         client.images.remove(tag)
@@ -346,6 +480,18 @@ class ImageBuilder:
             wheels.mkdir()
             self._stage_wheels(wheels)
             self._build(tags.refbookie, context, {"BASE": tags.base})
+
+    def _build_bookkeeper(self, tag: str, home: Path, base: str) -> None:
+        # The context is staged next to the cache, where hard links to the install usually
+        # work (same filesystem as ~/.bkconform); elsewhere the jars are copied.
+        self.cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="bookkeeper-context-", dir=self.cache) as directory:
+            context = Path(directory) / "context"
+            shutil.copytree(docker_dir(self.project_root) / "bookkeeper", context)
+            self.log(f"staging {home} for {tag}")
+            for name in STAGED_INSTALL_DIRS:
+                _stage_tree(home / name, context / "bookkeeper" / name)
+            self._build(tag, context, {"BASE": base})
 
     def _stage_wheels(self, wheels: Path) -> None:
         """This project (no dependencies) and the bookie's runtime dependencies, as wheels."""

@@ -11,12 +11,14 @@ The host-side client reaches them through ports published on 127.0.0.1:
 
 The engine is a Docker engine or podman's Docker API (:mod:`adapters.cluster.container_engine`);
 the images are configuration (:class:`~adapters.cluster.container_images.ImageSet`): the
-locally built ones (default; built on first use) or the official ``apache/bookkeeper`` and
-``zookeeper`` images. Faults: crash (SIGKILL to the container), pause (cgroup freezer),
-restart, wipe and restart with data loss on both kinds of node, plus network partitions that
-:class:`~adapters.cluster.provider.Fault` does not name: :meth:`ContainerCluster.partition`
-cuts a node off from chosen peers (packet filters in its network namespace, or disconnecting
-it from the network) and :meth:`ContainerCluster.heal` undoes it::
+locally built ones (default: the reference bookie; real BookKeeper with
+:meth:`~adapters.cluster.container_images.ImageBuilder.ensure_bookkeeper`; built on first use)
+or the official ``apache/bookkeeper`` and ``zookeeper`` images. Faults: crash (SIGKILL to the
+container), pause (cgroup freezer), restart, wipe and restart with data loss on both kinds of
+node, plus network partitions that :class:`~adapters.cluster.provider.Fault` does not name:
+:meth:`ContainerCluster.partition` cuts a node off from chosen peers (packet filters in its
+network namespace, or disconnecting it from the network) and :meth:`ContainerCluster.heal`
+undoes it::
 
     with ContainerCluster(ContainerClusterOptions(zookeepers=3, bookies=3)) as cluster:
         victim = Node.bookie(sorted(cluster.endpoints().bookies)[0])
@@ -366,13 +368,14 @@ class ContainerCluster(ClusterProvider):
             "dbStorage_writeCacheMaxSizeMb": "32",
             "dbStorage_readAheadCacheMaxSizeMb": "16",
         }
-        if self._images().bookie_kind == "reference":
+        if self._images().runs_bookkeeper:
+            # BookKeeper binds every interface unless listeningInterface is set (so the
+            # published port reaches it); its id is the advertised address.
+            entries["advertisedAddress"] = LOOPBACK
+        else:
             # The reference bookie binds its advertised address: every interface of the
             # container, so that the published port reaches it. The id stays 127.0.0.1:P.
             entries["advertisedAddress"] = "0.0.0.0"
-        else:
-            # BookKeeper binds every interface by default; its id is the advertised address.
-            entries["advertisedAddress"] = LOOPBACK
         entries.update(s.extra)
         return entries
 
@@ -380,7 +383,7 @@ class ContainerCluster(ClusterProvider):
         images = self._images()
         entries = self._bookie_entries(node)
         ports = {f"{node.host_port}/tcp": (LOOPBACK, node.host_port)}
-        if images.bookie_kind == "reference":
+        if images.mounts_conf:
             conf_dir = node.directory / "conf"
             conf_dir.mkdir(parents=True, exist_ok=True)
             (conf_dir / "bk_server.conf").write_text(

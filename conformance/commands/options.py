@@ -115,28 +115,29 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
 
 def add_bookie_options(group: Any) -> None:
     """``--bookie-kind``, ``--bookkeeper VERSION|DIR`` and ``--bookkeeper-home DIR``: the
-    bookies of a local cluster (:func:`bookie_choice_from_args`)."""
+    bookies of a local or containerized cluster (:func:`bookie_choice_from_args`)."""
     group.add_argument(
         "--bookie-kind",
         choices=BOOKIE_KINDS,
         default=BOOKKEEPER,
-        help="bookies of --target local: bookkeeper (real BookKeeper, the default) or "
-        "reference (the project's test double, not BookKeeper)",
+        help="bookies of --target local and docker: bookkeeper (real BookKeeper, the default) "
+        "or reference (the project's test double, not BookKeeper)",
     )
     group.add_argument(
         "--bookkeeper",
         default=None,
         metavar="VERSION|DIR",
-        help=f"real BookKeeper for --target local: a version (default {DEFAULT_VERSION}, "
-        "installed from Maven Central on first use, `bkconform bookkeeper install`) or a "
-        "BOOKKEEPER_HOME directory",
+        help=f"real BookKeeper for --target local and docker: a version (default "
+        f"{DEFAULT_VERSION}, installed from Maven Central on first use, `bkconform bookkeeper "
+        "install`) or a BOOKKEEPER_HOME directory; with --official-images, the "
+        "apache/bookkeeper tag",
     )
     group.add_argument(
         "--bookkeeper-home",
         type=Path,
         default=None,
-        help="real BookKeeper for --target local: a distribution directory (default: "
-        "BOOKKEEPER_HOME, else --bookkeeper's default)",
+        help="real BookKeeper for --target local and docker: a distribution directory "
+        "(default: BOOKKEEPER_HOME, else --bookkeeper's default)",
     )
 
 
@@ -148,8 +149,8 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         default=default,
         help="model: in process (fast); local: real ZooKeeper + real BookKeeper bookies "
         "started here (the default version, installed from Maven Central on first use; see "
-        "--bookkeeper, --bookie-kind); docker: ZooKeeper and reference bookies in containers "
-        "(images from `bkconform docker setup`, or --official-images); external: a running "
+        "--bookkeeper, --bookie-kind); docker: the same bookies and ZooKeeper in containers "
+        "(images built here on first use, or --official-images); external: a running "
         f"cluster at --zk (default {default})",
     )
     add_bookie_options(group)
@@ -220,7 +221,9 @@ def target_from_args(args: argparse.Namespace) -> Target:
     if args.target == "docker":
         from conformance.targets.docker_target import DockerTarget
 
-        return DockerTarget(official=args.official_images)
+        if getattr(args, "official_images", False):
+            return _official_docker_target(args)
+        return DockerTarget(bookies=bookie_choice_from_args(args))
     if args.zk is None:
         raise ValueError("--target external needs --zk HOST:PORT")
     from conformance.targets.external_target import ExternalTarget
@@ -232,6 +235,21 @@ def target_from_args(args: argparse.Namespace) -> Target:
         agents=_agents(args),
         destroy_data=getattr(args, "destroy_data", False),
     )
+
+
+def _official_docker_target(args: argparse.Namespace) -> Target:
+    """``--target docker --official-images``: ``--bookkeeper VERSION`` names the
+    ``apache/bookkeeper`` tag; the other bookie choices have no official image."""
+    from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget
+
+    spec: str | None = getattr(args, "bookkeeper", None)
+    if getattr(args, "bookie_kind", BOOKKEEPER) != BOOKKEEPER:
+        raise ValueError("--official-images runs apache/bookkeeper: no --bookie-kind reference")
+    if getattr(args, "bookkeeper_home", None) is not None or (
+        spec is not None and not spec.replace(".", "").isalnum()
+    ):
+        raise ValueError("--official-images takes a version (--bookkeeper X.Y.Z), no directory")
+    return DockerTarget(official=True, official_version=spec or OFFICIAL_BOOKKEEPER_VERSION)
 
 
 def _agents(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,25 +1,54 @@
 """The ``docker`` target: ZooKeeper and bookies in containers (testcontainers, on a Docker
 engine or podman's Docker API), started for the run and removed when the target closes.
 
-By default the images built here (``bkconform docker setup``: a Debian base, ZooKeeper from
-Debian's package, the reference bookie); ``official=True`` runs ``apache/bookkeeper`` and
-``zookeeper`` from a registry instead (not reachable on this project's machines). The engine
-must answer already, or podman must be installed (its API service is then started here and
-stopped again on close).
+The bookies are chosen as for the ``local`` target
+(:func:`~adapters.installations.system.choose_bookies`): real BookKeeper by default, in an
+image built here from the project's Debian base, Debian's Java 17 and the chosen version's
+install from Maven Central (``docker/bookkeeper``); ``BookieChoice.reference()`` runs the
+reference bookie test double in its image instead. ZooKeeper is Debian's package in a local
+image. ``official=True`` runs ``apache/bookkeeper`` and ``zookeeper`` from a registry instead
+(not reachable on this project's machines). The engine must answer already, or podman must be
+installed (its API service is then started here and stopped again on close).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from adapters.cluster.container_engine import EnginePaths, ensure_engine, stop_service
-from adapters.cluster.container_images import ImageBuilder, ImageSet, official_images
+from adapters.cluster.container_images import (
+    ImageBuilder,
+    ImageSet,
+    bookkeeper_image_tag,
+    install_version,
+    local_image_tags,
+    official_images,
+)
 from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions
+from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider
-from adapters.installations.system import MODEL_CLIENT, SystemUnderTest, describe_reference_bookie
+from adapters.installations.system import (
+    MODEL_CLIENT,
+    BookieChoice,
+    SystemUnderTest,
+    choose_bookies,
+    describe_reference_bookie,
+)
+from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
 from model.bookkeeper.config import ModelConfig
+
+#: The ``apache/bookkeeper`` tag of ``official=True`` when none is given.
+OFFICIAL_BOOKKEEPER_VERSION = "4.17.2"
+
+
+def _build_progress(line: str) -> None:
+    # Building an image takes minutes on a busy machine: say so. An image that is already
+    # there is the common case and says nothing.
+    if "up to date" not in line and "is present" not in line:
+        print(line, file=sys.stderr, flush=True)
 
 
 class DockerTarget(ClusterTarget):
@@ -29,12 +58,19 @@ class DockerTarget(ClusterTarget):
         self,
         *,
         official: bool = False,
+        official_version: str = OFFICIAL_BOOKKEEPER_VERSION,
+        bookies: BookieChoice | None = None,
         zookeepers: int = 1,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
     ) -> None:
+        """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved, and
+        installed if need be, when first needed). Ignored with ``official``, which runs
+        ``apache/bookkeeper:<official_version>``."""
         super().__init__(request_timeout=request_timeout)
         self.official = official
+        self.official_version = official_version
+        self._bookies = bookies
         self.zookeepers = zookeepers
         self.bookie_extra = dict(bookie_extra or {})
         self._containers: ContainerCluster | None = None
@@ -42,15 +78,28 @@ class DockerTarget(ClusterTarget):
         self._started_service = False
         self._images: ImageSet | None = None
 
+    @property
+    def bookies(self) -> BookieChoice:
+        if self._bookies is None:
+            try:
+                self._bookies = choose_bookies(progress=True)
+            except ClusterError as exc:
+                raise TargetError(f"no BookKeeper to put in an image: {exc}") from exc
+        return self._bookies
+
+    def _image_set(self, builder: ImageBuilder) -> ImageSet:
+        if self.official:
+            return official_images(self.official_version)
+        choice = self.bookies
+        if choice.home is None:
+            return builder.ensure_all().image_set()
+        return builder.ensure_bookkeeper(choice.home, progress=True)
+
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
         settings = bookie_settings_for(cfg, self.bookie_extra)
         setup = ensure_engine(self._paths, install=False)
         self._started_service = setup.started_pid is not None
-        self._images = (
-            official_images()
-            if self.official
-            else ImageBuilder(setup.engine).ensure_all().image_set()
-        )
+        self._images = self._image_set(ImageBuilder(setup.engine, log=_build_progress))
         self._containers = ContainerCluster(
             ContainerClusterOptions(
                 bookies=cfg.bookies,
@@ -76,19 +125,45 @@ class DockerTarget(ClusterTarget):
                 stop_service(self._paths)
 
     def system_under_test(self) -> SystemUnderTest:
-        images = self._images or (official_images() if self.official else None)
-        if images is None:
+        """What runs (or will run: the tags of local images are computed without an engine)."""
+        images = self._images
+        if images is None and self.official:
+            images = official_images(self.official_version)
+        zookeeper = self._describe_zookeeper(images)
+        if images is not None and images.bookie_kind == "bookkeeper":
+            return SystemUnderTest(f"BookKeeper in {images.bookie}", MODEL_CLIENT, zookeeper)
+        choice = self.bookies
+        if choice.home is None:
+            try:
+                where = images.bookie if images is not None else local_image_tags().refbookie
+            except ClusterError:  # no docker/ files or a dependency missing: open() says so
+                where = "a local image"
             return SystemUnderTest(
-                f"{describe_reference_bookie()} in a local image",
-                MODEL_CLIENT,
-                "ZooKeeper from Debian's package in a local image",
+                f"{describe_reference_bookie()} in {where}", MODEL_CLIENT, zookeeper
             )
-        bookies = (
-            f"{describe_reference_bookie()} in {images.bookie}"
-            if images.bookie_kind == "reference"
-            else f"BookKeeper in {images.bookie}"
+        try:
+            version = install_version(choice.home)
+            tag = (
+                images.bookie
+                if images is not None
+                else bookkeeper_image_tag(choice.home, local_image_tags().base)
+            )
+        except ClusterError as exc:  # open() will say so too
+            return SystemUnderTest(
+                f"{choice.describe()} in a local image ({exc})", MODEL_CLIENT, zookeeper
+            )
+        return SystemUnderTest(
+            f"BookKeeper {version} (container image {tag})", MODEL_CLIENT, zookeeper
         )
-        return SystemUnderTest(bookies, MODEL_CLIENT, f"ZooKeeper in {images.zookeeper}")
+
+    def _describe_zookeeper(self, images: ImageSet | None) -> str:
+        if images is not None and images.bookie_kind == "bookkeeper":
+            return f"ZooKeeper in {images.zookeeper}"
+        try:
+            tag = images.zookeeper if images is not None else local_image_tags().zookeeper
+        except ClusterError:  # no docker/ files: open() will say so
+            return "ZooKeeper from Debian's package in a local image"
+        return f"ZooKeeper from Debian's package (container image {tag})"
 
     def describe(self) -> dict[str, str]:
         images = self._images
@@ -96,4 +171,5 @@ class DockerTarget(ClusterTarget):
             **super().describe(),
             "zookeeper_image": images.zookeeper if images else "unknown",
             "bookie_image": images.bookie if images else "unknown",
+            "bookies": images.bookie_kind if images else "unknown",
         }
