@@ -44,7 +44,7 @@ from adapters.cluster.zookeeper import server_mode
 from adapters.zookeeper.client import connect_zookeeper, wait
 from adapters.zookeeper.errors import ClusterNotFormatted, MetadataError, ZooKeeperUnreachable
 from adapters.zookeeper.layout import read_instance_id
-from adapters.zookeeper.registration import cookie_path, list_bookies
+from adapters.zookeeper.registration import available_path, cookie_path, list_bookies
 
 #: What a bookie's agent can do to it.
 AGENT_FAULTS = Fault.CRASH | Fault.PAUSE | Fault.RESTART | Fault.WIPE | Fault.RESTART_WITH_DATA_LOSS
@@ -194,8 +194,9 @@ class ExternalCluster(ClusterProvider):
         self._through_agent(node, "resume", lambda a: a.resume())
 
     def _restart(self, node: Node) -> None:
+        stale = self._registration_owner(node)
         self._through_agent(node, "restart", lambda a: a.restart(self.instance_id))
-        self._wait_registered(node)
+        self._wait_registered(node, stale)
 
     def _wipe(self, node: Node) -> None:
         self._through_agent(node, "wipe", lambda a: a.wipe(self.instance_id, kill_first=True))
@@ -209,6 +210,7 @@ class ExternalCluster(ClusterProvider):
                 raise ClusterError(f"wiped {node} but could not delete {path}: {exc!r}") from exc
 
     def _restart_with_data_loss(self, node: Node, how: DataLoss) -> None:
+        stale = self._registration_owner(node)
         if how is DataLoss.WIPE:
             self._wipe(node)
             self._through_agent(node, "start", lambda a: a.start())
@@ -216,16 +218,30 @@ class ExternalCluster(ClusterProvider):
             self._through_agent(
                 node, "journal-off restart", lambda a: a.restart_with_journal_off(self.instance_id)
             )
-        self._wait_registered(node)
+        self._wait_registered(node, stale)
 
-    def _wait_registered(self, node: Node) -> None:
-        """Until the restarted bookie has registered again (its clients need its address)."""
-        # A crashed bookie's registration outlives it by a session timeout: the port
-        # answering is what says the new process serves.
+    def _registration_owner(self, node: Node) -> int | None:
+        """The session that owns the bookie's registration now (None: not registered)."""
+        path = available_path(self.ledgers_root, node.id)
+        try:
+            stat = wait(
+                self.zookeeper_client.exists_async(path), timeout=self.timeout, operation=path
+            )
+        except (KazooException, MetadataError) as exc:
+            raise ClusterUnreachable(f"reading {path} failed: {exc!r}") from exc
+        return None if stat is None else int(stat.ephemeralOwner)
+
+    def _wait_registered(self, node: Node, stale: int | None) -> None:
+        """Until the restarted bookie has registered again, from a new session, and its port
+        accepts. A crashed bookie's registration outlives it by a session timeout, and a real
+        bookie binds its port before it serves (it resets connections until then): only a
+        registration of the new process says it serves."""
         deadline = time.monotonic() + self.registration_timeout
         while time.monotonic() < deadline:
+            owner = self._registration_owner(node)
             address = self._discover().get(node.id)
-            if address is not None and port_accepts(*address):
+            fresh = owner is not None and owner != stale
+            if fresh and address is not None and port_accepts(*address):
                 return
             time.sleep(0.2)
         raise ClusterError(

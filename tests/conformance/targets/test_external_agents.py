@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.agent.client import AgentClient
-from adapters.cluster import BookieSettings, LocalCluster, LocalClusterOptions
+from adapters.cluster import LocalCluster, LocalClusterOptions
 from adapters.cluster.bookies import BookieConfig
 from adapters.cluster.network import free_ports
 from adapters.zookeeper.layout import read_instance_id
@@ -22,6 +22,7 @@ from adapters.zookeeper.registration import list_bookies
 from conformance.cli import main
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import UnsupportedConfiguration
+from conformance.targets.cluster_target import bookie_settings_for
 from conformance.targets.external_target import ExternalTarget
 from tests.adapters.agent.conftest import AgentUnderTest
 
@@ -29,17 +30,19 @@ LIMBO = SCENARIOS["limbo-crash"]
 
 
 class LiveCluster:
-    """ZooKeeper from the local provider; each bookie a reference bookie started and owned by
-    its own fault agent subprocess (so only the agents can break them)."""
+    """ZooKeeper from the local provider; each bookie started and owned by its own fault agent
+    subprocess (so only the agents can break them): real BookKeeper from ``bookkeeper_home``
+    (its bin/bookkeeper, with the configuration in BOOKIE_CONF), or the reference bookie."""
 
-    def __init__(self, root: Path, *, limbo: bool) -> None:
+    def __init__(self, root: Path, *, limbo: bool, bookkeeper_home: Path | None) -> None:
         self.zookeeper = LocalCluster(
             LocalClusterOptions(bookies=0, work_dir=root / "zk", use_bookkeeper_home_env=False)
         )
         self.zookeeper.start()
         self.agents: list[AgentUnderTest] = []
         endpoints = self.zookeeper.endpoints()
-        settings = BookieSettings(data_integrity_checking=limbo, stamp_missing_cookies=limbo)
+        # As the cluster targets configure their own bookies (DbLedgerStorage with limbo).
+        settings = bookie_settings_for(LIMBO.config(protected=limbo), {})
         self.instance_id = read_instance_id(self.zookeeper.zookeeper_client, "/ledgers")
         self.bookie_ids: list[str] = []
         count = LIMBO.config(protected=True).bookies
@@ -55,19 +58,25 @@ class LiveCluster:
             )
             config.directory.mkdir(parents=True)
             config.config_path.write_text(config.render())
-            command = [
-                sys.executable,
-                "-m",
-                "adapters.refbookie",
-                "--conf",
-                str(config.config_path),
-            ]
+            if bookkeeper_home is None:
+                command = [
+                    sys.executable,
+                    "-m",
+                    "adapters.refbookie",
+                    "--conf",
+                    str(config.config_path),
+                ]
+                env: list[str] = []
+            else:
+                command = [str(bookkeeper_home / "bin" / "bookkeeper"), "bookie"]
+                env = ["--env", f"BOOKIE_CONF={config.config_path}"]
             agent_dir = root / f"agent{n + 1}"
             agent_dir.mkdir()
             self.agents.append(
                 AgentUnderTest(
                     agent_dir,
                     [
+                        *env,
                         "--listen",
                         "127.0.0.1:0",
                         "--allow-destructive",
@@ -112,8 +121,11 @@ class LiveCluster:
 
 
 @pytest.fixture(params=[True, False], ids=["limbo", "no-limbo"])
-def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[LiveCluster, bool]]:
-    cluster = LiveCluster(tmp_path, limbo=request.param)
+def live(
+    request: pytest.FixtureRequest, tmp_path: Path, bookkeeper_home: Path
+) -> Iterator[tuple[LiveCluster, bool]]:
+    # Real BookKeeper started outside the suite, as an operator runs it.
+    cluster = LiveCluster(tmp_path, limbo=request.param, bookkeeper_home=bookkeeper_home)
     try:
         yield cluster, request.param
     finally:
@@ -131,15 +143,19 @@ def test_limbo_crash_on_a_live_cluster_through_its_agents(live: tuple[LiveCluste
     finally:
         target.close()
     assert outcome.divergences == [], outcome.divergences
-    assert outcome.verdict == LIMBO.expected_verdict(protected), outcome.violations
+    assert outcome.verdict == LIMBO.expected_verdict(protected), (outcome.error, outcome.note)
     crashed = [r for r in outcome.steps if r.action == "BookieRestartsEmpty"]
     assert crashed and all(r.error is None for r in crashed)
+    unknown = [
+        r for r in outcome.steps if r.observed and r.observed["status"] == "EUNKNOWNLEDGERSTATE"
+    ]
+    assert len(unknown) == (3 if protected else 0)  # the fencing read and both recovery reads
     assert sum(a.client().status().starts for a in cluster.agents) == len(cluster.agents) + 1
 
 
 @pytest.mark.cluster
 def test_without_the_flag_nothing_is_written_or_broken(tmp_path: Path) -> None:
-    cluster = LiveCluster(tmp_path, limbo=True)
+    cluster = LiveCluster(tmp_path, limbo=True, bookkeeper_home=None)
     try:
         target = ExternalTarget(cluster.connect(), agents=cluster.agent_clients())
         with pytest.raises(UnsupportedConfiguration, match="i-understand-this-destroys-data"):
@@ -153,7 +169,7 @@ def test_without_the_flag_nothing_is_written_or_broken(tmp_path: Path) -> None:
 
 @pytest.mark.cluster
 def test_an_agent_of_another_cluster_refuses_the_crash(tmp_path: Path) -> None:
-    cluster = LiveCluster(tmp_path, limbo=True)
+    cluster = LiveCluster(tmp_path, limbo=True, bookkeeper_home=None)
     try:
         # The agents read this cluster's INSTANCEID; ours is made to differ.
         target = ExternalTarget(
@@ -177,7 +193,7 @@ def test_an_agent_of_another_cluster_refuses_the_crash(tmp_path: Path) -> None:
 def test_the_command_refuses_crashes_on_a_live_cluster_without_the_flag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = LiveCluster(tmp_path, limbo=True)
+    cluster = LiveCluster(tmp_path, limbo=True, bookkeeper_home=None)
     try:
         token = tmp_path / "token"
         token.write_text(secrets.token_urlsafe(24))
