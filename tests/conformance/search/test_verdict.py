@@ -69,3 +69,9 @@ def test_a_finding_without_its_discovery_is_a_bug() -> None:
 def test_steps_per_second() -> None:
     assert SearchReport("clean", None, 1, 340, 4.0).steps_per_second == 85.0
     assert SearchReport("clean", None, 1, 340, 0.0).steps_per_second == 0.0
+
+
+def test_a_finding_without_its_discovery_is_refused_with_the_whole_reason() -> None:
+    with pytest.raises(ValueError) as refused:
+        conclude(_run("divergence"), None, None, TALLY, NOTES, "10 s")
+    assert str(refused.value) == "a search that found a failing run must say who found it first"
