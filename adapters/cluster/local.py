@@ -385,6 +385,7 @@ class LocalCluster(ClusterProvider):
             if bookie.process.is_running():
                 bookie.remember_registration(self._zk)
             bookie.process.kill()
+            bookie.expire_registration(self._zk)
         else:
             self._zookeeper().crash(node.id)
 
@@ -417,6 +418,7 @@ class LocalCluster(ClusterProvider):
             if bookie.process.is_running():
                 bookie.remember_registration(self._zk)
             bookie.process.kill()
+            bookie.expire_registration(self._zk)
             bookie.wipe(self._zk)
         else:
             self._zookeeper().wipe(node.id)

@@ -89,6 +89,9 @@ def test_a_killed_bookie_restarts_and_registers_again(cluster: LocalCluster) -> 
     process = cluster.bookie(bookie_id).process
     assert process.returncode == -9
     assert not port_accepts(LOOPBACK, cluster.endpoints().bookies[bookie_id][1], 0.5)
+    # The dead process's registration is gone at once, not a session timeout later, so the
+    # restarted bookie registers as soon as it boots.
+    assert registration_owner(cluster, bookie_id) is None
     cluster.restart(node)
     assert cluster.is_running(node)
     owner_after = registration_owner(cluster, bookie_id)
