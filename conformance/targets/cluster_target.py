@@ -26,6 +26,7 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.cluster import BookieSettings, LedgerStorage, Node
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
+from adapters.installations.system import BookieChoice, choose_bookies
 from adapters.zookeeper.errors import (
     MetadataError,
     MetadataVersionMismatch,
@@ -56,6 +57,17 @@ KEY = master_key(PASSWORD)
 DIGEST = WireDigestType.CRC32
 ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
 T = TypeVar("T")
+
+
+def resolve_bookies(chosen: BookieChoice | None) -> BookieChoice:
+    """The bookies a cluster target was given, or the default choice: real BookKeeper of the
+    default version (installed from Maven Central on first use)."""
+    if chosen is not None:
+        return chosen
+    try:
+        return choose_bookies(progress=True)
+    except ClusterError as exc:
+        raise TargetError(f"no BookKeeper to run: {exc}") from exc
 
 
 def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSettings:

@@ -33,11 +33,9 @@ from adapters.installations.system import (
     MODEL_CLIENT,
     BookieChoice,
     SystemUnderTest,
-    choose_bookies,
     describe_reference_bookie,
 )
-from conformance.targets.base import TargetError
-from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
+from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
 #: The ``apache/bookkeeper`` tag of ``official=True`` when none is given.
@@ -80,11 +78,7 @@ class DockerTarget(ClusterTarget):
 
     @property
     def bookies(self) -> BookieChoice:
-        if self._bookies is None:
-            try:
-                self._bookies = choose_bookies(progress=True)
-            except ClusterError as exc:
-                raise TargetError(f"no BookKeeper to put in an image: {exc}") from exc
+        self._bookies = resolve_bookies(self._bookies)
         return self._bookies
 
     def _image_set(self, builder: ImageBuilder) -> ImageSet:

@@ -16,10 +16,8 @@ from adapters.installations.system import (
     MODEL_CLIENT,
     BookieChoice,
     SystemUnderTest,
-    choose_bookies,
 )
-from conformance.targets.base import TargetError
-from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for
+from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
 
@@ -44,11 +42,7 @@ class LocalTarget(ClusterTarget):
 
     @property
     def bookies(self) -> BookieChoice:
-        if self._bookies is None:
-            try:
-                self._bookies = choose_bookies(progress=True)
-            except ClusterError as exc:
-                raise TargetError(f"no BookKeeper to run: {exc}") from exc
+        self._bookies = resolve_bookies(self._bookies)
         return self._bookies
 
     def _options(self, bookies: int, settings: Any = None) -> LocalClusterOptions:
