@@ -382,6 +382,11 @@ def start_service(
             stderr=subprocess.STDOUT,
             env={**os.environ, **engine.cli_env},
             start_new_session=True,
+            # Not the caller's directory: the service outlives the command that started it,
+            # and its conmon children start in its working directory. Once that directory is
+            # deleted (a test's tmp dir, a CI clone), every container start fails with "Failed
+            # to get working directory" / "write child: broken pipe".
+            cwd=paths.log_file.parent,
         )
     finally:
         log.close()
