@@ -56,3 +56,8 @@ class NodeStateError(ClusterError):
 
 class ClusterStateFileError(ClusterError):
     """The state file of a detached cluster is missing, unreadable or malformed."""
+
+
+class BookieHostUnavailable(ClusterError):
+    """The bookie host (restarts a bookie inside its JVM; ``adapters/cluster/bookie_host.py``)
+    could not be compiled: no ``javac``, or the BookKeeper jars lack the API it calls."""

@@ -270,8 +270,15 @@ class LocalCluster(ClusterProvider):
         """Leave every process running after this Python process exits; returns them.
 
         Used by ``bkconform cluster up``. Afterwards :meth:`stop` does nothing: the processes
-        are stopped by process group from the returned records.
+        are stopped by process group from the returned records. Hosted bookies
+        (``in_jvm_restarts``) cannot be detached: they read commands from this process and
+        close when it goes away.
         """
+        if any(bookie.hosted for bookie in self._bookies.values()):
+            raise NodeStateError(
+                "a cluster whose bookies restart inside their JVM (in_jvm_restarts) cannot be "
+                "detached: the bookie host exits with the process that drives it"
+            )
         records = []
         for kind, name, node_id, process in self._all_processes():
             process.detach()
@@ -409,6 +416,15 @@ class LocalCluster(ClusterProvider):
         bookie.start()
         bookie.wait_until_ready(self._zk, self.options.start_timeout)
 
+    def _restart_hosted(self, bookie: BookieProcess) -> bool:
+        """A running hosted bookie loses its disks and restarts inside its JVM; False when the
+        bookie is not hosted or not running (the caller then wipes and starts a process)."""
+        if not (bookie.hosted and bookie.process.is_running()):
+            return False
+        bookie.restart_empty(self._zk)
+        bookie.wait_until_ready(self._zk, self.options.start_timeout)
+        return True
+
     def _restart_zookeeper(self, name: str) -> None:
         self._zookeeper().restart(name)
 
@@ -436,6 +452,8 @@ class LocalCluster(ClusterProvider):
                 )
             self._crash(node)
             self._start_bookie(self.bookie(node.id))
+            return
+        if node.kind is NodeKind.BOOKIE and self._restart_hosted(self.bookie(node.id)):
             return
         self._wipe(node)
         if node.kind is NodeKind.BOOKIE:

@@ -55,6 +55,7 @@ class ManagedProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+        commands: bool = False,
     ) -> None:
         if not argv:
             raise InvalidClusterOptions(f"process {name!r}: empty command line")
@@ -64,6 +65,9 @@ class ManagedProcess:
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.stop_timeout = stop_timeout
+        #: The child reads commands from a pipe on its standard input (:meth:`send`); it
+        #: sees end of input when this process goes away. Otherwise stdin is /dev/null.
+        self.commands = commands
         self._popen: subprocess.Popen[bytes] | None = None
         self._paused = False
         # Once the group is known empty its id may be recycled: never signal it again.
@@ -87,7 +91,7 @@ class ManagedProcess:
             try:
                 self._popen = subprocess.Popen(
                     self.argv,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE if self.commands else subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=self.env,
@@ -130,12 +134,28 @@ class ManagedProcess:
                 "it may be stuck in the kernel (D state): check `ps -o stat,pid,cmd`"
             ) from exc
         self._wait_group_gone(timeout)
+        if self._popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._popen.stdin.close()
         self._paused = False
         _unregister(self)
 
     def detach(self) -> None:
         """Let the process outlive this Python process (no stop on exit)."""
         _unregister(self)
+
+    def send(self, command: str) -> None:
+        """Write one command line to the child's standard input (``commands=True``)."""
+        if not self.commands:
+            raise NodeStateError(f"{self.name} takes no commands (started without a pipe)")
+        if not self.is_running():
+            raise NodeStateError(f"cannot send {command!r} to {self.name}: it is not running")
+        assert self._popen is not None and self._popen.stdin is not None
+        try:
+            self._popen.stdin.write(command.encode() + b"\n")
+            self._popen.stdin.flush()
+        except OSError as exc:  # BrokenPipeError: it exited meanwhile
+            raise ClusterError(f"{self.name} did not take {command!r}: {exc}") from exc
 
     # Signals -----------------------------------------------------------------------------
 

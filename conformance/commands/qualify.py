@@ -34,6 +34,7 @@ from conformance.distributed.plan import (
     make_plan,
 )
 from conformance.distributed.qualification import PlanMismatch, run_qualification
+from conformance.distributed.report import ConfigurationEffort, configuration_efforts
 from conformance.distributed.shard import (
     FAULT_ENV,
     ExecutionOptions,
@@ -193,11 +194,13 @@ def qualify_command(args: argparse.Namespace) -> int:
         f"{result.ran} shards run in {result.elapsed:.1f} s ({result.shards_per_minute:.1f} "
         f"shards/min)" + (f", {resumed} resumed from {run_dir}" if resumed else "") + "."
     )
+    efforts = {e.configuration: e for e in configuration_efforts(result.shards)}
     for row in result.aggregates["by_configuration"]:
+        effort = efforts.get(row["configuration"])
         print(
             f"  {row['configuration']}: {row['verdict']} ({row['shards']} shards, "
             f"{row['findings']} findings, {row['errors']} in error, {row['steps']} target "
-            f"steps, {row['divergences']} divergent)"
+            f"steps, {row['divergences']} divergent)" + _effort_text(effort)
         )
     for finding in result.aggregates["findings"]:
         problems = "; ".join([*finding["violations"], *finding["divergences"]])
@@ -210,3 +213,13 @@ def qualify_command(args: argparse.Namespace) -> int:
         print(f"ERROR shard {row['shard']} after {row['attempts']} attempts: {row['error']}")
     print(f"Verdict: {result.verdict}. Report: {run_dir / 'report.html'}")
     return result.exit_code
+
+
+def _effort_text(effort: ConfigurationEffort | None) -> str:
+    """``; 646 steps/shard (38% of the most), 91 restarts of 0.43 s`` (what crashes cost)."""
+    if effort is None:
+        return ""
+    text = f"; {effort.steps_per_shard:,.0f} steps/shard ({effort.share_of_most:.0%} of the most)"
+    if effort.restarts:
+        text += f", {effort.restarts} restarts of {effort.mean_restart:.2f} s on average"
+    return text

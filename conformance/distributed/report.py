@@ -13,6 +13,7 @@ import html
 import io
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,39 @@ def render_report(
             numeric={1, 2, 3, 4},
         )
     )
+    out.append("<h2>Steps and restarts per configuration</h2>")
+    out.append(
+        "<p>How deep each configuration's shards searched, and what the crashes cost: on a "
+        "cluster every crash restarts a bookie. Steps per shard are next to the configuration "
+        "with the most.</p>"
+    )
+    efforts = configuration_efforts(shards)
+    out.append(
+        _table(
+            [
+                "configuration",
+                "shards",
+                "steps per shard",
+                "of the most",
+                "restarts",
+                "mean restart s",
+                "restart share of search time",
+            ],
+            [
+                [
+                    _e(e.configuration),
+                    str(e.shards),
+                    f"{e.steps_per_shard:,.0f}",
+                    f"{e.share_of_most:.0%}",
+                    "n/a" if e.restarts is None else str(e.restarts),
+                    "" if e.mean_restart is None else f"{e.mean_restart:.2f}",
+                    "" if e.restart_share is None else f"{e.restart_share:.0%}",
+                ]
+                for e in efforts
+            ],
+            numeric={1, 2, 3, 4, 5, 6},
+        )
+    )
     out.append("<h2>Throughput and time to first finding</h2>")
     out.append(plots(shards))
     out.append("<h2>Shards</h2>")
@@ -292,6 +326,48 @@ def render_report(
         + "</pre></body></html>\n"
     )
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class ConfigurationEffort:
+    """One configuration's search depth and crash cost, over its shards."""
+
+    configuration: str
+    shards: int
+    steps_per_shard: float  # mean steps on the target
+    share_of_most: float  # steps_per_shard over the largest of any configuration
+    restarts: int | None  # None: not recorded (a run written before restarts were)
+    mean_restart: float | None  # seconds per restart
+    restart_share: float | None  # restart seconds over search seconds
+
+
+def configuration_efforts(shards: list[dict[str, Any]]) -> list[ConfigurationEffort]:
+    """Per configuration: mean target steps per shard (and as a share of the deepest
+    configuration's), restarts and their mean duration and share of the search time."""
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in shards:
+        grouped[row["configuration"]].append(row)
+    means = {name: sum(r["steps"] for r in rows) / len(rows) for name, rows in grouped.items()}
+    most = max(means.values(), default=0.0)
+    efforts = []
+    for name in sorted(grouped):
+        rows = grouped[name]
+        recorded = [r for r in rows if r.get("restarts") is not None]
+        restarts = sum(r["restarts"] for r in recorded) if recorded else None
+        seconds = sum(r.get("restart_seconds") or 0.0 for r in recorded)
+        searched = sum(r["elapsed"] for r in recorded)
+        efforts.append(
+            ConfigurationEffort(
+                configuration=name,
+                shards=len(rows),
+                steps_per_shard=means[name],
+                share_of_most=means[name] / most if most else 0.0,
+                restarts=restarts,
+                mean_restart=seconds / restarts if restarts else None,
+                restart_share=seconds / searched if restarts and searched else None,
+            )
+        )
+    return efforts
 
 
 def shard_systems(shards: list[dict[str, Any]]) -> list[SystemUnderTest]:

@@ -79,6 +79,10 @@ SHARDS = pa.schema(
         pa.field("error", pa.string()),
         pa.field("log", pa.string(), nullable=False),
         pa.field("ledgers", pa.list_(pa.int64()), nullable=False),  # cluster targets' ledgers
+        # Crashes run (on a cluster, bookie restarts) and the seconds they took; null in runs
+        # written before these columns existed.
+        pa.field("restarts", pa.int32()),
+        pa.field("restart_seconds", pa.float64()),
         pa.field("versions", pa.string(), nullable=False),  # JSON
         pa.field("target_description", pa.string(), nullable=False),  # JSON
         # The system under test (adapters.installations.system.SystemUnderTest), in words:

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,13 +159,16 @@ class ExecutionOptions:
 
 
 class LedgerRecorder:
-    """A target wrapper that notes the ledgers a shard wrote: on a shared (external) cluster
-    every example has a ledger of its own, and the shard's row lists them."""
+    """A target wrapper that notes the ledgers a shard wrote (on a shared, external, cluster
+    every example has a ledger of its own, and the shard's row lists them) and how long each
+    crash took (on a cluster, a bookie's restart: the report's restart times)."""
 
-    def __init__(self, inner: Target) -> None:
+    def __init__(self, inner: Target, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
         self.name = inner.name
         self.ledgers: list[int] = []
+        self.restarts: list[float] = []
+        self._clock = clock
 
     def _note(self) -> None:
         ledger = getattr(self.inner, "ledger_id", None)
@@ -187,7 +190,9 @@ class LedgerRecorder:
         return self.inner.metadata(label, before, after)
 
     def crash(self, bookie: int, state_after: State) -> None:
+        started = self._clock()
         self.inner.crash(bookie, state_after)
+        self.restarts.append(self._clock() - started)
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
         return self.inner.snapshot(cfg)
@@ -230,6 +235,7 @@ class _Attempt:
     described: dict[str, str]
     ledgers: list[int]
     system: SystemUnderTest
+    restarts: list[float]
 
 
 class _Log:
@@ -364,7 +370,7 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     finally:
         # Outside the timeout: stopping a cluster is never interrupted halfway.
         target.close()
-    return _Attempt(report, steps, described, target.ledgers, system)
+    return _Attempt(report, steps, described, target.ledgers, system, target.restarts)
 
 
 def _system(options: ExecutionOptions) -> SystemUnderTest:
@@ -448,6 +454,8 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
         "error": error,
         "log": log.text,
         "ledgers": result.ledgers if result else [],
+        "restarts": len(result.restarts) if result else 0,
+        "restart_seconds": sum(result.restarts) if result else 0.0,
         "versions": json.dumps(versions(), sort_keys=True),
         "target_description": json.dumps(result.described if result else {}, sort_keys=True),
         "bookies": system.bookies,

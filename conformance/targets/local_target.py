@@ -5,6 +5,7 @@ reference bookie test double instead."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,15 @@ class LocalTarget(ClusterTarget):
         work_dir: Path | None = None,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
+        in_jvm_restarts: bool = True,
     ) -> None:
         """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved,
-        and installed if need be, when first needed)."""
+        and installed if need be, when first needed). ``in_jvm_restarts``: a crash of a real
+        bookie (the model's BookieRestartsEmpty) restarts the bookie inside its JVM, about
+        0.5 s, rather than killing the JVM and booting a new one, about 2 s
+        (:mod:`adapters.cluster.bookie_host`; docs/adapters/local.md says what differs)."""
         super().__init__(request_timeout=request_timeout)
+        self.in_jvm_restarts = in_jvm_restarts
         self._bookies = bookies
         self.bookie_extra = dict(bookie_extra or {})
         self.work_dir = work_dir
@@ -57,7 +63,9 @@ class LocalTarget(ClusterTarget):
         )
 
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
-        settings = bookie_settings_for(cfg, self.bookie_extra)
+        settings = dataclasses.replace(
+            bookie_settings_for(cfg, self.bookie_extra), in_jvm_restarts=self.in_jvm_restarts
+        )
         self._local = LocalCluster(self._options(cfg.bookies, settings))
         self._local.start()
         return self._local

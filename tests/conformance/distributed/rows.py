@@ -61,6 +61,8 @@ def shard_row(shard: int, verdict: str, status: str = "done", findings: int = 0)
         "error": None if status == "done" else "InjectedCrash: boom",
         "log": "log\n",
         "ledgers": [shard],
+        "restarts": 0,
+        "restart_seconds": 0.0,
         "versions": "{}",
         "target_description": "{}",
         "bookies": "model (no bookies)",

@@ -1,0 +1,134 @@
+"""The bookie host: a small Java program, shipped as source, that runs one real bookie and can
+restart it inside its JVM (``adapters/cluster/java_sources/bkconform/BookieHost.java``).
+
+A crash that loses a bookie's disks costs a process restart about 2 s, three quarters of it
+the JVM's boot; the host pays that once and restarts the bookie in about 0.5 s, built by
+BookKeeper's own ``Main.buildBookieServer`` from the same configuration file. It is compiled
+here on first use, against the BookKeeper jars it will run with, into
+``$BKCONFORM_HOME/bookie-host/<key>/`` (the key covers the source, the BookKeeper server jar and
+the compiler), and run through the distribution's own launcher (``bin/bookkeeper
+bkconform.BookieHost``, with ``BOOKIE_EXTRA_CLASSPATH``), so it gets the JVM options and logging
+every bookie of that distribution gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+
+from adapters.cluster.errors import BookieHostUnavailable
+from adapters.cluster.user_state import bkconform_home
+
+MAIN_CLASS = "bkconform.BookieHost"
+SOURCE = ("java_sources", "bkconform", "BookieHost.java")
+#: The one command the host takes on standard input: close the bookie, wipe its disks, start
+#: a new one from the same configuration.
+RESTART_EMPTY = "restart-empty"
+COMPILE_TIMEOUT = 120.0
+
+
+def source_text() -> str:
+    node = resources.files("adapters.cluster")
+    for part in SOURCE:
+        node = node / part
+    return node.read_text(encoding="utf-8")
+
+
+def find_javac(environ: Mapping[str, str] | None = None) -> str:
+    """``$JAVA_HOME/bin/javac``, else ``javac`` on ``PATH``; a JRE alone has no compiler."""
+    env = os.environ if environ is None else environ
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "javac"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("javac", path=env.get("PATH"))
+    if found is None:
+        raise BookieHostUnavailable(
+            "no javac (JAVA_HOME/bin/javac or on PATH): the bookie host that restarts real "
+            "bookies inside their JVM is compiled on first use. Install a JDK (`apt-get install "
+            "openjdk-17-jdk-headless`), or run bookies as plain processes (in_jvm_restarts off)"
+        )
+    return found
+
+
+def _server_jars(home: Path) -> list[Path]:
+    return sorted(p for p in (home / "lib").glob("*.jar") if "bookkeeper-server" in p.name)
+
+
+def cache_key(home: Path, javac: str) -> str:
+    digest = hashlib.sha256(source_text().encode())
+    for jar in _server_jars(home):
+        digest.update(jar.name.encode())
+        digest.update(str(jar.stat().st_size).encode())
+    digest.update(str(Path(javac).resolve()).encode())
+    return digest.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _lock(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def host_classes(
+    home: Path, *, root: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """The directory holding the compiled host for the distribution at ``home`` (compiled now
+    if it is not cached yet; concurrent callers wait for one compilation)."""
+    javac = find_javac(environ)
+    if not _server_jars(home):
+        raise BookieHostUnavailable(f"{home}/lib has no bookkeeper-server jar to compile against")
+    base = (bkconform_home(environ) / "bookie-host") if root is None else root
+    target = base / cache_key(home, javac)
+    if (target / "bkconform" / "BookieHost.class").is_file():
+        return target
+    with _lock(base):
+        if (target / "bkconform" / "BookieHost.class").is_file():
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
+        try:
+            source = staging / "BookieHost.java"
+            source.write_text(source_text(), encoding="utf-8")
+            _compile(javac, home, source, staging)
+            source.unlink()
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _compile(javac: str, home: Path, source: Path, out: Path) -> None:
+    command = [javac, "--release", "11", "-nowarn", "-cp", f"{home / 'lib'}/*", "-d", str(out)]
+    try:
+        done = subprocess.run(
+            [*command, str(source)],
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise BookieHostUnavailable(
+            f"compiling the bookie host took over {COMPILE_TIMEOUT:.0f}s ({javac})"
+        ) from exc
+    except OSError as exc:
+        raise BookieHostUnavailable(f"cannot run {javac}: {exc}") from exc
+    if done.returncode != 0:
+        raise BookieHostUnavailable(
+            f"the bookie host does not compile against {home}/lib (the BookKeeper jars lack "
+            f"Main.buildBookieServer?):\n{(done.stdout + done.stderr).strip()[-2000:]}"
+        )

@@ -1,0 +1,288 @@
+package bkconform;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+import org.apache.bookkeeper.common.component.LifecycleComponent;
+import org.apache.bookkeeper.common.component.LifecycleComponentStack;
+import org.apache.bookkeeper.conf.ServerConfiguration;
+import org.apache.bookkeeper.server.Main;
+import org.apache.bookkeeper.server.conf.BookieConfiguration;
+
+/**
+ * One real BookKeeper bookie in a JVM that can restart it without restarting the JVM.
+ *
+ * <p>Written by bkconform (adapters/cluster/java_sources/). The bookie is built exactly as
+ * {@code org.apache.bookkeeper.server.Main} builds it ({@code Main.buildBookieServer}, the
+ * same lifecycle components from the same configuration file); what differs is who owns the
+ * JVM. A crash that loses the bookie's disks ("restart-empty" on standard input) closes the
+ * bookie's components, deletes its journal, ledger and index directories and builds and starts
+ * a new bookie from the configuration: what BookKeeper's own test clusters do to restart a
+ * bookie, and what a JVM boot costs (about 1.5 s of the 2 s a process restart takes) is
+ * paid once. A real crash (SIGKILL) still kills the whole JVM.
+ *
+ * <p>Usage: {@code bkconform.BookieHost --conf FILE}. Commands, one per line on standard
+ * input: {@code restart-empty}. End of input (the supervisor went away) closes the bookie and
+ * exits 0; a failed restart exits 3; an uncaught exception in the running bookie's threads
+ * closes it and exits 1, as {@code Main} would. Every event is logged to standard output as a
+ * line starting with {@code bkconform-bookie-host:}.
+ */
+public final class BookieHost {
+    private static final String TAG = "bkconform-bookie-host: ";
+    /** The lifecycle component that serves requests and owns the disks. */
+    private static final String SERVER = "bookie-server";
+    /** Components closed before the server, in this order (4.17.3's names). */
+    private static final String QUIESCE_FIRST = "data-integ,rx-scheduler,bkc";
+    /** The data-integrity service's worker threads (4.17.3's name). */
+    private static final String INTEGRITY_WORKER = "bookie-data-integ";
+    private static final long QUIESCE_TIMEOUT_MS = 10_000;
+
+    private final File confFile;
+    private LifecycleComponentStack bookie;
+    private int generation;
+    /** The generation that is up (0: none). Volatile, not locked: the bookie's threads read
+     * it while the main thread, holding the lock, may be waiting for them to end. */
+    private volatile int running;
+
+    private BookieHost(File confFile) {
+        this.confFile = confFile;
+    }
+
+    public static void main(String[] args) {
+        if (args.length != 2 || !"--conf".equals(args[0])) {
+            System.err.println("usage: bkconform.BookieHost --conf FILE");
+            System.exit(2);
+        }
+        BookieHost host = new BookieHost(new File(args[1]));
+        Runtime.getRuntime().addShutdownHook(new Thread(host::close, "bkconform-host-shutdown"));
+        try {
+            host.start();
+        } catch (Exception e) {
+            log("the bookie did not start: " + e);
+            e.printStackTrace(System.out);
+            System.exit(3);
+        }
+        int code = host.serve();
+        System.exit(code);
+    }
+
+    private int serve() {
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try {
+            String line;
+            while ((line = in.readLine()) != null) {
+                String command = line.trim();
+                if (command.isEmpty()) {
+                    continue;
+                }
+                if (!"restart-empty".equals(command)) {
+                    log("unknown command " + command + " (ignored; the only command is restart-empty)");
+                    continue;
+                }
+                try {
+                    restartEmpty();
+                } catch (Exception e) {
+                    log("restart-empty failed: " + e);
+                    e.printStackTrace(System.out);
+                    return 3;
+                }
+            }
+        } catch (IOException e) {
+            log("standard input failed: " + e);
+        }
+        log("end of standard input: closing the bookie");
+        close();
+        return 0;
+    }
+
+    private ServerConfiguration configuration() throws Exception {
+        ServerConfiguration conf = new ServerConfiguration();
+        conf.loadConf(confFile.toURI().toURL());
+        return conf;
+    }
+
+    private synchronized void start() throws Exception {
+        long began = System.nanoTime();
+        LifecycleComponentStack stack = build();
+        launch(stack, began);
+    }
+
+    private LifecycleComponentStack build() throws Exception {
+        return Main.buildBookieServer(new BookieConfiguration(configuration()));
+    }
+
+    private synchronized void launch(LifecycleComponentStack stack, long began) {
+        final int current = ++generation;
+        // As ComponentStarter does for Main: an uncaught exception in the bookie's threads
+        // ends the bookie and the process. Threads of an earlier generation that die while it
+        // is closed (its death watcher does) are that generation's business, not a crash.
+        stack.setExceptionHandler((thread, error) -> onUncaught(current, thread, error));
+        bookie = stack;
+        running = current;
+        stack.start();
+        log("bookie generation " + current + " started in " + millis(began) + " ms");
+    }
+
+    private void onUncaught(int of, Thread thread, Throwable error) {
+        if (of != running) {
+            log("generation " + of + " thread " + thread.getName() + " ended: " + error);
+            return;
+        }
+        log("uncaught exception in " + thread.getName() + ": " + error);
+        error.printStackTrace(System.out);
+        System.exit(1);
+    }
+
+    private synchronized void restartEmpty() throws Exception {
+        long began = System.nanoTime();
+        Thread tail = closeServing();
+        for (Path dir : dataDirectories(configuration())) {
+            wipe(dir);
+        }
+        log("generation " + generation + " stopped serving and its disks are wiped after "
+                + millis(began) + " ms");
+        LifecycleComponentStack next;
+        try {
+            next = build();
+        } finally {
+            tail.join();
+        }
+        launch(next, began);
+    }
+
+    private static List<Path> dataDirectories(ServerConfiguration conf) {
+        List<Path> dirs = new ArrayList<>();
+        for (String[] names :
+                new String[][] {
+                    conf.getJournalDirNames(), conf.getLedgerDirNames(), conf.getIndexDirNames()
+                }) {
+            if (names == null) {
+                continue;
+            }
+            for (String name : names) {
+                dirs.add(Paths.get(name));
+            }
+        }
+        return dirs;
+    }
+
+    private static void wipe(Path dir) throws IOException {
+        if (Files.exists(dir)) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                for (Path path : (Iterable<Path>) walk.sorted(Comparator.reverseOrder())::iterator) {
+                    Files.delete(path);
+                }
+            }
+        }
+        Files.createDirectories(dir);
+    }
+
+    /**
+     * Stops the bookie serving and returns a started thread that closes what is left.
+     *
+     * <p>First the components whose threads reach into the bookie's storage without being
+     * owned by the bookie server are closed ({@value #QUIESCE_FIRST}, those present), and the
+     * data-integrity worker is given time to end: closing that service cancels its check but
+     * does not wait for it, and a check still running when the storage closes calls into a
+     * closed RocksDB and takes the JVM down (seen on 4.17.3; a process restart never notices,
+     * its JVM is gone anyway). Then the bookie server (the port and the disks) and whatever
+     * follows it in the stack. The returned thread closes the components below the server:
+     * the ZooKeeper and ledger-manager clients, about 0.1 s, which hold nothing the next bookie
+     * needs until it registers. The caller builds the next bookie meanwhile and joins the
+     * thread before starting it, so the old session, and with it the old registration, is
+     * gone first. Without a component named {@value #SERVER} everything is closed here.
+     */
+    private synchronized Thread closeServing() {
+        LifecycleComponentStack stack = bookie;
+        running = 0;
+        bookie = null;
+        List<LifecycleComponent> below = new ArrayList<>();
+        if (stack != null) {
+            List<LifecycleComponent> components = new ArrayList<>();
+            for (int i = 0; i < stack.getNumComponents(); i++) {
+                components.add(stack.getComponent(i));
+            }
+            for (String name : QUIESCE_FIRST.split(",")) {
+                for (LifecycleComponent component : components) {
+                    if (name.equals(component.getName())) {
+                        component.close();
+                    }
+                }
+            }
+            awaitThreads(INTEGRITY_WORKER, QUIESCE_TIMEOUT_MS);
+            int server = -1;
+            for (int i = 0; i < components.size(); i++) {
+                if (SERVER.equals(components.get(i).getName())) {
+                    server = i;
+                }
+            }
+            // Closing a closed component does nothing, so the quiesced ones may come again.
+            for (int i = components.size() - 1; i >= Math.max(server, 0); i--) {
+                components.get(i).close();
+            }
+            for (int i = server - 1; i >= 0; i--) {
+                below.add(components.get(i));
+            }
+        }
+        Thread tail =
+                new Thread(
+                        () -> {
+                            for (LifecycleComponent component : below) {
+                                component.close();
+                            }
+                        },
+                        "bkconform-host-close");
+        tail.start();
+        return tail;
+    }
+
+    private static void awaitThreads(String prefix, long timeoutMs) {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        for (Thread thread : Thread.getAllStackTraces().keySet()) {
+            if (!thread.getName().startsWith(prefix)) {
+                continue;
+            }
+            long left = deadline - System.currentTimeMillis();
+            try {
+                if (left > 0) {
+                    thread.join(left);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            if (thread.isAlive()) {
+                log("thread " + thread.getName() + " still runs after " + timeoutMs
+                        + " ms; closing the storage under it");
+            }
+        }
+    }
+
+    private synchronized void close() {
+        Thread tail = closeServing();
+        try {
+            tail.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static long millis(long since) {
+        return (System.nanoTime() - since) / 1_000_000;
+    }
+
+    private static void log(String message) {
+        System.out.println(TAG + message);
+        System.out.flush();
+    }
+}
