@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, settings, target
+from hypothesis import HealthCheck, Phase, Verbosity, find, settings, target
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
@@ -214,6 +214,11 @@ class _Search:
             suppress_health_check=list(HealthCheck),
             derandomize=False,
             report_multiple_bugs=False,
+            # Quiet: Hypothesis' own reports are not ours to print. When the budget runs out
+            # mid-phase, example() draws nothing and Hypothesis calls that inconsistent data
+            # generation (a Flaky, handled in run_search) and printed "You can reproduce this
+            # failure by adding @seed(...)" for a run that failed nothing.
+            verbosity=Verbosity.quiet,
         )
 
 

@@ -220,3 +220,26 @@ def test_the_leftover_check_finds_and_kills_a_leaked_process(tmp_path: Path) -> 
     assert len(described) == 1 and str(process.pid) in described[0]
     assert processes_matching(str(leak)) == []
     process.kill()  # reap our zombie child
+
+
+def test_commands_reach_the_child_on_its_standard_input(work_dir: Path) -> None:
+    process = ManagedProcess(
+        "reader",
+        ["sh", "-c", 'while read line; do echo "got $line"; done; echo eof', str(work_dir)],
+        log_path=work_dir / "reader.log",
+        commands=True,
+    )
+    with process:
+        process.send("restart-empty")
+        wait_for(lambda: "got restart-empty" in process.log_path.read_text())
+    # Stopped: its pipe is closed, and nothing more can be sent.
+    with pytest.raises(NodeStateError, match="not running"):
+        process.send("again")
+
+
+def test_a_process_without_a_pipe_takes_no_commands(work_dir: Path) -> None:
+    with (
+        shell(work_dir, "deaf", "sleep 30") as process,
+        pytest.raises(NodeStateError, match="takes no commands"),
+    ):
+        process.send("restart-empty")

@@ -36,6 +36,9 @@ def test_an_in_process_run_writes_results_and_resumes_without_rerunning(tmp_path
     assert results["shard_errors"] == [1] and results["verdict"] == "undecided"
     report = (tmp_path / "report.html").read_text()
     assert "Shards in error (1)" in report and "InjectedCrash" in report
+    assert "Steps and restarts per configuration" in report
+    done = [r for r in first.shards if r["status"] == "done"]
+    assert all(isinstance(r["restarts"], int) and r["restart_seconds"] >= 0 for r in done)
     steps_before = read_dataset(tmp_path, "steps").num_rows
     shard_files = {p: p.stat().st_mtime_ns for p in (tmp_path / "shards").iterdir()}
 

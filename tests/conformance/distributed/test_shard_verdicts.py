@@ -296,6 +296,16 @@ def test_the_recorder_passes_crashes_and_metadata_through_unchanged() -> None:
     assert inner.calls == [("metadata", label, before, after), ("crash", 2, after)]
 
 
+def test_the_recorder_times_each_crash() -> None:
+    inner = _Inner()
+    ticks = iter([10.0, 10.5, 20.0, 20.25])
+    recorder = LedgerRecorder(inner, clock=lambda: next(ticks))  # type: ignore[arg-type]
+    state = init_state(small_shard().config)
+    recorder.crash(0, state)
+    recorder.crash(1, state)
+    assert recorder.restarts == [0.5, 0.25]
+
+
 # The log --------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.engine import Outcome, StepRecord
@@ -373,3 +373,14 @@ def test_replay_choices_keeps_a_copy_of_the_choices_it_replayed() -> None:
 
 def test_replay_choices_reads_zeros_past_the_end_of_a_short_list() -> None:
     assert replay_choices(CFG, ModelTarget(), [], max_steps=5).choices == []
+
+
+def test_hypothesis_prints_nothing_of_its_own() -> None:
+    # When the budget runs out mid-phase, example() draws nothing; Hypothesis calls that
+    # inconsistent data generation (a Flaky that run_search handles) and, unless quiet, prints
+    # "You can reproduce this failure by adding @seed(...)" for a search that failed nothing
+    # (seen in qualification output on real bookies).
+    cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=2)
+    search = runner._Search(cfg, ModelTarget(), SearchSettings(), None, lambda: 0.0, None)
+    chosen = search.hypothesis_settings((Phase.generate,), InMemoryExampleDatabase())
+    assert chosen.verbosity is Verbosity.quiet

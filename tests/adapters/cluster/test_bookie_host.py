@@ -1,0 +1,193 @@
+"""The bookie host: real bookies restarted inside their JVM (``in_jvm_restarts``).
+
+The cluster tests run the default BookKeeper version (with data-integrity checking, the limbo
+configuration) and 4.11.1 (no data-integrity service); the rest are fast checks of compiling
+and of the errors.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.bookkeeper.probe import bookie_answers
+from adapters.cluster import (
+    BookieSettings,
+    DataLoss,
+    LedgerStorage,
+    LocalCluster,
+    LocalClusterOptions,
+    Node,
+    bookie_host,
+)
+from adapters.cluster.errors import BookieHostUnavailable, NodeStateError
+from adapters.cluster.network import LOOPBACK
+from tests.bookkeeper_fixtures import installed_home
+
+LIMBO = BookieSettings(
+    ledger_storage=LedgerStorage.DB,
+    data_integrity_checking=True,
+    stamp_missing_cookies=True,
+    in_jvm_restarts=True,
+)
+
+
+def hosted_options(work_dir: Path, home: Path, settings: BookieSettings) -> LocalClusterOptions:
+    return LocalClusterOptions(
+        bookies=2,
+        work_dir=work_dir,
+        bookkeeper_home=home,
+        bookie_settings=settings,
+        start_timeout=120.0,
+    )
+
+
+def _restart_in_jvm_and_check(cluster: LocalCluster) -> None:
+    node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+    bookie = cluster.bookie(node.id)
+    assert bookie.hosted
+    pid = bookie.process.pid
+    marker = bookie.config.ledger_dir / "written-before-the-crash"
+    marker.write_text("lost in the crash")
+    owner = cluster.zookeeper_client.exists(bookie.registration_path()).ephemeralOwner
+
+    cluster.restart_with_data_loss(node, DataLoss.WIPE)
+
+    assert bookie.process.pid == pid, "the JVM was restarted, not the bookie inside it"
+    assert not marker.exists(), "the disks were not wiped"
+    assert bookie.config.ledger_dir.is_dir() and bookie.config.journal_dir.is_dir()
+    registration = cluster.zookeeper_client.exists(bookie.registration_path())
+    assert registration is not None and registration.ephemeralOwner != owner
+    assert bookie_answers(LOOPBACK, bookie.config.port)
+    # The bookie serves before its last components (data integrity) have started.
+    assert _log_says(bookie.process.log_path, "bookie generation 2 started")
+
+
+def _log_says(log: Path, text: str, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.cluster
+def test_a_hosted_bookie_loses_its_disks_and_restarts_inside_its_jvm(
+    work_dir: Path, bookkeeper_home: Path
+) -> None:
+    with LocalCluster(hosted_options(work_dir, bookkeeper_home, LIMBO)) as cluster:
+        _restart_in_jvm_and_check(cluster)
+        # Again, right away: the host takes its next command once the last restart is done.
+        node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+        cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        assert _log_says(cluster.bookie(node.id).process.log_path, "bookie generation 3 started")
+
+
+@pytest.mark.cluster
+def test_a_hosted_bookie_of_4_11_1_restarts_inside_its_jvm(work_dir: Path) -> None:
+    # 4.11.1 has no data-integrity service; without it a wipe removes the cookie first.
+    settings = BookieSettings(in_jvm_restarts=True)
+    with LocalCluster(hosted_options(work_dir, installed_home("4.11.1"), settings)) as cluster:
+        _restart_in_jvm_and_check(cluster)
+
+
+@pytest.mark.cluster
+def test_a_killed_hosted_bookie_restarts_as_a_new_process(
+    work_dir: Path, bookkeeper_home: Path
+) -> None:
+    with LocalCluster(hosted_options(work_dir, bookkeeper_home, LIMBO)) as cluster:
+        node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+        bookie = cluster.bookie(node.id)
+        pid = bookie.process.pid
+        cluster.crash(node)  # SIGKILL: the whole JVM
+        assert not cluster.is_running(node)
+        with pytest.raises(NodeStateError, match="not a running hosted bookie"):
+            bookie.restart_empty(cluster.zookeeper_client)
+        cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        assert bookie.process.pid != pid
+        assert bookie_answers(LOOPBACK, bookie.config.port)
+
+
+@pytest.mark.cluster
+def test_a_cluster_of_hosted_bookies_cannot_be_detached(
+    work_dir: Path, bookkeeper_home: Path
+) -> None:
+    # Still owned after the refusal, so the context manager stops it (work_dir checks).
+    with (
+        LocalCluster(hosted_options(work_dir, bookkeeper_home, LIMBO)) as cluster,
+        pytest.raises(NodeStateError, match="cannot be detached"),
+    ):
+        cluster.detach()
+
+
+def test_compiling_needs_javac(tmp_path: Path) -> None:
+    environ = {"PATH": str(tmp_path)}  # no javac there, no JAVA_HOME
+    with pytest.raises(BookieHostUnavailable, match="openjdk-17-jdk-headless"):
+        bookie_host.find_javac(environ)
+
+
+def test_javac_comes_from_java_home_first(tmp_path: Path) -> None:
+    javac = tmp_path / "jdk" / "bin" / "javac"
+    javac.parent.mkdir(parents=True)
+    javac.write_text("#!/bin/sh\n")
+    javac.chmod(0o755)
+    assert bookie_host.find_javac({"JAVA_HOME": str(tmp_path / "jdk"), "PATH": ""}) == str(javac)
+
+
+def test_a_home_without_a_bookkeeper_server_jar_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "home" / "lib").mkdir(parents=True)
+    javac = tmp_path / "javac"
+    javac.write_text("#!/bin/sh\nexit 1\n")
+    javac.chmod(0o755)
+    with pytest.raises(BookieHostUnavailable, match="no bookkeeper-server jar"):
+        bookie_host.host_classes(
+            tmp_path / "home", root=tmp_path / "cache", environ={"PATH": str(tmp_path)}
+        )
+
+
+def test_a_failed_compilation_says_what_javac_said(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "org.apache.bookkeeper-bookkeeper-server-9.9.9.jar").write_bytes(b"")
+    javac = tmp_path / "javac"
+    javac.write_text("#!/bin/sh\necho 'error: cannot find symbol Main.buildBookieServer'\nexit 1\n")
+    javac.chmod(0o755)
+    with pytest.raises(BookieHostUnavailable, match="cannot find symbol"):
+        bookie_host.host_classes(home, root=tmp_path / "cache", environ={"PATH": str(tmp_path)})
+    # Nothing half-made is left to be taken for a compiled host.
+    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]
+
+
+def test_the_compiled_host_is_cached_per_source_and_jars(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    jar = home / "lib" / "org.apache.bookkeeper-bookkeeper-server-9.9.9.jar"
+    jar.write_bytes(b"one")
+    calls = tmp_path / "calls"
+    javac = tmp_path / "javac"
+    # A stand-in compiler: notes the call and writes the class where -d says.
+    javac.write_text(
+        "#!/bin/sh\n"
+        f"echo called >> {calls}\n"
+        'while [ "$1" != "-d" ]; do shift; done\n'
+        'mkdir -p "$2/bkconform" && touch "$2/bkconform/BookieHost.class"\n'
+    )
+    javac.chmod(0o755)
+    environ = {"PATH": str(tmp_path)}
+    first = bookie_host.host_classes(home, root=tmp_path / "cache", environ=environ)
+    assert (first / "bkconform" / "BookieHost.class").is_file()
+    assert bookie_host.host_classes(home, root=tmp_path / "cache", environ=environ) == first
+    assert calls.read_text().count("called") == 1
+    jar.write_bytes(b"another build")
+    assert bookie_host.host_classes(home, root=tmp_path / "cache", environ=environ) != first
+    assert calls.read_text().count("called") == 2
+
+
+def test_the_host_source_ships_with_the_package() -> None:
+    text = bookie_host.source_text()
+    assert "class BookieHost" in text and bookie_host.RESTART_EMPTY in text
+    assert os.path.basename(bookie_host.SOURCE[-1]) == "BookieHost.java"
