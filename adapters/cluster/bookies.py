@@ -44,7 +44,7 @@ from adapters.zookeeper.errors import MetadataError
 
 REFERENCE_BOOKIE_MODULE = "adapters.refbookie"
 ZK_REQUEST_TIMEOUT = 3.0
-#: How often readiness is polled (a ZooKeeper exists and a TCP connect): a hosted bookie
+#: How often readiness is polled (a ZooKeeper exists and a read request): a hosted bookie
 #: restarts in about half a second, so a coarse poll would be a sizeable share of it.
 READY_POLL_INTERVAL = 0.02
 

@@ -418,8 +418,9 @@ class LocalCluster(ClusterProvider):
 
     def _restart_hosted(self, bookie: BookieProcess) -> bool:
         """A running hosted bookie loses its disks and restarts inside its JVM; False when the
-        bookie is not hosted or not running (the caller then wipes and starts a process)."""
-        if not (bookie.hosted and bookie.process.is_running()):
+        bookie is not hosted, not running or paused (a paused JVM would not read the command:
+        the caller then kills it, wipes and starts a new process)."""
+        if not (bookie.hosted and bookie.process.is_running()) or bookie.process.paused:
             return False
         bookie.restart_empty(self._zk)
         bookie.wait_until_ready(self._zk, self.options.start_timeout)

@@ -262,7 +262,7 @@ def render_report(
                 "shards",
                 "steps per shard",
                 "of the most",
-                "restarts",
+                "crashes (bookie restarts)",
                 "mean restart s",
                 "restart share of search time",
             ],

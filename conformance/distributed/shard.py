@@ -104,6 +104,9 @@ class TargetOptions:
     #: ``reference``), resolved once on the driver so that every executor runs the same.
     bookie_kind: str = "bookkeeper"
     bookkeeper_home: str | None = None
+    #: ``local`` with real bookies: a crash restarts the bookie inside its JVM (False: a new
+    #: process; ``--process-restarts``).
+    in_jvm_restarts: bool = True
     zookeeper: str | None = None
     ledgers_root: str = "/ledgers"
     allow_remote: bool = False
@@ -116,7 +119,7 @@ class TargetOptions:
         if self.kind == "local":
             from conformance.targets.local_target import LocalTarget
 
-            return LocalTarget(bookies=self.bookie_choice())
+            return LocalTarget(bookies=self.bookie_choice(), in_jvm_restarts=self.in_jvm_restarts)
         if self.kind == "external":
             if not self.zookeeper:
                 raise ValueError("the external target needs a ZooKeeper address (--zk)")
@@ -136,10 +139,15 @@ class TargetOptions:
         return None
 
     @classmethod
-    def local(cls, bookies: BookieChoice) -> TargetOptions:
+    def local(cls, bookies: BookieChoice, *, in_jvm_restarts: bool = True) -> TargetOptions:
         """The local target on ``bookies`` (a plain value for the executors)."""
         home = str(bookies.home) if bookies.home is not None else None
-        return cls(kind="local", bookie_kind=bookies.kind, bookkeeper_home=home)
+        return cls(
+            kind="local",
+            bookie_kind=bookies.kind,
+            bookkeeper_home=home,
+            in_jvm_restarts=in_jvm_restarts,
+        )
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,26 @@ def test_qualify_names_it_in_header_results_parquet_and_report(
     }
     report = (run_dir / "report.html").read_text()
     assert "<h2>System under test</h2>" in report and MODEL_SYSTEM.bookies in report
+
+
+def test_crashes_restart_real_bookies_inside_their_jvm_unless_told_otherwise() -> None:
+    from conformance.commands.options import target_from_args
+    from conformance.targets.local_target import LocalTarget
+
+    for command in (["run"], ["scenario", "limbo-crash"]):
+        default = target_from_args(
+            _parse(*command, "--target", "local", "--bookie-kind", "reference")
+        )
+        assert isinstance(default, LocalTarget) and default.in_jvm_restarts
+        told = target_from_args(
+            _parse(
+                *command, "--target", "local", "--bookie-kind", "reference", "--process-restarts"
+            )
+        )
+        assert isinstance(told, LocalTarget) and not told.in_jvm_restarts
+    base = ["qualify", "--target", "local", "--bookie-kind", "reference"]
+    assert _target_options(_parse(*base)).in_jvm_restarts
+    options = _target_options(_parse(*base, "--process-restarts"))
+    assert not options.in_jvm_restarts
+    built = options.build()
+    assert isinstance(built, LocalTarget) and not built.in_jvm_restarts

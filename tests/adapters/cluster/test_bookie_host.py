@@ -113,6 +113,21 @@ def test_a_killed_hosted_bookie_restarts_as_a_new_process(
 
 
 @pytest.mark.cluster
+def test_a_paused_hosted_bookie_is_killed_and_restarted_as_a_new_process(
+    work_dir: Path, bookkeeper_home: Path
+) -> None:
+    # A stopped JVM would never read the command; the provider kills it instead.
+    with LocalCluster(hosted_options(work_dir, bookkeeper_home, LIMBO)) as cluster:
+        node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+        bookie = cluster.bookie(node.id)
+        pid = bookie.process.pid
+        cluster.pause(node)
+        cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        assert bookie.process.pid != pid and not bookie.process.paused
+        assert bookie_answers(LOOPBACK, bookie.config.port)
+
+
+@pytest.mark.cluster
 def test_a_cluster_of_hosted_bookies_cannot_be_detached(
     work_dir: Path, bookkeeper_home: Path
 ) -> None:
