@@ -13,19 +13,17 @@ every bookie of that distribution gets.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 from adapters.cluster.errors import BookieHostUnavailable
-from adapters.cluster.user_state import bkconform_home
+from adapters.cluster.user_state import bkconform_home, exclusive_lock
 
 MAIN_CLASS = "bkconform.BookieHost"
 SOURCE = ("java_sources", "bkconform", "BookieHost.java")
@@ -73,17 +71,6 @@ def cache_key(home: Path, javac: str) -> str:
     return digest.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _lock(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def host_classes(
     home: Path, *, root: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> Path:
@@ -96,7 +83,7 @@ def host_classes(
     target = base / cache_key(home, javac)
     if (target / "bkconform" / "BookieHost.class").is_file():
         return target
-    with _lock(base):
+    with exclusive_lock(base, "compile"):
         if (target / "bkconform" / "BookieHost.class").is_file():
             return target
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))

@@ -2,13 +2,16 @@
 
 Under it: ``docker/`` (the podman API service, :mod:`adapters.cluster.container_engine`),
 ``bookkeeper/<version>/`` (installs, :mod:`adapters.installations.bookkeeper`) and
-``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`).
+``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`) and ``bookie-host/``
+(the compiled bookie host, :mod:`adapters.cluster.bookie_host`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 
@@ -17,3 +20,16 @@ def bkconform_home(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     configured = env.get("BKCONFORM_HOME")
     return (Path(configured) if configured else Path.home() / ".bkconform").expanduser()
+
+
+@contextlib.contextmanager
+def exclusive_lock(root: Path, name: str) -> Iterator[None]:
+    """Hold ``root/.lock-<name>`` exclusively: concurrent installs or compilations into the
+    same per-user cache (Spark executors start together) wait for one another."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".lock-{name}", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

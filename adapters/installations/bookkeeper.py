@@ -27,7 +27,6 @@ interrupted install never leaves a layout that looks valid. Nothing is downloade
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -36,13 +35,13 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from adapters.cluster.errors import BookKeeperNotFound, ClusterError
-from adapters.cluster.user_state import bkconform_home
+from adapters.cluster.user_state import bkconform_home, exclusive_lock
 
 #: The version installed when none is named: the newest bookkeeper-server Maven Central serves
 #: to this project's machines (4.17.4, the newest release, is not served there).
@@ -174,7 +173,7 @@ def remove(version: str, root: Path | None = None) -> bool:
     target = base / check_version(version)
     if not target.exists():
         return False
-    with _lock(base, target.name):
+    with exclusive_lock(base, target.name):
         _discard(base, target)
     return True
 
@@ -476,17 +475,6 @@ def _write_layout(staging: Path, version: str, artifacts: Sequence[ListedArtifac
     return copied
 
 
-@contextlib.contextmanager
-def _lock(root: Path, name: str) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".lock-{name}", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def install(
     version: str = DEFAULT_VERSION,
     *,
@@ -511,7 +499,7 @@ def install(
     existing = Installation.read(target)
     if existing is not None and not force:
         return existing
-    with _lock(base, version):
+    with exclusive_lock(base, version):
         existing = Installation.read(target)
         if existing is not None and not force:
             return existing  # installed by a concurrent call while we waited
