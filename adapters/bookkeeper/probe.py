@@ -8,16 +8,16 @@ its request server runs, and in that window it accepts connections and closes th
 from __future__ import annotations
 
 import socket
-import struct
 
 from adapters.bookkeeper.errors import WireError
-from adapters.bookkeeper.framing import encode_frame
+from adapters.bookkeeper.framing import FrameDecoder, encode_frame
 from adapters.bookkeeper.v2 import V2ReadRequest, V2Response, decode_response, encode_request
 
 #: The ledger the probe reads: the largest id, never allocated by a ledger id generator (the
 #: bookie answers "no such ledger" and creates nothing).
 PROBE_LEDGER = 2**63 - 1
-_LENGTH = struct.Struct(">i")
+#: A read answer for a missing ledger is a few dozen bytes; anything longer is not one.
+_MAX_ANSWER = 64 * 1024
 
 
 def bookie_answers(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -26,20 +26,14 @@ def bookie_answers(host: str, port: int, timeout: float = 1.0) -> bool:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.settimeout(timeout)
             sock.sendall(encode_frame(encode_request(V2ReadRequest(PROBE_LEDGER, 0))))
-            length = _LENGTH.unpack(_read_exactly(sock, _LENGTH.size))[0]
-            if not 0 < length <= 64 * 1024:
-                return False
-            answer = decode_response(_read_exactly(sock, length))
-    except (OSError, WireError, struct.error):
+            decoder = FrameDecoder(max_frame_size=_MAX_ANSWER)
+            payloads: list[bytes] = []
+            while not payloads:
+                chunk = sock.recv(4096)
+                if not chunk:  # closed unanswered
+                    return False
+                payloads = decoder.feed(chunk)
+            answer = decode_response(payloads[0])
+    except (OSError, WireError):
         return False
     return isinstance(answer, V2Response) and answer.ledger_id == PROBE_LEDGER
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionResetError("the bookie closed the connection")
-        data += chunk
-    return bytes(data)

@@ -81,10 +81,11 @@ def host_classes(
         raise BookieHostUnavailable(f"{home}/lib has no bookkeeper-server jar to compile against")
     base = (bkconform_home(environ) / "bookie-host") if root is None else root
     target = base / cache_key(home, javac)
-    if (target / "bkconform" / "BookieHost.class").is_file():
+    compiled = target / "bkconform" / "BookieHost.class"
+    if compiled.is_file():
         return target
     with exclusive_lock(base, "compile"):
-        if (target / "bkconform" / "BookieHost.class").is_file():
+        if compiled.is_file():  # compiled by a concurrent caller while we waited
             return target
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
         try:

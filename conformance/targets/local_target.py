@@ -38,7 +38,7 @@ class LocalTarget(ClusterTarget):
         and installed if need be, when first needed). ``in_jvm_restarts``: a crash of a real
         bookie (the model's BookieRestartsEmpty) restarts the bookie inside its JVM, about
         0.5 s, rather than killing the JVM and booting a new one, about 2 s
-        (:mod:`adapters.cluster.bookie_host`; docs/adapters/local.md says what differs)."""
+        (:mod:`adapters.cluster.bookie_host`; docs/adapters/cluster.md says what differs)."""
         super().__init__(request_timeout=request_timeout)
         self.in_jvm_restarts = in_jvm_restarts
         self._bookies = bookies
