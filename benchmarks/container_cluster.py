@@ -35,6 +35,7 @@ from adapters.cluster.container_engine import (
 from adapters.cluster.container_images import ImageBuilder, ImageSet
 from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions
 from adapters.cluster.provider import ClusterProvider
+from conformance.operations import FreshLedger
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.cluster_target import ClusterTarget
 from conformance.targets.docker_target import DockerTarget
@@ -80,7 +81,7 @@ def _steps_per_second(label: str, target: ClusterTarget, runs: int) -> float:
         verdicts = []
         for run in range(runs):
             if run:
-                target.new_ledger()
+                target.invoke(FreshLedger())
             outcome = run_scenario(SCENARIO, target, protected=True)
             steps += len(outcome.steps)
             verdicts.append(outcome.verdict)

@@ -1,16 +1,17 @@
 """Execution: model transitions carried out on a target, step by step, and judged.
 
-For each step the engine runs the model's chosen transition on the target:
+For each step the engine looks the step's action up in the action table
+(:mod:`model.bookkeeper.action_table`) and turns it into at most one operation
+(:mod:`conformance.operations`), which the target carries out with ``invoke``:
 
-- a bookie action: the request goes to the real bookie now, its answer is compared with the
-  model's predicted reply (a mismatch is a *divergence*); if the model loses the reply, the
-  real answer is discarded;
-- a client step that sends: nothing on the wire yet (the requests wait in the outbox; lost
-  ones are never sent); a client step that receives: nothing on the wire (the answer was
-  taken at the bookie step and held);
-- a metadata step (create, recovery start, ensemble change, close): a compare-and-set on the
-  real ledger znode, whose success or failure is compared with the model's;
-- a crash: the provider's crash with data loss.
+- a bookie's answer (``Effect.ANSWER``): :class:`Deliver` of the request it processes; the real
+  answer is compared with the model's reply (a mismatch is a *divergence*); if the model loses
+  the reply, the real answer is discarded;
+- a client step that sends or receives (``Effect.NONE``): nothing on the wire (requests wait in
+  the model's outbox until their bookie's step; answers were taken at the bookie's step);
+- a metadata write (``Effect.METADATA_WRITE``): :class:`CreateLedger` or :class:`WriteMetadata`,
+  a compare-and-set whose end is compared with the one the table gives the action;
+- a crash (``Effect.CRASH``): :class:`Crash`, the bookie restarts with its data lost.
 
 After each step the model's invariants are checked (a broken one is a *violation*). At the end,
 each bookie's stored entries and the ledger metadata are compared with the model's state.
@@ -18,30 +19,37 @@ each bookie's stored entries and the ledger metadata are compared with the model
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.observations import Observation, differences, predicted
+from conformance.operations import (
+    Crash,
+    CreateLedger,
+    Deliver,
+    FreshLedger,
+    LedgerView,
+    Operation,
+    WriteMetadata,
+    operation_record,
+)
 from conformance.targets.base import Target, TargetError, TargetSnapshot
-from model.bookkeeper.actions import BOOKIE_ACTIONS, Label, Transition, init_state, successors
+from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
+from model.bookkeeper.actions import Label, Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
-from model.bookkeeper.records import STATUS_CLOSED, STATUS_NAMES, State, bookies_of
+from model.bookkeeper.records import (
+    STATUS_CLOSED,
+    STATUS_NAMES,
+    AddEntryRequest,
+    FenceRequest,
+    ReadRequest,
+    State,
+    bookies_of,
+)
 from model.bookkeeper.render import describe_message, describe_step
 from model.search.bfs import Step
-
-METADATA_ACTIONS = frozenset(
-    {
-        "ClientCreatesLedger",
-        "ClientStartsRecovery",
-        "ClientChangesEnsemble",
-        "ClientClosesLedgerSuccess",
-        "ClientClosesLedgerFail",
-        "RecoveryClientClosesLedger",
-    }
-)
-#: The metadata writes the model expects to fail.
-FAILING_METADATA_ACTIONS = frozenset({"ClientClosesLedgerFail"})
 
 #: Verdicts and exit codes, for every command: a result is clean only when something was
 #: checked and passed; anything the run could not decide is ``undecided`` (exit 2).
@@ -61,6 +69,7 @@ class StepRecord:
     index: int
     action: str
     description: str
+    operation: dict[str, Any] | None = None  # what the target was asked to do
     request: str | None = None
     predicted: dict[str, Any] | None = None
     observed: dict[str, Any] | None = None
@@ -92,9 +101,17 @@ class Outcome:
 class Execution:
     """One run of the model on one target. ``apply`` steps; ``finish`` judges the end."""
 
-    def __init__(self, cfg: ModelConfig, target: Target) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        target: Target,
+        on_record: Callable[[StepRecord], None] | None = None,
+    ) -> None:
+        """``on_record`` is called with each step's record as soon as the step is judged
+        (the run directory streams them to ``history.jsonl``)."""
         self.cfg = cfg
         self.target = target
+        self.on_record = on_record
         self.state = init_state(cfg)
         self.trace: list[Step[State, Label]] = [Step(None, self.state)]
         self.records: list[StepRecord] = []
@@ -108,6 +125,16 @@ class Execution:
         """A finding or an error ends the run: after a divergence the model no longer
         describes the target, and after a violation the story has been told."""
         return bool(self.violations or self.divergences or self.error)
+
+    def begin(self) -> bool:
+        """Give the example a fresh ledger on the target; False (and the error kept) when the
+        target could not: the example then decides nothing."""
+        try:
+            self.target.invoke(FreshLedger())
+        except TargetError as exc:
+            self.error = str(exc)
+            return False
+        return True
 
     def enabled(self) -> list[Transition]:
         return successors(self.cfg, self.state)
@@ -125,31 +152,23 @@ class Execution:
         self.violations.extend(v for v in record.violations if v not in self.violations)
         self.divergences.extend(f"step {record.index}: {d}" for d in record.divergence)
         self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
         return record
 
     def _on_target(self, label: Label, before: State, after: State, record: StepRecord) -> None:
-        if label.action in BOOKIE_ACTIONS:
-            assert label.received is not None
-            ((reply, _delivered),) = label.sent
-            expected = predicted(reply)
-            record.request = describe_message(label.received)
+        planned = operation_for(label, before, after)
+        if planned is None:
+            return
+        op, expected = planned
+        record.operation = operation_record(op)
+        if isinstance(op, Deliver):
+            record.request = describe_message(op.request)
+        observed = self.target.invoke(op)
+        record.observed = observed.as_dict()
+        if expected is not None:
             record.predicted = expected.as_dict()
-            observed = self.target.deliver(label.received, reply)
-            record.observed = observed.as_dict()
             record.divergence = differences(expected, observed)
-        elif label.action in METADATA_ACTIONS:
-            observed_meta = self.target.metadata(label, before, after)
-            if observed_meta is not None:
-                ok = label.action not in FAILING_METADATA_ACTIONS
-                expected = Observation(
-                    "metadata", "OK" if ok else "MetadataVersionMismatch", success=ok
-                )
-                record.predicted = expected.as_dict()
-                record.observed = observed_meta.as_dict()
-                record.divergence = differences(expected, observed_meta)
-        elif label.action == "BookieRestartsEmpty":
-            assert label.bookie is not None
-            self.target.crash(label.bookie, after)
 
     def finish(self, note: str | None = None) -> Outcome:
         """Compare the target's final state with the model's and give the verdict."""
@@ -172,6 +191,45 @@ class Execution:
         return Outcome(
             verdict, self.records, self.trace, self.violations, self.divergences, self.error, note
         )
+
+
+def operation_for(
+    label: Label, before: State, after: State
+) -> tuple[Operation, Observation | None] | None:
+    """The operation a model step asks of a target, and the observation the model predicts for
+    it (None: nothing to compare, as for a crash); None for a step the target takes no part in.
+    Everything is read off the step's record in the action table, never off its name."""
+    action = spec_action(label.action)
+    if action.effect is Effect.ANSWER:
+        request = label.received
+        assert isinstance(request, (AddEntryRequest, FenceRequest, ReadRequest)), label
+        ((reply, _delivered),) = label.sent
+        return Deliver(request), predicted(reply)
+    if action.effect is Effect.CRASH:
+        assert label.bookie is not None, label
+        return Crash(label.bookie), None
+    if action.effect is not Effect.METADATA_WRITE:
+        return None
+    assert label.client is not None, label
+    succeeds = action.write_ends is WriteEnd.SUCCEEDS
+    expected = Observation(
+        "metadata", "OK" if succeeds else "MetadataVersionMismatch", success=succeeds
+    )
+    if before.meta_status is None:
+        return CreateLedger(label.client, _view(after)), expected
+    # A write that succeeds must find the znode at the spec's current version; one that fails
+    # holds a client's stale version, and what it would write does not matter: the
+    # compare-and-set refuses it. It writes the current metadata back unchanged.
+    version = before.meta_version if succeeds else before.clients[label.client].meta_version
+    assert version is not None, label
+    written = _view(after if succeeds else before)
+    op = WriteMetadata(label.action, label.client, version, before.meta_version, written)
+    return op, expected
+
+
+def _view(s: State) -> LedgerView:
+    assert s.meta_status is not None
+    return LedgerView(s.meta_status, s.meta_fragments, s.meta_last_entry)
 
 
 def state_differences(cfg: ModelConfig, s: State, snapshot: TargetSnapshot) -> list[str]:

@@ -21,7 +21,8 @@ from model.bookkeeper.records import (
 @dataclass(frozen=True)
 class Observation:
     """One answer: an add (``success``), a fencing LAC read (``code``, ``lac``), a read
-    (``code``, ``data``), or a metadata write (``success``). ``status`` is the wire's own word
+    (``code``, ``data``), a metadata write (``success``), a crash, or a fresh ledger
+    (``ledger``, its id on the target). ``status`` is the wire's own word
     (e.g. ``EFENCED``, ``ENOLEDGER``, ``MetadataVersionMismatch``), kept for the report."""
 
     kind: str
@@ -30,6 +31,7 @@ class Observation:
     code: str | None = None
     lac: int | None = None
     data: int | None = None
+    ledger: int | None = None  # the ledger a FreshLedger operation gave the example
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

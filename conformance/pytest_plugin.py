@@ -27,11 +27,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# The target kinds' own module imports nothing: the plugin loads in every pytest run and must
+# not pull the adapters in before a test asks for a target.
+from conformance.target_kinds import TARGET_KINDS as TARGETS
+
 if TYPE_CHECKING:
     from conformance.search.runner import SearchSettings
     from conformance.targets.base import Target
 
-TARGETS = ("model", "local", "docker", "external")
 #: The names of ``conformance.search.runner.PROFILES``, repeated here so that ``--bk-profile``
 #: can offer them without importing Hypothesis (a test keeps the two in step).
 PROFILE_NAMES = ("ci", "nightly", "qualify")
@@ -148,30 +151,21 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     # environment, and must not pull the adapters in before a test session asks for them.
     name = request.config.getoption("--bk-target")
     option = f"--bk-target {name}"
-    target: Target
-    if name == "model":
-        target = _load("conformance.targets.model_target", option).ModelTarget()
-    elif name in ("local", "docker"):
-        # Both run the bookies the options choose (real BookKeeper by default).
-        system = _load("adapters.installations.system", option)
-        try:
-            bookies = system.choose_bookies(
-                request.config.getoption("--bk-bookie-kind"),
-                bookkeeper=request.config.getoption("--bk-bookkeeper"),
-                bookkeeper_home=request.config.getoption("--bk-bookkeeper-home"),
-            )
-        except (ValueError, _load("adapters.cluster.errors", option).ClusterError) as exc:
-            raise pytest.UsageError(f"{option}: {exc}") from exc
-        if name == "local":
-            target = _load("conformance.targets.local_target", option).LocalTarget(bookies=bookies)
-        else:
-            docker = _load("conformance.targets.docker_target", option)
-            target = docker.DockerTarget(bookies=bookies)
-    else:
-        zk = request.config.getoption("--bk-zk")
-        if not zk:
-            raise pytest.UsageError("--bk-target external needs --bk-zk HOST:PORT")
-        target = _load("conformance.targets.external_target", option).ExternalTarget(zk)
+    specs = _load("conformance.targets.spec", option)
+    errors = _load("adapters.cluster.errors", option)
+    home = request.config.getoption("--bk-bookkeeper-home")
+    try:
+        # The same TargetSpec the CLI and the Spark shards build their targets from.
+        spec = specs.TargetSpec(
+            kind=name,
+            bookie_kind=request.config.getoption("--bk-bookie-kind"),
+            bookkeeper=request.config.getoption("--bk-bookkeeper"),
+            bookkeeper_home=str(home) if home is not None else None,
+            zookeeper=request.config.getoption("--bk-zk"),
+        )
+        target: Target = spec.build()
+    except (ValueError, errors.ClusterError) as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from exc
     try:
         yield target
     finally:

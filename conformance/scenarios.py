@@ -8,9 +8,10 @@ step is not enabled), and the run ends there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.engine import Execution, Outcome
+from conformance.engine import Execution, Outcome, StepRecord
 from conformance.targets.base import Target
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
@@ -45,10 +46,17 @@ SCENARIOS = {
 }
 
 
-def run_scenario(scenario: Scenario, target: Target, *, protected: bool) -> Outcome:
-    """Replay the scenario on ``target``; the target must already be open for its config."""
+def run_scenario(
+    scenario: Scenario,
+    target: Target,
+    *,
+    protected: bool,
+    on_record: Callable[[StepRecord], None] | None = None,
+) -> Outcome:
+    """Replay the scenario on ``target``; the target must already be open for its config.
+    ``on_record`` sees each step's record as soon as it is judged (the run directory)."""
     cfg = scenario.config(protected=protected)
-    execution = Execution(cfg, target)
+    execution = Execution(cfg, target, on_record=on_record)
     note = None
     for number, scripted in enumerate(scenario.interleaving.steps, start=1):
         try:

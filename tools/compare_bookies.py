@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the project's packages come from the tree
     sys.path.insert(0, str(ROOT))
 
-from conformance.engine import METADATA_ACTIONS, Outcome  # noqa: E402
+from conformance.engine import Outcome  # noqa: E402
+from model.bookkeeper.action_table import Effect, names_with  # noqa: E402
 
 DEFAULT_CONFIGS = ("fenced-recovery", "fragment-recovery", "limbo-crash", "no-limbo")
 #: Seconds kept back from ``--budget`` for stopping clusters and writing the report.
@@ -163,7 +164,7 @@ def request_kind(action: str, request: str | None) -> str:
     compare-and-set; ``-`` for steps that send nothing."""
     if request:
         return _ENTRY_NUMBERS.sub("", request).strip()
-    if action in METADATA_ACTIONS:
+    if action in names_with(Effect.METADATA_WRITE):
         return "metadata"
     return "-"
 
@@ -382,7 +383,7 @@ def build_corpus(
         time_budget=None,
         explore=False,
     )
-    run_search(cfg, ModelTarget(), settings, on_example=collect)
+    run_search(cfg, ModelTarget(cfg), settings, on_example=collect)
     hypothesis = [CorpusItem("hypothesis", choices_of[i], max_steps) for i in rank_examples(seen)]
 
     explored = simulate_randomly(

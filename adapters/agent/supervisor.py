@@ -19,8 +19,8 @@ from pathlib import Path
 
 from adapters.agent.config import AgentConfig, check_data_dir
 from adapters.agent.errors import AgentCallFailed, AgentPreconditionFailed, InvalidAgentConfig
-from adapters.cluster.errors import ClusterError
 from adapters.cluster.processes import ManagedProcess
+from adapters.errors import ClusterError
 
 
 class ProcessState(enum.Enum):

@@ -32,7 +32,8 @@ from adapters.cluster.provider import (
     Node,
     NodeKind,
 )
-from adapters.cluster.zookeeper import ZooKeeperInstall, ZooKeeperTuning, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperTuning
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 
 __all__ = [
     "BookKeeperNotFound",

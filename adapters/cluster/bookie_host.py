@@ -14,7 +14,6 @@ every bookie of that distribution gets.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +22,9 @@ from importlib import resources
 from pathlib import Path
 
 from adapters.cluster.errors import BookieHostUnavailable
-from adapters.cluster.user_state import bkconform_home, exclusive_lock
+from adapters.installations import java
+from adapters.installations.errors import JavaNotFound
+from adapters.user_state import bkconform_home, exclusive_lock
 
 MAIN_CLASS = "bkconform.BookieHost"
 SOURCE = ("java_sources", "bkconform", "BookieHost.java")
@@ -41,21 +42,19 @@ def source_text() -> str:
 
 
 def find_javac(environ: Mapping[str, str] | None = None) -> str:
-    """``$JAVA_HOME/bin/javac``, else ``javac`` on ``PATH``; a JRE alone has no compiler."""
-    env = os.environ if environ is None else environ
-    java_home = env.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "javac"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("javac", path=env.get("PATH"))
-    if found is None:
+    """The compiler of the bookie host (:func:`adapters.installations.java.find_javac`).
+
+    Without one the host is unavailable, which has a remedy of its own (plain processes), so
+    the error is :class:`BookieHostUnavailable` rather than the locator's ``JavaNotFound``.
+    """
+    try:
+        return java.find_javac(environ)
+    except JavaNotFound as exc:
         raise BookieHostUnavailable(
             "no javac (JAVA_HOME/bin/javac or on PATH): the bookie host that restarts real "
             "bookies inside their JVM is compiled on first use. Install a JDK (`apt-get install "
             "openjdk-17-jdk-headless`), or run bookies as plain processes (in_jvm_restarts off)"
-        )
-    return found
+        ) from exc
 
 
 def _server_jars(home: Path) -> list[Path]:

@@ -157,20 +157,6 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def find_bookkeeper_home(
-    explicit: Path | None = None, environ: Mapping[str, str] | None = None
-) -> Path | None:
-    """The BookKeeper distribution to run: ``explicit``, else ``BOOKKEEPER_HOME``, else None.
-
-    A directory that is named but holds no runnable distribution is an error. Lives in
-    :mod:`adapters.installations.bookkeeper` (imported here when called: that module imports
-    this package's errors).
-    """
-    from adapters.installations.bookkeeper import find_bookkeeper_home as find
-
-    return find(explicit, environ)
-
-
 def reference_bookie_available() -> bool:
     """True when the reference bookie test double can be run (``adapters.refbookie``)."""
     try:

@@ -151,8 +151,8 @@ JAVA_FIX = "apt-get install openjdk-17-jre-headless   (or set JAVA_HOME to a JDK
 
 
 def check_java(timeout: float) -> CheckResult:
-    from adapters.cluster.errors import JavaNotFound
-    from adapters.cluster.java import find_java
+    from adapters.installations.errors import JavaNotFound
+    from adapters.installations.java import find_java
 
     packages = ("openjdk-17-jre-headless",)
     try:
@@ -178,8 +178,8 @@ def check_maven(timeout: float) -> CheckResult:
 
 
 def check_zookeeper(timeout: float) -> CheckResult:
-    from adapters.cluster.errors import ZooKeeperNotFound
-    from adapters.cluster.zookeeper import locate_zookeeper
+    from adapters.installations.errors import ZooKeeperNotFound
+    from adapters.installations.zookeeper import locate_zookeeper
 
     try:
         install = locate_zookeeper()

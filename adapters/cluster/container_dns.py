@@ -24,10 +24,11 @@ from adapters.cluster.container_engine import (
     ContainerEngine,
     ContainerEngineError,
 )
+from adapters.cluster.container_labels import CLUSTER_LABEL
 
-#: The same label as :data:`adapters.cluster.containers.CLUSTER_LABEL`, so that
-#: ``bkconform docker down --all`` removes what a killed probe leaves.
-PROBE_CLUSTER_LABEL = "bkconform.cluster"
+#: The clusters' own label, so that ``bkconform docker down --all`` removes what a killed probe
+#: leaves.
+PROBE_CLUSTER_LABEL = CLUSTER_LABEL
 PROBE_LABEL = "bkconform.probe"
 PEER_ALIAS = "dnspeer"
 DEFAULT_TIMEOUT = 30.0

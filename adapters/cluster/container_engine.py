@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster.errors import ClusterError
-from adapters.cluster.user_state import bkconform_home
+from adapters.user_state import bkconform_home
 
 #: What podman needs on this machine kind (see the module docstring); written, never merged.
 CONTAINERS_CONF = """\

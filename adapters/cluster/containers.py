@@ -17,8 +17,8 @@ or the official ``apache/bookkeeper`` and ``zookeeper`` images. Faults: crash (S
 container), pause (cgroup freezer), restart, wipe and restart with data loss on both kinds of
 node, plus network partitions that :class:`~adapters.cluster.provider.Fault` does not name:
 :meth:`ContainerCluster.partition` cuts a node off from chosen peers (packet filters in its
-network namespace, or disconnecting it from the network) and :meth:`ContainerCluster.heal`
-undoes it::
+network namespace, or disconnecting it from the network;
+:mod:`adapters.cluster.container_partitions`) and :meth:`ContainerCluster.heal` undoes it::
 
     with ContainerCluster(ContainerClusterOptions(zookeepers=3, bookies=3)) as cluster:
         victim = Node.bookie(sorted(cluster.endpoints().bookies)[0])
@@ -26,8 +26,9 @@ undoes it::
         cluster.heal(victim)
 
 No Ryuk reaper runs (its image cannot be pulled everywhere): every container and the network
-carry the label ``bkconform.cluster=<id>``, and :meth:`ContainerCluster.stop` removes all of
-them, also after a failed start (and at interpreter exit for a cluster never stopped).
+carry the label ``bkconform.cluster=<id>`` (:mod:`adapters.cluster.container_labels`), and
+:meth:`ContainerCluster.stop` removes all of them, also after a failed start (and at
+interpreter exit for a cluster never stopped).
 ``bkconform docker down --all`` removes whatever a killed process left behind (every container
 and network labelled ``bkconform.cluster``).
 """
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import enum
 import shutil
 import tempfile
 import time
@@ -54,7 +54,13 @@ from adapters.cluster.container_dns import DEFAULT_TIMEOUT as DNS_CHECK_TIMEOUT
 from adapters.cluster.container_dns import ensure_container_dns
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError, find_engine
 from adapters.cluster.container_images import ImageBuilder, ImageSet
-from adapters.cluster.container_netns import run_in_network_namespace
+from adapters.cluster.container_labels import CLUSTER_LABEL, cluster_labels, remove_labelled
+from adapters.cluster.container_partitions import (
+    NetworkPartitions,
+    NodeCut,
+    PartitionMethod,
+    network_address,
+)
 from adapters.cluster.errors import (
     ClusterError,
     ClusterStartTimeout,
@@ -75,15 +81,12 @@ from adapters.cluster.provider import (
     NodeKind,
     metadata_service_uri,
 )
-from adapters.cluster.zookeeper import server_mode
 from adapters.zookeeper.client import connect_zookeeper, wait
 from adapters.zookeeper.errors import MetadataError, ZooKeeperError
+from adapters.zookeeper.four_letter_words import server_mode
 from adapters.zookeeper.layout import init_new_cluster
 from adapters.zookeeper.registration import BookieAddress, list_bookies
 
-#: Every container and network of a cluster carries this label, valued with the cluster id.
-CLUSTER_LABEL = "bkconform.cluster"
-NODE_LABEL = "bkconform.node"
 ZK_CLIENT_PORT = 2181
 ZK_REQUEST_TIMEOUT = 3.0
 STOP_GRACE_SECONDS = 10
@@ -94,19 +97,6 @@ OFFICIAL_BOOKIE_COMMAND = (
     '"$BK_dataIntegrityChecking" "$BK_dataIntegrityStampMissingCookies" '
     ">> /opt/bookkeeper/conf/bk_server.conf && exec /opt/bookkeeper/scripts/entrypoint.sh bookie"
 )
-
-
-class PartitionMethod(enum.Enum):
-    """How :meth:`ContainerCluster.partition` cuts a node off."""
-
-    #: iptables DROP rules in the node's network namespace for the peers' addresses. Precise
-    #: (chosen peers only; the host-side client still reaches the node). Runs the host's
-    #: iptables through nsenter when the engine is local and we are root, else ``iptables``
-    #: in the image (the local images have it, the official ones lack it).
-    PACKET_FILTER = "packet-filter"
-    #: Disconnect the container from the cluster network: it loses every peer, and its
-    #: published port too while cut off. Works with any image.
-    DISCONNECT = "disconnect"
 
 
 @dataclass(frozen=True)
@@ -145,10 +135,8 @@ class _ContainerNode:
     container: Any = None  # testcontainers DockerContainer
     #: ephemeralOwner of the registration a crashed bookie left behind (not yet expired).
     stale_owner: int | None = None
-    #: Peers' addresses this node drops packets for (packet-filter partitions).
-    dropped: tuple[str, ...] = ()
-    disconnected: bool = False
-    address_before_disconnect: str = ""
+    #: What cuts it off from its peers right now (:meth:`ContainerCluster.partition`).
+    cut: NodeCut = field(default_factory=NodeCut)
 
     @property
     def data_dir(self) -> Path:
@@ -184,6 +172,7 @@ class ContainerCluster(ClusterProvider):
         self.images: ImageSet | None = None
         self._client: Any = None
         self._network: Any = None
+        self._partitions: NetworkPartitions | None = None
         self._work_dir: Path | None = None
         self._owns_work_dir = False
         self._zookeepers: dict[str, _ContainerNode] = {}
@@ -246,15 +235,12 @@ class ContainerCluster(ClusterProvider):
             self._work_dir = self.options.work_dir.resolve()
             self._work_dir.mkdir(parents=True, exist_ok=True)
 
-    def _labels(self, node: str | None = None) -> dict[str, str]:
-        labels = {CLUSTER_LABEL: self.cluster_id}
-        if node is not None:
-            labels[NODE_LABEL] = node
-        return labels
-
     def _create_network(self) -> None:
         self._network = self._client.networks.create(
-            self.network_name, driver="bridge", labels=self._labels()
+            self.network_name, driver="bridge", labels=cluster_labels(self.cluster_id)
+        )
+        self._partitions = NetworkPartitions(
+            self._network, self.network_name, self._engine().docker_host
         )
 
     def _start_zookeepers(self) -> None:
@@ -440,7 +426,7 @@ class ContainerCluster(ClusterProvider):
         if command is not None:
             container.with_command(command)
         kwargs: dict[str, Any] = {
-            "labels": self._labels(node.name),
+            "labels": cluster_labels(self.cluster_id, node.name),
             "hostname": node.name,
             "network": self.network_name,
             "networking_config": {
@@ -485,7 +471,8 @@ class ContainerCluster(ClusterProvider):
     def detach(self) -> None:
         """Leave the containers running after this process exits (``bkconform docker up``).
 
-        Afterwards :meth:`stop` does nothing; :func:`remove_labelled` with this cluster's
+        Afterwards :meth:`stop` does nothing;
+        :func:`~adapters.cluster.container_labels.remove_labelled` with this cluster's
         :attr:`cluster_id` removes the containers and the network, and the work dir (which
         must then be an explicit one: the containers' data is bind-mounted from it) is the
         caller's to delete.
@@ -567,10 +554,7 @@ class ContainerCluster(ClusterProvider):
 
     def container_address(self, node: Node) -> str:
         """The node's address on the cluster network (empty while disconnected)."""
-        container = self._node(node).wrapped
-        container.reload()
-        networks = container.attrs.get("NetworkSettings", {}).get("Networks", {}) or {}
-        return str((networks.get(self.network_name) or {}).get("IPAddress") or "")
+        return network_address(self._node(node).wrapped, self.network_name)
 
     def _node(self, node: Node) -> _ContainerNode:
         table = self._bookies if node.kind is NodeKind.BOOKIE else self._zookeepers
@@ -681,7 +665,7 @@ class ContainerCluster(ClusterProvider):
     def _start_node(self, target: _ContainerNode) -> None:
         target.wrapped.start()
         # A restarted container may come back with another address: old rules are void.
-        target.dropped = ()
+        target.cut.dropped = ()
         if target.kind is NodeKind.BOOKIE:
             self._wait_for_bookie(target)
         else:
@@ -753,57 +737,21 @@ class ContainerCluster(ClusterProvider):
             if peers is None
             else [self._node(peer) for peer in peers]
         )
-        if method is PartitionMethod.DISCONNECT:
-            if peers is not None:
-                raise FaultNotSupported(
-                    "a disconnect partition cuts a node off from everyone; use "
-                    "PartitionMethod.PACKET_FILTER to cut it off from chosen peers"
-                )
-            if not target.disconnected:
-                target.address_before_disconnect = self.container_address(node)
-                self._network.disconnect(target.wrapped, force=True)
-                target.disconnected = True
-            return
-        addresses = tuple(
-            address for peer in chosen if (address := self.container_address(_as_node(peer)))
-        )
-        new = [address for address in addresses if address not in target.dropped]
-        for address in new:
-            self._iptables(target, "-I", address)
-        target.dropped = target.dropped + tuple(new)
+        self._network_partitions().cut_off(target, chosen, method, every_peer=peers is None)
 
     def heal(self, node: Node) -> None:
         """Undo every partition of ``node``."""
         target = self._node(node)
-        if target.disconnected:
-            # Back on its old address: peers that resolved its name before (ZooKeeper servers
-            # keep the addresses of their quorum peers) reach it again.
-            self._network.connect(
-                target.wrapped,
-                aliases=[target.name],
-                ipv4_address=target.address_before_disconnect or None,
-            )
-            target.disconnected = False
-        for address in target.dropped:
-            self._iptables(target, "-D", address)
-        target.dropped = ()
+        self._network_partitions().heal(target)
 
     def partitioned_from(self, node: Node) -> tuple[str, ...]:
         """The peer addresses ``node`` drops packets for right now."""
-        return self._node(node).dropped
+        return self._node(node).cut.dropped
 
-    def _iptables(self, target: _ContainerNode, action: str, address: str) -> None:
-        for chain, direction in (("INPUT", "-s"), ("OUTPUT", "-d")):
-            command = ["iptables", "-w", "5", action, chain, direction, address, "-j", "DROP"]
-            code, output = run_in_network_namespace(
-                target.wrapped, command, docker_host=self._engine().docker_host
-            )
-            if code != 0:
-                raise ClusterError(
-                    f"{' '.join(command)} in {target.name} failed ({code}): {output.strip()}. "
-                    "Without iptables (on this host or in the image) partitions need "
-                    "PartitionMethod.DISCONNECT"
-                )
+    def _network_partitions(self) -> NetworkPartitions:
+        if self._partitions is None:
+            raise NodeStateError("the cluster has not been started")
+        return self._partitions
 
 
 #: Clusters started and not yet stopped or detached, for the exit hook below.
@@ -824,61 +772,14 @@ def new_cluster_id() -> str:
     return uuid.uuid4().hex[:10]
 
 
-def _as_node(node: _ContainerNode) -> Node:
-    return Node(node.kind, node.node_id)
-
-
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def remove_labelled(client: Any, labels: dict[str, str]) -> list[str]:
-    """Force-remove every container, then every network, carrying ``labels``; returns errors.
-
-    ``{CLUSTER_LABEL: id}`` removes one cluster; ``{CLUSTER_LABEL: ""}`` is turned into a
-    label-presence filter and removes every cluster this project ever started.
-    """
-    selector = [key if not value else f"{key}={value}" for key, value in labels.items()]
-    errors: list[str] = []
-    try:
-        containers = client.containers.list(all=True, filters={"label": selector})
-    except Exception as exc:
-        return [f"listing containers: {exc}"]
-    for container in containers:
-        try:
-            container.remove(force=True, v=True)
-        except Exception as exc:
-            if "No such container" not in str(exc) and "no such container" not in str(exc):
-                errors.append(f"removing container {container.name}: {exc}")
-    try:
-        networks = client.networks.list(filters={"label": selector})
-    except Exception as exc:
-        return [*errors, f"listing networks: {exc}"]
-    for network in networks:
-        try:
-            network.remove()
-        except Exception as exc:
-            errors.append(f"removing network {network.name}: {exc}")
-    return errors
-
-
-def labelled_resources(client: Any, labels: dict[str, str]) -> dict[str, list[str]]:
-    """Names of the containers and networks carrying ``labels`` (see :func:`remove_labelled`)."""
-    selector = [key if not value else f"{key}={value}" for key, value in labels.items()]
-    return {
-        "containers": [
-            c.name for c in client.containers.list(all=True, filters={"label": selector})
-        ],
-        "networks": [n.name for n in client.networks.list(filters={"label": selector})],
-    }
-
-
 __all__ = [
-    "CLUSTER_LABEL",
     "ContainerCluster",
     "ContainerClusterOptions",
+    # The type of ContainerClusterOptions.partition_method; its home is container_partitions.
     "PartitionMethod",
-    "labelled_resources",
     "new_cluster_id",
-    "remove_labelled",
 ]

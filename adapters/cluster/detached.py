@@ -24,7 +24,7 @@ from typing import Any
 from adapters.cluster.errors import ClusterError, ClusterStateFileError
 from adapters.cluster.processes import group_members, processes_matching
 from adapters.cluster.provider import Endpoints, NodeKind
-from adapters.cluster.user_state import bkconform_home
+from adapters.user_state import bkconform_home
 
 STATE_FILE_NAME = "cluster.json"
 STATE_VERSION = 1

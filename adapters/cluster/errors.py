@@ -1,30 +1,17 @@
 """Every error a cluster provider raises, under one root: :class:`ClusterError`.
 
 Each message says what went wrong and what to do about it; log tails of the processes
-involved are appended where they help.
+involved are appended where they help. The root, and the errors that the layers below the
+providers raise as well, are defined in those layers and re-exported here, so that this module
+still names the whole hierarchy: :mod:`adapters.errors` (the root, invalid options and node
+state, which process supervision raises) and :mod:`adapters.installations.errors` (no Java,
+ZooKeeper or BookKeeper).
 """
 
 from __future__ import annotations
 
-
-class ClusterError(Exception):
-    """Root of every error raised by ``adapters.cluster``."""
-
-
-class InvalidClusterOptions(ClusterError, ValueError):
-    """An argument describes no cluster that can be built (e.g. zero ZooKeeper servers)."""
-
-
-class JavaNotFound(ClusterError):
-    """No ``java`` executable: neither ``$JAVA_HOME/bin/java`` nor one on ``PATH``."""
-
-
-class ZooKeeperNotFound(ClusterError):
-    """No ZooKeeper installation in any of the places the locator searches."""
-
-
-class BookKeeperNotFound(ClusterError):
-    """``BOOKKEEPER_HOME`` (or the directory passed) holds no runnable BookKeeper distribution."""
+from adapters.errors import ClusterError, InvalidClusterOptions, NodeStateError
+from adapters.installations.errors import BookKeeperNotFound, JavaNotFound, ZooKeeperNotFound
 
 
 class ClusterStartTimeout(ClusterError):
@@ -50,10 +37,6 @@ class FaultNotSupported(ClusterError):
     """
 
 
-class NodeStateError(ClusterError):
-    """The operation does not fit the node's current state (e.g. resuming a running node)."""
-
-
 class ClusterStateFileError(ClusterError):
     """The state file of a detached cluster is missing, unreadable or malformed."""
 
@@ -61,3 +44,20 @@ class ClusterStateFileError(ClusterError):
 class BookieHostUnavailable(ClusterError):
     """The bookie host (restarts a bookie inside its JVM; ``adapters/cluster/bookie_host.py``)
     could not be compiled: no ``javac``, or the BookKeeper jars lack the API it calls."""
+
+
+__all__ = [
+    "BookKeeperNotFound",
+    "BookieHostUnavailable",
+    "ClusterError",
+    "ClusterStartTimeout",
+    "ClusterStateFileError",
+    "ClusterUnreachable",
+    "FaultNotSupported",
+    "InvalidClusterOptions",
+    "JavaNotFound",
+    "NodeStateError",
+    "ProcessExited",
+    "UnknownNode",
+    "ZooKeeperNotFound",
+]

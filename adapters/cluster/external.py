@@ -40,9 +40,9 @@ from adapters.cluster.provider import (
     NodeKind,
     metadata_service_uri,
 )
-from adapters.cluster.zookeeper import server_mode
 from adapters.zookeeper.client import connect_zookeeper, wait
 from adapters.zookeeper.errors import ClusterNotFormatted, MetadataError, ZooKeeperUnreachable
+from adapters.zookeeper.four_letter_words import server_mode
 from adapters.zookeeper.layout import read_instance_id
 from adapters.zookeeper.registration import available_path, cookie_path, list_bookies
 

@@ -27,7 +27,6 @@ from adapters.cluster.bookies import (
     BookieImplementation,
     BookieProcess,
     BookieSettings,
-    find_bookkeeper_home,
 )
 from adapters.cluster.detached import ProcessRecord
 from adapters.cluster.errors import (
@@ -50,13 +49,10 @@ from adapters.cluster.provider import (
     NodeKind,
     metadata_service_uri,
 )
-from adapters.cluster.zookeeper import (
-    ZooKeeperEnsemble,
-    ZooKeeperInstall,
-    ZooKeeperTuning,
-    locate_zookeeper,
-)
+from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
+from adapters.installations.bookkeeper import find_bookkeeper_home
 from adapters.installations.system import BookieChoice, SystemUnderTest, local_system
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.zookeeper.client import connect_zookeeper
 from adapters.zookeeper.errors import ZooKeeperError
 from adapters.zookeeper.layout import init_new_cluster

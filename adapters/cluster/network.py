@@ -1,4 +1,7 @@
-"""Loopback ports and probes: free ports, TCP reachability, ZooKeeper four-letter words."""
+"""Loopback ports and probes: free ports, TCP reachability, port conflicts in process logs.
+
+ZooKeeper's four-letter words are :mod:`adapters.zookeeper.four_letter_words`.
+"""
 
 from __future__ import annotations
 
@@ -31,24 +34,6 @@ def port_accepts(host: str, port: int, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str | None:
-    """Send a ZooKeeper four-letter word and return the reply, or None if none came.
-
-    The server closes the connection after replying, so the reply is read to EOF.
-    """
-    if len(word) != 4:
-        raise ValueError(f"four-letter words have four letters, got {word!r}")
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(word.encode("ascii"))
-            chunks = []
-            while chunk := sock.recv(4096):
-                chunks.append(chunk)
-    except OSError:
-        return None
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 _PORT_CONFLICT_MARKERS = ("Address already in use", "BindException", "EADDRINUSE")

@@ -7,8 +7,11 @@ context manager), :func:`stop_all`, ``atexit``, and SIGTERM / SIGINT handlers th
 children and then hand the signal to whatever handler was installed before.
 
 The one way out that cannot be covered is SIGKILL of the parent itself; the children then
-live on. ``bkconform cluster down`` and the test suite's leftover check find them by the work
-directory in their command line.
+live on. So every start is recorded under ``$BKCONFORM_HOME/processes/`` until the process is
+stopped or detached (:mod:`adapters.cluster.process_records`), and the first start in any
+process first kills the groups that recorded owners left behind when they died (as do
+``bkconform run``/``replay``/``scenario``). ``bkconform cluster down`` and the test suite's
+leftover check also find children by the work directory in their command line.
 
 A child's stdout and stderr go, interleaved, to one log file (appended across restarts, with
 a header per start) so that :meth:`ManagedProcess.log_tail` can explain a failure.
@@ -28,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Self
 
+from adapters.cluster import process_records
 from adapters.cluster.errors import ClusterError, InvalidClusterOptions, NodeStateError
 
 DEFAULT_STOP_TIMEOUT = 10.0
@@ -72,6 +76,8 @@ class ManagedProcess:
         self._paused = False
         # Once the group is known empty its id may be recycled: never signal it again.
         self._group_gone = False
+        # Where this start is recorded for the next run to reap if we die (None: not recorded).
+        self._record: Path | None = None
 
     def __repr__(self) -> str:
         return f"ManagedProcess({self.name!r}, pid={self.pid}, running={self.is_running()})"
@@ -83,6 +89,7 @@ class ManagedProcess:
         if self.is_running():
             raise NodeStateError(f"{self.name} is already running (pid {self.pid})")
         install_exit_hooks()
+        process_records.reap_orphans_once()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -106,6 +113,8 @@ class ManagedProcess:
                 ) from exc
         self._paused = False
         self._group_gone = False
+        process_records.remove_record(self._record)  # an earlier start's, exited by itself
+        self._record = process_records.write_record(self.name, self._popen.pid, self.argv)
         _register(self)
 
     def stop(self, timeout: float | None = None) -> None:
@@ -139,10 +148,15 @@ class ManagedProcess:
                 self._popen.stdin.close()
         self._paused = False
         _unregister(self)
+        process_records.remove_record(self._record)
+        self._record = None
 
     def detach(self) -> None:
-        """Let the process outlive this Python process (no stop on exit)."""
+        """Let the process outlive this Python process (no stop on exit, and no reaping by
+        the next run: its record goes)."""
         _unregister(self)
+        process_records.remove_record(self._record)
+        self._record = None
 
     def send(self, command: str) -> None:
         """Write one command line to the child's standard input (``commands=True``)."""

@@ -1,40 +1,26 @@
-"""Real ZooKeeper servers on loopback: locating an installation, running a standalone
-server or an N-node ensemble, and reading each server's role.
+"""Real ZooKeeper servers on loopback: a standalone server or an N-node ensemble, its faults,
+and each server's role.
 
-The locator looks, in order, at:
+Servers run ``org.apache.zookeeper.server.quorum.QuorumPeerMain`` from a located installation
+(:mod:`adapters.installations.zookeeper`) with a generated ``zoo.cfg`` (admin server off, every
+four-letter word allowed, short ticks so elections and session expiries are quick). Readiness
+is the ``srvr`` four-letter word reporting a mode; an ensemble is ready when every server
+serves and one of them leads.
 
-1. ``ZOOKEEPER_HOME``: ``$ZOOKEEPER_HOME/lib/*.jar`` (and top-level jars), with ``conf/``
-   first on the classpath so the distribution's own logging configuration applies;
-2. Debian's package (``/usr/share/zookeeper``, whose jars live there or in ``/usr/share/java``);
-3. the ZooKeeper jar inside the installed ``pyspark`` wheel (``<pyspark>/jars/*``), which is
-   always there because the project depends on pyspark.
-
-A candidate counts only if one of its jars contains ``QuorumPeerMain``.
-
-Servers run ``org.apache.zookeeper.server.quorum.QuorumPeerMain`` with a generated
-``zoo.cfg`` (admin server off, every four-letter word allowed, short ticks so elections and
-session expiries are quick). Readiness is the ``srvr`` four-letter word reporting a mode;
-an ensemble is ready when every server serves and one of them leads.
-
-With ``partitions=True`` each server runs in its own network namespace, linked by a veth pair
-to a bridge in a hub namespace; the addresses are private (``10.213.0.0/24``) and exist only in
-namespaces the ensemble creates and deletes. Cutting a server's link isolates it from the
-others and from clients, which reach the servers from the hub namespace (see
+With ``partitions=True`` each server runs in its own network namespace
+(:mod:`adapters.cluster.network_namespaces`): the addresses are private (``10.213.0.0/24``) and
+exist only in namespaces the ensemble creates and deletes. Cutting a server's link isolates it
+from the others and from clients, which reach the servers from the hub namespace (see
 :meth:`ZooKeeperEnsemble.network`). Needs root (CAP_NET_ADMIN) and ``ip``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import importlib.util
 import os
-import re
 import shutil
-import subprocess
 import time
-import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,21 +31,14 @@ from adapters.cluster.errors import (
     NodeStateError,
     ProcessExited,
     UnknownNode,
-    ZooKeeperNotFound,
 )
-from adapters.cluster.java import find_java
-from adapters.cluster.network import (
-    LOOPBACK,
-    four_letter_word,
-    free_ports,
-    mentions_port_conflict,
-)
+from adapters.cluster.network import LOOPBACK, free_ports, mentions_port_conflict
+from adapters.cluster.network_namespaces import NetworkNamespaces
 from adapters.cluster.processes import ManagedProcess
+from adapters.installations.java import find_java
+from adapters.installations.zookeeper import MAIN_CLASS, ZooKeeperInstall
+from adapters.zookeeper.four_letter_words import server_mode
 
-MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-_MAIN_CLASS_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
-DEBIAN_HOME = Path("/usr/share/zookeeper")
-DEBIAN_JAVA_DIR = Path("/usr/share/java")
 SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})
 
 # Logging for installations that bring no configuration of their own (pyspark's jars carry
@@ -73,114 +52,6 @@ appender.console.layout.pattern = %d{ISO8601} [%t] %-5p %c{1} - %m%n
 rootLogger.level = info
 rootLogger.appenderRef.stdout.ref = STDOUT
 """
-
-
-@dataclass(frozen=True)
-class ZooKeeperInstall:
-    """A runnable ZooKeeper: the classpath to start ``QuorumPeerMain`` with, and its origin."""
-
-    classpath: tuple[str, ...]
-    source: str
-
-    def describe(self) -> str:
-        return f"ZooKeeper from {self.source}"
-
-
-def contains_quorum_peer_main(jar: Path) -> bool:
-    """True when ``jar`` is a readable jar holding ``QuorumPeerMain``."""
-    try:
-        with zipfile.ZipFile(jar) as archive:
-            return _MAIN_CLASS_ENTRY in archive.namelist()
-    except (OSError, zipfile.BadZipFile):
-        return False
-
-
-def _jars(*directories: Path) -> list[Path]:
-    found: list[Path] = []
-    for directory in directories:
-        if directory.is_dir():
-            found.extend(sorted(directory.glob("*.jar")))
-    return found
-
-
-def _with_main_class(jars: Iterable[Path]) -> bool:
-    return any(contains_quorum_peer_main(jar) for jar in jars if "zookeeper" in jar.name)
-
-
-def _from_home(home: Path) -> ZooKeeperInstall | None:
-    jars = _jars(home, home / "lib")
-    if not _with_main_class(jars):
-        return None
-    conf = home / "conf"
-    entries = ([str(conf)] if conf.is_dir() else []) + [str(jar) for jar in jars]
-    return ZooKeeperInstall(tuple(entries), f"ZOOKEEPER_HOME={home}")
-
-
-def _from_debian(home: Path, java_dir: Path) -> ZooKeeperInstall | None:
-    own = _jars(home, home / "lib")
-    shared = _jars(java_dir)
-    if not _with_main_class(own + shared):
-        return None
-    # Debian splits the jar and its dependencies into /usr/share/java.
-    return ZooKeeperInstall(
-        tuple(str(jar) for jar in own + shared), f"Debian package ({home}, {java_dir})"
-    )
-
-
-def pyspark_jars_dir() -> Path | None:
-    """The ``jars`` directory of the installed pyspark wheel, found without importing it."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "jars"
-
-
-def _from_pyspark(jars_dir: Path) -> ZooKeeperInstall | None:
-    if not _with_main_class(_jars(jars_dir)):
-        return None
-    # Spark's jar set holds ZooKeeper's runtime dependencies (netty, slf4j, log4j2, jute).
-    return ZooKeeperInstall((str(jars_dir / "*"),), f"pyspark wheel ({jars_dir})")
-
-
-def locate_zookeeper(
-    environ: Mapping[str, str] | None = None,
-    *,
-    debian_home: Path = DEBIAN_HOME,
-    debian_java_dir: Path = DEBIAN_JAVA_DIR,
-    pyspark_jars: Path | None = None,
-) -> ZooKeeperInstall:
-    """Find a runnable ZooKeeper (see the module docstring for the search order)."""
-    env = os.environ if environ is None else environ
-    tried = []
-    home = env.get("ZOOKEEPER_HOME")
-    if home:
-        found = _from_home(Path(home))
-        if found is not None:
-            return found
-        # An explicit setting that does not work is an error, not a reason to look elsewhere.
-        raise ZooKeeperNotFound(
-            f"ZOOKEEPER_HOME={home} holds no zookeeper jar with {MAIN_CLASS} "
-            "in its lib/ directory; point it at an unpacked apache-zookeeper-X.Y.Z-bin "
-            "distribution or unset it"
-        )
-    tried.append("ZOOKEEPER_HOME (unset)")
-    found = _from_debian(debian_home, debian_java_dir)
-    if found is not None:
-        return found
-    tried.append(f"Debian's {debian_home}")
-    jars_dir = pyspark_jars if pyspark_jars is not None else pyspark_jars_dir()
-    if jars_dir is not None:
-        found = _from_pyspark(jars_dir)
-        if found is not None:
-            return found
-        tried.append(f"pyspark's {jars_dir}")
-    else:
-        tried.append("pyspark (not installed)")
-    raise ZooKeeperNotFound(
-        "no ZooKeeper found; tried " + ", ".join(tried) + ". Set ZOOKEEPER_HOME to an "
-        "unpacked ZooKeeper binary distribution, `apt-get install zookeeper`, or "
-        "`pip install pyspark` (its wheel ships a ZooKeeper jar)"
-    )
 
 
 @dataclass(frozen=True)
@@ -232,123 +103,6 @@ class ZooKeeperServer:
     def prepare_data_dir(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "myid").write_text(f"{self.sid}\n")
-
-
-def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
-    """``Mode:`` from the ``srvr`` four-letter word, or None when the server does not serve."""
-    reply = four_letter_word(host, port, "srvr", timeout)
-    if reply is None:
-        return None
-    match = re.search(r"^Mode: (\S+)", reply, re.MULTILINE)
-    return match.group(1) if match else None
-
-
-PARTITION_SUBNET = "10.213.0"
-_CLONE_NEWNET = 0x40000000
-
-
-def _ip(*args: str) -> None:
-    try:
-        subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=10)
-    except FileNotFoundError as exc:
-        raise FaultNotSupported("network partitions need the `ip` command (iproute2)") from exc
-    except subprocess.CalledProcessError as exc:
-        raise FaultNotSupported(
-            f"`ip {' '.join(args)}` failed: {exc.stderr.strip()} (network partitions need "
-            "root or CAP_NET_ADMIN)"
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise FaultNotSupported(f"`ip {' '.join(args)}` did not finish in 10 s") from exc
-
-
-def _setns(fd: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, _CLONE_NEWNET) != 0:
-        raise FaultNotSupported(f"setns failed: {os.strerror(ctypes.get_errno())}")
-
-
-class NetworkNamespaces:
-    """A hub namespace with a bridge, and one namespace per server linked to it by a veth
-    pair (``h<sid>`` in the hub, ``eth0`` in the server's). Only namespaces created here are
-    touched; :meth:`destroy` deletes them all."""
-
-    def __init__(self, servers: Iterable[ZooKeeperServer]) -> None:
-        self.prefix = f"bkc{os.getpid()}-{id(self) % 100000}"
-        self.hub = f"{self.prefix}-hub"
-        self.servers = {s.name: s for s in servers}
-        self.created: list[str] = []
-
-    def address(self, server: ZooKeeperServer) -> str:
-        return f"{PARTITION_SUBNET}.{10 + server.sid}"
-
-    def create(self) -> None:
-        for name in [self.hub, *(f"{self.prefix}-{n}" for n in self.servers)]:
-            _ip("netns", "add", name)
-            self.created.append(name)
-            _ip("-n", name, "link", "set", "lo", "up")
-        _ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
-        _ip("-n", self.hub, "addr", "add", f"{PARTITION_SUBNET}.1/24", "dev", "br0")
-        _ip("-n", self.hub, "link", "set", "br0", "up")
-        for name, server in self.servers.items():
-            namespace = f"{self.prefix}-{name}"
-            veth = f"h{server.sid}"
-            _ip(
-                "-n",
-                self.hub,
-                "link",
-                "add",
-                veth,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "eth0",
-                "netns",
-                namespace,
-            )
-            _ip("-n", self.hub, "link", "set", veth, "master", "br0", "up")
-            _ip("-n", namespace, "addr", "add", f"{self.address(server)}/24", "dev", "eth0")
-            _ip("-n", namespace, "link", "set", "eth0", "up")
-            server.host = self.address(server)
-            server.namespace = namespace
-            server.enter_network = self.entered
-
-    def destroy(self) -> None:
-        for name in reversed(self.created):
-            with contextlib.suppress(FaultNotSupported):
-                _ip("netns", "del", name)
-        self.created.clear()
-
-    def cut(self, server: ZooKeeperServer) -> None:
-        _ip("-n", self.hub, "link", "set", f"h{server.sid}", "down")
-
-    def heal(self, server: ZooKeeperServer) -> None:
-        _ip("-n", self.hub, "link", "set", f"h{server.sid}", "up")
-
-    @contextlib.contextmanager
-    def entered(self) -> Iterator[None]:
-        """Run the block (this thread only) in the hub namespace, where clients live.
-        Threads started inside inherit it; sockets opened inside keep it."""
-        with (
-            open("/proc/thread-self/ns/net", "rb") as own,
-            open(f"/run/netns/{self.hub}", "rb") as hub,
-        ):
-            _setns(hub.fileno())
-            try:
-                yield
-            finally:
-                _setns(own.fileno())
-
-
-def partitions_supported() -> str | None:
-    """None when this process can create network namespaces, else the reason it cannot."""
-    probe = f"bkc{os.getpid()}-probe"
-    try:
-        _ip("netns", "add", probe)
-        _ip("netns", "del", probe)
-    except FaultNotSupported as exc:
-        return str(exc)
-    return None
 
 
 class ZooKeeperEnsemble:

@@ -1,10 +1,16 @@
 """Where the installations the suite runs come from: Java, ZooKeeper and BookKeeper.
 
-This package is meant to become the one place that locates them. Today it holds BookKeeper:
-:mod:`adapters.installations.bookkeeper` validates a ``BOOKKEEPER_HOME`` and installs a
-BookKeeper version from Maven Central into a per-user cache. Java
-(:mod:`adapters.cluster.java`) and ZooKeeper (:mod:`adapters.cluster.zookeeper`) are still
-located where the local provider first needed them.
+The one place that locates them, one module per kind:
 
-Nothing here is imported by ``adapters/__init__``: importing the package downloads nothing.
+* :mod:`.java` - the JDK's tools (``java``, ``javac``): ``JAVA_HOME``, then ``PATH``;
+* :mod:`.zookeeper` - a ZooKeeper classpath: ``ZOOKEEPER_HOME``, Debian's package, pyspark's
+  jars;
+* :mod:`.bookkeeper` - validating a ``BOOKKEEPER_HOME``, and installing a BookKeeper version
+  from Maven Central into a per-user cache;
+* :mod:`.system` - the bookies a run chooses and the system under test it reports;
+* :mod:`.errors` - ``JavaNotFound``, ``ZooKeeperNotFound``, ``BookKeeperNotFound``.
+
+It sits below the cluster providers (:mod:`adapters.cluster`) and the Java client, which both
+run what it finds. Nothing here is imported by ``adapters/__init__``: importing the package
+downloads nothing.
 """

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from adapters.cluster.errors import BookKeeperNotFound, ClusterError
-from adapters.cluster.user_state import bkconform_home, exclusive_lock
+from adapters.errors import ClusterError
+from adapters.installations.errors import BookKeeperNotFound
+from adapters.user_state import bkconform_home, exclusive_lock
 
 #: The version installed when none is named: the newest bookkeeper-server Maven Central serves
 #: to this project's machines (4.17.4, the newest release, is not served there).

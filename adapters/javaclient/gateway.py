@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from py4j.java_gateway import GatewayParameters, JavaGateway, find_jar_path, launch_gateway
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
+from adapters.installations.java import find_java
 from adapters.javaclient.errors import (
     JavaCallTimeout,
     JavaClientError,
@@ -99,15 +100,6 @@ class JvmOptions:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
 
 
-def _find_java(explicit: str | None) -> str:
-    if explicit:
-        return explicit
-    # The cluster adapter's lookup gives the actionable error when no JDK is installed.
-    from adapters.cluster.java import find_java
-
-    return find_java()
-
-
 class JvmGateway:
     """One JVM process and the py4j gateway to it; see the module docstring."""
 
@@ -160,7 +152,7 @@ class JvmGateway:
         if self._process is not None or self._closed:
             raise JvmStartError("a JvmGateway starts once; create a new one")
         opts = self.options
-        java = _find_java(opts.java)
+        java = opts.java or find_java()
         classpath = os.pathsep.join(str(Path(entry)) for entry in opts.classpath)
         properties = {**opts.system_properties, _MARKER_PROPERTY: self._marker}
         javaopts = [

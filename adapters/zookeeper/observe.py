@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from adapters.cluster.network import four_letter_word
+from adapters.zookeeper.four_letter_words import four_letter_word
 
 _MODE = re.compile(r"^Mode: (\S+)", re.MULTILINE)
 _ZXID = re.compile(r"^Zxid: (0x[0-9a-fA-F]+)", re.MULTILINE)

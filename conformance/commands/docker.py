@@ -38,14 +38,8 @@ from adapters.cluster.container_engine import (
     stop_service,
 )
 from adapters.cluster.container_images import ImageBuilder, ImageSet, official_images
-from adapters.cluster.containers import (
-    CLUSTER_LABEL,
-    ContainerCluster,
-    ContainerClusterOptions,
-    labelled_resources,
-    new_cluster_id,
-    remove_labelled,
-)
+from adapters.cluster.container_labels import CLUSTER_LABEL, labelled_resources, remove_labelled
+from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions, new_cluster_id
 from adapters.cluster.errors import ClusterError
 
 

@@ -8,15 +8,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from adapters.cluster.errors import ClusterError
 from adapters.installations.bookkeeper import DEFAULT_VERSION
-from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice, choose_bookies
+from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
 from conformance.search.runner import SearchSettings
+from conformance.target_kinds import TARGET_KINDS
 from conformance.targets.base import Target
+from conformance.targets.spec import AgentAddress, TargetSpec
 from model.bookkeeper.config import ConfigError, ModelConfig
 
 CRASH_PHASES = ("open", "recovery", "closed")
-TARGETS = ("model", "local", "docker", "external")
+TARGETS = TARGET_KINDS
 
 
 def add_model_options(
@@ -202,94 +203,46 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
     )
 
 
+def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
+    """The target the options describe (ValueError for options that do not fit together).
+    Commands without some of the target options get the spec's defaults for them."""
+
+    def given(option: str, default: Any = None) -> Any:
+        return getattr(args, option, default)
+
+    home = given("bookkeeper_home")
+    return TargetSpec(
+        kind=given("target", "model"),
+        bookie_kind=given("bookie_kind", BOOKKEEPER),
+        bookkeeper=given("bookkeeper"),
+        bookkeeper_home=str(home) if home is not None else None,
+        in_jvm_restarts=not given("process_restarts", False),
+        official_images=given("official_images", False),
+        zookeeper=given("zk"),
+        ledgers_root=given("ledgers_root", "/ledgers"),
+        allow_remote=given("allow_remote", False),
+        agents=tuple(AgentAddress.parse(item) for item in given("agent", None) or ()),
+        agent_token_file=_path(given("agent_token_file")),
+        agent_ca=_path(given("agent_ca")),
+        agent_cert=_path(given("agent_cert")),
+        agent_key=_path(given("agent_key")),
+        destroy_data=given("destroy_data", False),
+    )
+
+
+def _path(value: Path | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
 def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
     """The bookies ``--bookie-kind``, ``--bookkeeper`` and ``--bookkeeper-home`` name (the
     default: real BookKeeper, ``BOOKKEEPER_HOME`` or the default version, installed on first
     use). ValueError for options that contradict each other, a version that cannot be
     installed, or a directory that is no distribution."""
-    spec: str | None = getattr(args, "bookkeeper", None)
-    try:
-        return choose_bookies(
-            getattr(args, "bookie_kind", BOOKKEEPER),
-            bookkeeper=spec,
-            bookkeeper_home=getattr(args, "bookkeeper_home", None),
-            progress=True,
-        )
-    except ClusterError as exc:
-        given = f"--bookkeeper {spec}: " if spec is not None else ""
-        raise ValueError(f"{given}{exc}") from exc
+    spec = target_spec_from_args(args)
+    return dataclasses.replace(spec, kind="local", official_images=False).bookie_choice()
 
 
 def target_from_args(args: argparse.Namespace) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together)."""
-    if args.target == "model":
-        from conformance.targets.model_target import ModelTarget
-
-        return ModelTarget()
-    if args.target == "local":
-        from conformance.targets.local_target import LocalTarget
-
-        return LocalTarget(
-            bookies=bookie_choice_from_args(args),
-            in_jvm_restarts=not getattr(args, "process_restarts", False),
-        )
-    if args.target == "docker":
-        from conformance.targets.docker_target import DockerTarget
-
-        if getattr(args, "official_images", False):
-            return _official_docker_target(args)
-        return DockerTarget(bookies=bookie_choice_from_args(args))
-    if args.zk is None:
-        raise ValueError("--target external needs --zk HOST:PORT")
-    from conformance.targets.external_target import ExternalTarget
-
-    return ExternalTarget(
-        args.zk,
-        ledgers_root=args.ledgers_root,
-        allow_remote=args.allow_remote,
-        agents=_agents(args),
-        destroy_data=getattr(args, "destroy_data", False),
-    )
-
-
-def _official_docker_target(args: argparse.Namespace) -> Target:
-    """``--target docker --official-images``: ``--bookkeeper VERSION`` names the
-    ``apache/bookkeeper`` tag; the other bookie choices have no official image."""
-    from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget
-
-    spec: str | None = getattr(args, "bookkeeper", None)
-    if getattr(args, "bookie_kind", BOOKKEEPER) != BOOKKEEPER:
-        raise ValueError("--official-images runs apache/bookkeeper: no --bookie-kind reference")
-    if getattr(args, "bookkeeper_home", None) is not None or (
-        spec is not None and not spec.replace(".", "").isalnum()
-    ):
-        raise ValueError("--official-images takes a version (--bookkeeper X.Y.Z), no directory")
-    return DockerTarget(official=True, official_version=spec or OFFICIAL_BOOKKEEPER_VERSION)
-
-
-def _agents(args: argparse.Namespace) -> dict[str, Any]:
-    """Agent clients by bookie id (ValueError for malformed options)."""
-    given: list[str] = getattr(args, "agent", [])
-    if not given:
-        return {}
-    from adapters.agent.client import AgentClient, ClientTls
-
-    if args.agent_token_file is None:
-        raise ValueError("--agent needs --agent-token-file")
-    try:
-        token = args.agent_token_file.read_text().strip()
-    except OSError as exc:
-        raise ValueError(f"cannot read --agent-token-file: {exc}") from exc
-    tls = (
-        ClientTls(args.agent_ca, args.agent_cert, args.agent_key)
-        if args.agent_ca is not None
-        else None
-    )
-    agents: dict[str, Any] = {}
-    for item in given:
-        bookie_id, sep, address = item.rpartition("=")
-        host, colon, port = address.rpartition(":")
-        if not sep or not bookie_id or not colon or not host or not port.isdigit():
-            raise ValueError(f"--agent {item!r}: expected BOOKIE_ID=HOST:PORT")
-        agents[bookie_id] = AgentClient(host.strip("[]"), int(port), token, tls=tls)
-    return agents
+    return target_spec_from_args(args).build()

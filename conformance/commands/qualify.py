@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands.options import (
-    add_bookie_options,
-    add_restart_option,
-    bookie_choice_from_args,
+    add_target_options,
     search_overrides,
+    target_spec_from_args,
 )
 from conformance.distributed.plan import (
     CONFIGURATIONS,
@@ -40,7 +39,6 @@ from conformance.distributed.shard import (
     FAULT_ENV,
     ExecutionOptions,
     ShardFaultError,
-    TargetOptions,
     parse_faults,
 )
 from conformance.rundir import new_run_dir, system_header
@@ -48,8 +46,6 @@ from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import system_under_test
 
 EXIT_UNDECIDED = 2
-#: The targets a shard can build on an executor (``TargetOptions.build``).
-QUALIFY_TARGETS = ("model", "local", "external")
 BUDGETS: dict[str, SearchSettings] = {"shard": SHARD_BUDGET, **PROFILES}
 
 
@@ -74,13 +70,9 @@ def register(subparsers: Any) -> None:
         help=f"comma-separated configurations, from: {', '.join(CONFIGURATIONS)} "
         f"(default: {','.join(RELEASE_CONFIGURATIONS)})",
     )
-    target = qualify.add_argument_group("target")
-    target.add_argument("--target", choices=QUALIFY_TARGETS, default="model", help="default model")
-    add_bookie_options(target)
-    add_restart_option(target)
-    target.add_argument("--zk", default=None, metavar="HOST:PORT[,...]", help="for external")
-    target.add_argument("--ledgers-root", default="/ledgers", help="for --target external")
-    target.add_argument("--allow-remote", action="store_true", help="for --target external")
+    # Every target and fault capability of ``bkconform run``: each shard builds its own target
+    # from the same TargetSpec (conformance/targets/spec.py).
+    add_target_options(qualify)
     budget = qualify.add_argument_group("per-shard budget")
     budget.add_argument(
         "--budget",
@@ -119,21 +111,6 @@ def _budget(args: argparse.Namespace) -> SearchSettings:
     return search_overrides(BUDGETS[args.budget], args)
 
 
-def _target_options(args: argparse.Namespace) -> TargetOptions:
-    """What every shard builds its target from. The local target's bookies are chosen here,
-    once (a version is installed now), and travel to the executors as a resolved home."""
-    if args.target == "local":
-        return TargetOptions.local(
-            bookie_choice_from_args(args), in_jvm_restarts=not args.process_restarts
-        )
-    return TargetOptions(
-        kind=args.target,
-        zookeeper=args.zk,
-        ledgers_root=args.ledgers_root,
-        allow_remote=args.allow_remote,
-    )
-
-
 def qualify_command(args: argparse.Namespace) -> int:
     try:
         configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
@@ -145,16 +122,16 @@ def qualify_command(args: argparse.Namespace) -> int:
             budget=_budget(args),
         )
         faults = parse_faults(args.inject_fault)
-        if args.target == "external" and not args.zk:
-            raise PlanError("--target external needs --zk HOST:PORT")
-        target_options = _target_options(args)
+        # The bookies are chosen here, once (a version is installed now), and travel to the
+        # executors as a resolved home, so that every shard runs the same distribution.
+        target_spec = target_spec_from_args(args).resolved()
     except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
     options = ExecutionOptions(
         run_dir=str(run_dir),
-        target=target_options,
+        target=target_spec,
         shard_timeout=args.shard_timeout,
         faults=faults,
     )
@@ -165,7 +142,7 @@ def qualify_command(args: argparse.Namespace) -> int:
         f"to {budget.max_steps} steps, {budget.describe_budget()}, explorer "
         f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
     )
-    print(system_header(system_under_test(target_options.build())), flush=True)
+    print(system_header(system_under_test(target_spec.build())), flush=True)
     findings = 0
 
     def progress(row: dict[str, Any], done: int, total: int) -> None:

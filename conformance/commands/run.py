@@ -4,8 +4,11 @@
 ``run`` generates examples with Hypothesis on the target (every bookie answer diffed against
 the model, every step's state checked against the invariants); when that finds nothing, the
 model's archive-guided explorer proposes traces, and Hypothesis replays any failure on the
-target and shrinks it. The run directory gets the shrunk example as a numbered trace, a
-sequence diagram (text and SVG), its history, and the blob that replays it.
+target and shrinks it. The run directory is written as the run goes: results.json (undecided
+and running until the end), history.jsonl (every example's steps as they are judged; the
+shrunk finding's steps at the end); then the shrunk example as a numbered trace, a sequence
+diagram (text and SVG), and the blob that replays it. A run killed midway leaves its history
+and reads undecided.
 
 Exit codes: 0 = no finding; 1 = a violation or a divergence; 2 = could not decide (cluster
 unreachable, timeouts, a bad configuration); never 0 when nothing was checked.
@@ -15,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from adapters.installations.system import SystemUnderTest
+from adapters.cluster.process_records import reap_orphans_once
 from conformance.commands.options import (
     add_model_options,
     add_target_options,
@@ -31,7 +33,14 @@ from conformance.commands.options import (
     target_from_args,
 )
 from conformance.engine import Outcome
-from conformance.rundir import new_run_dir, system_header, write_run
+from conformance.rundir import (
+    FINDING,
+    FINISHED,
+    RunWriter,
+    new_run_dir,
+    read_results,
+    system_header,
+)
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.runner import (
@@ -157,6 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"bkconform run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
+    reap_leftovers()
     database = None
     if not args.fresh:
         database = DirectoryBasedExampleDatabase(args.runs_dir / "hypothesis-examples")
@@ -167,32 +177,58 @@ def run_command(args: argparse.Namespace) -> int:
         f"Search: {search.max_examples} examples of up to {search.max_steps} steps, seed "
         f"{search.seed}, budget {search.describe_budget()}, explorer "
         f"{'on' if search.explore else 'off'}",
-        flush=True,
     )
-    progress = _ProgressLine(sys.stderr, args.quiet)
-    try:
-        target.open(cfg)
-        report = run_search(cfg, target, search, database=database, progress=progress)
-        described = target.describe()
-    except TargetError as exc:
-        progress.done()
-        print(f"could not decide: {exc}", file=sys.stderr)
-        return EXIT_UNDECIDED
-    finally:
-        target.close()
-    progress.done()
     run_dir = new_run_dir(args.runs_dir, args.target, "run")
-    _write(run_dir, cfg, report, described, system, search)
+    print(f"Run directory: {run_dir} (the history streams to {run_dir / 'history.jsonl'})")
+    sys.stdout.flush()
+    progress = _ProgressLine(sys.stderr, args.quiet)
+    writer = RunWriter(
+        run_dir,
+        name="run",
+        cfg=cfg,
+        target={"target": args.target},
+        system=system,
+        extra={"search": search.as_dict()},
+    )
+    with writer:
+        writer.start()
+        try:
+            target.open(cfg)
+            report = run_search(
+                cfg, target, search, database=database, progress=progress, sink=writer
+            )
+            described = target.describe()
+        except TargetError as exc:
+            progress.done()
+            print(f"could not decide: {exc}", file=sys.stderr)
+            _finish_undecided(writer, str(exc))
+            return EXIT_UNDECIDED
+        finally:
+            target.close()
+        progress.done()
+        _write(writer, run_dir, report, described, search)
     _print_report(cfg, report, run_dir)
     return report.exit_code
 
 
+def reap_leftovers() -> None:
+    """Stop what earlier runs that died (``kill -9``) left running: their ZooKeeper servers and
+    bookies (:mod:`adapters.cluster.process_records`); say so on stderr. Once per process (a
+    local cluster's first start would do it otherwise)."""
+    for reaped in reap_orphans_once():
+        print(f"bkconform: a run that died left {reaped.describe()}", file=sys.stderr)
+
+
+def _finish_undecided(writer: RunWriter, error: str) -> None:
+    """The target failed before the run decided anything: the run directory says so."""
+    writer.finish(Outcome("undecided", [], [], error=error), story=None)
+
+
 def _write(
+    writer: RunWriter,
     run_dir: Path,
-    cfg: ModelConfig,
     report: SearchReport,
     target: dict[str, str],
-    system: SystemUnderTest,
     search: SearchSettings,
 ) -> None:
     extra: dict[str, Any] = {
@@ -220,8 +256,8 @@ def _write(
     else:
         outcome = Outcome(report.verdict, [], [], error=report.error)
     outcome.verdict = report.verdict
-    write_run(
-        run_dir, name="run", cfg=cfg, outcome=outcome, target=target, system=system, extra=extra
+    writer.finish(
+        outcome, target=target, extra=extra, story=FINDING if finding is not None else None
     )
 
 
@@ -272,30 +308,37 @@ def replay_command(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError, KeyError) as exc:
         print(f"bkconform replay: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
+    reap_leftovers()
     system = system_under_test(target)
     print(f"Replaying on {target_name}; model: {cfg.describe()}")
     print(system_header(system), flush=True)
-    try:
-        target.open(cfg)
-        run = replay_choices(cfg, target, choices, max_steps=max_steps)
-        described = target.describe()
-    except TargetError as exc:
-        print(f"could not decide: {exc}", file=sys.stderr)
-        return EXIT_UNDECIDED
-    finally:
-        target.close()
     run_dir = new_run_dir(args.runs_dir, target_name, "replay")
-    report = SearchReport(
-        run.outcome.verdict, None, 1, len(run.outcome.steps), 0.0, run.outcome.error
-    )
-    write_run(
+    writer = RunWriter(
         run_dir,
         name="replay",
         cfg=cfg,
-        outcome=run.outcome,
-        target=described,
+        target={"target": target_name},
         system=system,
         extra={"replayed_from": str(source), "choices": choices},
+    )
+    with writer:
+        writer.start()
+        try:
+            target.open(cfg)
+            run = replay_choices(
+                cfg, target, choices, max_steps=max_steps, on_record=writer.recorder(1)
+            )
+            described = target.describe()
+        except TargetError as exc:
+            print(f"could not decide: {exc}", file=sys.stderr)
+            _finish_undecided(writer, str(exc))
+            return EXIT_UNDECIDED
+        finally:
+            target.close()
+        writer.example_done(1)
+        writer.finish(run.outcome, target=described, story=1)
+    report = SearchReport(
+        run.outcome.verdict, None, 1, len(run.outcome.steps), 0.0, run.outcome.error
     )
     outcome = run.outcome
     for violation in outcome.violations:
@@ -308,7 +351,9 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str]:
-    results = json.loads((path / "results.json").read_text())
+    results = read_results(path)
+    if results["state"] != FINISHED:
+        raise ValueError(f"{path} holds no finding to replay: {results['error']}")
     finding = results.get("finding")
     if not finding:
         raise ValueError(f"{path} holds no finding to replay (verdict {results['verdict']})")

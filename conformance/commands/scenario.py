@@ -1,6 +1,10 @@
 """``bkconform scenario NAME --target model|local|external``: replay a seed's interleaving on a
 target.
 
+The run directory (``<runs-dir>/<UTC time>-<target>-<scenario>/``) is written as the scenario
+goes: results.json says running (undecided) until the end, history.jsonl gets each step as it
+is judged.
+
 Exit codes: 0 = no finding; 1 = a violation or a divergence (the implementation did not answer
 as the model predicts); 2 = could not decide (cluster unreachable, timeouts, a configuration
 the target cannot run).
@@ -14,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands.options import add_target_options, target_from_args
+from conformance.commands.run import reap_leftovers
 from conformance.engine import Outcome
 from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
-from conformance.rundir import new_run_dir, system_header, write_run
+from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError, system_under_test
 from model.bookkeeper.render import sequence_diagram
@@ -48,7 +53,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.name == JAVA_CLIENT_SCENARIO:
         # Imported here: it loads the JVM adapter, which the other scenarios do not need.
-        from conformance.javaclient.command import run_java_client_scenario
+        from conformance.commands.java_client_scenario import run_java_client_scenario
 
         return run_java_client_scenario(args)
     scenario = SCENARIOS[args.name]
@@ -71,25 +76,32 @@ def run(args: argparse.Namespace) -> int:
     system = system_under_test(target)
     print(f"Target: {args.target}; model: {cfg.describe()}")
     print(system_header(system), flush=True)
-    try:
-        target.open(cfg)
-        outcome = run_scenario(scenario, target, protected=protected)
-        described = target.describe()
-    except TargetError as exc:
-        print(f"could not decide: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        target.close()
+    reap_leftovers()
     run_dir = new_run_dir(args.runs_dir, args.target, scenario.name)
-    write_run(
+    writer = RunWriter(
         run_dir,
         name=scenario.name,
         cfg=cfg,
-        outcome=outcome,
-        target=described,
+        target={"target": args.target},
         system=system,
         extra={"expected_verdict": scenario.expected_verdict(protected)},
     )
+    with writer:
+        writer.start()
+        try:
+            target.open(cfg)
+            outcome = run_scenario(
+                scenario, target, protected=protected, on_record=writer.recorder(1)
+            )
+            described = target.describe()
+        except TargetError as exc:
+            print(f"could not decide: {exc}", file=sys.stderr)
+            writer.finish(Outcome("undecided", [], [], error=str(exc)), story=None)
+            return 2
+        finally:
+            target.close()
+        writer.example_done(1)
+        writer.finish(outcome, target=described, story=1)
     _report(outcome, cfg, scenario.name, run_dir)
     return outcome.exit_code
 

@@ -20,7 +20,7 @@ from typing import Any
 from adapters.installations.system import SystemUnderTest
 from conformance.distributed.diff import Aggregates
 from conformance.distributed.plan import Plan
-from model.bookkeeper.actions import ALL_ACTIONS
+from model.bookkeeper.action_table import ALL_ACTIONS
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }

@@ -33,19 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.installations.system import REFERENCE, BookieChoice, SystemUnderTest
+from adapters.installations.system import SystemUnderTest
 from conformance.distributed.plan import Shard
 from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
 from conformance.observations import Observation
+from conformance.operations import Crash, Operation
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, run_search
 from conformance.search.verdict import Finding, SearchReport
 from conformance.targets.base import Target, TargetSnapshot, system_under_test
-from model.bookkeeper.actions import Label
+from conformance.targets.spec import TargetSpec
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
 
@@ -96,64 +96,9 @@ def parse_faults(text: str) -> tuple[ShardFault, ...]:
 
 
 @dataclass(frozen=True)
-class TargetOptions:
-    """How a worker builds its own target (a plain value: it travels to Spark executors)."""
-
-    kind: str = "model"
-    #: ``local``: the bookies the driver chose (``bookkeeper`` with ``bookkeeper_home``, or
-    #: ``reference``), resolved once on the driver so that every executor runs the same.
-    bookie_kind: str = "bookkeeper"
-    bookkeeper_home: str | None = None
-    #: ``local`` with real bookies: a crash restarts the bookie inside its JVM (False: a new
-    #: process; ``--process-restarts``).
-    in_jvm_restarts: bool = True
-    zookeeper: str | None = None
-    ledgers_root: str = "/ledgers"
-    allow_remote: bool = False
-
-    def build(self) -> Target:
-        if self.kind == "model":
-            from conformance.targets.model_target import ModelTarget
-
-            return ModelTarget()
-        if self.kind == "local":
-            from conformance.targets.local_target import LocalTarget
-
-            return LocalTarget(bookies=self.bookie_choice(), in_jvm_restarts=self.in_jvm_restarts)
-        if self.kind == "external":
-            if not self.zookeeper:
-                raise ValueError("the external target needs a ZooKeeper address (--zk)")
-            from conformance.targets.external_target import ExternalTarget
-
-            return ExternalTarget(
-                self.zookeeper, ledgers_root=self.ledgers_root, allow_remote=self.allow_remote
-            )
-        raise ValueError(f"unknown target {self.kind!r}: model, local or external")
-
-    def bookie_choice(self) -> BookieChoice | None:
-        """The local target's bookies (None: the default, resolved where the target opens)."""
-        if self.bookie_kind == REFERENCE:
-            return BookieChoice.reference()
-        if self.bookkeeper_home:
-            return BookieChoice.bookkeeper(Path(self.bookkeeper_home))
-        return None
-
-    @classmethod
-    def local(cls, bookies: BookieChoice, *, in_jvm_restarts: bool = True) -> TargetOptions:
-        """The local target on ``bookies`` (a plain value for the executors)."""
-        home = str(bookies.home) if bookies.home is not None else None
-        return cls(
-            kind="local",
-            bookie_kind=bookies.kind,
-            bookkeeper_home=home,
-            in_jvm_restarts=in_jvm_restarts,
-        )
-
-
-@dataclass(frozen=True)
 class ExecutionOptions:
     run_dir: str
-    target: TargetOptions = field(default_factory=TargetOptions)
+    target: TargetSpec = field(default_factory=TargetSpec)
     shard_timeout: float | None = None  # None: from the shard's budget
     retries: int = 1
     faults: tuple[ShardFault, ...] = ()
@@ -178,29 +123,19 @@ class LedgerRecorder:
         self.restarts: list[float] = []
         self._clock = clock
 
-    def _note(self) -> None:
-        ledger = getattr(self.inner, "ledger_id", None)
-        if isinstance(ledger, int) and ledger >= 0 and ledger not in self.ledgers:
-            self.ledgers.append(ledger)
-
     def open(self, cfg: ModelConfig) -> None:
         self.inner.open(cfg)
-        self._note()
 
-    def new_ledger(self) -> None:
-        self.inner.new_ledger()
-        self._note()
-
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        return self.inner.deliver(request, predicted_reply)
-
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        return self.inner.metadata(label, before, after)
-
-    def crash(self, bookie: int, state_after: State) -> None:
-        started = self._clock()
-        self.inner.crash(bookie, state_after)
-        self.restarts.append(self._clock() - started)
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, Crash):
+            started = self._clock()
+            observed = self.inner.invoke(op)
+            self.restarts.append(self._clock() - started)
+        else:
+            observed = self.inner.invoke(op)
+        if observed.ledger is not None and observed.ledger not in self.ledgers:
+            self.ledgers.append(observed.ledger)
+        return observed
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
         return self.inner.snapshot(cfg)
@@ -209,7 +144,7 @@ class LedgerRecorder:
         return self.inner.describe()
 
     def system_under_test(self) -> SystemUnderTest:
-        return system_under_test(self.inner)
+        return self.inner.system_under_test()
 
     def close(self) -> None:
         self.inner.close()

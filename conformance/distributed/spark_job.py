@@ -82,8 +82,8 @@ def worker_env() -> dict[str, str]:
     """
     if os.environ.get("ZOOKEEPER_HOME"):
         return {}
-    from adapters.cluster.errors import ZooKeeperNotFound
-    from adapters.cluster.zookeeper import locate_zookeeper, pyspark_jars_dir
+    from adapters.installations.errors import ZooKeeperNotFound
+    from adapters.installations.zookeeper import locate_zookeeper, pyspark_jars_dir
 
     try:
         install = locate_zookeeper()

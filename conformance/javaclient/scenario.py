@@ -53,7 +53,7 @@ from adapters.netproxy.routing import (
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState, Segment
-from conformance import ids
+from conformance import translation
 from conformance.javaclient import SCENARIO_NAME
 from conformance.javaclient.schedule import ScheduledRule, defect1_schedule, install
 from conformance.javaclient.story import RecoveryRecord
@@ -117,14 +117,14 @@ async def _add_e0(host: str, port: int, ledger_id: int, timeout: float) -> Statu
         DIGEST,
         PASSWORD,
         ledger_id,
-        ids.bk_entry_id(1),
-        ids.bk_lac(0),
-        ids.ledger_length(1),
-        ids.payload(1),
+        translation.bk_entry_id(1),
+        translation.bk_lac(0),
+        translation.ledger_length(1),
+        translation.payload(1),
     )
     client = await BookieClient.connect(host, port, request_timeout=timeout)
     try:
-        answer = await client.add(ledger_id, ids.bk_entry_id(1), KEY, body)
+        answer = await client.add(ledger_id, translation.bk_entry_id(1), KEY, body)
     finally:
         await client.close()
     return answer.status

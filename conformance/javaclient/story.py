@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
-from conformance import ids
+from conformance import translation
 from conformance.engine import Outcome, StepRecord
 from conformance.javaclient.observed import (
     FrameKind,
@@ -64,7 +64,6 @@ RECOVERER = "c2"
 WRITER_SKIPS = "b1"
 WRITER_FIRST = "b2"
 WRITER_LATE = "b3"
-_ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
 #: The recovering client receives a confirmation of its write-back (recovery add).
 RECOVERY_ADD_RECEIVED = "RecoveryClientReceivesAddConfirmedResponse"
 _SEND_ACTIONS = {
@@ -188,7 +187,7 @@ def _entry_matches(label: Label, entry: int | None) -> bool:
 def _spec_entry(event: JavaEvent) -> int | None:
     if event.kind is FrameKind.FENCE_READ or event.entry_id is None:
         return None
-    return ids.spec_entry_id(event.entry_id)
+    return translation.spec_entry_id(event.entry_id)
 
 
 def _frame_message(event: JavaEvent, spec_requests: set[Message]) -> Message | None:
@@ -222,12 +221,12 @@ def _answer_disagrees(reply: Message, status: StatusCode | None) -> str | None:
         return "the answer's status did not decode"
     if reply.kind == FENCE_RESPONSE:
         assert isinstance(reply, FenceResponse)
-        agrees = reply.code == OK and (status is StatusCode.EOK or status in _ABSENT)
+        agrees = reply.code == OK and (status is StatusCode.EOK or status in translation.ABSENT)
         expected = "a fenced LAC (EOK, or ENOENTRY/ENOLEDGER when empty)"
     elif reply.kind == READ_RESPONSE:
         assert isinstance(reply, ReadResponse)
         agrees = (status is StatusCode.EOK) == (reply.code == OK) and (
-            reply.code == OK or status in _ABSENT
+            reply.code == OK or status in translation.ABSENT
         )
         expected = "EOK" if reply.code == OK else "ENOENTRY/ENOLEDGER"
     else:
@@ -443,9 +442,9 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
                 request="the Java client closes the ledger",
                 status=f"CLOSED at {record.closed_last_entry}",
             )
-            real_last = ids.spec_entry_id(record.closed_last_entry)
+            real_last = translation.spec_entry_id(record.closed_last_entry)
             if story.state.meta_last_entry != real_last:
-                model_last = ids.bk_entry_id(story.state.meta_last_entry)
+                model_last = translation.bk_entry_id(story.state.meta_last_entry)
                 story.diverge(
                     f"the Java client closed the ledger at entry {record.closed_last_entry}; "
                     f"the model's recovery closes it at {model_last}"

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from conformance.engine import Execution, Outcome
+from conformance.engine import Execution, Outcome, StepRecord
 from conformance.search.choices import Chooser
 from conformance.search.danger import danger
-from conformance.targets.base import Target, TargetError
-from model.bookkeeper.actions import ALL_ACTIONS, Label, Transition, successors
+from conformance.targets.base import Target
+from model.bookkeeper.action_table import ALL_ACTIONS
+from model.bookkeeper.actions import Label, Transition, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import State
 from model.bookkeeper.swarm import LOSS_RATES
@@ -164,19 +165,19 @@ def run_example(
     *,
     max_steps: int,
     on_step: Callable[[], None] = lambda: None,
+    on_record: Callable[[StepRecord], None] | None = None,
 ) -> ExampleRun:
     """Draw the swarm and the length, then step until a finding, a dead end or the length.
 
     The target gets a fresh ledger first. A target failure ends the example undecided.
+    ``on_record`` sees each step's record as soon as it is judged (the run directory's
+    history).
     """
     swarm = Swarm.draw(chooser)
     length = chooser.integer(1, max_steps)
-    execution = Execution(cfg, target)
+    execution = Execution(cfg, target, on_record=on_record)
     max_danger = 0
-    try:
-        target.new_ledger()
-    except TargetError as exc:
-        execution.error = str(exc)
+    if not execution.begin():
         return ExampleRun(execution.finish(), swarm)
     for _ in range(length):
         enabled = execution.enabled()

@@ -29,27 +29,30 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings, target
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
+from conformance.engine import StepRecord
 from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
 from conformance.search.program import ExampleRun, encode_trace, run_example
 from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target
+from model.bookkeeper.action_table import ENCODING_VERSION
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import minimise, simulate_randomly
 from model.bookkeeper.records import State
 from model.search.bfs import Step
 
-#: Bumped when the meaning of choices changes, so old database entries are not misread.
-PROGRAM_VERSION = 1
+#: The meaning of an example's choices: the action table's encoding version (its order of
+#: actions, pinned there), so that old database entries are never misread.
+PROGRAM_VERSION = ENCODING_VERSION
 MINIMISE_ROUNDS = 3
 
 
@@ -104,6 +107,16 @@ class SearchProgress:
         return self.steps / self.elapsed if self.elapsed > 0 else 0.0
 
 
+class StepSink(Protocol):
+    """Where a search's steps go as soon as they are judged (the run directory's history).
+    Examples are numbered from 1 in the order they run on the target, whatever the phase."""
+
+    def step(self, example: int, phase: str, record: StepRecord) -> None: ...
+
+    def example_done(self, example: int) -> None:
+        """The example ended (also when Hypothesis stopped it midway)."""
+
+
 def database_key(cfg: ModelConfig, target_name: str, max_steps: int) -> bytes:
     """Where a configuration's failures live in the example database."""
     described = json.dumps(
@@ -129,8 +142,11 @@ class _Search:
         progress: Callable[[SearchProgress], None] | None,
         clock: Callable[[], float],
         on_example: Callable[[str, ExampleRun], None] | None = None,
+        sink: StepSink | None = None,
     ) -> None:
         self.on_example = on_example
+        self.sink = sink
+        self.started_examples = 0  # numbers the sink's examples, aborted ones included
         self.cfg = cfg
         self.target = target_
         self.search = search
@@ -180,6 +196,8 @@ class _Search:
         # generator; Hypothesis forbids strategies to change it, and nothing of the example's
         # own depends on it: put it back as it was.
         saved = random.getstate()
+        self.started_examples += 1
+        number, phase, sink = self.started_examples, self.phase, self.sink
         try:
             run = run_example(
                 self.cfg,
@@ -187,9 +205,12 @@ class _Search:
                 recorder,
                 max_steps=self.search.max_steps,
                 on_step=self.count_step,
+                on_record=None if sink is None else lambda r: sink.step(number, phase, r),
             )
         finally:
             random.setstate(saved)
+            if sink is not None:
+                sink.example_done(number)
         run.choices = recorder.made
         self.examples += 1
         if self.on_example is not None:
@@ -235,17 +256,19 @@ def run_search(
     progress: Callable[[SearchProgress], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_example: Callable[[str, ExampleRun], None] | None = None,
+    sink: StepSink | None = None,
 ) -> SearchReport:
     """Search ``cfg`` on an opened target. ``database``: where failures are kept across runs
     (default: in memory, forgotten after the run). ``on_example(phase, run)`` sees every
-    example run on the target (phases: replay, hypothesis, corpus, shrink, minimise)."""
+    example run on the target (phases: replay, hypothesis, corpus, shrink, minimise);
+    ``sink`` every step of every example, as soon as it is judged."""
     # pragma: no mutate block
     # Outside `make mutate`'s mutmut scope: the phases' orchestration (each mutant would rerun
     # whole searches). The verdict is conclude()'s (conformance/search/verdict.py, mutated);
     # the error paths decided here are tools/verdict_mutations.py's, applied one by one.
-    state = _Search(cfg, target_, search, progress, clock, on_example)
+    state = _Search(cfg, target_, search, progress, clock, on_example, sink)
     db = database if database is not None else InMemoryExampleDatabase()
-    key = database_key(cfg, getattr(target_, "name", "target"), search.max_steps)
+    key = database_key(cfg, target_.name, search.max_steps)
     strategy = st.composite(lambda draw: state.example(draw))()
     notes: list[str] = []
 
@@ -310,7 +333,7 @@ def run_search(
         state.report()
         # On a real cluster the explorer gets half of what is left; its archive of distinct
         # corners is then replayed on the cluster (below).
-        on_model = getattr(target_, "name", "") == "model"
+        on_model = target_.name == "model"
         remaining = None if search.time_budget is None else search.time_budget - state.elapsed()
         explorer_until = None if remaining is None or on_model else state.elapsed() + remaining / 2
 
@@ -365,9 +388,20 @@ def run_search(
 
 
 def replay_choices(
-    cfg: ModelConfig, target_: Target, choices: list[int], *, max_steps: int
+    cfg: ModelConfig,
+    target_: Target,
+    choices: list[int],
+    *,
+    max_steps: int,
+    on_record: Callable[[StepRecord], None] | None = None,
 ) -> ExampleRun:
-    """Run one recorded example again on an opened target."""
-    run = run_example(cfg, target_, ReplayChooser(choices, strict=False), max_steps=max_steps)
+    """Run one recorded example again on an opened target (``on_record``: as run_example)."""
+    run = run_example(
+        cfg,
+        target_,
+        ReplayChooser(choices, strict=False),
+        max_steps=max_steps,
+        on_record=on_record,
+    )
     run.choices = list(choices)
     return run

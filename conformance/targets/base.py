@@ -1,5 +1,4 @@
-"""What the engine needs from a target: deliver a request, apply a metadata step, break a
-bookie, and show its state."""
+"""What the engine needs from a target: carry out operations, and show its final state."""
 
 from __future__ import annotations
 
@@ -8,9 +7,8 @@ from typing import Protocol
 
 from adapters.installations.system import SystemUnderTest
 from conformance.observations import Observation
-from model.bookkeeper.actions import Label
+from conformance.operations import Operation
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
 
 
 class TargetError(Exception):
@@ -32,39 +30,32 @@ class TargetSnapshot:
 
 
 class Target(Protocol):
+    """A system the engine runs model steps on: one entry point for steps (``invoke``), the
+    final state for the end-of-run comparison, and its lifecycle."""
+
     name: str
 
     def open(self, cfg: ModelConfig) -> None:
         """Prepare the target (start or reach the cluster) and a fresh ledger for ``cfg``."""
 
-    def new_ledger(self) -> None:
-        """A fresh ledger for the next example, on the same cluster."""
-
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        """The bookie processes ``request``; return what it answered."""
-
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        """Carry out a client step's metadata write, if it has one."""
-
-    def crash(self, bookie: int, state_after: State) -> None:
-        """The bookie crashes and restarts with this ledger's data lost."""
+    def invoke(self, op: Operation) -> Observation:
+        """Carry out one operation (:mod:`conformance.operations`) and say what happened.
+        Raise ``TargetError`` when the target did not answer (the step decides nothing)."""
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
-        """The target's bookies and metadata now (None: nothing to compare)."""
+        """The target's bookies and metadata now (None: nothing to compare). Read by an
+        observer that changes nothing: it is not a step of the history."""
 
     def describe(self) -> dict[str, str]:
         """Versions and endpoints, for the run's results."""
+
+    def system_under_test(self) -> SystemUnderTest:
+        """What the target runs against: bookies, client, ZooKeeper, with versions. Known
+        without opening the target."""
 
     def close(self) -> None: ...
 
 
 def system_under_test(target: Target) -> SystemUnderTest:
-    """What ``target`` runs against (its ``system_under_test()``; targets that cannot tell,
-    such as test stand-ins, are named as such). Computed without opening the target."""
-    tell = getattr(target, "system_under_test", None)
-    if callable(tell):
-        system = tell()
-        if isinstance(system, SystemUnderTest):
-            return system
-    name = getattr(target, "name", "unknown")
-    return SystemUnderTest(f"{name} target (not identified)", "unknown", "unknown")
+    """What ``target`` runs against, computed without opening it."""
+    return target.system_under_test()

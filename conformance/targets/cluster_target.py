@@ -2,7 +2,8 @@
 ``docker``) share; they differ only in how the cluster is reached or started.
 
 A request the model sends sits in our client's outbox; when the model's bookie-side action for
-it fires, ``deliver`` sends that frame to the real bookie and awaits the real answer. A request
+it fires, the engine's ``Deliver`` operation sends that frame to the real bookie and awaits the
+real answer. A request
 the model loses is never sent; an answer the model loses is discarded by the engine. Each model
 client has its own connection to each bookie. Metadata steps are compare-and-set writes on the
 real ledger znode, with the model client's version. Each example gets a ledger of its own, with
@@ -14,13 +15,12 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-import dataclasses
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.client import BookieClient, V2BookieClient
 from adapters.bookkeeper.entry import DigestType as WireDigestType
-from adapters.bookkeeper.entry import master_key, package_entry, parse_entry, verify_entry
+from adapters.bookkeeper.entry import master_key, package_entry
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
 from adapters.cluster import BookieSettings, LedgerStorage, Node
@@ -34,28 +34,25 @@ from adapters.zookeeper.errors import (
     ZooKeeperError,
 )
 from adapters.zookeeper.ledger_store import LedgerStore
-from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState, Segment
-from conformance import ids
+from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState
+from conformance import translation
 from conformance.observations import Observation
-from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
-from model.bookkeeper.actions import Label
-from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import (
-    ADD_ENTRY_REQUEST,
-    FENCE_REQUEST,
-    READ_REQUEST,
-    AddEntryRequest,
-    Fragment,
-    Message,
-    ReadRequest,
-    State,
-    bookies_of,
+from conformance.operations import (
+    Crash,
+    CreateLedger,
+    Deliver,
+    FreshLedger,
+    Operation,
+    Request,
+    WriteMetadata,
 )
+from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import AddEntryRequest, FenceRequest
 
 PASSWORD = b"bkconform"
 KEY = master_key(PASSWORD)
 DIGEST = WireDigestType.CRC32
-ABSENT = (StatusCode.ENOENTRY, StatusCode.ENOLEDGER)
 T = TypeVar("T")
 
 
@@ -146,12 +143,26 @@ class ClusterTarget(abc.ABC):
             )
         return registered[: cfg.bookies]
 
-    def new_ledger(self) -> None:
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, FreshLedger):
+            return self._fresh_ledger()
+        if isinstance(op, Deliver):
+            return self._run(self._deliver(op.request))
+        if isinstance(op, CreateLedger):
+            return self._write_metadata("ClientCreatesLedger", lambda: self._create(op))
+        if isinstance(op, WriteMetadata):
+            return self._write_metadata(op.action, lambda: self._compare_and_set(op))
+        if isinstance(op, Crash):
+            return self._crash(op.bookie)
+        raise TypeError(f"not an operation: {op!r}")
+
+    def _fresh_ledger(self) -> Observation:
         assert self.store is not None, "open() first"
         try:
             self.ledger_id = self.store.allocate_ledger_id()
         except MetadataError as exc:
             raise TargetError(f"could not allocate a ledger id: {exc}") from exc
+        return Observation("ledger", "OK", success=True, ledger=self.ledger_id)
 
     def close(self) -> None:
         for client in self._connections.values():
@@ -172,52 +183,35 @@ class ClusterTarget(abc.ABC):
 
     # Bookie steps ----------------------------------------------------------------------------
 
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        return self._run(self._deliver(request))
-
-    async def _deliver(self, request: Message) -> Observation:
+    async def _deliver(self, request: Request) -> Observation:
         client = await self._connection(request.cid, request.bookie)
         ledger = self.ledger_id
         try:
-            if request.kind == ADD_ENTRY_REQUEST:
-                assert isinstance(request, AddEntryRequest)
-                entry_id = ids.bk_entry_id(request.entry.id)
+            if isinstance(request, AddEntryRequest):
+                entry_id = translation.bk_entry_id(request.entry.id)
                 body = package_entry(
                     DIGEST,
                     PASSWORD,
                     ledger,
                     entry_id,
-                    ids.bk_lac(request.lac),
-                    ids.ledger_length(request.entry.id),
-                    ids.payload(request.entry.data),
+                    translation.bk_lac(request.lac),
+                    translation.ledger_length(request.entry.id),
+                    translation.payload(request.entry.data),
                 )
                 added = await client.add(ledger, entry_id, KEY, body, recovery=request.recovery)
-                ok = {StatusCode.EOK: True, StatusCode.EFENCED: False}.get(added.status)
-                return Observation("add", added.status.name, success=ok)
-            if request.kind == FENCE_REQUEST:
+                return translation.add_observation(added.status)
+            if isinstance(request, FenceRequest):
                 answer = await client.read(ledger, -1, fence=True, master_key=KEY)
-                if answer.status is StatusCode.EOK and answer.body is not None:
-                    lac = ids.spec_lac(parse_entry(answer.body, DIGEST).last_add_confirmed)
-                    return Observation("fence", "EOK", code="OK", lac=lac)
-                if answer.status in ABSENT:  # fenced, and nothing stored: LAC "none"
-                    return Observation("fence", answer.status.name, code="OK", lac=0)
-                return Observation("fence", answer.status.name, code=_code(answer.status))
-            if request.kind == READ_REQUEST:
-                assert isinstance(request, ReadRequest)
-                answer = await client.read(
-                    ledger,
-                    ids.bk_entry_id(request.entry_id),
-                    fence=request.fence,
-                    master_key=KEY if request.fence else None,
-                )
-                if answer.status is StatusCode.EOK and answer.body is not None:
-                    entry = verify_entry(answer.body, DIGEST, PASSWORD)
-                    data = ids.data_of(entry.payload)
-                    return Observation("read", "EOK", code="OK", data=data)
-                return Observation("read", answer.status.name, code=_code(answer.status))
+                return translation.fence_observation(answer.status, answer.body, DIGEST)
+            answer = await client.read(
+                ledger,
+                translation.bk_entry_id(request.entry_id),
+                fence=request.fence,
+                master_key=KEY if request.fence else None,
+            )
+            return translation.read_observation(answer.status, answer.body, DIGEST, PASSWORD)
         except WireError as exc:
             raise TargetError(f"bookie {self.bookie_ids[request.bookie]}: {exc}") from exc
-        raise ValueError(f"not a request: {request}")
 
     async def _connection(self, cid: int, bookie: int) -> BookieClient:
         key = (cid, bookie)
@@ -234,7 +228,7 @@ class ClusterTarget(abc.ABC):
                 ) from exc
         return self._connections[key]
 
-    def crash(self, bookie: int, state_after: State) -> None:
+    def _crash(self, bookie: int) -> Observation:
         assert self.cluster is not None
         for key in [k for k in self._connections if k[1] == bookie]:
             self._run_quietly(self._connections.pop(key).close())
@@ -242,72 +236,14 @@ class ClusterTarget(abc.ABC):
             self.cluster.restart_with_data_loss(Node.bookie(self.bookie_ids[bookie]), DataLoss.WIPE)
         except ClusterError as exc:
             raise TargetError(f"crash of bookie {self.bookie_ids[bookie]} failed: {exc}") from exc
+        return Observation("crash", "restarted")
 
     # Metadata steps --------------------------------------------------------------------------
 
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        if label.client is None:
-            return None
-        store = self.store
-        assert store is not None and self._cfg is not None
-        c = before.clients[label.client]
-        detail = dict(label.detail)
-        version = (c.meta_version or 0) - 1  # model version 1 is the znode's version 0
-        action = label.action
+    def _write_metadata(self, action: str, write: Callable[[], None]) -> Observation:
+        """Run a metadata write and say how it ended, in the engine's terms."""
         try:
-            if action == "ClientCreatesLedger":
-                store.create(self.ledger_id, self._new_metadata(detail["ensemble"]))
-            elif action == "ClientStartsRecovery":
-                current = self._read_metadata(before)
-                expected = before.meta_version - 1
-                store.update(
-                    self.ledger_id,
-                    current,
-                    expected,
-                    lambda m: m if m.state is LedgerState.IN_RECOVERY else m.to_in_recovery(),
-                )
-            elif action == "ClientChangesEnsemble":
-                current = self._read_metadata(before)
-                first = ids.bk_entry_id(detail["first_entry_id"])
-                bookies = self._names(detail["ensemble"])
-                assert c.curr_fragment is not None
-                if detail["first_entry_id"] == c.curr_fragment.first_entry_id:
-                    store.replace_segment(
-                        self.ledger_id, current, version, first_entry_id=first, bookies=bookies
-                    )
-                else:
-                    store.append_segment(
-                        self.ledger_id, current, version, first_entry_id=first, bookies=bookies
-                    )
-            elif action in ("ClientClosesLedgerSuccess", "ClientClosesLedgerFail"):
-                current = self._read_metadata(before)
-                if action == "ClientClosesLedgerFail" and current.state is LedgerState.CLOSED:
-                    # Our store refuses CLOSED -> CLOSED before writing; what decides a stale
-                    # client's close is ZooKeeper: the compare-and-set with its version.
-                    store.write(self.ledger_id, current, version)
-                    return Observation("metadata", "OK", success=True)
-                store.close_ledger(
-                    self.ledger_id,
-                    current,
-                    version,
-                    last_entry_id=ids.bk_entry_id(c.lac),
-                    length=ids.ledger_length(c.lac),
-                )
-            elif action == "RecoveryClientClosesLedger":
-                current = self._read_metadata(before)
-                last = c.last_recoverable_entry
-                assert last is not None
-                segments = self._segments(c.fragments)
-                store.update(
-                    self.ledger_id,
-                    current,
-                    version,
-                    lambda m: dataclasses.replace(m, segments=segments).to_closed(
-                        ids.bk_entry_id(last), ids.ledger_length(last)
-                    ),
-                )
-            else:
-                return None
+            write()
         except ZooKeeperError as exc:
             # No answer (timeout, connection or session lost): the write may or may not have
             # happened, and the model cannot be compared with it. Never a match, never a
@@ -321,45 +257,49 @@ class ClusterTarget(abc.ABC):
             return Observation("metadata", type(exc).__name__, success=False)
         return Observation("metadata", "OK", success=True)
 
-    def _read_metadata(self, before: State) -> LedgerMetadata:
-        """The ledger's metadata, as only the model's clients have written it.
-
-        The model's metadata version counts every write of its clients, so the znode's version
-        must be one less (the model starts at 1, ZooKeeper at 0). Anything else means a writer
-        outside the model changed the ledger: on real bookies with limbo, the bookie's own
-        data-integrity service recovers and closes a limbo ledger a moment after it restarts.
-        Whatever the step then observes is not the model's story: the run cannot decide.
-        """
-        assert self.store is not None
-        metadata, version = self.store.read(self.ledger_id)
-        if version != before.meta_version - 1:
-            raise TargetError(
-                f"the ledger's metadata was changed outside the model: znode version {version}, "
-                f"the model's clients wrote up to {before.meta_version - 1} (state now "
-                f"{metadata.state.name}). On real bookies with limbo, the restarted bookie's "
-                "data-integrity service recovers limbo ledgers by itself"
-            )
-        return metadata
-
-    def _names(self, ensemble: int) -> tuple[str, ...]:
-        return tuple(self.bookie_ids[b] for b in bookies_of(ensemble))
-
-    def _segments(self, fragments: tuple[Fragment, ...]) -> tuple[Segment, ...]:
-        return tuple(
-            Segment(ids.bk_entry_id(f.first_entry_id), self._names(f.ensemble)) for f in fragments
-        )
-
-    def _new_metadata(self, ensemble: int) -> LedgerMetadata:
+    def _create(self, op: CreateLedger) -> None:
+        assert self.store is not None and self._cfg is not None
         cfg = self._cfg
-        assert cfg is not None
-        return LedgerMetadata(
+        created = LedgerMetadata(
             ensemble_size=cfg.effective_ensemble_size,
             write_quorum_size=cfg.write_quorum,
             ack_quorum_size=cfg.ack_quorum,
-            segments=(Segment(0, self._names(ensemble)),),
+            segments=translation.segments_of(op.metadata.fragments, self.bookie_ids),
             digest_type=DigestType.CRC32,
             password=PASSWORD,
         )
+        self.store.create(self.ledger_id, created)
+
+    def _compare_and_set(self, op: WriteMetadata) -> None:
+        """Write the spec's metadata over the ledger's, if the znode is at the client's
+        version. The znode is read first: only the model's clients may have written it."""
+        assert self.store is not None
+        current = self._read_metadata(op.known_version)
+        view = op.metadata
+        written = translation.with_spec_metadata(
+            current, view.status, view.fragments, view.last_entry, self.bookie_ids
+        )
+        self.store.write(self.ledger_id, written, translation.znode_version(op.expected_version))
+
+    def _read_metadata(self, known_version: int) -> LedgerMetadata:
+        """The ledger's metadata, as only the model's clients have written it.
+
+        The model's metadata version counts every write of its clients, so the znode must be
+        at the same version (translated). Anything else means a writer outside the model
+        changed the ledger: on real bookies with limbo, the bookie's own data-integrity service
+        recovers and closes a limbo ledger a moment after it restarts. Whatever the step then
+        observes is not the model's story: the run cannot decide.
+        """
+        assert self.store is not None
+        metadata, version = self.store.read(self.ledger_id)
+        if version != translation.znode_version(known_version):
+            raise TargetError(
+                f"the ledger's metadata was changed outside the model: znode version {version}, "
+                f"the model's clients wrote up to {translation.znode_version(known_version)} "
+                f"(state now {metadata.state.name}). On real bookies with limbo, the restarted "
+                "bookie's data-integrity service recovers limbo ledgers by itself"
+            )
+        return metadata
 
     # Final state -----------------------------------------------------------------------------
 
@@ -380,11 +320,8 @@ class ClusterTarget(abc.ABC):
             raise TargetError(f"could not read the ledger's metadata: {exc}") from exc
         snapshot.meta_status = metadata.state.name
         if metadata.state is LedgerState.CLOSED:
-            snapshot.meta_last_entry = ids.spec_entry_id(metadata.last_entry_id)
-        snapshot.meta_fragments = [
-            (ids.spec_entry_id(s.first_entry_id), [self.bookie_ids.index(b) for b in s.bookies])
-            for s in metadata.segments
-        ]
+            snapshot.meta_last_entry = translation.spec_entry_id(metadata.last_entry_id)
+        snapshot.meta_fragments = translation.fragments_of(metadata.segments, self.bookie_ids)
         return snapshot
 
     async def _entries_held(self, bookie: int, send_limit: int) -> set[int]:
@@ -404,7 +341,7 @@ class ClusterTarget(abc.ABC):
             raise TargetError(f"cannot connect to bookie {name}: {exc}") from exc
         try:
             for entry_id in range(1, send_limit + 1):
-                answer = await observer.read(self.ledger_id, ids.bk_entry_id(entry_id))
+                answer = await observer.read(self.ledger_id, translation.bk_entry_id(entry_id))
                 if answer.status is StatusCode.EOK:
                     held.add(entry_id)
         except WireError as exc:
@@ -424,11 +361,3 @@ class ClusterTarget(abc.ABC):
             return
         with contextlib.suppress(WireError, OSError):
             self._loop.run_until_complete(coro)
-
-
-def _code(status: StatusCode) -> str:
-    if status in ABSENT:
-        return "NoSuchEntry"
-    if status is StatusCode.EUNKNOWNLEDGERSTATE:
-        return "Unknown"
-    return status.name

@@ -1,36 +1,108 @@
-"""The ``model`` target: the model's own bookie semantics, in process. Fast, for searching;
-by construction it never diverges from the model."""
+"""The ``model`` target: the spec's own bookies and metadata store, in process. Fast, for
+searching.
+
+Its bookies answer with the spec's bookie (:mod:`model.bookkeeper.bookie`, the same definition
+the model's bookie actions use), and its metadata store is a compare-and-set register with a
+version, as ZooKeeper's znode is. So the engine's operations, translation of answers and final
+comparison all run for real here; only the bookies and the store are the spec's, so it never
+diverges from the model unless the engine itself is wrong.
+"""
 
 from __future__ import annotations
 
 from adapters.installations.system import MODEL_SYSTEM, SystemUnderTest
 from conformance.observations import Observation, predicted
+from conformance.operations import (
+    Crash,
+    CreateLedger,
+    Deliver,
+    FreshLedger,
+    LedgerView,
+    Operation,
+    WriteMetadata,
+)
 from conformance.targets.base import TargetSnapshot
-from model.bookkeeper.actions import Label
+from model.bookkeeper.bookie import BookieLedger, process, restarted_empty
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
+from model.bookkeeper.records import STATUS_CLOSED, STATUS_NAMES, bookies_of
 
 
 class ModelTarget:
     name = "model"
 
+    def __init__(self, cfg: ModelConfig | None = None) -> None:
+        """``cfg``: open at once for it (else ``open`` must be called before any step)."""
+        self._cfg: ModelConfig | None = None
+        self._bookies: list[BookieLedger] = []
+        self._metadata: LedgerView | None = None
+        self._version = 0  # the spec's meta_version: 1 after the create, +1 per write
+        if cfg is not None:
+            self.open(cfg)
+
     def open(self, cfg: ModelConfig) -> None:
-        return None
+        self._cfg = cfg
+        self._fresh()
 
-    def new_ledger(self) -> None:
-        return None
+    def _fresh(self) -> None:
+        if self._cfg is None:
+            raise RuntimeError("open(cfg) the model target first: its bookies are the config's")
+        self._bookies = [BookieLedger() for _ in range(self._cfg.bookies)]
+        self._metadata = None
+        self._version = 0
 
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        return predicted(predicted_reply)
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, FreshLedger):
+            self._fresh()
+            return Observation("ledger", "OK", success=True)
+        if isinstance(op, Deliver):
+            reply, self._bookies[op.request.bookie] = process(
+                self._bookies[op.request.bookie], op.request
+            )
+            return predicted(reply)
+        if isinstance(op, CreateLedger):
+            if self._metadata is not None:
+                return Observation("metadata", "LedgerExists", success=False)
+            self._metadata, self._version = op.metadata, 1
+            return Observation("metadata", "OK", success=True)
+        if isinstance(op, WriteMetadata):
+            if self._metadata is None:
+                return Observation("metadata", "NoSuchLedger", success=False)
+            if op.expected_version != self._version:
+                return Observation("metadata", "MetadataVersionMismatch", success=False)
+            self._metadata, self._version = op.metadata, self._version + 1
+            return Observation("metadata", "OK", success=True)
+        if isinstance(op, Crash):
+            assert self._cfg is not None, "open(cfg) first"
+            self._bookies[op.bookie] = restarted_empty(
+                self._protects(op.bookie),
+                self._cfg.fence_on_unclean_shutdown,
+                self._cfg.limbo_on_unclean_shutdown,
+            )
+            return Observation("crash", "restarted")
+        raise TypeError(f"not an operation: {op!r}")
 
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        return None
+    def _protects(self, bookie: int) -> bool:
+        """A bookie of the last ensemble of a ledger that is not closed comes back protected
+        (fenced and/or in limbo, as the configuration says)."""
+        meta = self._metadata
+        if meta is None or meta.status == STATUS_CLOSED or not meta.fragments:
+            return False
+        return bookie in bookies_of(meta.fragments[-1].ensemble)
 
-    def crash(self, bookie: int, state_after: State) -> None:
-        return None
-
-    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
-        return None
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
+        snapshot = TargetSnapshot(
+            entries={b: {e.id for e in held.entries} for b, held in enumerate(self._bookies)}
+        )
+        meta = self._metadata
+        if meta is None:
+            return snapshot
+        snapshot.meta_status = STATUS_NAMES[meta.status]
+        if meta.status == STATUS_CLOSED:
+            snapshot.meta_last_entry = meta.last_entry
+        snapshot.meta_fragments = [
+            (f.first_entry_id, bookies_of(f.ensemble)) for f in meta.fragments
+        ]
+        return snapshot
 
     def describe(self) -> dict[str, str]:
         return {"target": "model"}

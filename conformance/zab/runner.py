@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adapters.cluster.zookeeper import (
-    ZooKeeperEnsemble,
-    ZooKeeperInstall,
-    locate_zookeeper,
-    partitions_supported,
-)
+from adapters.cluster.network_namespaces import partitions_supported
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.zookeeper.client import zookeeper_session
 from adapters.zookeeper.observe import LeaderSampler, server_status
 from adapters.zookeeper.txnlog import LoggedTxn, read_server

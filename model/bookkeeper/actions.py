@@ -16,6 +16,13 @@ from __future__ import annotations
 from functools import cache
 from typing import NamedTuple
 
+from model.bookkeeper.bookie import (
+    accepts_add,
+    add_answer,
+    fence_answer,
+    read_answer,
+    restarted_empty,
+)
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.messaging import (
     Delivery,
@@ -37,7 +44,6 @@ from model.bookkeeper.records import (
     FENCE_RESPONSE,
     FENCING_PHASE,
     NEED_MORE_RESPONSES,
-    NIL_DATA,
     NO_SUCH_ENTRY,
     OK,
     READ_REQUEST,
@@ -87,33 +93,7 @@ class Transition(NamedTuple):
     state: State
 
 
-BOOKIE_ACTIONS = (
-    "BookieSendsAddConfirmedResponse",
-    "BookieSendsAddFencedResponse",
-    "BookieSendsFencingReadLacResponse",
-    "BookieSendsReadResponse",
-)
-CLIENT_ACTIONS = (
-    "ClientCreatesLedger",
-    "ClientSendsAddEntryRequests",
-    "ClientReceivesAddConfirmedResponse",
-    "ClientReceivesAddFencedResponse",
-    "ClientChangesEnsemble",
-    "ClientResendsPendingAddOp",
-    "ClientClosesLedgerSuccess",
-    "ClientClosesLedgerFail",
-    "ClientStartsRecovery",
-    "ClientReceivesFencingReadLacResponse",
-    "ClientSendsRecoveryReadRequests",
-    "ClientReceivesRecoveryReadResponse",
-    "ClientWritesBackEntry",
-    "RecoveryClientReceivesAddConfirmedResponse",
-    "RecoveryClientChangesEnsemble",
-    "RecoveryClientSendsPendingAddOp",
-    "RecoveryClientClosesLedger",
-)
-FAULT_ACTIONS = ("BookieRestartsEmpty",)
-ALL_ACTIONS = BOOKIE_ACTIONS + CLIENT_ACTIONS + FAULT_ACTIONS
+# The actions' names, who takes them and what they write: model.bookkeeper.action_table.
 
 
 def init_state(cfg: ModelConfig) -> State:
@@ -270,7 +250,7 @@ def _bookie_actions(ctx: _Ctx, out: list[Transition]) -> None:
             assert isinstance(msg, AddEntryRequest)
             if not ctx.is_earliest(msg):
                 continue
-            if not s.b_fenced[msg.bookie] or msg.recovery:
+            if accepts_add(s.b_fenced[msg.bookie], msg):
                 _bookie_sends_add_confirmed_response(ctx, msg, out)
             else:
                 _bookie_sends_add_fenced_response(ctx, msg, out)
@@ -282,19 +262,13 @@ def _bookie_actions(ctx: _Ctx, out: list[Transition]) -> None:
             _bookie_sends_read_response(ctx, msg, out)
 
 
-def _add_response(msg: AddEntryRequest, success: bool) -> AddEntryResponse:
-    return AddEntryResponse(
-        ADD_ENTRY_RESPONSE, msg.bookie, msg.cid, msg.entry, msg.recovery, success
-    )
-
-
 def _bookie_sends_add_confirmed_response(
     ctx: _Ctx, msg: AddEntryRequest, out: list[Transition]
 ) -> None:
     """``BookieSendsAddConfirmedResponse``: not fenced (or a recovery add): store, confirm."""
     s = ctx.s
     b = msg.bookie
-    reply = _add_response(msg, True)
+    reply = add_answer(msg, True)
     b_entries = (*s.b_entries[:b], s.b_entries[b] | {msg.entry}, *s.b_entries[b + 1 :])
     b_lac = (*s.b_lac[:b], msg.lac, *s.b_lac[b + 1 :])
     for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
@@ -311,7 +285,7 @@ def _bookie_sends_add_fenced_response(
 ) -> None:
     """``BookieSendsAddFencedResponse``: a normal add to a fenced ledger is rejected."""
     s = ctx.s
-    reply = _add_response(msg, False)
+    reply = add_answer(msg, False)
     for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
         label = Label(
             "BookieSendsAddFencedResponse",
@@ -331,8 +305,7 @@ def _bookie_sends_fencing_read_lac_response(
     """
     s = ctx.s
     b = msg.bookie
-    code = UNKNOWN if s.b_limbo[b] else OK
-    reply = FenceResponse(FENCE_RESPONSE, b, msg.cid, s.b_lac[b], code)
+    reply = fence_answer(msg, s.b_lac[b], s.b_limbo[b])
     b_fenced = (*s.b_fenced[:b], True, *s.b_fenced[b + 1 :])
     for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
         label = Label(
@@ -345,12 +318,7 @@ def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transitio
     """``BookieSendsReadResponse``: the entry if held, else NoSuchEntry (Unknown in limbo)."""
     s = ctx.s
     b = msg.bookie
-    held = [e for e in s.b_entries[b] if e.id == msg.entry_id]
-    if held:
-        entry, code = min(held), OK  # CHOOSE: one fixed entry with that id
-    else:
-        entry, code = Entry(msg.entry_id, NIL_DATA), (UNKNOWN if s.b_limbo[b] else NO_SUCH_ENTRY)
-    reply = ReadResponse(READ_RESPONSE, b, msg.cid, entry, msg.fence, code)
+    reply = read_answer(msg, s.b_entries[b], s.b_limbo[b])
     b_fenced = s.b_fenced
     if msg.fence:
         b_fenced = (*b_fenced[:b], True, *b_fenced[b + 1 :])
@@ -953,22 +921,17 @@ def _bookie_restarts_empty(ctx: _Ctx, out: list[Transition]) -> None:
         protected = open_ledger and bool(last_ensemble >> b & 1)
         messages = lose_requests_to(s.messages, b, REQUEST_KINDS)
         label = Label("BookieRestartsEmpty", bookie=b)
+        fresh = restarted_empty(
+            protected, cfg.fence_on_unclean_shutdown, cfg.limbo_on_unclean_shutdown
+        )
         out.append(
             Transition(
                 label,
                 s._replace(
-                    b_entries=(*s.b_entries[:b], frozenset(), *s.b_entries[b + 1 :]),
-                    b_lac=(*s.b_lac[:b], 0, *s.b_lac[b + 1 :]),
-                    b_fenced=(
-                        *s.b_fenced[:b],
-                        cfg.fence_on_unclean_shutdown and protected,
-                        *s.b_fenced[b + 1 :],
-                    ),
-                    b_limbo=(
-                        *s.b_limbo[:b],
-                        cfg.limbo_on_unclean_shutdown and protected,
-                        *s.b_limbo[b + 1 :],
-                    ),
+                    b_entries=(*s.b_entries[:b], fresh.entries, *s.b_entries[b + 1 :]),
+                    b_lac=(*s.b_lac[:b], fresh.lac, *s.b_lac[b + 1 :]),
+                    b_fenced=(*s.b_fenced[:b], fresh.fenced, *s.b_fenced[b + 1 :]),
+                    b_limbo=(*s.b_limbo[:b], fresh.limbo, *s.b_limbo[b + 1 :]),
                     crashes=s.crashes + 1,
                     messages=messages,
                 ),

@@ -18,7 +18,8 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Sequence
 
-from model.bookkeeper.actions import ALL_ACTIONS, Label
+from model.bookkeeper.action_table import ALL_ACTIONS
+from model.bookkeeper.actions import Label
 
 LOSS_RATES = (0.0, 0.05, 0.15, 0.3, 0.5)
 

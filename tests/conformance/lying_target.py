@@ -1,11 +1,7 @@
-"""A target that lies on demand: the model's own answers, and a final state kept honestly,
-except where told to answer wrongly. It lets the fast suite see every verdict path (clean,
-violation, divergence, undecided) and every exit code without a cluster.
-
-``ModelTarget`` answers with the prediction itself and shows no final state, so a broken diff
-or a broken verdict passes unseen on it. This target keeps what a real cluster would show:
-every add the model predicts stored is stored, a crash wipes the bookie, and every metadata
-write is answered and remembered, so the engine's end-of-run comparison really runs.
+"""A target that lies on demand: the model target (the spec's bookies and a compare-and-set
+metadata store, in process), except where told to answer wrongly. It lets the fast suite see
+every verdict path (clean, violation, divergence, undecided) and every exit code without a
+cluster: what it stores stays honest, so the engine's end-of-run comparison really runs.
 
 Lies (``Lie(kind, at)``: the ``at``-th answer of that kind in each example, so that replays
 of an example see the same lie; ``at=0``: every one):
@@ -28,20 +24,13 @@ import dataclasses
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from conformance.engine import FAILING_METADATA_ACTIONS
-from conformance.observations import Observation, predicted
+from conformance.observations import Observation
+from conformance.operations import CreateLedger, Deliver, FreshLedger, Operation, WriteMetadata
 from conformance.targets.base import TargetError, TargetSnapshot
-from model.bookkeeper.actions import Label, Transition, init_state, successors
+from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.actions import Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import (
-    ADD_ENTRY_REQUEST,
-    STATUS_CLOSED,
-    STATUS_NAMES,
-    AddEntryRequest,
-    Message,
-    State,
-    bookies_of,
-)
+from model.bookkeeper.records import State
 
 ANSWER_LIES = ("add-status", "lac", "read-data", "error")
 METADATA_LIES = ("metadata", "metadata-status", "metadata-outage")
@@ -62,21 +51,16 @@ class Lie:
 _ANSWER_KIND = {"add-status": "add", "lac": "fence", "read-data": "read"}
 
 
-class LyingTarget:
+class LyingTarget(ModelTarget):
     """In process, like ``model``; ``lies`` say where it answers wrongly."""
 
     def __init__(self, *lies: Lie, name: str = "lying") -> None:
+        super().__init__()
         self.name = name
         self.lies = lies
         self.told: list[str] = []  # every lie told, for the tests
         self.opened = self.closed = 0
-        self._cfg: ModelConfig | None = None
-        self._reset()
-
-    def _reset(self) -> None:
         self._counts: Counter[str] = Counter()
-        self._entries: dict[int, set[int]] = {}
-        self._meta: State | None = None
 
     def _due(self, kind: str, counted: str) -> bool:
         """Counts an answer of kind ``counted``; whether a lie of ``kind`` is due on it."""
@@ -86,22 +70,25 @@ class LyingTarget:
     # Target ------------------------------------------------------------------------------------
 
     def open(self, cfg: ModelConfig) -> None:
-        self._cfg = cfg
         self.opened += 1
-        self._reset()
+        self._counts = Counter()
+        super().open(cfg)
 
-    def new_ledger(self) -> None:
-        self._reset()
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, FreshLedger):
+            self._counts = Counter()
+        if isinstance(op, Deliver):
+            return self._answer(op)
+        if isinstance(op, (CreateLedger, WriteMetadata)):
+            return self._write(op)
+        return super().invoke(op)
 
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        honest = predicted(predicted_reply)
-        if honest.kind == "add" and honest.success and request.kind == ADD_ENTRY_REQUEST:
-            assert isinstance(request, AddEntryRequest)
-            self._entries.setdefault(request.bookie, set()).add(request.entry.id)
+    def _answer(self, op: Deliver) -> Observation:
+        honest = super().invoke(op)
         self._counts["request"] += 1
         if self._due("error", "request"):
             self.told.append("error")
-            raise TargetError(f"lying target: bookie b{request.bookie + 1} did not answer")
+            raise TargetError(f"lying target: bookie b{op.request.bookie + 1} did not answer")
         self._counts[honest.kind] += 1
         for lie, kind in _ANSWER_KIND.items():
             if kind == honest.kind and self._due(lie, kind):
@@ -109,42 +96,29 @@ class LyingTarget:
                 return _wrong(honest)
         return honest
 
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        self._meta = after
-        ok = label.action not in FAILING_METADATA_ACTIONS
-        honest = Observation("metadata", "OK" if ok else "MetadataVersionMismatch", success=ok)
+    def _write(self, op: CreateLedger | WriteMetadata) -> Observation:
+        honest = super().invoke(op)
         self._counts["metadata"] += 1
         if self._due("metadata-outage", "metadata"):
             self.told.append("metadata-outage")
-            raise TargetError(f"{label.action}: ZooKeeper did not answer (lying target)")
+            raise TargetError("a metadata write: ZooKeeper did not answer (lying target)")
         if self._due("metadata", "metadata"):
             self.told.append("metadata")
-            wrong = not ok
+            wrong = not honest.success
             return Observation(
                 "metadata", "OK" if wrong else "MetadataVersionMismatch", success=wrong
             )
-        if self._due("metadata-status", "metadata") and not ok:
+        if self._due("metadata-status", "metadata") and not honest.success:
             self.told.append("metadata-status")
             return Observation("metadata", "NoSuchLedger", success=False)
         return honest
 
-    def crash(self, bookie: int, state_after: State) -> None:
-        self._entries.pop(bookie, None)
-
-    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
         if any(lie.kind == "snapshot-error" for lie in self.lies):
             self.told.append("snapshot-error")
             raise TargetError("lying target: the final state could not be read")
-        entries = {b: set(self._entries.get(b, set())) for b in range(cfg.bookies)}
-        snapshot = TargetSnapshot(entries=entries)
-        s = self._meta
-        if s is not None and s.meta_status is not None:
-            snapshot.meta_status = STATUS_NAMES[s.meta_status]
-            if s.meta_status == STATUS_CLOSED:
-                snapshot.meta_last_entry = s.meta_last_entry
-            snapshot.meta_fragments = [
-                (f.first_entry_id, bookies_of(f.ensemble)) for f in s.meta_fragments
-            ]
+        snapshot = super().snapshot(cfg)
+        entries = snapshot.entries
         kinds = {lie.kind for lie in self.lies}
         if "missing-entry" in kinds:
             for held in entries.values():

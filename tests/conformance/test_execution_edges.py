@@ -4,52 +4,34 @@ target, what it records, how steps are numbered, and what ``finish`` hands back.
 from __future__ import annotations
 
 from conformance.engine import Execution
-from conformance.observations import Observation, predicted
-from conformance.targets.base import TargetSnapshot
-from model.bookkeeper.actions import Label, Transition, init_state
+from conformance.observations import Observation
+from conformance.operations import Crash, CreateLedger, Deliver, LedgerView, Operation
+from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.actions import Transition, init_state
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
+from model.bookkeeper.records import STATUS_OPEN
 
 CFG = ModelConfig(max_crashes=1)
 
 
-class RecordingTarget:
-    """Answers bookie requests with ``answer`` (default: the model's prediction), metadata
-    writes with OK, and remembers every call."""
+class RecordingTarget(ModelTarget):
+    """The model target, answering bookie requests with ``answer`` when given, and
+    remembering every operation it was asked to carry out."""
 
     name = "recording"
 
     def __init__(self, answer: Observation | None = None) -> None:
+        super().__init__()
         self.answer = answer
-        self.delivered: list[Message] = []
-        self.metadata_calls: list[tuple[str, State, State]] = []
-        self.crashes: list[tuple[int, State]] = []
+        self.operations: list[Operation] = []
+        self.open(CFG)
 
-    def open(self, cfg: ModelConfig) -> None:
-        return None
-
-    def new_ledger(self) -> None:
-        return None
-
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        self.delivered.append(request)
-        return self.answer if self.answer is not None else predicted(predicted_reply)
-
-    def metadata(self, label: Label, before: State, after: State) -> Observation | None:
-        self.metadata_calls.append((label.action, before, after))
-        return Observation("metadata", "OK", success=True)
-
-    def crash(self, bookie: int, state_after: State) -> None:
-        self.crashes.append((bookie, state_after))
-
-    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
-        return None
-
-    def describe(self) -> dict[str, str]:
-        return {"target": "recording"}
-
-    def close(self) -> None:
-        return None
+    def invoke(self, op: Operation) -> Observation:
+        self.operations.append(op)
+        honest = super().invoke(op)
+        if isinstance(op, Deliver) and self.answer is not None:
+            return self.answer
+        return honest
 
 
 def pick(execution: Execution, action: str) -> Transition:
@@ -89,7 +71,7 @@ def test_a_bookie_step_records_its_request_prediction_and_answer() -> None:
     execution.apply(pick(execution, "ClientSendsAddEntryRequests"))
     transition = pick(execution, "BookieSendsAddConfirmedResponse")
     record = execution.apply(transition)
-    assert target.delivered == [transition.label.received]
+    assert target.operations[-1] == Deliver(transition.label.received)  # type: ignore[arg-type]
     assert record.request == "add e1 (lac=0)"
     assert record.predicted == {"kind": "add", "status": "EOK", "success": True}
     assert record.observed == {"kind": "add", "status": "EFENCED", "success": False}
@@ -101,20 +83,22 @@ def test_a_metadata_step_records_the_predicted_and_observed_write() -> None:
     transition = pick(execution, "ClientCreatesLedger")
     before = execution.state
     record = execution.apply(transition)
-    assert target.metadata_calls == [("ClientCreatesLedger", before, transition.state)]
+    assert before.meta_status is None
+    (fragment,) = transition.state.meta_fragments
+    assert target.operations == [CreateLedger(0, LedgerView(STATUS_OPEN, (fragment,), 0))]
     assert record.predicted == {"kind": "metadata", "status": "OK", "success": True}
     assert record.observed == {"kind": "metadata", "status": "OK", "success": True}
     assert record.divergence == []
 
 
-def test_a_crash_step_hands_the_target_the_bookie_and_the_state_after() -> None:
+def test_a_crash_step_hands_the_target_the_bookie() -> None:
     target = RecordingTarget()
     execution = Execution(CFG, target)
     execution.apply(pick(execution, "ClientCreatesLedger"))
     transition = pick(execution, "BookieRestartsEmpty")
     execution.apply(transition)
     assert transition.label.bookie is not None
-    assert target.crashes == [(transition.label.bookie, transition.state)]
+    assert target.operations[-1] == Crash(transition.label.bookie)
     assert execution.state == transition.state
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
+from conformance.rundir import read_history, story_steps
 
 
 def _run_dirs(root: Path, suffix: str) -> list[Path]:
@@ -31,8 +32,13 @@ def test_run_finds_defect_1_writes_the_story_and_replays_it(
     assert results["search"]["seed"] == 0 and results["versions"]["hypothesis"]
     for name in ("history.jsonl", "trace.txt", "sequence.txt", "sequence.svg", "example.blob"):
         assert (run_dir / name).stat().st_size > 0, name
-    history = (run_dir / "history.jsonl").read_text().splitlines()
-    assert len(history) == results["finding"]["shrunk_steps"]
+    # The history is every example's steps, then the shrunk finding's, tagged "finding".
+    history = read_history(run_dir)
+    assert len(history) > results["finding"]["shrunk_steps"] and results["state"] == "finished"
+    story = story_steps(run_dir)
+    assert len(story) == results["finding"]["shrunk_steps"] == results["steps"]
+    assert story == history[-len(story) :] and {s["example"] for s in story} == {"finding"}
+    assert story[-1]["violations"] == ["NoDivergenceBetweenClientAndMetaData"]
 
     assert main(["replay", str(run_dir), "--runs-dir", str(tmp_path)]) == 1
     replayed = capsys.readouterr().out

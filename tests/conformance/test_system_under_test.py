@@ -14,8 +14,7 @@ import pytest
 from adapters.installations import bookkeeper as installs
 from adapters.installations.system import MODEL_SYSTEM, BookieChoice
 from conformance.cli import build_parser, main
-from conformance.commands.options import bookie_choice_from_args
-from conformance.commands.qualify import _target_options
+from conformance.commands.options import bookie_choice_from_args, target_spec_from_args
 from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget
 from tests.adapters.installations.test_system import distribution
@@ -112,16 +111,16 @@ def test_one_function_turns_the_options_into_the_bookies(
         with pytest.raises(ValueError, match="takes no --bookkeeper"):
             bookie_choice_from_args(both)
     # A qualification resolves the bookies once, on the driver: the shards get the home.
-    options = _target_options(_parse("qualify", "--target", "local"))
+    options = target_spec_from_args(_parse("qualify", "--target", "local")).resolved()
     assert (options.kind, options.bookie_kind, options.bookkeeper_home) == (
         "local",
         "bookkeeper",
         str(home),
     )
     assert options.bookie_choice() == BookieChoice.bookkeeper(home)
-    reference = _target_options(
+    reference = target_spec_from_args(
         _parse("qualify", "--target", "local", "--bookie-kind", "reference")
-    )
+    ).resolved()
     assert reference.bookie_choice() == BookieChoice.reference()
 
 
@@ -160,8 +159,8 @@ def test_crashes_restart_real_bookies_inside_their_jvm_unless_told_otherwise() -
         )
         assert isinstance(told, LocalTarget) and not told.in_jvm_restarts
     base = ["qualify", "--target", "local", "--bookie-kind", "reference"]
-    assert _target_options(_parse(*base)).in_jvm_restarts
-    options = _target_options(_parse(*base, "--process-restarts"))
+    assert target_spec_from_args(_parse(*base)).resolved().in_jvm_restarts
+    options = target_spec_from_args(_parse(*base, "--process-restarts")).resolved()
     assert not options.in_jvm_restarts
     built = options.build()
     assert isinstance(built, LocalTarget) and not built.in_jvm_restarts

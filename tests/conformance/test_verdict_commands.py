@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.distributed.shard import TargetOptions
 from conformance.targets.base import Target
+from conformance.targets.spec import TargetSpec
 from tests.conformance.lying_target import Lie, LyingTarget
 
 SEARCH = ["--quiet", "--fresh", "--max-examples", "10", "--steps", "30", "--no-explore"]
@@ -165,7 +165,7 @@ def test_qualify_exit_codes(
     code: int,
     verdict: str,
 ) -> None:
-    monkeypatch.setattr(TargetOptions, "build", lambda self: LyingTarget(*lies))
+    monkeypatch.setattr(TargetSpec, "build", lambda self: LyingTarget(*lies))
     arguments = [
         "qualify", "--master", "none", "--shards", "2", "--configs", "fenced-recovery",
         "--max-examples", "5", "--steps", "20", "--seconds", "30", "--no-explore",

@@ -13,7 +13,6 @@ import pytest
 
 from conformance.engine import (
     EXIT_CODES,
-    FAILING_METADATA_ACTIONS,
     VERDICTS,
     Execution,
     Outcome,
@@ -22,6 +21,7 @@ from conformance.engine import (
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import SearchSettings, run_search
 from conformance.search.verdict import SearchReport
+from model.bookkeeper.action_table import ACTION_TABLE, WriteEnd
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import LIES, Lie, LyingTarget, path_to
 
@@ -104,7 +104,7 @@ def test_a_lie_on_top_of_a_violation_is_still_a_finding() -> None:
 def test_an_expected_metadata_failure_matches_only_a_lost_compare_and_set(
     lie: Lie | None, verdict: str
 ) -> None:
-    (failing,) = FAILING_METADATA_ACTIONS
+    (failing,) = [a.name for a in ACTION_TABLE if a.write_ends is WriteEnd.VERSION_MISMATCH]
     cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
     target = LyingTarget(*([lie] if lie else []))
     target.open(cfg)

@@ -9,9 +9,10 @@ import pytest
 
 from adapters.agent.client import ProcessState
 from adapters.agent.errors import AgentPreconditionFailed, AgentRefused
-from adapters.cluster.errors import JavaNotFound, ZooKeeperNotFound
 from adapters.cluster.network import free_ports
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.errors import JavaNotFound, ZooKeeperNotFound
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.zookeeper.client import zookeeper_session
 from adapters.zookeeper.layout import init_new_cluster
 from tests.adapters.agent.conftest import managed_command, running_agent

@@ -6,13 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.bookies import (
-    BookieConfig,
-    BookieSettings,
-    LedgerStorage,
-    find_bookkeeper_home,
-)
-from adapters.cluster.errors import BookKeeperNotFound
+from adapters.cluster.bookies import BookieConfig, BookieSettings, LedgerStorage
+from adapters.installations.bookkeeper import find_bookkeeper_home
+from adapters.installations.errors import BookKeeperNotFound
 
 
 def config(tmp_path: Path, settings: BookieSettings | None = None) -> BookieConfig:

@@ -188,7 +188,9 @@ def fake_commands(
 
 def test_java_check_needs_17(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", "")
-    monkeypatch.setattr("adapters.cluster.java.shutil.which", lambda *_a, **_k: "/usr/bin/java")
+    monkeypatch.setattr(
+        "adapters.installations.java.shutil.which", lambda *_a, **_k: "/usr/bin/java"
+    )
     fake_commands(monkeypatch, {"/usr/bin/java": (0, 'openjdk version "11.0.2"')})
     result = capabilities.check_java(5)
     assert not result.ok and "Java 11 < 17" in result.detail

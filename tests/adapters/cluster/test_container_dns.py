@@ -16,7 +16,7 @@ from adapters.cluster.container_dns import (
     ensure_container_dns,
 )
 from adapters.cluster.container_engine import ContainerEngineError
-from adapters.cluster.containers import CLUSTER_LABEL
+from adapters.cluster.container_labels import CLUSTER_LABEL
 
 
 @dataclass

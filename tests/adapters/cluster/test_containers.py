@@ -27,14 +27,10 @@ from adapters.cluster.container_engine import (
     ContainerEngine,
 )
 from adapters.cluster.container_images import ImageBuilder, ImageSet
+from adapters.cluster.container_labels import CLUSTER_LABEL, labelled_resources
 from adapters.cluster.container_netns import run_in_network_namespace
-from adapters.cluster.containers import (
-    CLUSTER_LABEL,
-    ContainerCluster,
-    ContainerClusterOptions,
-    PartitionMethod,
-    labelled_resources,
-)
+from adapters.cluster.container_partitions import PartitionMethod
+from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions
 from adapters.cluster.errors import ClusterError, ProcessExited
 from adapters.cluster.provider import DataLoss, NodeKind
 from tests.adapters.cluster.test_integration import (

@@ -12,7 +12,7 @@ from adapters.cluster.capabilities import probe_image, run_check
 from adapters.cluster.container_dns import PROBE_LABEL, check_container_dns
 from adapters.cluster.container_engine import ContainerEngine
 from adapters.cluster.container_images import ImageBuilder
-from adapters.cluster.containers import labelled_resources
+from adapters.cluster.container_labels import labelled_resources
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from adapters.cluster.errors import FaultNotSupported
-from adapters.cluster.zookeeper import (
-    ZooKeeperEnsemble,
-    ZooKeeperInstall,
-    locate_zookeeper,
-)
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.zookeeper.client import zookeeper_session
 from tests.capability import require
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.zookeeper import locate_zookeeper
 
 pytestmark = pytest.mark.cluster
 

@@ -10,7 +10,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from adapters.cluster.network import LOOPBACK, port_accepts
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.zookeeper.client import zookeeper_session
 
 pytestmark = pytest.mark.cluster

@@ -13,7 +13,8 @@ import pytest
 from adapters.bookkeeper.client import BookieClient
 from adapters.bookkeeper.entry import DigestType, master_key, package_entry
 from adapters.bookkeeper.status import StatusCode
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.refbookie.process import RefBookieProcess, write_conf
 from adapters.zookeeper.client import connect_zookeeper
 from adapters.zookeeper.layout import init_new_cluster

@@ -1,6 +1,7 @@
 """A real standalone ZooKeeper for the ``cluster`` tests of this package.
 
-The server is the cluster provider's (``adapters.cluster.zookeeper``): found via
+The server is the cluster provider's (``adapters.cluster.zookeeper``), found
+(``adapters.installations.zookeeper``) via
 ``ZOOKEEPER_HOME``, else Debian's ``/usr/share/zookeeper``, else the ZooKeeper jars shipped in
 the installed ``pyspark`` wheel, on free loopback ports, in its own process group, stopped on
 teardown and at interpreter exit. Each test gets a kazoo client chrooted to a fresh znode, so
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from adapters.cluster.errors import ZooKeeperNotFound
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, locate_zookeeper
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from adapters.installations.errors import ZooKeeperNotFound
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.zookeeper.client import connect_zookeeper, wait, zookeeper_session
 
 

@@ -10,9 +10,10 @@ import pytest
 from conformance.cli import main
 from conformance.distributed.plan import make_plan
 from conformance.distributed.qualification import PlanMismatch, run_qualification
-from conformance.distributed.shard import ExecutionOptions, TargetOptions, parse_faults
+from conformance.distributed.shard import ExecutionOptions, parse_faults
 from conformance.distributed.store import read_dataset
 from conformance.search.runner import SearchSettings
+from conformance.targets.spec import TargetSpec
 
 QUICK = SearchSettings(max_examples=3, max_steps=15, time_budget=1.0, explore=False)
 
@@ -130,7 +131,7 @@ def test_shards_share_an_external_cluster_each_with_ledgers_of_its_own(tmp_path:
     with LocalCluster(LocalClusterOptions(bookies=3, work_dir=tmp_path / "cluster")) as cluster:
         options = ExecutionOptions(
             run_dir=str(tmp_path / "run"),
-            target=TargetOptions(kind="external", zookeeper=cluster.endpoints().zookeeper_connect),
+            target=TargetSpec(kind="external", zookeeper=cluster.endpoints().zookeeper_connect),
         )
         result = run_qualification(plan, tmp_path / "run", master="none", options=options)
     assert [r["status"] for r in result.shards] == ["done", "done"]

@@ -14,13 +14,13 @@ from conformance.distributed.shard import (
     ExecutionOptions,
     ShardFault,
     ShardFaultError,
-    TargetOptions,
     execute_shard,
     parse_faults,
 )
 from conformance.distributed.store import finished_shards, read_dataset
 from conformance.search.runner import SearchSettings
 from conformance.targets.base import Target
+from conformance.targets.spec import TargetSpec
 from tests.conformance.lying_target import Lie, LyingTarget
 
 QUICK = SearchSettings(max_examples=4, max_steps=20, time_budget=1.0, explore=False)
@@ -130,10 +130,10 @@ def _targets(monkeypatch: pytest.MonkeyPatch, *made: LyingTarget) -> list[LyingT
     """Each attempt builds the next of ``made``."""
     queue = list(made)
 
-    def build(self: TargetOptions) -> Target:
+    def build(self: TargetSpec) -> Target:
         return queue.pop(0)
 
-    monkeypatch.setattr(TargetOptions, "build", build)
+    monkeypatch.setattr(TargetSpec, "build", build)
     return list(made)
 
 

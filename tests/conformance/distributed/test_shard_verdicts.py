@@ -30,7 +30,6 @@ from conformance.distributed.shard import (
     ShardFault,
     ShardFaultError,
     ShardTimeout,
-    TargetOptions,
     _Log,
     execute_shard,
     finding_row,
@@ -41,21 +40,22 @@ from conformance.distributed.shard import (
 from conformance.distributed.store import read_dataset
 from conformance.engine import StepRecord
 from conformance.observations import Observation
+from conformance.operations import Crash, CreateLedger, FreshLedger, LedgerView, Operation
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, SearchSettings, run_search
 from conformance.search.verdict import Finding, SearchReport
 from conformance.targets.base import Target, system_under_test
-from model.bookkeeper.actions import init_state, successors
+from conformance.targets.spec import AgentAddress, TargetSpec
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
+from model.bookkeeper.records import STATUS_OPEN
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
 from tests.conformance.lying_target import Lie, LyingTarget
 
 CONFIGURATION = "fenced-recovery"
 SEED = 5
-UNKNOWN_TARGET = "unknown target 'bogus': model, local or external"
+UNKNOWN_TARGET = "unknown target 'bogus': one of model, local, docker, external"
 
 
 def small_shard(time_budget: float | None = 10.0) -> Shard:
@@ -78,9 +78,12 @@ class RecordingLiar(LyingTarget):
         self.opened_with.append(cfg)
         self.ledger_id = 0
 
-    def new_ledger(self) -> None:
-        super().new_ledger()
-        self.ledger_id += 1
+    def invoke(self, op: Operation) -> Observation:
+        observed = super().invoke(op)
+        if isinstance(op, FreshLedger):
+            self.ledger_id += 1
+            return dataclasses.replace(observed, ledger=self.ledger_id)
+        return observed
 
     def describe(self) -> dict[str, str]:
         if self.describe_fails_after_lie and self.told:
@@ -92,12 +95,12 @@ def _targets(monkeypatch: pytest.MonkeyPatch, *made: Target) -> None:
     """Each attempt builds the next of ``made``; a build beyond them fails."""
     queue = list(made)
 
-    def build(self: TargetOptions) -> Target:
+    def build(self: TargetSpec) -> Target:
         if not queue:
             raise LookupError("no more targets")
         return queue.pop(0)
 
-    monkeypatch.setattr(TargetOptions, "build", build)
+    monkeypatch.setattr(TargetSpec, "build", build)
 
 
 def _instant_timeout(monkeypatch: pytest.MonkeyPatch) -> list[float]:
@@ -196,19 +199,19 @@ def test_an_injected_hang_without_any_timeout_is_a_crash_not_an_endless_sleep(
 def test_the_local_target_gets_the_bookies_the_driver_chose() -> None:
     from conformance.targets.local_target import LocalTarget
 
-    options = TargetOptions.local(BookieChoice.reference())
-    assert options == TargetOptions(kind="local", bookie_kind="reference", bookkeeper_home=None)
+    options = TargetSpec.local(BookieChoice.reference())
+    assert options == TargetSpec(kind="local", bookie_kind="reference", bookkeeper_home=None)
     target = options.build()
     assert isinstance(target, LocalTarget)
     assert target._bookies == BookieChoice.reference()  # as given, not resolved again
-    real = TargetOptions.local(BookieChoice.bookkeeper(Path("/opt/bookkeeper")))
+    real = TargetSpec.local(BookieChoice.bookkeeper(Path("/opt/bookkeeper")))
     assert real.bookkeeper_home == "/opt/bookkeeper"
 
 
 def test_the_external_target_gets_the_address_root_and_permission() -> None:
     from conformance.targets.external_target import ExternalTarget
 
-    options = TargetOptions(
+    options = TargetSpec(
         kind="external", zookeeper="zk.example:2181", ledgers_root="/bk", allow_remote=True
     )
     target = options.build()
@@ -222,87 +225,81 @@ def test_the_external_target_gets_the_address_root_and_permission() -> None:
 
 def test_the_external_target_without_an_address_and_an_unknown_target_are_refused() -> None:
     with pytest.raises(ValueError) as no_address:
-        TargetOptions(kind="external").build()
-    assert str(no_address.value) == "the external target needs a ZooKeeper address (--zk)"
+        TargetSpec(kind="external")
+    assert str(no_address.value) == "--target external needs --zk HOST:PORT"
     with pytest.raises(ValueError) as unknown:
-        TargetOptions(kind="bogus").build()
+        TargetSpec(kind="bogus")
     assert str(unknown.value) == UNKNOWN_TARGET
 
 
 def test_a_shard_whose_target_cannot_be_built_is_an_error_naming_why(tmp_path: Path) -> None:
-    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetOptions(kind="bogus"))
+    # The spec is sound, but its agents' token file is not there on the executor.
+    spec = TargetSpec(
+        kind="external",
+        zookeeper="127.0.0.1:1",
+        agents=(AgentAddress("127.0.0.1:3181", "127.0.0.1", 9),),
+        agent_token_file=str(tmp_path / "no-token"),
+    )
+    options = ExecutionOptions(run_dir=str(tmp_path), target=spec)
     row = execute_shard(small_shard(), options)
     assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 2)
-    assert row["error"] == f"ValueError: {UNKNOWN_TARGET}"
-    assert (row["bookies"], row["client"], row["zookeeper"]) == (
-        f"unknown (ValueError: {UNKNOWN_TARGET})",
-        "unknown",
-        "unknown",
-    )
+    assert row["error"].startswith("ValueError: cannot read --agent-token-file:")
+    assert row["bookies"].startswith("unknown (ValueError: cannot read --agent-token-file:")
+    assert (row["client"], row["zookeeper"]) == ("unknown", "unknown")
 
 
 # The ledger recorder --------------------------------------------------------------------------
 
 
 class _Inner:
-    """A target stand-in that records what it is asked, with a settable ``ledger_id``."""
+    """A target stand-in that records the operations it is asked, answering fresh ledgers with
+    the ids in ``ledgers`` (None: no id, as the model target)."""
 
     name = "inner"
 
-    def __init__(self) -> None:
-        self.ledger_id: object = None
-        self.calls: list[tuple[object, ...]] = []
+    def __init__(self, ledgers: list[int | None] | None = None) -> None:
+        self.ledgers = list(ledgers or [])
+        self.calls: list[object] = []
 
     def open(self, cfg: ModelConfig) -> None:
         self.calls.append(("open", cfg))
 
-    def new_ledger(self) -> None:
-        self.calls.append(("new_ledger",))
-
-    def metadata(self, label: object, before: State, after: State) -> Observation | None:
-        self.calls.append(("metadata", label, before, after))
+    def invoke(self, op: Operation) -> Observation:
+        self.calls.append(op)
+        if isinstance(op, FreshLedger):
+            return Observation("ledger", "OK", success=True, ledger=self.ledgers.pop(0))
         return Observation("metadata", "OK", success=True)
 
-    def crash(self, bookie: int, state_after: State) -> None:
-        self.calls.append(("crash", bookie, state_after))
 
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        raise NotImplementedError
-
-
-def test_the_recorder_notes_each_new_non_negative_integer_ledger_once() -> None:
-    inner = _Inner()
+def test_the_recorder_notes_each_new_ledger_once() -> None:
+    inner = _Inner([0, None, 7, 7, 3])
     recorder = LedgerRecorder(inner)  # type: ignore[arg-type]
     assert (recorder.name, recorder.ledgers) == ("inner", [])
     cfg = small_shard().config
-    inner.ledger_id = 0
     recorder.open(cfg)
-    assert recorder.ledgers == [0]
-    for ledger in (0, -1, 7, None, "8", 7, 3):
-        inner.ledger_id = ledger
-        recorder.new_ledger()
+    assert recorder.ledgers == []
+    for _ in range(5):
+        recorder.invoke(FreshLedger())
     assert recorder.ledgers == [0, 7, 3]
     assert inner.calls[0] == ("open", cfg)
 
 
-def test_the_recorder_passes_crashes_and_metadata_through_unchanged() -> None:
+def test_the_recorder_passes_operations_and_answers_through_unchanged() -> None:
     inner = _Inner()
     recorder = LedgerRecorder(inner)  # type: ignore[arg-type]
-    cfg = small_shard().config
-    before = init_state(cfg)
-    label, after = successors(cfg, before)[0]
-    assert recorder.metadata(label, before, after) == Observation("metadata", "OK", success=True)
-    recorder.crash(2, after)
-    assert inner.calls == [("metadata", label, before, after), ("crash", 2, after)]
+    write = CreateLedger(0, LedgerView(STATUS_OPEN, (), 0))
+    assert recorder.invoke(write) == Observation("metadata", "OK", success=True)
+    recorder.invoke(Crash(2))
+    assert inner.calls == [write, Crash(2)]
 
 
-def test_the_recorder_times_each_crash() -> None:
+def test_the_recorder_times_each_crash_and_nothing_else() -> None:
     inner = _Inner()
     ticks = iter([10.0, 10.5, 20.0, 20.25])
     recorder = LedgerRecorder(inner, clock=lambda: next(ticks))  # type: ignore[arg-type]
-    state = init_state(small_shard().config)
-    recorder.crash(0, state)
-    recorder.crash(1, state)
+    recorder.invoke(Crash(0))
+    recorder.invoke(CreateLedger(0, LedgerView(STATUS_OPEN, (), 0)))
+    recorder.invoke(Crash(1))
     assert recorder.restarts == [0.5, 0.25]
 
 
@@ -383,7 +380,9 @@ def test_the_trace_key_is_the_sha256_of_the_steps_one_per_line() -> None:
 def _a_finding() -> Finding:
     """A real finding: the lying target answers a metadata write with the other outcome."""
     shard = small_shard()
-    report = run_search(shard.config, LyingTarget(Lie("metadata")), shard.settings)
+    target = LyingTarget(Lie("metadata"))
+    target.open(shard.config)
+    report = run_search(shard.config, target, shard.settings)
     assert report.finding is not None
     return report.finding
 
@@ -514,7 +513,7 @@ def test_a_shard_that_finds_a_divergence_writes_its_finding_and_its_ledgers(
     assert row["time_to_first_finding"] == finding["found_after"]
     assert 0 <= finding["found_after"] <= row["wall"] <= took
     assert row["steps"] == row["target_steps"] > 0
-    assert row["ledgers"] == list(range(target.ledger_id + 1))  # 0 at open, then each one
+    assert row["ledgers"] == list(range(1, target.ledger_id + 1))  # one per example
     assert row["target_description"] == '{"lies": "metadata@1", "target": "lying"}'
     system = system_under_test(target)
     assert (row["bookies"], row["client"], row["zookeeper"]) == (
@@ -558,8 +557,12 @@ def test_a_timeout_while_shrinking_keeps_the_first_finding_unshrunk(
     assert finding["found_steps"] == finding["shrunk_steps"] == len(failing) > 0
     assert 0 <= finding["found_after"] == row["time_to_first_finding"] <= row["elapsed"]
     assert finding["divergences"]
-    # Ledger 0 at open, then one for each example run.
-    assert row["ledgers"] == list(range(row["examples"] + 1)) == list(range(target.ledger_id + 1))
+    # One ledger for each example run (the one opened with the target is never written).
+    assert (
+        row["ledgers"]
+        == list(range(1, row["examples"] + 1))
+        == list(range(1, target.ledger_id + 1))
+    )
     assert row["target_description"] == '{"lies": "metadata@1", "target": "lying"}'
     lines = _log_lines(row)
     assert "injected stall of shard 0 after its first finding" in lines

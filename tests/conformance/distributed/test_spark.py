@@ -13,10 +13,11 @@ from adapters.installations.system import BookieChoice
 from conformance.distributed.diff import aggregate
 from conformance.distributed.plan import make_plan
 from conformance.distributed.qualification import run_qualification
-from conformance.distributed.shard import ExecutionOptions, TargetOptions, parse_faults
+from conformance.distributed.shard import ExecutionOptions, parse_faults
 from conformance.distributed.spark_job import aggregate_spark, spark_session
 from conformance.distributed.store import read_dataset
 from conformance.search.runner import SearchSettings
+from conformance.targets.spec import TargetSpec
 from tests.conformance.distributed import rows
 from tests.conftest import descendants
 
@@ -122,7 +123,7 @@ def test_shards_on_local_2_start_and_stop_their_own_clusters(
         budget=SearchSettings(max_examples=3, max_steps=30, time_budget=3.0, explore=False),
     )
     bookies = BookieChoice.bookkeeper(bookkeeper_home)
-    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetOptions.local(bookies))
+    options = ExecutionOptions(run_dir=str(tmp_path), target=TargetSpec.local(bookies))
     try:
         result = run_qualification(plan, tmp_path, master="local[2]", options=options)
     finally:

@@ -21,7 +21,8 @@ from conformance.search.program import (
     run_example,
 )
 from conformance.targets.model_target import ModelTarget
-from model.bookkeeper.actions import ALL_ACTIONS, init_state, successors
+from model.bookkeeper.action_table import ALL_ACTIONS
+from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import replay
 from model.bookkeeper.scripted import run_script
@@ -52,7 +53,7 @@ def test_an_encoded_trace_replays_as_an_example(seed: int) -> None:
     cfg = CONFIGS[1]
     trace, _ = replay(cfg, walk_seed=seed, depth=30)
     choices = encode_trace(cfg, trace, max_steps=60)
-    run = run_example(cfg, ModelTarget(), ReplayChooser(choices), max_steps=60)
+    run = run_example(cfg, ModelTarget(cfg), ReplayChooser(choices), max_steps=60)
     taken = [s.label for s in run.outcome.trace[1:]]
     expected = [s.label for s in trace[1 : len(taken) + 1]]
     assert taken == expected
@@ -64,7 +65,8 @@ def test_the_seed_trace_of_defect_1_is_a_finding_when_replayed_as_an_example() -
     scenario = SCENARIOS["defect1-fencing"]
     cfg = scenario.config(protected=False)
     trace = run_script(cfg, scenario.interleaving.steps)
-    run = run_example(cfg, ModelTarget(), ReplayChooser(encode_trace(cfg, trace, 60)), max_steps=60)
+    choices = ReplayChooser(encode_trace(cfg, trace, 60))
+    run = run_example(cfg, ModelTarget(cfg), choices, max_steps=60)
     assert run.outcome.verdict == "violation"
     assert "NoDivergenceBetweenClientAndMetaData" in run.outcome.violations
 

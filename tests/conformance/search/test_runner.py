@@ -10,12 +10,12 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.observations import Observation
+from conformance.operations import Deliver, Operation
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import PROFILES, SearchSettings, replay_choices, run_search
 from conformance.targets.base import TargetError
 from conformance.targets.model_target import ModelTarget
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message
 
 CI = PROFILES["ci"]
 DEFECT_1 = SCENARIOS["defect1-fencing"]
@@ -23,7 +23,7 @@ LIMBO = SCENARIOS["limbo-crash"]
 
 
 def _search(cfg: ModelConfig, search: SearchSettings = CI, **kwargs: object):  # type: ignore[no-untyped-def]
-    target = ModelTarget()
+    target = ModelTarget(cfg)
     target.open(cfg)
     return run_search(cfg, target, search, **kwargs)  # type: ignore[arg-type]
 
@@ -39,7 +39,7 @@ def test_finds_defect_1_from_scratch_within_the_ci_profile() -> None:
     assert len(outcome.steps) <= 20  # shrunk: the shortest trace has 17 steps
     assert report.exit_code == 1
     # The blob replays the same story.
-    again = replay_choices(cfg, ModelTarget(), report.finding.choices, max_steps=CI.max_steps)
+    again = replay_choices(cfg, ModelTarget(cfg), report.finding.choices, max_steps=CI.max_steps)
     assert [s.label for s in again.outcome.trace] == [s.label for s in outcome.trace]
 
 
@@ -92,13 +92,15 @@ def test_a_kept_finding_comes_back_at_once_from_the_database() -> None:
 class _BrokenTarget(ModelTarget):
     name = "broken"
 
-    def deliver(self, request: Message, predicted_reply: Message) -> Observation:
-        raise TargetError("bookie b1: connection refused")
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, Deliver):
+            raise TargetError("bookie b1: connection refused")
+        return super().invoke(op)
 
 
 def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
     cfg = DEFECT_1.config(protected=True)
-    target = _BrokenTarget()
+    target = _BrokenTarget(cfg)
     report = run_search(cfg, target, dataclasses.replace(CI, time_budget=5.0))
     assert report.verdict == "undecided"
     assert report.exit_code == 2
@@ -111,7 +113,7 @@ def test_a_search_that_ran_no_example_is_undecided_not_clean() -> None:
     ticks = iter(range(0, 10**9, 100))
     report = run_search(
         cfg,
-        ModelTarget(),
+        ModelTarget(cfg),
         dataclasses.replace(CI, time_budget=1.0),
         clock=lambda: float(next(ticks)),
     )
@@ -127,7 +129,7 @@ def test_an_explorer_finding_that_does_not_replay_is_undecided(
     monkeypatch.setattr("conformance.search.runner.encode_trace", lambda cfg, trace, max_steps: [0])
     scenario = SCENARIOS["defect1-fencing"]
     cfg = scenario.config(protected=False)
-    story = run_scenario(scenario, ModelTarget(), protected=False)
+    story = run_scenario(scenario, ModelTarget(cfg), protected=False)
     assert story.verdict == "violation"
 
     explored = types.SimpleNamespace(
@@ -137,7 +139,7 @@ def test_an_explorer_finding_that_does_not_replay_is_undecided(
         "conformance.search.runner.simulate_randomly", lambda *args, **kwargs: explored
     )
     search = SearchSettings(max_examples=1, max_steps=30, time_budget=None, explore=True)
-    report = run_search(cfg, ModelTarget(), search)
+    report = run_search(cfg, ModelTarget(cfg), search)
     assert report.verdict == "undecided" and report.finding is None
     assert report.error is not None and "a bug in bkconform's replay" in report.error
 

@@ -48,7 +48,7 @@ def new_search(
     on_example: Callable[[str, ExampleRun], None] | None = None,
 ) -> _Search:
     search = SearchSettings(max_examples=4, max_steps=7, seed=3, time_budget=budget)
-    return _Search(CFG, ModelTarget(), search, progress, clock, on_example)
+    return _Search(CFG, ModelTarget(CFG), search, progress, clock, on_example)
 
 
 # database_key
@@ -235,6 +235,7 @@ class FakeRunner:
         *,
         max_steps: object,
         on_step: Callable[[], None],
+        on_record: Callable[[StepRecord], None] | None = None,  # the run directory's; unused
     ) -> ExampleRun:
         self.max_steps.append(max_steps)
         chooser.integer(0, 9)
@@ -364,7 +365,7 @@ def test_hypothesis_settings_fix_every_value_whatever_the_profile() -> None:
 
 def test_replay_choices_keeps_a_copy_of_the_choices_it_replayed() -> None:
     choices = [0, 1, 0, 2]
-    run = replay_choices(CFG, ModelTarget(), choices, max_steps=3)
+    run = replay_choices(CFG, ModelTarget(CFG), choices, max_steps=3)
     assert run.choices == [0, 1, 0, 2]
     assert run.choices is not choices
     assert run.outcome.verdict == "clean"
@@ -372,7 +373,7 @@ def test_replay_choices_keeps_a_copy_of_the_choices_it_replayed() -> None:
 
 
 def test_replay_choices_reads_zeros_past_the_end_of_a_short_list() -> None:
-    assert replay_choices(CFG, ModelTarget(), [], max_steps=5).choices == []
+    assert replay_choices(CFG, ModelTarget(CFG), [], max_steps=5).choices == []
 
 
 def test_hypothesis_prints_nothing_of_its_own() -> None:
@@ -381,6 +382,6 @@ def test_hypothesis_prints_nothing_of_its_own() -> None:
     # "You can reproduce this failure by adding @seed(...)" for a search that failed nothing
     # (seen in qualification output on real bookies).
     cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=2)
-    search = runner._Search(cfg, ModelTarget(), SearchSettings(), None, lambda: 0.0, None)
+    search = runner._Search(cfg, ModelTarget(cfg), SearchSettings(), None, lambda: 0.0, None)
     chosen = search.hypothesis_settings((Phase.generate,), InMemoryExampleDatabase())
     assert chosen.verbosity is Verbosity.quiet

@@ -20,14 +20,20 @@ from adapters.zookeeper.errors import (
     ZooKeeperTimeout,
 )
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, Segment
-from conformance.engine import FAILING_METADATA_ACTIONS, Execution
+from conformance.engine import Execution, operation_for
 from conformance.observations import Observation
 from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget
+from model.bookkeeper.action_table import ACTION_TABLE, WriteEnd
+from model.bookkeeper.actions import Transition
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import path_to
 
 CFG = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
+#: The model's metadata writes that fail (a stale client's close).
+FAILING_METADATA_ACTIONS = [
+    a.name for a in ACTION_TABLE if a.write_ends is WriteEnd.VERSION_MISMATCH
+]
 BOOKIES = ("b1", "b2")
 OPEN = LedgerMetadata(
     ensemble_size=2,
@@ -81,7 +87,14 @@ class Offline(ClusterTarget):
         raise AssertionError("no cluster here")
 
 
-def _answer(store: Store) -> Observation | None:
+def _invoke(target: ClusterTarget, before: Transition, step: Transition) -> Observation:
+    """What the target answers to the operation the engine makes of ``step``."""
+    planned = operation_for(step.label, before.state, step.state)
+    assert planned is not None
+    return target.invoke(planned[0])
+
+
+def _answer(store: Store) -> Observation:
     """The target's answer to the model's ``ClientClosesLedgerFail`` (w1's stale close)."""
     (action,) = FAILING_METADATA_ACTIONS
     *_, before, close = path_to(CFG, action)
@@ -89,7 +102,7 @@ def _answer(store: Store) -> Observation | None:
         store.version = before.state.meta_version - 1
     target = Offline(store)
     try:
-        return target.metadata(close.label, before.state, close.state)
+        return _invoke(target, before, close)
     finally:
         target.close()
 
@@ -98,7 +111,7 @@ def _answer(store: Store) -> Observation | None:
     "failure",
     [
         {"read": ZooKeeperTimeout("get /ledgers/L7: no answer within 10s")},
-        {"close_ledger": ZooKeeperError("set failed: SessionExpiredError")},
+        {"write": ZooKeeperError("set failed: SessionExpiredError")},
     ],
 )
 def test_no_answer_from_zookeeper_is_a_target_error(failure: dict[str, Exception]) -> None:
@@ -115,7 +128,7 @@ def test_connection_loss_on_a_stale_close_is_a_target_error() -> None:
 
 
 def test_a_lost_compare_and_set_is_the_model_s_failure() -> None:
-    store = Store(OPEN.to_in_recovery(), close_ledger=MetadataVersionMismatch("/l", 0))
+    store = Store(OPEN.to_in_recovery(), write=MetadataVersionMismatch("/l", 0))
     assert _answer(store) == Observation("metadata", "MetadataVersionMismatch", success=False)
 
 
@@ -144,7 +157,7 @@ def test_metadata_written_outside_the_model_is_a_target_error() -> None:
     target = Offline(store)
     try:
         with pytest.raises(TargetError, match="changed outside the model"):
-            target.metadata(close.label, before.state, close.state)
+            _invoke(target, before, close)
     finally:
         target.close()
     assert [name for name, _ in store.calls] == ["read"]  # nothing was written

@@ -11,7 +11,7 @@ import pytest
 
 from adapters.cluster.container_engine import ContainerEngine
 from adapters.cluster.container_images import BOOKKEEPER_REPOSITORY
-from adapters.cluster.containers import CLUSTER_LABEL, labelled_resources
+from adapters.cluster.container_labels import CLUSTER_LABEL, labelled_resources
 from adapters.installations.system import BookieChoice
 from conformance.cli import build_parser
 from conformance.commands.options import target_from_args

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from adapters.cluster.zookeeper import partitions_supported
+from adapters.cluster.network_namespaces import partitions_supported
 from conformance.cli import main
 from conformance.zab.faults import SCENARIOS
 from conformance.zab.program import Program, programs, random_program

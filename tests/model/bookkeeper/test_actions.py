@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import (
-    ALL_ACTIONS,
     fragment_of_entry_id,
     init_state,
     max_contiguous_confirmed_entry,

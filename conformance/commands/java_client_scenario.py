@@ -10,13 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from adapters.cluster.zookeeper import locate_zookeeper
 from adapters.installations.system import (
     BookieChoice,
     SystemUnderTest,
     describe_java_client,
     describe_zookeeper,
 )
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import DistributionError, distribution_version
 from conformance.commands.options import bookie_choice_from_args
 from conformance.javaclient.scenario import (

@@ -12,7 +12,7 @@ from adapters.cluster.processes import processes_matching
 from adapters.javaclient import BookKeeperVersion, distribution_version
 from adapters.netproxy.routing import RoutingMethod
 from conformance.cli import main
-from conformance.javaclient import command
+from conformance.commands import java_client_scenario as command
 from conformance.javaclient.scenario import (
     JavaScenarioOptions,
     JavaScenarioRun,

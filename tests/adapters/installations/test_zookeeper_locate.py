@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.errors import ZooKeeperNotFound
-from adapters.cluster.zookeeper import (
+from adapters.installations.errors import ZooKeeperNotFound
+from adapters.installations.zookeeper import (
     MAIN_CLASS,
     contains_quorum_peer_main,
     locate_zookeeper,

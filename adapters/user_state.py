@@ -2,8 +2,13 @@
 
 Under it: ``docker/`` (the podman API service, :mod:`adapters.cluster.container_engine`),
 ``bookkeeper/<version>/`` (installs, :mod:`adapters.installations.bookkeeper`) and
-``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`) and ``bookie-host/``
-(the compiled bookie host, :mod:`adapters.cluster.bookie_host`).
+``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`), ``bookie-host/``
+(the compiled bookie host, :mod:`adapters.cluster.bookie_host`) and ``processes/<host>/``
+(a record per running child process, for the next run to reap if its owner dies,
+:mod:`adapters.cluster.process_records`).
+
+It sits at the bottom of ``adapters``, importing nothing of ours, because both the
+installations and the cluster providers keep their state here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,200 @@
+"""``TargetSpec``: the whole description of a run's target as one frozen value (Jepsen's test
+map), and the one place a target is built from it.
+
+The CLI (``bkconform run``, ``scenario``, ``qualify``), the pytest plugin (``--bk-target``)
+and the Spark shards all describe their target with a ``TargetSpec`` and call ``build()``, so
+every target and every fault capability (docker, fault agents) is available from each of them.
+A spec is plain data (strings, numbers, tuples): it travels to Spark executors as it is, and
+each executor builds its own target from it.
+
+A spec is checked when it is made: options that contradict each other raise ``ValueError`` at
+once, naming the option, before anything is started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.cluster.errors import ClusterError
+from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
+from adapters.installations.system import choose_bookies as choose_installed_bookies
+from conformance.target_kinds import TARGET_KINDS
+from conformance.targets.base import Target
+
+
+@dataclass(frozen=True)
+class AgentAddress:
+    """A fault agent next to a bookie (``--agent BOOKIE_ID=HOST:PORT``)."""
+
+    bookie_id: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, item: str) -> AgentAddress:
+        bookie_id, sep, address = item.rpartition("=")
+        host, colon, port = address.rpartition(":")
+        if not sep or not bookie_id or not colon or not host or not port.isdigit():
+            raise ValueError(f"--agent {item!r}: expected BOOKIE_ID=HOST:PORT")
+        return cls(bookie_id, host.strip("[]"), int(port))
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What a run runs against. Fields that do not apply to ``kind`` keep their defaults."""
+
+    kind: str = "model"
+    #: ``local`` and ``docker``: real BookKeeper (``bookkeeper``: a version, installed on first
+    #: use, or a distribution directory; else ``bookkeeper_home``; else ``BOOKKEEPER_HOME``;
+    #: else the default version) or the ``reference`` bookie (a test double).
+    bookie_kind: str = BOOKKEEPER
+    bookkeeper: str | None = None
+    bookkeeper_home: str | None = None
+    #: ``local`` with real bookies: a crash restarts the bookie inside its JVM (False: a new
+    #: process, ``--process-restarts``).
+    in_jvm_restarts: bool = True
+    #: ``docker``: ``apache/bookkeeper:<bookkeeper or the default>`` from a registry.
+    official_images: bool = False
+    #: ``external``: the cluster's ZooKeeper, its ledgers root, and the guards.
+    zookeeper: str | None = None
+    ledgers_root: str = "/ledgers"
+    allow_remote: bool = False
+    #: ``external`` with crashes: the fault agents, how to reach them, and the consent.
+    agents: tuple[AgentAddress, ...] = ()
+    agent_token_file: str | None = None
+    agent_ca: str | None = None
+    agent_cert: str | None = None
+    agent_key: str | None = None
+    destroy_data: bool = False
+    #: Every request to a bookie or to ZooKeeper waits at most this long.
+    request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in TARGET_KINDS:
+            raise ValueError(f"unknown target {self.kind!r}: one of {', '.join(TARGET_KINDS)}")
+        if self.bookie_kind not in BOOKIE_KINDS:
+            raise ValueError(
+                f"--bookie-kind {self.bookie_kind!r}: expected one of {', '.join(BOOKIE_KINDS)}"
+            )
+        if self.kind == "external" and not self.zookeeper:
+            raise ValueError("--target external needs --zk HOST:PORT")
+        if self.official_images:
+            if self.bookie_kind != BOOKKEEPER:
+                raise ValueError(
+                    "--official-images runs apache/bookkeeper: no --bookie-kind reference"
+                )
+            version = self.bookkeeper
+            if self.bookkeeper_home is not None or (
+                version is not None and not version.replace(".", "").isalnum()
+            ):
+                raise ValueError(
+                    "--official-images takes a version (--bookkeeper X.Y.Z), no directory"
+                )
+        if self.agents and self.agent_token_file is None:
+            raise ValueError("--agent needs --agent-token-file")
+        if not self.request_timeout > 0:
+            raise ValueError(f"request timeout must be positive, got {self.request_timeout}")
+
+    @classmethod
+    def local(cls, bookies: BookieChoice, *, in_jvm_restarts: bool = True) -> TargetSpec:
+        """The local target on bookies already chosen."""
+        home = str(bookies.home) if bookies.home is not None else None
+        return cls(
+            kind="local",
+            bookie_kind=bookies.kind,
+            bookkeeper_home=home,
+            in_jvm_restarts=in_jvm_restarts,
+        )
+
+    # Choosing the bookies, once -------------------------------------------------------------
+
+    def resolved(self, *, progress: bool = True) -> TargetSpec:
+        """The same spec with its bookies chosen (installed if need be) and named by their
+        distribution directory, so that every target built from it, on any executor, runs the
+        same bookies. ValueError for a version that cannot be installed or a directory that is
+        no distribution."""
+        if self.kind not in ("local", "docker") or self.official_images:
+            return self
+        choice = self.bookie_choice(progress=progress)
+        return dataclasses.replace(
+            self,
+            bookie_kind=choice.kind,
+            bookkeeper=None,
+            bookkeeper_home=str(choice.home) if choice.home is not None else None,
+        )
+
+    def bookie_choice(self, *, progress: bool = True) -> BookieChoice:
+        """The bookies the spec names (ValueError when they cannot be had)."""
+        try:
+            return choose_installed_bookies(
+                self.bookie_kind,
+                bookkeeper=self.bookkeeper,
+                bookkeeper_home=self.bookkeeper_home,
+                progress=progress,
+            )
+        except ClusterError as exc:
+            given = f"--bookkeeper {self.bookkeeper}: " if self.bookkeeper is not None else ""
+            raise ValueError(f"{given}{exc}") from exc
+
+    # Building -------------------------------------------------------------------------------
+
+    def build(self) -> Target:
+        """A fresh, unopened target (ValueError for what cannot be built from the spec)."""
+        if self.kind == "model":
+            from conformance.targets.model_target import ModelTarget
+
+            return ModelTarget()
+        if self.kind == "local":
+            from conformance.targets.local_target import LocalTarget
+
+            return LocalTarget(
+                bookies=self.bookie_choice(),
+                in_jvm_restarts=self.in_jvm_restarts,
+                request_timeout=self.request_timeout,
+            )
+        if self.kind == "docker":
+            from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget
+
+            if self.official_images:
+                return DockerTarget(
+                    official=True,
+                    official_version=self.bookkeeper or OFFICIAL_BOOKKEEPER_VERSION,
+                    request_timeout=self.request_timeout,
+                )
+            return DockerTarget(bookies=self.bookie_choice(), request_timeout=self.request_timeout)
+        from conformance.targets.external_target import ExternalTarget
+
+        assert self.zookeeper is not None  # checked when the spec was made
+        return ExternalTarget(
+            self.zookeeper,
+            ledgers_root=self.ledgers_root,
+            allow_remote=self.allow_remote,
+            agents=self._agent_clients(),
+            destroy_data=self.destroy_data,
+            request_timeout=self.request_timeout,
+        )
+
+    def _agent_clients(self) -> Mapping[str, Any]:
+        """Agent clients by bookie id (ValueError for a token file that cannot be read)."""
+        if not self.agents:
+            return {}
+        from adapters.agent.client import AgentClient, ClientTls
+
+        assert self.agent_token_file is not None  # checked when the spec was made
+        try:
+            token = Path(self.agent_token_file).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read --agent-token-file: {exc}") from exc
+        tls = None
+        if self.agent_ca is not None:
+            cert = Path(self.agent_cert) if self.agent_cert else None
+            key = Path(self.agent_key) if self.agent_key else None
+            tls = ClientTls(Path(self.agent_ca), cert, key)
+        return {a.bookie_id: AgentClient(a.host, a.port, token, tls=tls) for a in self.agents}
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

@@ -1,0 +1,138 @@
+"""``kill -9`` of ``bkconform run --target local`` midway: the run directory reads undecided
+with every step judged up to the kill, and the next run stops the ZooKeeper and bookie JVMs the
+dead run left behind (found by their process records, and by the run's temporary directory on
+their command lines)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.cluster.process_records import ChildRecord, records_dir
+from adapters.cluster.processes import processes_matching
+from conformance.rundir import DIED, HISTORY, RESULTS, read_history, read_results
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+#: Lines of history to wait for before the kill: the cluster is up and examples are running.
+LINES_BEFORE_THE_KILL = 5
+START_TIMEOUT = 240.0
+
+
+def _records_of(owner: int) -> list[ChildRecord]:
+    found = []
+    for path in records_dir().glob("*.json"):
+        try:
+            record = ChildRecord.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+        if record.owner.pid == owner:
+            found.append(record)
+    return found
+
+
+def _complete_lines(history: Path) -> int:
+    return history.read_bytes().count(b"\n") if history.exists() else 0
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+@pytest.mark.parametrize(
+    ("options", "orphaned"),
+    [
+        # Bookies in the bookie host exit when their stdin (a pipe from the run) closes;
+        # ZooKeeper lives on.
+        ([], {"zk1"}),
+        # Bookies as plain processes live on too.
+        (["--process-restarts"], {"zk1", "bookie1", "bookie2"}),
+    ],
+    ids=["in-jvm-restarts", "process-restarts"],
+)
+def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
+    tmp_path: Path, options: list[str], orphaned: set[str]
+) -> None:
+    runs, temporary, log = tmp_path / "runs", tmp_path / "tmp", tmp_path / "run.log"
+    temporary.mkdir()
+    # The cluster's work dir is made under TMPDIR: every JVM names it on its command line.
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    argv = [sys.executable, "-m", "conformance", "run", "--target", "local", "--fresh"]
+    argv += ["--bookies", "2", "--wq", "2", "--aq", "1", "--no-explore"]
+    argv += ["--seconds", "120", "--max-examples", "1000", "--runs-dir", str(runs), *options]
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    marker = f"{temporary}{os.sep}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        history = None
+        while history is None or _complete_lines(history) < LINES_BEFORE_THE_KILL:
+            assert run.poll() is None, f"the run ended early:\n{_tail(log)}"
+            assert time.monotonic() < deadline, f"no history after {START_TIMEOUT}s:\n{_tail(log)}"
+            found = sorted(runs.glob("*-local-run"))
+            history = found[0] / HISTORY if found else None
+            time.sleep(0.2)
+        assert history is not None
+        run_dir = history.parent
+        records = _records_of(run.pid)
+        jvms = set(processes_matching(marker))
+        # Kill the run's Python process only: its children are orphaned, no exit hook runs.
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+    names = sorted(r.name for r in records)
+    print(f"recorded by the run: {names}; processes naming {marker}: {sorted(jvms)}")
+    assert names == ["bookie1", "bookie2", "zk1"]
+    assert {r.child.pid for r in records} <= jvms
+    # What dies of the parent's death (a bookie host, its stdin closed) may take a while.
+    deadline = time.monotonic() + 20
+    orphans = [r for r in records if r.child.alive()]
+    while {r.name for r in orphans} != orphaned and time.monotonic() < deadline:
+        time.sleep(0.2)
+        orphans = [r for r in records if r.child.alive()]
+    print(f"alive after the kill: {sorted(r.describe() for r in orphans)}")
+    assert {r.name for r in orphans} == orphaned
+
+    # The run directory: undecided, every judged step kept.
+    assert json.loads((run_dir / RESULTS).read_text())["state"] == "running"  # as written
+    results = read_results(run_dir)
+    assert results["state"] == DIED and results["verdict"] == "undecided"
+    assert results["exit_code"] == 2 and "died before it finished" in results["error"]
+    assert results["target"] == {"target": "local"} and results["config"]["bookies"] == 2
+    lines = read_history(run_dir)
+    assert len(lines) == _complete_lines(history) >= LINES_BEFORE_THE_KILL
+    assert lines[0]["example"] == 1 and lines[0]["index"] == 1
+    assert all(isinstance(line["example"], int) and line["action"] for line in lines)
+    print(f"history: {len(lines)} complete lines, last {lines[-1]}")
+
+    # The next run (any target) reaps what the dead one left.
+    next_run = [sys.executable, "-m", "conformance", "run", "--max-examples", "1"]
+    next_run += ["--seconds", "1", "--runs-dir", str(tmp_path / "next"), "--quiet", "--fresh"]
+    after = subprocess.run(
+        next_run,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert after.returncode == 0, after.stdout + after.stderr
+    print(after.stderr.strip())
+    assert "a run that died left" in after.stderr
+    assert not [r for r in records if r.child.alive()]
+    assert _records_of(run.pid) == []
+    deadline = time.monotonic() + 10
+    while processes_matching(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_matching(marker) == [], "a process of the killed run is still alive"
