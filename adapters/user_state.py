@@ -5,7 +5,7 @@ Under it: ``docker/`` (the podman API service, :mod:`adapters.cluster.container_
 ``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`), ``bookie-host/``
 (the compiled bookie host, :mod:`adapters.cluster.bookie_host`) and ``processes/<host>/``
 (a record per running child process, for the next run to reap if its owner dies,
-:mod:`adapters.cluster.process_records`).
+:mod:`adapters.process_records`).
 
 It sits at the bottom of ``adapters``, importing nothing of ours, because both the
 installations and the cluster providers keep their state here.

@@ -35,6 +35,7 @@ from conformance.operations import (
     operation_record,
 )
 from conformance.targets.base import Target, TargetError, TargetSnapshot
+from conformance.verdict import exit_code_for, run_verdict
 from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
 from model.bookkeeper.actions import Label, Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
@@ -50,16 +51,6 @@ from model.bookkeeper.records import (
 )
 from model.bookkeeper.render import describe_message, describe_step
 from model.search.bfs import Step
-
-#: Verdicts and exit codes, for every command: a result is clean only when something was
-#: checked and passed; anything the run could not decide is ``undecided`` (exit 2).
-VERDICTS = ("clean", "violation", "divergence", "undecided")
-EXIT_CODES = {"clean": 0, "violation": 1, "divergence": 1, "undecided": 2}
-
-
-def exit_code_for(verdict: str) -> int:
-    """0 clean, 1 a finding (violation or divergence), 2 anything else (undecided, error)."""
-    return EXIT_CODES.get(verdict, 2)
 
 
 @dataclass
@@ -104,11 +95,13 @@ class Execution:
     def __init__(
         self,
         cfg: ModelConfig,
-        target: Target,
+        target: Target | None,
         on_record: Callable[[StepRecord], None] | None = None,
     ) -> None:
-        """``on_record`` is called with each step's record as soon as the step is judged
-        (the run directory streams them to ``history.jsonl``)."""
+        """``target`` None: a run whose steps are observed on the real system
+        (``apply_observed``), with no target to invoke or read. ``on_record`` is called with
+        each step's record as soon as the step is judged (the run directory streams them to
+        ``history.jsonl``)."""
         self.cfg = cfg
         self.target = target
         self.on_record = on_record
@@ -129,6 +122,8 @@ class Execution:
     def begin(self) -> bool:
         """Give the example a fresh ledger on the target; False (and the error kept) when the
         target could not: the example then decides nothing."""
+        if self.target is None:
+            return True
         try:
             self.target.invoke(FreshLedger())
         except TargetError as exc:
@@ -140,10 +135,63 @@ class Execution:
         return successors(self.cfg, self.state)
 
     def apply(self, transition: Transition) -> StepRecord:
+        """Take a step chosen from the model: its operation runs on the target, and what the
+        target answers is judged."""
+        return self._step(transition, self._on_target)
+
+    def apply_observed(
+        self,
+        transition: Transition,
+        *,
+        observed: Observation | None = None,
+        request: str | None = None,
+    ) -> StepRecord:
+        """Take a step that already happened on the real system (the Java client's runs: its
+        frames at the proxies, its metadata read back): ``observed`` is what was seen of its
+        answer, judged against the model's prediction as ``apply`` judges a target's; None:
+        nothing of it was seen. ``request`` says what was seen happen."""
+
+        def judge(label: Label, before: State, after: State, record: StepRecord) -> None:
+            planned = operation_for(label, before, after)
+            if planned is not None:
+                record.operation = operation_record(planned[0])
+            record.request = request
+            if observed is None:
+                return
+            record.observed = observed.as_dict()
+            expected = planned[1] if planned is not None else None
+            if expected is not None:
+                record.predicted = expected.as_dict()
+                record.divergence = differences(expected, observed)
+
+        return self._step(transition, judge)
+
+    def no_step(self, action: str, finding: str, *, request: str | None = None) -> StepRecord:
+        """What happened on the real system is no step the model allows from here: a
+        divergence, recorded as a step of its own; the story cannot go on."""
+        record = StepRecord(
+            len(self.records) + 1, action, "(no model step)", request=request, divergence=[finding]
+        )
+        self.divergences.append(finding)
+        self._record(record)
+        return record
+
+    def add_divergence(self, finding: str, *, on_last_step: bool = True) -> None:
+        """A divergence found by looking at more than one step (the Java client's frames
+        against the spec's client, its close against the model's)."""
+        self.divergences.append(finding)
+        if on_last_step and self.records:
+            self.records[-1].divergence.append(finding)
+
+    def _step(
+        self,
+        transition: Transition,
+        judge: Callable[[Label, State, State, StepRecord], None],
+    ) -> StepRecord:
         label, before = transition.label, self.state
         record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
         try:
-            self._on_target(label, before, transition.state, record)
+            judge(label, before, transition.state, record)
         except TargetError as exc:
             self.error = record.error = str(exc)
         self.state = transition.state
@@ -151,15 +199,20 @@ class Execution:
         record.violations = violated(self.cfg, self.state, self.invariants)
         self.violations.extend(v for v in record.violations if v not in self.violations)
         self.divergences.extend(f"step {record.index}: {d}" for d in record.divergence)
+        self._record(record)
+        return record
+
+    def _record(self, record: StepRecord) -> None:
         self.records.append(record)
         if self.on_record is not None:
             self.on_record(record)
-        return record
 
     def _on_target(self, label: Label, before: State, after: State, record: StepRecord) -> None:
         planned = operation_for(label, before, after)
         if planned is None:
             return
+        if self.target is None:
+            raise TargetError("this run has no target: its steps are observed, not invoked")
         op, expected = planned
         record.operation = operation_record(op)
         if isinstance(op, Deliver):
@@ -172,7 +225,7 @@ class Execution:
 
     def finish(self, note: str | None = None) -> Outcome:
         """Compare the target's final state with the model's and give the verdict."""
-        if not self.error and not self.divergences:
+        if self.target is not None and not self.error and not self.divergences:
             try:
                 snapshot = self.target.snapshot(self.cfg)
             except TargetError as exc:
@@ -180,14 +233,11 @@ class Execution:
                 snapshot = None
             if snapshot is not None:
                 self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
-        if self.error:
-            verdict = "undecided"
-        elif self.divergences:
-            verdict = "divergence"
-        elif self.violations:
-            verdict = "violation"
-        else:
-            verdict = "clean"
+        verdict = run_verdict(
+            violations=bool(self.violations),
+            divergences=bool(self.divergences),
+            error=bool(self.error),
+        ).value
         return Outcome(
             verdict, self.records, self.trace, self.violations, self.divergences, self.error, note
         )

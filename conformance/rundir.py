@@ -39,9 +39,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
-from adapters.cluster.process_records import describe_self, liveness
 from adapters.installations.system import SystemUnderTest
-from conformance.engine import Outcome, StepRecord, exit_code_for
+from adapters.process_records import describe_self, liveness
+from conformance.engine import Outcome, StepRecord
+from conformance.verdict import exit_code_for
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
@@ -185,13 +186,16 @@ class RunWriter:
         target: dict[str, str] | None = None,
         extra: dict[str, Any] | None = None,
         story: Example | None = 1,
+        cfg: ModelConfig | None = None,
     ) -> None:
         """Finalise ``results.json`` with the verdict and write the story files.
 
         ``story``: which history lines tell ``outcome``'s story. :data:`FINDING` appends
         ``outcome.steps`` now, tagged so (a search's shrunk finding); an example number names
         lines already written (a scenario's or replay's example 1); None: no story (a search
-        that found nothing).
+        that found nothing). ``cfg``: the configuration the outcome was judged under, when the
+        run settled it only at the end (the Java client's scenario learns from the client's
+        frames whether recovery reads fence); it replaces the one given at the start.
         """
         if story == FINDING:
             for record in outcome.steps:
@@ -199,6 +203,8 @@ class RunWriter:
         self._close_history()
         if target is not None:
             self.target.update(target)
+        if cfg is not None:
+            self.cfg = cfg
         self.state = FINISHED
         summary = {"lines": self.lines, "examples": self._count_examples(), "story": story}
         self._write_results(outcome, {"finished": _utc_now(), "history": summary, **(extra or {})})
@@ -296,10 +302,11 @@ def write_run(
     system: SystemUnderTest,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """The whole run directory at once, for a run judged after the fact (the Java client's
-    scenario): its steps are example 1. ``system``: what the run ran against, recorded as
-    ``system_under_test`` (its parts and, under ``summary``, the line the console header
-    printed)."""
+    """The whole run directory at once, for a run judged after the fact: its steps are
+    example 1. ``system``: what the run ran against, recorded as ``system_under_test`` (its
+    parts and, under ``summary``, the line the console header printed). A command should rather
+    start a :class:`RunWriter` when its run starts, so that a kill leaves a run directory that
+    reads as died (the Java client's scenario does)."""
     with RunWriter(path, name=name, cfg=cfg, target=target, system=system) as writer:
         writer.start()
         for record in outcome.steps:

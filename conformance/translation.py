@@ -163,6 +163,22 @@ def read_observation(
     return Observation("read", status.name, code=answer_code(status))
 
 
+def answer_seen_in_passing(kind: str, status: StatusCode | None) -> Observation:
+    """A bookie's answer as a proxy between client and bookie sees it: its status, not its
+    body. So the LAC of a fencing read and the data of a read are not observed (they are left
+    out of the comparison); an answer whose status did not decode matches nothing."""
+    if status is None:
+        return Observation(kind, "undecoded", unobserved=("lac", "data"))
+    if kind == "add":
+        return add_observation(status)
+    if kind == "fence":
+        # Fenced, with a LAC (EOK) or with nothing stored (absent): the spec's OK either way.
+        code = "OK" if status is StatusCode.EOK or status in ABSENT else answer_code(status)
+        return Observation("fence", status.name, code=code, unobserved=("lac",))
+    code = "OK" if status is StatusCode.EOK else answer_code(status)
+    return Observation("read", status.name, code=code, unobserved=("data",))
+
+
 # Ledger metadata -----------------------------------------------------------------------------
 
 

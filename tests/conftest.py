@@ -3,7 +3,7 @@
 At the end of the session every descendant of this pytest process, and every process whose
 command line names the session's temporary base directory (processes that were orphaned and
 re-parented), is reported and killed, and the session fails. Per-test checks (for example in
-``tests/adapters/cluster/conftest.py``) say which test leaked; this one makes sure nothing
+``tests/adapters/conftest.py``) say which test leaked; this one makes sure nothing
 escapes, whichever package started it.
 """
 
@@ -25,7 +25,7 @@ from adapters.cluster.container_engine import (
     ensure_engine,
     stop_service,
 )
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 from tests.bookkeeper_fixtures import bookkeeper_home, java_client_home  # noqa: F401
 
 # `make mutate` runs the fast suite once per mutant, two at a time on a loaded machine

@@ -179,7 +179,7 @@ MUTATIONS = (
     Mutation(
         "metadata-written-outside-the-model-ignored",
         "conformance/targets/cluster_target.py",
-        "        if version != before.meta_version - 1:\n",
+        "        if version != translation.znode_version(known_version):\n",
         "        if False:\n",
         ("tests/conformance/targets/test_cluster_target_metadata.py",),
         "a ledger recovered by someone else (a bookie's own integrity check) is compared",

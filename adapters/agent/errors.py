@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from adapters.errors import AdapterError
 
-class AgentError(Exception):
+
+class AgentError(AdapterError):
     """Root of every error raised by ``adapters.agent``."""
 
     grpc_code_name: ClassVar[str] = "INTERNAL"
@@ -52,6 +54,7 @@ class AgentUnreachable(AgentError):
     """No answer from the agent within the call's deadline (down, wrong address, TLS mismatch)."""
 
     grpc_code_name = "UNAVAILABLE"
+    retriable = True
 
 
 class AgentCallFailed(AgentError):

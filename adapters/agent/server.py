@@ -28,7 +28,7 @@ from adapters.agent.identity import ClusterIdentity
 from adapters.agent.proto import agent_pb2_grpc as pb_grpc
 from adapters.agent.service import AUDIT_LOGGER, AgentService
 from adapters.agent.supervisor import Supervisor
-from adapters.cluster.processes import install_exit_hooks
+from adapters.processes import install_exit_hooks
 
 log = logging.getLogger("bkconform.agent")
 

@@ -1,6 +1,6 @@
 """The one process an agent controls: start, kill, pause, restart (journal on or off), wipe.
 
-Built on :class:`adapters.cluster.processes.ManagedProcess`, so the process runs in its own
+Built on :class:`adapters.processes.ManagedProcess`, so the process runs in its own
 session, signals reach its whole process group, its output goes to one log file, and it is
 stopped when the agent exits (atexit and SIGTERM/SIGINT hooks). Calls are serialised: two
 concurrent requests never interleave a stop and a start.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from adapters.agent.config import AgentConfig, check_data_dir
 from adapters.agent.errors import AgentCallFailed, AgentPreconditionFailed, InvalidAgentConfig
-from adapters.cluster.processes import ManagedProcess
 from adapters.errors import ClusterError
+from adapters.processes import ManagedProcess
 
 
 class ProcessState(enum.Enum):

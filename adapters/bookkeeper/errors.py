@@ -2,15 +2,19 @@
 
 Errors that a bookie *answers* (EFENCED, ENOENTRY, ...) are not exceptions here: they are
 :class:`~adapters.bookkeeper.status.StatusCode` values in typed results, because a conformance
-test observes them as data. Exceptions are reserved for things that stop an exchange.
+test observes them as data. Exceptions are reserved for things that stop an exchange. A timeout
+or a lost connection is retriable (:attr:`~adapters.errors.AdapterError.retriable`): another
+attempt may get its answer; bytes that do not decode are not.
 """
 
 from __future__ import annotations
 
 import enum
 
+from adapters.errors import AdapterError
 
-class WireError(Exception):
+
+class WireError(AdapterError):
     """Root of all errors raised by ``adapters.bookkeeper`` and ``adapters.refbookie``."""
 
 
@@ -38,9 +42,13 @@ class DigestMismatch(MalformedEntry):
 class ConnectTimeout(WireError):
     """The TCP connection to a bookie was not established within the connect timeout."""
 
+    retriable = True
+
 
 class RequestTimeout(WireError):
     """No response to a request arrived within its timeout (the request may still take effect)."""
+
+    retriable = True
 
 
 class CloseReason(enum.IntEnum):
@@ -57,13 +65,15 @@ class CloseReason(enum.IntEnum):
 
 
 class ConnectionClosed(WireError):
-    """The connection closed before a response arrived; every pending request fails with this."""
+    """The connection closed before a response arrived; every pending request fails with this.
+    Retriable, unless the peer sent bytes that do not decode (``MALFORMED_FRAME``)."""
 
     def __init__(self, peer: str, reason: CloseReason, detail: str = "") -> None:
         message = f"connection to {peer} closed ({reason.name})"
         super().__init__(f"{message}: {detail}" if detail else message)
         self.peer = peer
         self.reason = reason
+        self.retriable = reason is not CloseReason.MALFORMED_FRAME
 
 
 class UnexpectedResponse(WireError):

@@ -38,7 +38,7 @@ from adapters.cluster.errors import (
     ProcessExited,
 )
 from adapters.cluster.network import LOOPBACK, port_accepts
-from adapters.cluster.processes import ManagedProcess
+from adapters.processes import ManagedProcess
 from adapters.zookeeper.client import wait
 from adapters.zookeeper.errors import MetadataError
 

@@ -82,6 +82,8 @@ PING_TIMEOUT = 5.0
 class ContainerEngineError(ClusterError):
     """No container engine can be reached or set up."""
 
+    retriable = False
+
 
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Where the engine's socket, pid file, log and ``containers.conf`` live."""

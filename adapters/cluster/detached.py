@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster.errors import ClusterError, ClusterStateFileError
-from adapters.cluster.processes import group_members, processes_matching
 from adapters.cluster.provider import Endpoints, NodeKind
+from adapters.processes import group_members, processes_matching
 from adapters.user_state import bkconform_home
 
 STATE_FILE_NAME = "cluster.json"

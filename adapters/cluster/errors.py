@@ -29,6 +29,8 @@ class ClusterUnreachable(ClusterError):
 class UnknownNode(ClusterError):
     """A fault or query named a node the provider does not run."""
 
+    retriable = False
+
 
 class FaultNotSupported(ClusterError):
     """The provider cannot inject this fault on this kind of node.
@@ -36,14 +38,20 @@ class FaultNotSupported(ClusterError):
     Query :meth:`adapters.cluster.provider.ClusterProvider.capabilities` first.
     """
 
+    retriable = False
+
 
 class ClusterStateFileError(ClusterError):
     """The state file of a detached cluster is missing, unreadable or malformed."""
+
+    retriable = False
 
 
 class BookieHostUnavailable(ClusterError):
     """The bookie host (restarts a bookie inside its JVM; ``adapters/cluster/bookie_host.py``)
     could not be compiled: no ``javac``, or the BookKeeper jars lack the API it calls."""
+
+    retriable = False
 
 
 __all__ = [

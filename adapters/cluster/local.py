@@ -38,7 +38,6 @@ from adapters.cluster.errors import (
     UnknownNode,
 )
 from adapters.cluster.network import LOOPBACK, free_ports, mentions_port_conflict
-from adapters.cluster.processes import ManagedProcess
 from adapters.cluster.provider import (
     Capabilities,
     ClusterProvider,
@@ -53,6 +52,7 @@ from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
 from adapters.installations.bookkeeper import find_bookkeeper_home
 from adapters.installations.system import BookieChoice, SystemUnderTest, local_system
 from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
+from adapters.processes import ManagedProcess
 from adapters.zookeeper.client import connect_zookeeper
 from adapters.zookeeper.errors import ZooKeeperError
 from adapters.zookeeper.layout import init_new_cluster

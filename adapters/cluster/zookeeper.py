@@ -34,9 +34,9 @@ from adapters.cluster.errors import (
 )
 from adapters.cluster.network import LOOPBACK, free_ports, mentions_port_conflict
 from adapters.cluster.network_namespaces import NetworkNamespaces
-from adapters.cluster.processes import ManagedProcess
 from adapters.installations.java import find_java
 from adapters.installations.zookeeper import MAIN_CLASS, ZooKeeperInstall
+from adapters.processes import ManagedProcess
 from adapters.zookeeper.four_letter_words import server_mode
 
 SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})

@@ -72,7 +72,10 @@ _LISTED = re.compile(
 
 
 class BookKeeperInstallError(ClusterError):
-    """A BookKeeper version could not be installed; the message names the artifact and why."""
+    """A BookKeeper version could not be installed; the message names the artifact and why.
+    Not retriable: the installer already waited (and Maven retried) as long as it should."""
+
+    retriable = False
 
 
 # Locating -------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The errors of locating an installation: no Java, no ZooKeeper, no BookKeeper.
 
 They are cluster errors (:class:`~adapters.errors.ClusterError`): a cluster cannot start
-without the installation, and callers catch them with every other reason it cannot.
+without the installation, and callers catch them with every other reason it cannot. Unlike
+most cluster errors they are not retriable: the installation is no more there on a second try.
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from adapters.errors import ClusterError
 class JavaNotFound(ClusterError):
     """No JDK tool (``java``, ``javac``): neither in ``$JAVA_HOME/bin`` nor on ``PATH``."""
 
+    retriable = False
+
 
 class ZooKeeperNotFound(ClusterError):
     """No ZooKeeper installation in any of the places the locator searches."""
 
+    retriable = False
+
 
 class BookKeeperNotFound(ClusterError):
     """``BOOKKEEPER_HOME`` (or the directory passed) holds no runnable BookKeeper distribution."""
+
+    retriable = False

@@ -7,8 +7,10 @@ so callers write ``except BKLedgerFenced`` instead of parsing Java class names.
 
 from __future__ import annotations
 
+from adapters.errors import AdapterError
 
-class JavaClientError(Exception):
+
+class JavaClientError(AdapterError):
     """Root of the Java-client adapter's errors."""
 
 
@@ -23,9 +25,13 @@ class JvmStartError(JavaClientError):
 class JvmGone(JavaClientError):
     """The JVM is closed or died; the message says which and, if known, its exit code."""
 
+    retriable = True
+
 
 class JavaCallTimeout(JavaClientError, TimeoutError):
     """A call into the JVM did not return within its deadline (it may still run there)."""
+
+    retriable = True
 
 
 class JavaException(JavaClientError):

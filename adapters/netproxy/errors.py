@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from adapters.errors import AdapterError
 
-class NetProxyError(Exception):
+
+class NetProxyError(AdapterError):
     """Root of the proxy's errors."""
 
 
@@ -13,6 +15,8 @@ class InvalidPolicy(NetProxyError, ValueError):
 
 class ProxyTimeout(NetProxyError, TimeoutError):
     """A bounded wait ended first: no matching frame arrived, or the proxy loop did not answer."""
+
+    retriable = True
 
 
 class ProxyClosed(NetProxyError):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from adapters.errors import AdapterError
 
-class RefBookieError(Exception):
+
+class RefBookieError(AdapterError):
     """Root of the reference bookie's own errors (wire errors are ``adapters.bookkeeper``'s)."""
 
 

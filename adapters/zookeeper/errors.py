@@ -7,8 +7,10 @@ caused them, so a failing conformance run says which znode was wrong, not just t
 
 from __future__ import annotations
 
+from adapters.errors import AdapterError
 
-class MetadataError(Exception):
+
+class MetadataError(AdapterError):
     """Root of the adapter's errors: something about BookKeeper metadata in ZooKeeper failed."""
 
 
@@ -139,7 +141,10 @@ class LedgerIdAllocationFailed(MetadataError):
 
 
 class ZooKeeperError(MetadataError):
-    """A ZooKeeper request failed for a reason unrelated to the data (connection, session)."""
+    """A ZooKeeper request failed for a reason unrelated to the data (connection, session).
+    Retriable: the session or connection may be back on another attempt."""
+
+    retriable = True
 
 
 class ZooKeeperUnreachable(ZooKeeperError):

@@ -28,6 +28,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.errors import AdapterError
+
 LOG_MAGIC = b"ZKLG"
 END_OF_RECORD = 0x42
 
@@ -52,7 +54,7 @@ _CREATES = frozenset({1, 15, 19, 21})
 _DELETES = frozenset({2, 20})
 
 
-class TxnLogError(ValueError):
+class TxnLogError(AdapterError, ValueError):
     """A file is not a ZooKeeper transaction log, or an entry is corrupt."""
 
 

@@ -31,7 +31,7 @@ from adapters.cluster.detached import (
 )
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.local import KeepWorkDir, LocalCluster, LocalClusterOptions
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 from conformance.commands.options import add_bookie_options, bookie_choice_from_args
 from conformance.rundir import system_header
 

@@ -1,5 +1,11 @@
 """``bkconform scenario defect1-java-client --target local``: the command's side of the scenario.
 
+The run directory is started with the run: ``results.json`` says running (undecided) from the
+start, with what is known then (the distribution's version, the expected verdict, the system
+under test), so a run killed midway leaves a directory that reads as died. The run is judged
+after the fact, from the frames the proxies recorded: at the end the judged steps are written to
+``history.jsonl`` as example 1, ``frames.txt`` beside them, and ``results.json`` is finalised.
+
 Exit codes as for every scenario: 0 = clean, 1 = a violation or a divergence, 2 = could not
 decide (no distribution, a target other than ``local``, the cluster or the JVM failed).
 """
@@ -19,6 +25,8 @@ from adapters.installations.system import (
 from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import DistributionError, distribution_version
 from conformance.commands.options import bookie_choice_from_args
+from conformance.engine import Outcome
+from conformance.errors import ConformanceError
 from conformance.javaclient.scenario import (
     NAME,
     JavaScenarioOptions,
@@ -26,12 +34,13 @@ from conformance.javaclient.scenario import (
     expected_verdict,
     run_recovery,
 )
-from conformance.javaclient.story import Judgement, judge
-from conformance.rundir import new_run_dir, system_header, write_run
+from conformance.javaclient.story import SPEC_CONFIG, Judgement, judge
+from conformance.rundir import RunWriter, new_run_dir, system_header
+from conformance.verdict import Verdict
 from model.bookkeeper.render import sequence_diagram
 
 
-class CannotRun(Exception):
+class CannotRun(ConformanceError):
     """The command line cannot run this scenario; the message says what to change."""
 
 
@@ -88,38 +97,54 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
     print(system_header(system))
     print(f"Target: local, bookies and client from {home}; expected: {expected}", flush=True)
     run_dir = new_run_dir(args.runs_dir, "local", NAME)
-    try:
-        run = run_recovery(JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir))
-    except ScenarioUndecided as exc:
-        print(f"could not decide: {exc}", file=sys.stderr)
-        print(f"Run directory: {run_dir}")
-        return 2
-    judgement = judge(run.record)
-    outcome = judgement.outcome
-    frames = [frame.describe() for frame in run.record.frames]
-    (run_dir / "frames.txt").write_text("\n".join(frames) + "\n")
-    write_run(
+    writer = RunWriter(
         run_dir,
         name=NAME,
-        cfg=judgement.cfg,
-        outcome=outcome,
-        target=run.describe(),
+        # The spec's configuration; the judged one (whether recovery reads fence, as the
+        # client's frames show) replaces it at the end.
+        cfg=SPEC_CONFIG,
+        target={"target": "local", "bookkeeper": str(version)},
         system=system,
-        extra={
-            "expected_verdict": expected,
-            "recovery_reads_fence": judgement.reads_fenced,
-            "schedule": [rule.describe() for rule in run.schedule],
-            "proxies": run.proxies,
-            "java_error": run.record.java_error,
-            "writer_adds": {
-                "b2 before recovery": run.record.writer_first_add.name,
-                "b3 after recovery": (
-                    None if run.record.writer_late_add is None else run.record.writer_late_add.name
-                ),
-            },
-            "closed_last_entry": run.record.closed_last_entry,
-        },
+        extra={"expected_verdict": expected},
     )
+    with writer:
+        writer.start()
+        try:
+            run = run_recovery(JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir))
+        except ScenarioUndecided as exc:
+            print(f"could not decide: {exc}", file=sys.stderr)
+            writer.finish(Outcome("undecided", [], [], error=str(exc)), story=None)
+            print(f"Run directory: {run_dir}")
+            return 2
+        judgement = judge(run.record)
+        outcome = judgement.outcome
+        frames = [frame.describe() for frame in run.record.frames]
+        (run_dir / "frames.txt").write_text("\n".join(frames) + "\n")
+        for record in outcome.steps:
+            writer.step(1, None, record)
+        writer.example_done(1)
+        writer.finish(
+            outcome,
+            cfg=judgement.cfg,
+            target=run.describe(),
+            extra={
+                "expected_verdict": expected,
+                "recovery_reads_fence": judgement.reads_fenced,
+                "schedule": [rule.describe() for rule in run.schedule],
+                "proxies": run.proxies,
+                "java_error": run.record.java_error,
+                "writer_adds": {
+                    "b2 before recovery": run.record.writer_first_add.name,
+                    "b3 after recovery": (
+                        None
+                        if run.record.writer_late_add is None
+                        else run.record.writer_late_add.name
+                    ),
+                },
+                "closed_last_entry": run.record.closed_last_entry,
+            },
+            story=1,
+        )
     _report(judgement, frames, run_dir, expected)
     return outcome.exit_code
 
@@ -148,7 +173,7 @@ def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: st
         print(f"VIOLATION {violation}")
     for divergence in outcome.divergences:
         print(f"DIVERGENCE {divergence}")
-    if outcome.verdict in ("violation", "divergence"):
+    if Verdict.named(outcome.verdict).finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(
             sequence_diagram(

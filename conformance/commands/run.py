@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from adapters.cluster.process_records import reap_orphans_once
+from adapters.process_records import reap_orphans_once
 from conformance.commands.options import (
     add_model_options,
     add_target_options,
@@ -213,7 +213,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def reap_leftovers() -> None:
     """Stop what earlier runs that died (``kill -9``) left running: their ZooKeeper servers and
-    bookies (:mod:`adapters.cluster.process_records`); say so on stderr. Once per process (a
+    bookies (:mod:`adapters.process_records`); say so on stderr. Once per process (a
     local cluster's first start would do it otherwise)."""
     for reaped in reap_orphans_once():
         print(f"bkconform: a run that died left {reaped.describe()}", file=sys.stderr)

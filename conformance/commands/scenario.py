@@ -24,6 +24,7 @@ from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
 from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError, system_under_test
+from conformance.verdict import Verdict
 from model.bookkeeper.render import sequence_diagram
 
 SWITCH_FLAGS = {
@@ -127,7 +128,7 @@ def _report(outcome: Outcome, cfg: Any, name: str, run_dir: Path) -> None:
         print(f"VIOLATION {violation}")
     if outcome.error:
         print(f"UNDECIDED {outcome.error}")
-    if outcome.verdict in ("violation", "divergence"):
+    if Verdict.named(outcome.verdict).finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(
             sequence_diagram(

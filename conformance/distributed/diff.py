@@ -18,13 +18,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.observations import COMPARED_FIELDS, compared_fields
+from conformance.verdict import worst
 
 #: The engine's rule, shared (``conformance.observations``): the fields compared on every
 #: answer, and the kinds whose ``status`` is compared too.
 OBSERVATION_FIELDS = COMPARED_FIELDS
-#: Worst first: a configuration's verdict is the worst of its shards'.
-VERDICT_ORDER = ("violation", "divergence", "undecided", "clean")
-
 Aggregates = dict[str, Any]
 
 
@@ -33,16 +31,15 @@ def is_divergent(predicted: str | None, observed: str | None) -> bool:
         return False
     want, got = json.loads(predicted), json.loads(observed)
     names = compared_fields(want.get("kind"), got.get("kind"))
-    return any(want.get(name) != got.get(name) for name in names)
+    unseen = set(got.get("unobserved", ()))
+    return any(want.get(name) != got.get(name) for name in names if name not in unseen)
 
 
 def configuration_verdict(verdicts: Iterable[str]) -> str:
-    """The worst verdict: a shard in error or undecided makes a clean configuration undecided."""
-    seen = {"undecided" if v == "error" else v for v in verdicts}
-    for verdict in VERDICT_ORDER:
-        if verdict in seen:
-            return verdict
-    return "undecided"  # no shard at all decided anything
+    """The worst verdict of a configuration's shards, by the one precedence rule
+    (``conformance.verdict``): a shard in error or undecided makes a clean configuration
+    undecided; no shard at all decided nothing."""
+    return worst(verdicts).value
 
 
 def aggregate(

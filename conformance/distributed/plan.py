@@ -13,12 +13,13 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from conformance.errors import ConformanceError
 from conformance.search.runner import SearchSettings
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 
 
-class PlanError(ValueError):
+class PlanError(ConformanceError, ValueError):
     """A plan that cannot be made (unknown configuration, empty budget, no shards)."""
 
 

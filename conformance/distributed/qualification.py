@@ -15,19 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.distributed.diff import VERDICT_ORDER, Aggregates, aggregate
+from conformance.distributed.diff import Aggregates, aggregate
 from conformance.distributed.plan import Plan
 from conformance.distributed.report import shard_systems, write_report
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.distributed.store import PLAN_FILE, finished_shards, read_dataset
-from conformance.engine import exit_code_for
+from conformance.errors import ConformanceError
 from conformance.rundir import system_record, versions
+from conformance.verdict import exit_code_for, worst
 
 IN_PROCESS = "none"
 ProgressCallback = Callable[[dict[str, Any], int, int], None]  # (shard row, done, total)
 
 
-class PlanMismatch(ValueError):
+class PlanMismatch(ConformanceError, ValueError):
     """Resuming a run directory with a different plan."""
 
 
@@ -170,11 +171,8 @@ def run_qualification(
 
 
 def overall_verdict(aggregates: Aggregates) -> str:
-    verdicts = {row["verdict"] for row in aggregates["by_configuration"]}
-    for verdict in VERDICT_ORDER:
-        if verdict in verdicts:
-            return verdict
-    return "undecided"
+    """The configurations' verdicts together, by the one precedence rule."""
+    return worst(row["verdict"] for row in aggregates["by_configuration"]).value
 
 
 def _write_summary(result: QualificationResult, total_elapsed: float) -> None:

@@ -76,7 +76,10 @@ SHARDS = pa.schema(
         pa.field("steps_per_second", pa.float64(), nullable=False),  # on the target
         pa.field("time_to_first_finding", pa.float64()),
         pa.field("attempts", pa.int32(), nullable=False),
-        pa.field("error", pa.string()),
+        pa.field("error", pa.string()),  # "Type: message" or "undecided: why"; null when done
+        # Whether that error was retriable (it was retried while attempts were left); null
+        # when done, and in runs written before this column existed.
+        pa.field("error_retriable", pa.bool_()),
         pa.field("log", pa.string(), nullable=False),
         pa.field("ledgers", pa.list_(pa.int64()), nullable=False),  # cluster targets' ledgers
         # Crashes run (on a cluster, bookie restarts) and the seconds they took; null in runs

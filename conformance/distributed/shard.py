@@ -4,9 +4,15 @@ A shard opens its own target (for ``local``: its own ZooKeeper and bookies on fr
 always stopped), runs the search with the shard's seed and budget, and writes its rows: every
 step of every example run on the target, its finding if any, and last its ``shards/`` row.
 
-An attempt that raises, or outlives the shard timeout, or cannot decide (the target failed),
-is retried once; a shard whose attempts all fail is recorded with status ``error`` and its log,
-never dropped. The hard timeout is a SIGALRM in the thread that runs the shard (Spark's Python
+An attempt that fails is retried once when the failure says trying again could help (its
+``retriable`` flag, :func:`conformance.errors.is_retriable`): an exception that carries the flag
+(a ``TargetError`` of a connection lost or a cluster that did not start, an adapter's timeout,
+the test hook's crash), the shard timeout (a hung target or cluster may not hang again), or an
+undecided search whose first target error was retriable. Anything else (a bad configuration, a
+malformed answer, a bug, an undecided search with no target error) is recorded at once: a
+second attempt would fail the same way. A shard whose attempts all fail is recorded with status
+``error``, its error (``Type: message``), whether that error was retriable, and its log, never
+dropped. The hard timeout is a SIGALRM in the thread that runs the shard (Spark's Python
 workers and the in-process loop run shards in their main thread); elsewhere only the search's
 own time budget bounds a shard.
 
@@ -37,13 +43,14 @@ from adapters.installations.system import SystemUnderTest
 from conformance.distributed.plan import Shard
 from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
+from conformance.errors import ConformanceError, is_retriable
 from conformance.observations import Observation
 from conformance.operations import Crash, Operation
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, run_search
 from conformance.search.verdict import Finding, SearchReport
-from conformance.targets.base import Target, TargetSnapshot, system_under_test
+from conformance.targets.base import Target, TargetError, TargetSnapshot, system_under_test
 from conformance.targets.spec import TargetSpec
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
@@ -57,17 +64,24 @@ TIMEOUT_SLACK = 120.0
 REFIRE_INTERVAL = 1.0
 
 
-class ShardFaultError(ValueError):
+class ShardFaultError(ConformanceError, ValueError):
     """A fault specification the test hook cannot read."""
 
 
-class InjectedCrash(RuntimeError):
-    """The test hook's crash."""
+class InjectedCrash(ConformanceError, RuntimeError):
+    """The test hook's crash. Retriable: it stands for a worker or cluster that crashed, which
+    another attempt may not meet (``crash-once`` is retried and passes)."""
+
+    retriable = True
 
 
 class ShardTimeout(BaseException):
     """The shard outlived its timeout. A BaseException, so that Hypothesis (which catches and
-    shrinks Exceptions raised while it runs an example) lets it through at once."""
+    shrinks Exceptions raised while it runs an example) lets it through at once: deliberately
+    outside :class:`~conformance.errors.ConformanceError`, the one class of conformance that is.
+    Retriable: a target or cluster that hung once may not hang again."""
+
+    retriable = True
 
 
 @dataclass(frozen=True)
@@ -113,32 +127,46 @@ class ExecutionOptions:
 
 class LedgerRecorder:
     """A target wrapper that notes the ledgers a shard wrote (on a shared, external, cluster
-    every example has a ledger of its own, and the shard's row lists them) and how long each
-    crash took (on a cluster, a bookie's restart: the report's restart times)."""
+    every example has a ledger of its own, and the shard's row lists them), how long each
+    crash took (on a cluster, a bookie's restart: the report's restart times) and the first
+    ``TargetError`` its steps and snapshots raised (the engine turns it into an undecided
+    example and keeps only its text; the shard retries on its ``retriable`` flag)."""
 
     def __init__(self, inner: Target, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
         self.name = inner.name
         self.ledgers: list[int] = []
         self.restarts: list[float] = []
+        self.target_error: TargetError | None = None
         self._clock = clock
 
     def open(self, cfg: ModelConfig) -> None:
         self.inner.open(cfg)
 
     def invoke(self, op: Operation) -> Observation:
-        if isinstance(op, Crash):
-            started = self._clock()
-            observed = self.inner.invoke(op)
-            self.restarts.append(self._clock() - started)
-        else:
-            observed = self.inner.invoke(op)
+        with self._noting_errors():
+            if isinstance(op, Crash):
+                started = self._clock()
+                observed = self.inner.invoke(op)
+                self.restarts.append(self._clock() - started)
+            else:
+                observed = self.inner.invoke(op)
         if observed.ledger is not None and observed.ledger not in self.ledgers:
             self.ledgers.append(observed.ledger)
         return observed
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
-        return self.inner.snapshot(cfg)
+        with self._noting_errors():
+            return self.inner.snapshot(cfg)
+
+    @contextlib.contextmanager
+    def _noting_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except TargetError as exc:
+            if self.target_error is None:
+                self.target_error = exc
+            raise
 
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
@@ -179,6 +207,8 @@ class _Attempt:
     ledgers: list[int]
     system: SystemUnderTest
     restarts: list[float]
+    #: The first TargetError the search met (what made an undecided report undecided), if any.
+    target_error: TargetError | None = None
 
 
 class _Log:
@@ -313,7 +343,9 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     finally:
         # Outside the timeout: stopping a cluster is never interrupted halfway.
         target.close()
-    return _Attempt(report, steps, described, target.ledgers, system, target.restarts)
+    return _Attempt(
+        report, steps, described, target.ledgers, system, target.restarts, target.target_error
+    )
 
 
 def _system(options: ExecutionOptions) -> SystemUnderTest:
@@ -339,29 +371,38 @@ def _unshrunk(
 
 
 def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
-    """Run the shard (retrying once), write its rows, and return its ``shards/`` row."""
+    """Run the shard (retrying a retriable failure once), write its rows, and return its
+    ``shards/`` row."""
     run_dir = Path(options.run_dir)
     log = _Log(shard)
     started = time.monotonic()
     result: _Attempt | None = None
     error: str | None = None
+    retriable: bool | None = None  # whether the recorded error was retriable (None: no error)
     attempts = 0
-    for attempt in range(1, options.retries + 2):
+    last = options.retries + 1
+    for attempt in range(1, last + 1):
         attempts = attempt
         log(f"shard {shard.shard} ({shard.configuration}, seed {shard.seed}) attempt {attempt}")
         try:
             result = _attempt(shard, options, attempt, log)
         except (Exception, ShardTimeout) as exc:
             error = f"{type(exc).__name__}: {exc}"
+            retriable = is_retriable(exc)
             log(f"attempt {attempt} failed: {error}\n{traceback.format_exc()}")
             result = None
-            continue
-        if result.report.verdict == "undecided":
+        else:
+            if result.report.verdict != "undecided":
+                error = retriable = None
+                break
             error = f"undecided: {result.report.error}"
+            cause = result.target_error
+            retriable = cause is not None and cause.retriable
             log(f"attempt {attempt} could not decide: {result.report.error}")
-            continue
-        error = None
-        break
+        if not retriable:
+            if attempt < last:
+                log(f"attempt {attempt}: not retried (trying again would not help)")
+            break
     wall = time.monotonic() - started
     if result is not None:
         for note in result.report.notes:
@@ -395,6 +436,7 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
         "time_to_first_finding": finding.found_after if finding else None,
         "attempts": attempts,
         "error": error,
+        "error_retriable": retriable,
         "log": log.text,
         "ledgers": result.ledgers if result else [],
         "restarts": len(result.restarts) if result else 0,

@@ -26,6 +26,7 @@ from typing import Any
 from conformance.distributed.diff import OBSERVATION_FIELDS, Aggregates, configuration_verdict
 from conformance.distributed.plan import Shard
 from conformance.distributed.shard import ExecutionOptions, execute_shard
+from conformance.errors import ConformanceError
 from conformance.observations import STATUS_COMPARED_KINDS
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ OBSERVATION_DDL = (
 )
 
 
-class SparkUnavailable(RuntimeError):
+class SparkUnavailable(ConformanceError, RuntimeError):
     """Spark could not start (no Java, a bad master URL)."""
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, FrameRecord, Operation
+from conformance.errors import ConformanceError
 
 
 class FrameKind(enum.Enum):
@@ -68,7 +69,7 @@ class JavaEvent:
         return f"{self.phase.name.lower()} {bookie}: {self.frame.info.describe()}{late}"
 
 
-class ForeignFrame(ValueError):
+class ForeignFrame(ConformanceError, ValueError):
     """A frame from a proxy the run does not know (its bookie cannot be named)."""
 
 

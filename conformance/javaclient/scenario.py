@@ -54,6 +54,7 @@ from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState, Segment
 from conformance import translation
+from conformance.errors import ConformanceError
 from conformance.javaclient import SCENARIO_NAME
 from conformance.javaclient.schedule import ScheduledRule, defect1_schedule, install
 from conformance.javaclient.story import RecoveryRecord
@@ -67,7 +68,7 @@ _SETTLE_S = 2.0
 ScheduleFactory = Callable[[int, int], Sequence[ScheduledRule]]
 
 
-class ScenarioUndecided(Exception):
+class ScenarioUndecided(ConformanceError):
     """The run could not be carried out (cluster, JVM, proxies, ZooKeeper): no verdict."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from adapters.netproxy import BookieProxy, Drop, FrameFlag, FrameMatch, Hold, Operation
 from adapters.netproxy.policy import Action
+from conformance.errors import ConformanceError
 
 #: How much longer than the client's speculative read timeout a held answer is kept: long
 #: enough that the client has asked the next bookie AND had its answer (the recipe needs b3's
@@ -22,7 +23,7 @@ from adapters.netproxy.policy import Action
 HOLD_MARGIN_S = 0.5
 
 
-class ScheduleError(ValueError):
+class ScheduleError(ConformanceError, ValueError):
     """A schedule that names a proxy the run does not have."""
 
 

@@ -32,9 +32,11 @@ from hypothesis import strategies as st
 
 from adapters.netproxy import BookieProxy, FrameRecord, Hold, NotHeld, ProxyGroup
 from adapters.netproxy.policy import FrameMatch
+from conformance.errors import ConformanceError
 from conformance.javaclient.observed import FrameKind, frame_kind
 from conformance.javaclient.scenario import Arrangement
 from conformance.javaclient.story import Judgement, RecoveryRecord, judge
+from conformance.verdict import Verdict
 
 BOOKIES = ("b1", "b2", "b3")
 
@@ -260,8 +262,9 @@ class SearchResult:
         return "clean"
 
 
-class _Found(AssertionError):
-    pass
+class _Found(ConformanceError, AssertionError):
+    """Ends the Hypothesis run: the search has decided (an AssertionError, as Hypothesis
+    expects of a failing example)."""
 
 
 class Recoveries(Protocol):
@@ -316,7 +319,7 @@ def search(
         judgement = judge(record)
         verdict = judgement.outcome.verdict
         result.verdicts[verdict] = result.verdicts.get(verdict, 0) + 1
-        if verdict in ("violation", "divergence"):
+        if Verdict.named(verdict).finding:
             decisions = controllers[0].decisions if controllers else []
             result.finding = SearchFinding(schedule, judgement, decisions)
             raise _Found(verdict)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
-from conformance.engine import Outcome, StepRecord
+from conformance.engine import Execution, Outcome
 from conformance.javaclient.observed import (
     FrameKind,
     JavaEvent,
@@ -33,28 +33,21 @@ from conformance.javaclient.observed import (
     java_events,
     recovery_reads_fenced,
 )
-from model.bookkeeper.actions import Label, init_state, successors
+from conformance.observations import Observation
+from model.bookkeeper.actions import Label, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
-from model.bookkeeper.invariants import invariants_for, violated
 from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
     FENCE_REQUEST,
-    FENCE_RESPONSE,
     FENCING_PHASE,
-    OK,
     READ_REQUEST,
-    READ_RESPONSE,
-    AddEntryResponse,
-    FenceResponse,
     Message,
-    ReadResponse,
     State,
     bookie_name,
 )
-from model.bookkeeper.render import describe_message, describe_step
+from model.bookkeeper.render import describe_message
 from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, step, take
-from model.search.bfs import Step
 
 #: The spec's configuration for Defect 1 (E = WQ = 3, AQ = 2), with the protection on.
 SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
@@ -66,6 +59,12 @@ WRITER_FIRST = "b2"
 WRITER_LATE = "b3"
 #: The recovering client receives a confirmation of its write-back (recovery add).
 RECOVERY_ADD_RECEIVED = "RecoveryClientReceivesAddConfirmedResponse"
+#: What the engine calls each kind of answer the proxies see.
+_ANSWER_KINDS = {
+    FrameKind.FENCE_READ: "fence",
+    FrameKind.RECOVERY_READ: "read",
+    FrameKind.RECOVERY_ADD: "add",
+}
 _SEND_ACTIONS = {
     FrameKind.FENCE_READ: "ClientStartsRecovery",
     FrameKind.RECOVERY_READ: "ClientSendsRecoveryReadRequests",
@@ -111,55 +110,42 @@ class _Stuck(Exception):
 
 
 class _Story:
+    """The engine fed with what was observed: each event becomes the model step it is, taken
+    by :meth:`Execution.apply_observed` (its answer judged against the model's prediction, the
+    invariants checked after it), instead of a step chosen and invoked on a target."""
+
     def __init__(self, cfg: ModelConfig, spec_cfg: ModelConfig) -> None:
         self.cfg = cfg
         self.spec_cfg = spec_cfg
-        self.state: State = init_state(cfg)
-        self.trace: list[Step[State, Label]] = [Step(None, self.state)]
-        self.records: list[StepRecord] = []
-        self.invariants = invariants_for(cfg)
-        self.violations: list[str] = []
-        self.divergences: list[str] = []
+        self.execution = Execution(cfg, None)
         self.frame_divergences: list[str] = []
         self.notes: list[str] = []
+
+    @property
+    def state(self) -> State:
+        return self.execution.state
 
     # -- steps --------------------------------------------------------------------------------
 
     def take(
-        self, scripted: ScriptedStep, *, request: str | None = None, status: str | None = None
+        self,
+        scripted: ScriptedStep,
+        *,
+        request: str | None = None,
+        observed: Observation | None = None,
     ) -> Label:
         try:
             transition = take(self.cfg, self.state, scripted)
         except ScriptError as exc:
             what = request or f"{scripted.action}"
             finding = f"the model allows no step for {what}: {exc}"
-            self.divergences.append(finding)
-            self.records.append(
-                StepRecord(
-                    len(self.records) + 1,
-                    str(scripted.action),
-                    "(no model step)",
-                    request=request,
-                    divergence=[finding],
-                )
-            )
+            self.execution.no_step(str(scripted.action), finding, request=request)
             raise _Stuck(finding) from None
-        label = transition.label
-        record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
-        record.request = request
-        if status is not None:
-            record.observed = {"status": status}
-        self.state = transition.state
-        self.trace.append(Step(label, self.state))
-        record.violations = violated(self.cfg, self.state, self.invariants)
-        self.violations.extend(v for v in record.violations if v not in self.violations)
-        self.records.append(record)
-        return label
+        self.execution.apply_observed(transition, observed=observed, request=request)
+        return transition.label
 
     def diverge(self, finding: str) -> None:
-        self.divergences.append(finding)
-        if self.records:
-            self.records[-1].divergence.append(finding)
+        self.execution.add_divergence(finding)
 
     def recipients(self, action: str, entry: int | None) -> set[int]:
         """The bookies the model's c2 would message in ``action`` now (under ``cfg``)."""
@@ -213,27 +199,6 @@ def _frame_message(event: JavaEvent, spec_requests: set[Message]) -> Message | N
         ):
             return message
     return None
-
-
-def _answer_disagrees(reply: Message, status: StatusCode | None) -> str | None:
-    """Why the bookie's real answer is not the model's ``reply`` (None: it agrees)."""
-    if status is None:
-        return "the answer's status did not decode"
-    if reply.kind == FENCE_RESPONSE:
-        assert isinstance(reply, FenceResponse)
-        agrees = reply.code == OK and (status is StatusCode.EOK or status in translation.ABSENT)
-        expected = "a fenced LAC (EOK, or ENOENTRY/ENOLEDGER when empty)"
-    elif reply.kind == READ_RESPONSE:
-        assert isinstance(reply, ReadResponse)
-        agrees = (status is StatusCode.EOK) == (reply.code == OK) and (
-            reply.code == OK or status in translation.ABSENT
-        )
-        expected = "EOK" if reply.code == OK else "ENOENTRY/ENOLEDGER"
-    else:
-        assert isinstance(reply, AddEntryResponse)
-        agrees = status is (StatusCode.EOK if reply.success else StatusCode.EFENCED)
-        expected = "EOK" if reply.success else "EFENCED"
-    return None if agrees else f"the model's bookie answers {expected}, the real one {status.name}"
 
 
 class _JavaReplay:
@@ -332,15 +297,11 @@ class _JavaReplay:
             # The real answer picks which of the model's two outcomes to take.
             action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
             scripted = step(action, bookie=bookie, entry=entry, lost=lost)
-        label = story.take(
+        story.take(
             scripted,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
-            status=None if status is None else status.name,
+            observed=translation.answer_seen_in_passing(_ANSWER_KINDS[event.kind], status),
         )
-        ((reply, _delivered),) = label.sent
-        disagreement = _answer_disagrees(reply, status)
-        if disagreement:
-            story.diverge(f"{bookie} answered the {event.kind.value}: {disagreement}")
 
     def received(self, event: JavaEvent) -> None:
         story = self.story
@@ -408,7 +369,7 @@ def _writer_add(story: _Story, bookie: str, status: StatusCode) -> None:
             bookie=bookie,
         ),
         request=f"w1 adds e0 to {bookie} (direct)",
-        status=status.name,
+        observed=translation.add_observation(status),
     )
     story.take(
         step(
@@ -439,8 +400,8 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
         if record.closed_last_entry is not None:
             story.take(
                 step("RecoveryClientClosesLedger", client=RECOVERER),
-                request="the Java client closes the ledger",
-                status=f"CLOSED at {record.closed_last_entry}",
+                request=f"the Java client closes the ledger at {record.closed_last_entry}",
+                observed=Observation("metadata", "OK", success=True),
             )
             real_last = translation.spec_entry_id(record.closed_last_entry)
             if story.state.meta_last_entry != real_last:
@@ -456,22 +417,10 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
             _writer_add(story, WRITER_LATE, record.writer_late_add)
     except _Stuck:
         pass
-    story.divergences.extend(story.frame_divergences)
-    if story.violations:
-        verdict = "violation"
-    elif story.divergences:
-        verdict = "divergence"
-    else:
-        verdict = "clean"
+    for finding in story.frame_divergences:
+        story.execution.add_divergence(finding, on_last_step=False)
     notes = [_fence_note(fenced), *story.notes]
-    outcome = Outcome(
-        verdict,
-        story.records,
-        story.trace,
-        violations=list(story.violations),
-        divergences=list(story.divergences),
-        note="\n".join(notes),
-    )
+    outcome = story.execution.finish(note="\n".join(notes))
     return Judgement(outcome, cfg, fenced, list(story.frame_divergences))
 
 

@@ -16,13 +16,15 @@ from typing import Protocol
 from hypothesis import strategies as st
 from hypothesis.database import choices_from_bytes, choices_to_bytes
 
+from conformance.errors import ConformanceError
+
 
 class Chooser(Protocol):
     def integer(self, low: int, high: int) -> int:
         """A choice in ``[low, high]``; ``low`` is the simplest (what shrinking moves toward)."""
 
 
-class ReplayExhausted(Exception):
+class ReplayExhausted(ConformanceError):
     """A replayed choice list ended before the example did."""
 
 

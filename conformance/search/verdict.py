@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.engine import exit_code_for
 from conformance.search.choices import to_blob
 from conformance.search.program import ExampleRun
+from conformance.verdict import exit_code_for
 
 
 @dataclass

@@ -6,17 +6,44 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from adapters.installations.system import SystemUnderTest
+from conformance.errors import ConformanceError
 from conformance.observations import Observation
 from conformance.operations import Operation
 from model.bookkeeper.config import ModelConfig
 
 
-class TargetError(Exception):
-    """The target could not be reached or did not answer: the run cannot decide."""
+class TargetError(ConformanceError):
+    """The target could not be reached or did not answer: the run cannot decide.
+
+    ``cause``: the error it stands for (an adapter's, typically); when raised ``from`` it, the
+    cause is also its ``__cause__``, and either is the :attr:`cause`. ``retriable``: whether
+    trying again could help (a connection refused or lost, a timeout, a ZooKeeper session lost,
+    a cluster that crashed or did not start) or not (a bad configuration, a malformed answer,
+    metadata written outside the model). Whoever raises it decides, usually from the adapter's
+    error (``retriable=exc.retriable``); the shards retry on the flag alone.
+    """
+
+    def __init__(
+        self, message: str, *, cause: BaseException | None = None, retriable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+        self._cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The error this one stands for: the one given, else the one it was raised from."""
+        return self._cause if self._cause is not None else self.__cause__
 
 
 class UnsupportedConfiguration(TargetError):
-    """The target cannot run this model configuration (say which switch, and why)."""
+    """The target cannot run this model configuration (say which switch, and why). Never
+    retriable: the configuration is no more runnable on a second attempt."""
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message, cause=cause, retriable=False)
 
 
 @dataclass

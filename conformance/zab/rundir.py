@@ -13,17 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from conformance.rundir import versions
+from conformance.verdict import Verdict
 from conformance.zab.runner import RunOutcome
 from model.zab.history import ClientOp, History, zxid_hex
 
 
 def verdict_name(valid: object) -> str:
-    """The BookKeeper engine's vocabulary: clean, violation or undecided."""
-    return "clean" if valid is True else "violation" if valid is False else "undecided"
+    """A Zab run's valid? (its checkers' together) in the one vocabulary: clean, violation
+    or undecided (``conformance.verdict``)."""
+    return Verdict.of_validity(valid).value
 
 
 def exit_code(valid: object) -> int:
-    return {"clean": 0, "violation": 1}.get(verdict_name(valid), 2)
+    return Verdict.of_validity(valid).exit_code
 
 
 def _text(data: bytes | None) -> str | None:

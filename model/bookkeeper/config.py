@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from model.errors import ModelError
 
-class ConfigError(ValueError):
+
+class ConfigError(ModelError, ValueError):
     """A model configuration that the specification's ASSUMEs (or an extension) rule out."""
 
 

@@ -16,10 +16,11 @@ from model.bookkeeper.actions import Label, Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import FENCE_REQUEST, READ_REQUEST, State
 from model.bookkeeper.render import describe_step
+from model.errors import ModelError
 from model.search.bfs import Step
 
 
-class ScriptError(AssertionError):
+class ScriptError(ModelError, AssertionError):
     """A scripted step matched no successor, or more than one."""
 
 

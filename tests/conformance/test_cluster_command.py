@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.cluster.bookies import reference_bookie_available
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 from conformance.commands.cluster import register
 
 

@@ -1,11 +1,11 @@
 """The engine's judgement, on a scripted target: the operation each kind of step becomes, each
 verdict, and each precedence case between findings and errors.
 
-The rule under test (``Execution.finish``): a target error makes the run undecided whatever
-else was seen (the run stopped before its story was told); otherwise a divergence outranks a
-violation (once the target differs from the model, the model's invariants no longer describe
-the target); a violation alone is a violation; nothing at all is clean. The final state is read
-only when nothing stopped the run first.
+The rule under test (``Execution.finish``, ``conformance.verdict.run_verdict``): a target
+error makes the run undecided whatever else was seen (the step that failed was not judged, and
+the run stopped there); otherwise a violation outranks a divergence (both are reported); a
+divergence alone is a divergence; nothing at all is clean. The final state is read only when
+nothing stopped the run first.
 """
 
 from __future__ import annotations
@@ -204,11 +204,14 @@ def test_a_broken_invariant_alone_is_a_violation() -> None:
     assert outcome.verdict == "violation" and outcome.violations and not outcome.divergences
 
 
-def test_a_divergence_outranks_a_violation() -> None:
+def test_a_violation_outranks_a_divergence_and_both_are_reported() -> None:
+    # The one precedence rule (conformance.verdict): a broken invariant is the worse news.
     execution = Execution(CFG, ScriptedTarget())
     execution.violations.append("NoDivergenceBetweenClientAndMetaData")
     execution.divergences.append("step 3: success: predicted True, observed False (EFENCED)")
-    assert execution.finish().verdict == "divergence"
+    outcome = execution.finish()
+    assert outcome.verdict == "violation"
+    assert outcome.violations and outcome.divergences
 
 
 @pytest.mark.parametrize("finding", ["violation", "divergence"])

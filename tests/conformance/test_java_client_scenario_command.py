@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from adapters.cluster.processes import processes_matching
 from adapters.javaclient import BookKeeperVersion, distribution_version
 from adapters.netproxy.routing import RoutingMethod
+from adapters.processes import processes_matching
 from conformance.cli import main
 from conformance.commands import java_client_scenario as command
 from conformance.javaclient.scenario import (
@@ -21,6 +22,7 @@ from conformance.javaclient.scenario import (
     run_recovery,
 )
 from conformance.javaclient.schedule import defect1_schedule
+from conformance.rundir import read_history, read_results, story_steps
 from tests.conformance.javaclient.recorded import defect1_record
 
 
@@ -183,3 +185,86 @@ def test_a_distribution_that_cannot_run_bookies_leaves_nothing_behind(tmp_path: 
     ):
         run_recovery(options)
     assert processes_matching(f"{work}/") == []
+
+
+def _recorded_run(version: str, *, fenced: bool) -> JavaScenarioRun:
+    record = defect1_record(reads_fence=fenced)
+    return JavaScenarioRun(
+        record,
+        BookKeeperVersion.parse(version),
+        RoutingMethod.PROXY_ENSEMBLE,
+        tuple(defect1_schedule(record.ledger_id, 300)),
+        ["127.0.0.1:3181", "127.0.0.1:3182", "127.0.0.1:3183"],
+    )
+
+
+def test_the_run_directory_says_running_from_the_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A kill during the run (the JVM, the cluster: minutes) must leave a results.json that reads
+    # as undecided: it is written before the run starts, and finalised at the end.
+    home = _distribution(tmp_path / "bk", "4.11.1")
+    seen: dict[str, Any] = {}
+
+    def run_midway(options: JavaScenarioOptions) -> JavaScenarioRun:
+        results = read_results(options.log_dir)
+        seen.update(results)
+        assert read_history(options.log_dir) == []
+        return _recorded_run("4.11.1", fenced=False)
+
+    monkeypatch.setattr(command, "run_recovery", run_midway)
+    runs = tmp_path / "runs"
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    assert main([*argv, "--bookkeeper-home", str(home)]) == 1
+    assert seen["state"] == "running" and seen["verdict"] == "undecided"
+    assert seen["exit_code"] == 2 and seen["started"]
+    assert seen["expected_verdict"] == "violation"
+    assert seen["target"] == {"target": "local", "bookkeeper": "4.11.1"}
+    assert seen["system_under_test"]["client"] == "BookKeeper Java client 4.11.1"
+    (run_dir,) = runs.iterdir()
+    results = read_results(run_dir)
+    assert results["state"] == "finished" and results["verdict"] == "violation"
+    assert results["started"] == seen["started"] and results["finished"]
+    assert results["config"]["recovery_reads_fence"] is False  # the judged configuration
+    lines = read_history(run_dir)
+    assert len(lines) == results["steps"] > 0 and {line["example"] for line in lines} == {1}
+    assert results["history"] == {"lines": len(lines), "examples": 1, "story": 1}
+    assert story_steps(run_dir) == lines
+
+
+def test_a_run_that_could_not_decide_leaves_an_undecided_run_directory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    home = _distribution(tmp_path / "bk", "4.17.4")
+
+    def cannot_run(options: JavaScenarioOptions) -> JavaScenarioRun:
+        raise ScenarioUndecided("BookKeeperNotFound: no bookies")
+
+    monkeypatch.setattr(command, "run_recovery", cannot_run)
+    runs = tmp_path / "runs"
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    assert main([*argv, "--bookkeeper-home", str(home)]) == 2
+    assert "could not decide: BookKeeperNotFound: no bookies" in capsys.readouterr().err
+    (run_dir,) = runs.iterdir()
+    results = read_results(run_dir)
+    assert results["state"] == "finished" and results["verdict"] == "undecided"
+    assert results["exit_code"] == 2 and results["error"] == "BookKeeperNotFound: no bookies"
+    assert results["expected_verdict"] == "clean" and read_history(run_dir) == []
+
+
+def test_an_interrupted_run_reads_as_interrupted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = _distribution(tmp_path / "bk", "4.11.1")
+
+    def interrupted(options: JavaScenarioOptions) -> JavaScenarioRun:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "run_recovery", interrupted)
+    runs = tmp_path / "runs"
+    argv = ["scenario", "defect1-java-client", "--target", "local", "--runs-dir", str(runs)]
+    assert main([*argv, "--bookkeeper-home", str(home)]) == 130
+    (run_dir,) = runs.iterdir()
+    results = read_results(run_dir)
+    assert results["state"] == "interrupted" and results["verdict"] == "undecided"
+    assert "interrupted" in results["error"]

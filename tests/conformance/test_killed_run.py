@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.process_records import ChildRecord, records_dir
-from adapters.cluster.processes import processes_matching
+from adapters.process_records import ChildRecord, records_dir
+from adapters.processes import processes_matching
 from conformance.rundir import DIED, HISTORY, RESULTS, read_history, read_results
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.engine import (
-    EXIT_CODES,
-    VERDICTS,
-    Execution,
-    Outcome,
-    exit_code_for,
-)
+from conformance.engine import Execution, Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import SearchSettings, run_search
 from conformance.search.verdict import SearchReport
+from conformance.verdict import EXIT_CODES, VERDICTS, exit_code_for
 from model.bookkeeper.action_table import ACTION_TABLE, WriteEnd
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import LIES, Lie, LyingTarget, path_to

@@ -15,13 +15,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from adapters.errors import AdapterError
+
 PROTO_DIR = Path(__file__).resolve().parent
 SOURCE_ROOT = PROTO_DIR.parents[2]
 PROTO_FILE = PROTO_DIR.relative_to(SOURCE_ROOT) / "agent.proto"
 GENERATED_FILES = ("agent_pb2.py", "agent_pb2.pyi", "agent_pb2_grpc.py")
 
 
-class ProtocFailed(RuntimeError):
+class ProtocFailed(AdapterError, RuntimeError):
     """grpc_tools.protoc returned a non-zero status."""
 
 

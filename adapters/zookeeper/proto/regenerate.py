@@ -9,12 +9,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from adapters.errors import AdapterError
+
 PROTO_DIR = Path(__file__).resolve().parent
 PROTO_FILE = "bookkeeper_data_formats.proto"
 GENERATED_FILES = ("bookkeeper_data_formats_pb2.py", "bookkeeper_data_formats_pb2.pyi")
 
 
-class ProtocFailed(RuntimeError):
+class ProtocFailed(AdapterError, RuntimeError):
     """grpc_tools.protoc returned a non-zero status."""
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from adapters.agent.client import AgentClient, ClientTls
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 30.0

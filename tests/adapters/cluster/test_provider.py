@@ -15,7 +15,6 @@ from adapters.cluster.errors import (
 )
 from adapters.cluster.external import ExternalCluster, parse_connect_string
 from adapters.cluster.local import LocalCluster, LocalClusterOptions
-from adapters.cluster.processes import ManagedProcess
 from adapters.cluster.provider import (
     Capabilities,
     DataLoss,
@@ -25,6 +24,7 @@ from adapters.cluster.provider import (
     NodeKind,
     metadata_service_uri,
 )
+from adapters.processes import ManagedProcess
 
 
 def test_capabilities_are_per_node_kind() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.processes import processes_matching
 from adapters.netproxy import BookieProxy, ProxyGroup
+from adapters.processes import processes_matching
 from adapters.refbookie.server import BookieServer
 from tests.adapters.netproxy.harness import background_bookie
 

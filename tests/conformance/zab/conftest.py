@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 
 
 @pytest.fixture

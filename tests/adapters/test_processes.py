@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.errors import NodeStateError
-from adapters.cluster.processes import (
+from adapters.errors import NodeStateError
+from adapters.processes import (
     ManagedProcess,
     group_members,
     live_processes,
@@ -137,7 +137,7 @@ def run_script(work_dir: Path, body: str) -> subprocess.CompletedProcess[str]:
         f"""
         import os, signal, sys, time
         from pathlib import Path
-        from adapters.cluster.processes import ManagedProcess
+        from adapters.processes import ManagedProcess
         work = Path({str(work_dir)!r})
         child = ManagedProcess("child", ["sleep", "300", str(work / "child")],
                                log_path=work / "child.log")
@@ -205,7 +205,7 @@ def test_sigint_stops_children_and_raises_keyboard_interrupt(work_dir: Path) -> 
 
 
 def test_the_leftover_check_finds_and_kills_a_leaked_process(tmp_path: Path) -> None:
-    from tests.adapters.cluster.conftest import _reap_leftovers
+    from tests.adapters.conftest import _reap_leftovers
 
     leak = tmp_path / "leak"
     process = shell(leak, "leaked", "sleep 300")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster import process_records
-from adapters.cluster.process_records import (
+from adapters import process_records
+from adapters.process_records import (
     ChildRecord,
     ProcessIdentity,
     boot_id,
@@ -32,7 +32,7 @@ from adapters.cluster.process_records import (
     records_dir,
     write_record,
 )
-from adapters.cluster.processes import ManagedProcess
+from adapters.processes import ManagedProcess
 
 
 def _wait_for(condition: object, timeout: float = 10.0) -> None:
@@ -160,7 +160,7 @@ ORPHANING_PARENT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from adapters.cluster.processes import ManagedProcess
+    from adapters.processes import ManagedProcess
 
     work = Path(sys.argv[1])
     child = ManagedProcess("orphan", ["sh", "-c", "sleep 300 & sleep 300 & wait",

@@ -1,4 +1,5 @@
-"""Fixtures for the cluster provider tests, and the check that no process outlives them.
+"""Fixtures for the tests that start processes (the cluster providers, process supervision and
+its records), and the check that no process outlives them.
 
 Every process-starting test runs its cluster in a work dir under this session's base
 temporary directory; every process the providers start names a file inside its work dir on
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.processes import processes_matching
+from adapters.processes import processes_matching
 
 
 def _reap_leftovers(directory: Path) -> list[str]:

@@ -2,8 +2,8 @@
 
 A parent killed with SIGKILL (``kill -9``, the OOM killer, a CI job's timeout) runs no exit
 hook: the ZooKeeper servers and bookies it started, each in a session of its own
-(:mod:`adapters.cluster.processes`), live on, re-parented to init. So every
-:class:`~adapters.cluster.processes.ManagedProcess` writes a record when it starts::
+(:mod:`adapters.processes`), live on, re-parented to init. So every
+:class:`~adapters.processes.ManagedProcess` writes a record when it starts::
 
     $BKCONFORM_HOME/processes/<host>/<pid>-<start>.json
     {"version": 1, "name": "bookie1", "argv": [...],

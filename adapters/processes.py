@@ -1,4 +1,5 @@
-"""Supervision of the child processes a local cluster runs (ZooKeeper servers, bookies).
+"""Supervision of the child processes bkconform runs: a local cluster's ZooKeeper servers and
+bookies, and the process a fault agent (:mod:`adapters.agent`) manages.
 
 Every child runs in its own session, so its process group holds it and anything it forks;
 signals go to the whole group. Every child is registered until it is stopped, and the
@@ -8,7 +9,7 @@ children and then hand the signal to whatever handler was installed before.
 
 The one way out that cannot be covered is SIGKILL of the parent itself; the children then
 live on. So every start is recorded under ``$BKCONFORM_HOME/processes/`` until the process is
-stopped or detached (:mod:`adapters.cluster.process_records`), and the first start in any
+stopped or detached (:mod:`adapters.process_records`), and the first start in any
 process first kills the groups that recorded owners left behind when they died (as do
 ``bkconform run``/``replay``/``scenario``). ``bkconform cluster down`` and the test suite's
 leftover check also find children by the work directory in their command line.
@@ -31,8 +32,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Self
 
-from adapters.cluster import process_records
-from adapters.cluster.errors import ClusterError, InvalidClusterOptions, NodeStateError
+from adapters import process_records
+from adapters.errors import ClusterError, InvalidClusterOptions, NodeStateError
 
 DEFAULT_STOP_TIMEOUT = 10.0
 _POLL_INTERVAL = 0.05
