@@ -116,11 +116,18 @@ MUTATIONS = (
     Mutation(
         "shard-accepts-undecided",
         "conformance/distributed/shard.py",
-        '            log(f"attempt {attempt} could not decide: {result.report.error}")\n'
-        "            continue\n",
-        '            log(f"attempt {attempt} could not decide: {result.report.error}")\n',
+        '            if result.report.verdict != "undecided":\n',
+        "            if True:\n",
         ("tests/conformance/distributed/test_shard.py",),
         "an undecided attempt is kept instead of retried",
+    ),
+    Mutation(
+        "shard-retries-what-cannot-help",
+        "conformance/distributed/shard.py",
+        "        if not retriable:\n",
+        "        if False:\n",
+        ("tests/conformance/distributed/test_shard_retries.py",),
+        "a bad configuration or a bug is tried again (and recorded as if it were transient)",
     ),
     Mutation(
         "refbookie-recovery-reads-never-fence",
@@ -163,7 +170,8 @@ MUTATIONS = (
     Mutation(
         "zookeeper-outage-is-an-answer",
         "conformance/targets/cluster_target.py",
-        '            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}") from exc\n',
+        '            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}", '
+        "retriable=True) from exc\n",
         '            return Observation("metadata", type(exc).__name__, success=False)\n',
         ("tests/conformance/targets/test_cluster_target_metadata.py",),
         "a ZooKeeper timeout is compared with the model",
@@ -171,7 +179,9 @@ MUTATIONS = (
     Mutation(
         "unreadable-znode-is-never-created",
         "conformance/targets/cluster_target.py",
-        '            raise TargetError(f"could not read the ledger\'s metadata: {exc}") from exc\n',
+        "            raise TargetError(\n"
+        '                f"could not read the ledger\'s metadata: {exc}", retriable=exc.retriable\n'
+        "            ) from exc\n",
         "            return snapshot\n",
         ("tests/conformance/targets/test_cluster_target_metadata.py",),
         "a snapshot error reads as a ledger never created",

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         # Imported here: it loads the JVM adapter, which the other scenarios do not need.
         from conformance.commands.java_client_scenario import run_java_client_scenario
 
+        reap_leftovers()  # what an earlier run that died left behind, as for every scenario
         return run_java_client_scenario(args)
     scenario = SCENARIOS[args.name]
     given = [flag for flag, attr in SWITCH_FLAGS.items() if getattr(args, attr)]

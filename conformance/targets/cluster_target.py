@@ -64,7 +64,7 @@ def resolve_bookies(chosen: BookieChoice | None) -> BookieChoice:
     try:
         return choose_bookies(progress=True)
     except ClusterError as exc:
-        raise TargetError(f"no BookKeeper to run: {exc}") from exc
+        raise TargetError(f"no BookKeeper to run: {exc}", retriable=False) from exc
 
 
 def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSettings:
@@ -129,7 +129,9 @@ class ClusterTarget(abc.ABC):
             self.ledger_id = self.store.allocate_ledger_id()
         except (ClusterError, MetadataError) as exc:
             self.close()
-            raise TargetError(f"could not reach the {self.name} cluster: {exc}") from exc
+            raise TargetError(
+                f"could not reach the {self.name} cluster: {exc}", retriable=exc.retriable
+            ) from exc
         except TargetError:
             self.close()
             raise
@@ -161,7 +163,9 @@ class ClusterTarget(abc.ABC):
         try:
             self.ledger_id = self.store.allocate_ledger_id()
         except MetadataError as exc:
-            raise TargetError(f"could not allocate a ledger id: {exc}") from exc
+            raise TargetError(
+                f"could not allocate a ledger id: {exc}", retriable=exc.retriable
+            ) from exc
         return Observation("ledger", "OK", success=True, ledger=self.ledger_id)
 
     def close(self) -> None:
@@ -211,7 +215,9 @@ class ClusterTarget(abc.ABC):
             )
             return translation.read_observation(answer.status, answer.body, DIGEST, PASSWORD)
         except WireError as exc:
-            raise TargetError(f"bookie {self.bookie_ids[request.bookie]}: {exc}") from exc
+            raise TargetError(
+                f"bookie {self.bookie_ids[request.bookie]}: {exc}", retriable=exc.retriable
+            ) from exc
 
     async def _connection(self, cid: int, bookie: int) -> BookieClient:
         key = (cid, bookie)
@@ -224,7 +230,7 @@ class ClusterTarget(abc.ABC):
                 )
             except (WireError, OSError) as exc:
                 raise TargetError(
-                    f"cannot connect to bookie {self.bookie_ids[bookie]}: {exc}"
+                    f"cannot connect to bookie {self.bookie_ids[bookie]}: {exc}", retriable=True
                 ) from exc
         return self._connections[key]
 
@@ -235,7 +241,9 @@ class ClusterTarget(abc.ABC):
         try:
             self.cluster.restart_with_data_loss(Node.bookie(self.bookie_ids[bookie]), DataLoss.WIPE)
         except ClusterError as exc:
-            raise TargetError(f"crash of bookie {self.bookie_ids[bookie]} failed: {exc}") from exc
+            raise TargetError(
+                f"crash of bookie {self.bookie_ids[bookie]} failed: {exc}", retriable=exc.retriable
+            ) from exc
         return Observation("crash", "restarted")
 
     # Metadata steps --------------------------------------------------------------------------
@@ -248,7 +256,7 @@ class ClusterTarget(abc.ABC):
             # No answer (timeout, connection or session lost): the write may or may not have
             # happened, and the model cannot be compared with it. Never a match, never a
             # divergence: the run cannot decide.
-            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}") from exc
+            raise TargetError(f"{action}: ZooKeeper did not answer: {exc}", retriable=True) from exc
         except MetadataVersionMismatch:
             return Observation("metadata", "MetadataVersionMismatch", success=False)
         except MetadataError as exc:
@@ -297,7 +305,8 @@ class ClusterTarget(abc.ABC):
                 f"the ledger's metadata was changed outside the model: znode version {version}, "
                 f"the model's clients wrote up to {translation.znode_version(known_version)} "
                 f"(state now {metadata.state.name}). On real bookies with limbo, the restarted "
-                "bookie's data-integrity service recovers limbo ledgers by itself"
+                "bookie's data-integrity service recovers limbo ledgers by itself",
+                retriable=False,
             )
         return metadata
 
@@ -317,7 +326,9 @@ class ClusterTarget(abc.ABC):
             return snapshot  # never created: nothing in ZooKeeper
         except MetadataError as exc:
             # An outage, or a znode that does not parse, is not "never created".
-            raise TargetError(f"could not read the ledger's metadata: {exc}") from exc
+            raise TargetError(
+                f"could not read the ledger's metadata: {exc}", retriable=exc.retriable
+            ) from exc
         snapshot.meta_status = metadata.state.name
         if metadata.state is LedgerState.CLOSED:
             snapshot.meta_last_entry = translation.spec_entry_id(metadata.last_entry_id)
@@ -338,14 +349,14 @@ class ClusterTarget(abc.ABC):
                 host, port, request_timeout=self.request_timeout
             )
         except (WireError, OSError) as exc:
-            raise TargetError(f"cannot connect to bookie {name}: {exc}") from exc
+            raise TargetError(f"cannot connect to bookie {name}: {exc}", retriable=True) from exc
         try:
             for entry_id in range(1, send_limit + 1):
                 answer = await observer.read(self.ledger_id, translation.bk_entry_id(entry_id))
                 if answer.status is StatusCode.EOK:
                     held.add(entry_id)
         except WireError as exc:
-            raise TargetError(f"bookie {name}: {exc}") from exc
+            raise TargetError(f"bookie {name}: {exc}", retriable=exc.retriable) from exc
         finally:
             await observer.close()
         return held

@@ -57,7 +57,9 @@ class ExternalTarget(ClusterTarget):
                 try:
                     agent.status()
                 except AgentError as exc:
-                    raise TargetError(f"the agent of bookie {bookie_id}: {exc}") from exc
+                    raise TargetError(
+                        f"the agent of bookie {bookie_id}: {exc}", retriable=exc.retriable
+                    ) from exc
         self._external = ExternalCluster(
             self.zookeeper_connect,
             self.ledgers_root,

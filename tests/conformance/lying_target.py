@@ -11,11 +11,12 @@ of an example see the same lie; ``at=0``: every one):
 - ``read-data``: a read answered with other data (or an entry it does not have);
 - ``metadata``: a metadata write answered with the other outcome;
 - ``metadata-status``: a metadata write failing for another reason (``NoSuchLedger``);
-- ``metadata-outage``: a metadata write with no answer (``TargetError``);
-- ``error``: a bookie request with no answer (``TargetError``);
+- ``metadata-outage``: a metadata write with no answer (a retriable ``TargetError``);
+- ``error``: a bookie request with no answer (a retriable ``TargetError``);
 - ``missing-entry`` / ``extra-entry``: the final state lacks an entry, or has one more;
 - ``status-final``: the final metadata status is another;
-- ``snapshot-error``: the final state cannot be read (``TargetError``).
+- ``snapshot-error``: the final state cannot be read (a retriable ``TargetError``, as for an
+  outage of ZooKeeper).
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ class LyingTarget(ModelTarget):
         self._counts["request"] += 1
         if self._due("error", "request"):
             self.told.append("error")
-            raise TargetError(f"lying target: bookie b{op.request.bookie + 1} did not answer")
+            raise TargetError(
+                f"lying target: bookie b{op.request.bookie + 1} did not answer", retriable=True
+            )
         self._counts[honest.kind] += 1
         for lie, kind in _ANSWER_KIND.items():
             if kind == honest.kind and self._due(lie, kind):
@@ -101,7 +104,9 @@ class LyingTarget(ModelTarget):
         self._counts["metadata"] += 1
         if self._due("metadata-outage", "metadata"):
             self.told.append("metadata-outage")
-            raise TargetError("a metadata write: ZooKeeper did not answer (lying target)")
+            raise TargetError(
+                "a metadata write: ZooKeeper did not answer (lying target)", retriable=True
+            )
         if self._due("metadata", "metadata"):
             self.told.append("metadata")
             wrong = not honest.success
@@ -116,7 +121,7 @@ class LyingTarget(ModelTarget):
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
         if any(lie.kind == "snapshot-error" for lie in self.lies):
             self.told.append("snapshot-error")
-            raise TargetError("lying target: the final state could not be read")
+            raise TargetError("lying target: the final state could not be read", retriable=True)
         snapshot = super().snapshot(cfg)
         entries = snapshot.entries
         kinds = {lie.kind for lie in self.lies}

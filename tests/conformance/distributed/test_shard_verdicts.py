@@ -45,7 +45,7 @@ from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, SearchSettings, run_search
 from conformance.search.verdict import Finding, SearchReport
-from conformance.targets.base import Target, system_under_test
+from conformance.targets.base import Target, TargetError, system_under_test
 from conformance.targets.spec import AgentAddress, TargetSpec
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import STATUS_OPEN
@@ -242,7 +242,9 @@ def test_a_shard_whose_target_cannot_be_built_is_an_error_naming_why(tmp_path: P
     )
     options = ExecutionOptions(run_dir=str(tmp_path), target=spec)
     row = execute_shard(small_shard(), options)
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 2)
+    # Not retriable (a file that is not there is no more there on a second attempt).
+    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 1)
+    assert row["error_retriable"] is False
     assert row["error"].startswith("ValueError: cannot read --agent-token-file:")
     assert row["bookies"].startswith("unknown (ValueError: cannot read --agent-token-file:")
     assert (row["client"], row["zookeeper"]) == ("unknown", "unknown")
@@ -618,6 +620,10 @@ def test_the_search_progress_reaches_the_log_of_each_attempt(
     ) -> SearchReport:
         report = reports.pop(0)
         progress(SearchProgress("hypothesis", report.examples, report.steps, report.elapsed, 0))
+        if report.error is not None:
+            # As the recorder notes a target's error on its way to the engine: a retriable one.
+            assert isinstance(target, LedgerRecorder)
+            target.target_error = TargetError(report.error, retriable=True)
         return report
 
     monkeypatch.setattr(shard_module, "run_search", search)
