@@ -83,6 +83,10 @@ class Outcome:
     divergences: list[str] = field(default_factory=list)
     error: str | None = None
     note: str | None = None
+    #: For an error: what lay under it (the adapter's or the library's exception, as
+    #: ``Type: message``) and whether trying again could help, for the report.
+    cause: str | None = None
+    retriable: bool | None = None
 
     @property
     def exit_code(self) -> int:
@@ -112,6 +116,7 @@ class Execution:
         self.violations: list[str] = []
         self.divergences: list[str] = []
         self.error: str | None = None
+        self.failure: TargetError | None = None  # the target error behind ``error``
 
     @property
     def stopped(self) -> bool:
@@ -127,7 +132,7 @@ class Execution:
         try:
             self.target.invoke(FreshLedger())
         except TargetError as exc:
-            self.error = str(exc)
+            self.error, self.failure = str(exc), exc
             return False
         return True
 
@@ -194,6 +199,7 @@ class Execution:
             judge(label, before, transition.state, record)
         except TargetError as exc:
             self.error = record.error = str(exc)
+            self.failure = exc
         self.state = transition.state
         self.trace.append(Step(label, self.state))
         record.violations = violated(self.cfg, self.state, self.invariants)
@@ -229,7 +235,7 @@ class Execution:
             try:
                 snapshot = self.target.snapshot(self.cfg)
             except TargetError as exc:
-                self.error = str(exc)
+                self.error, self.failure = str(exc), exc
                 snapshot = None
             if snapshot is not None:
                 self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
@@ -238,8 +244,18 @@ class Execution:
             divergences=bool(self.divergences),
             error=bool(self.error),
         ).value
+        failure = self.failure if self.error else None
+        cause = failure.cause if failure is not None else None
         return Outcome(
-            verdict, self.records, self.trace, self.violations, self.divergences, self.error, note
+            verdict,
+            self.records,
+            self.trace,
+            self.violations,
+            self.divergences,
+            self.error,
+            note,
+            cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,
+            retriable=failure.retriable if failure is not None else None,
         )
 
 

@@ -262,6 +262,8 @@ class RunWriter:
             "violations": outcome.violations,
             "divergences": outcome.divergences,
             "error": outcome.error,
+            "error_cause": outcome.cause,
+            "error_retriable": outcome.retriable,
             "note": outcome.note,
             "steps": len(outcome.steps),
             "started": self.started,

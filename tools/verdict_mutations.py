@@ -40,6 +40,8 @@ IGNORED = shutil.ignore_patterns(
 #: The modules where a wrong line can make a verdict wrong (``--mutmut`` mutates these).
 VERDICT_MODULES = (
     "conformance/engine.py",
+    "conformance/verdict.py",
+    "conformance/targets/model_target.py",
     "conformance/observations.py",
     "model/bookkeeper/invariants.py",
     "conformance/search/runner.py",
@@ -233,6 +235,35 @@ MUTATIONS = (
         "",
         ("tests/conformance/zab/test_rundir_and_command.py",),
         "a Zab run without the partitions asked for can be clean",
+    ),
+    # One engine (issue 14): the one precedence rule, and the model target's store.
+    Mutation(
+        "error-beside-a-finding-is-decided",
+        "conformance/verdict.py",
+        "    if error:\n        return Verdict.UNDECIDED\n",
+        "    if error and not (violations or divergences):\n        return Verdict.UNDECIDED\n",
+        ("tests/conformance/test_verdict_vocabulary.py", "tests/conformance/test_engine.py"),
+        "a run whose target failed is judged on what it saw before",
+    ),
+    Mutation(
+        "unknown-ignored-when-composing",
+        "conformance/verdict.py",
+        "    seen = {Verdict.named(v) for v in verdicts}\n",
+        "    seen = {Verdict.named(v) for v in verdicts} - {Verdict.UNDECIDED}"
+        " or {Verdict.CLEAN}\n",
+        (
+            "tests/conformance/test_verdict_vocabulary.py",
+            "tests/conformance/distributed/test_diff.py",
+        ),
+        "a configuration with a shard in error is clean",
+    ),
+    Mutation(
+        "model-store-ignores-versions",
+        "conformance/targets/model_target.py",
+        "            if op.expected_version != self._version:\n",
+        "            if False:\n",
+        ("tests/conformance/test_engine.py", "tests/conformance/test_verdicts.py"),
+        "the model target's metadata store takes a stale client's write",
     ),
     Mutation(
         "zab-resume-failure-suppressed",

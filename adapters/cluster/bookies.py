@@ -34,6 +34,7 @@ from adapters.cluster import bookie_host
 from adapters.cluster.errors import (
     ClusterError,
     ClusterStartTimeout,
+    InvalidClusterOptions,
     NodeStateError,
     ProcessExited,
 )
@@ -184,7 +185,7 @@ class BookieProcess:
             self.implementation is BookieImplementation.REFERENCE
             and not reference_bookie_available()
         ):
-            raise ClusterError(
+            raise InvalidClusterOptions(
                 "no BOOKKEEPER_HOME and the reference bookie (adapters.refbookie) is not "
                 "installed; set BOOKKEEPER_HOME to a BookKeeper binary distribution"
             )

@@ -27,6 +27,7 @@ from adapters.cluster.errors import (
     ClusterError,
     ClusterUnreachable,
     FaultNotSupported,
+    InvalidClusterOptions,
     NodeStateError,
 )
 from adapters.cluster.network import port_accepts
@@ -56,7 +57,7 @@ def parse_connect_string(connect: str) -> list[tuple[str, int]]:
     for part in connect.split(","):
         host, sep, port = part.strip().rpartition(":")
         if not sep or not host or not port.isdigit() or "/" in port:
-            raise ClusterError(
+            raise InvalidClusterOptions(
                 f"ZooKeeper connect string {connect!r}: {part!r} is not host:port "
                 "(give the ledgers root separately, not as a chroot)"
             )
@@ -100,7 +101,7 @@ class ExternalCluster(ClusterProvider):
         self.servers = parse_connect_string(zookeeper_connect)
         remote = [host for host, _ in self.servers if not _is_loopback(host)]
         if remote and not allow_remote:
-            raise ClusterError(
+            raise InvalidClusterOptions(
                 f"refusing non-loopback ZooKeeper hosts {remote}: pass allow_remote=True to "
                 "run against a cluster on other machines"
             )
@@ -147,7 +148,7 @@ class ExternalCluster(ClusterProvider):
         try:
             registered = list_bookies(self._zk, self.ledgers_root, timeout=self.timeout)
         except ClusterNotFormatted as exc:
-            raise ClusterError(
+            raise InvalidClusterOptions(
                 f"ZooKeeper at {self.zookeeper_connect} has no BookKeeper cluster under "
                 f"{self.ledgers_root}: {exc}. Check the ledgers root (zkLedgersRootPath)"
             ) from exc

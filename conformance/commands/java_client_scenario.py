@@ -24,6 +24,7 @@ from adapters.installations.system import (
 )
 from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import DistributionError, distribution_version
+from conformance.commands.console import print_findings
 from conformance.commands.options import bookie_choice_from_args
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
@@ -167,12 +168,7 @@ def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: st
     for line in frames:
         print(f"  {line}")
     print(f"{len(outcome.steps)} model steps replayed.")
-    if outcome.note:
-        print(outcome.note)
-    for violation in outcome.violations:
-        print(f"VIOLATION {violation}")
-    for divergence in outcome.divergences:
-        print(f"DIVERGENCE {divergence}")
+    print_findings(outcome)
     if Verdict.named(outcome.verdict).finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance.commands.console import print_findings
 from conformance.commands.options import add_target_options, target_from_args
 from conformance.commands.run import reap_leftovers
 from conformance.engine import Outcome
@@ -121,14 +122,7 @@ def observed_answers(outcome: Outcome) -> str:
 
 def _report(outcome: Outcome, cfg: Any, name: str, run_dir: Path) -> None:
     print(f"{len(outcome.steps)} steps run. Observed answers: {observed_answers(outcome)}")
-    if outcome.note:
-        print(outcome.note)
-    for divergence in outcome.divergences:
-        print(f"DIVERGENCE {divergence}")
-    for violation in outcome.violations:
-        print(f"VIOLATION {violation}")
-    if outcome.error:
-        print(f"UNDECIDED {outcome.error}")
+    print_findings(outcome)
     if Verdict.named(outcome.verdict).finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(

@@ -396,8 +396,8 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
                 error = retriable = None
                 break
             error = f"undecided: {result.report.error}"
-            cause = result.target_error
-            retriable = cause is not None and cause.retriable
+            cause = result.target_error  # what made the search undecided, if a target error
+            retriable = cause is not None and is_retriable(cause)
             log(f"attempt {attempt} could not decide: {result.report.error}")
         if not retriable:
             if attempt < last:

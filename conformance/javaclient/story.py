@@ -26,6 +26,7 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.engine import Execution, Outcome
+from conformance.errors import ConformanceError
 from conformance.javaclient.observed import (
     FrameKind,
     JavaEvent,
@@ -105,7 +106,7 @@ class Judgement:
     frame_divergences: list[str] = field(default_factory=list)
 
 
-class _Stuck(Exception):
+class _Stuck(ConformanceError):
     """The model allows no step for what happened: the replay cannot go on."""
 
 

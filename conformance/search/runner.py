@@ -217,6 +217,9 @@ class _Search:
             self.on_example(self.phase, run)
         target(float(run.max_danger), label="danger")
         if run.outcome.verdict == "undecided":
+            # A target error stops the search, retriable or not: the search itself never tries
+            # again; whoever ran it decides on the error's flag (a shard retries the whole
+            # attempt: conformance/distributed/shard.py).
             self.error = run.outcome.error
         elif run.finding:
             self.shrinking = True

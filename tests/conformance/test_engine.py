@@ -286,3 +286,21 @@ def test_state_differences_of_an_agreeing_model_target_are_none() -> None:
     snapshot = execution.target.snapshot(CFG)
     assert snapshot is not None
     assert state_differences(CFG, execution.state, snapshot) == []
+
+
+def test_an_undecided_outcome_keeps_what_lay_under_the_error_for_the_report() -> None:
+    def refuse(_n: int, op: Operation, honest: Observation) -> Observation:
+        if isinstance(op, Deliver):
+            try:
+                raise ConnectionResetError("connection reset by peer")
+            except ConnectionResetError as exc:
+                raise TargetError("bookie b1: no answer", retriable=True) from exc
+        return honest
+
+    path = path_to(CFG, "BookieSendsAddConfirmedResponse")
+    outcome = run(CFG, path, ScriptedTarget(refuse)).finish()
+    assert (outcome.verdict, outcome.error) == ("undecided", "bookie b1: no answer")
+    assert outcome.cause == "ConnectionResetError: connection reset by peer"
+    assert outcome.retriable is True
+    clean = run(CFG, path, ScriptedTarget()).finish()
+    assert (clean.cause, clean.retriable) == (None, None)

@@ -59,6 +59,7 @@ def shard_row(shard: int, verdict: str, status: str = "done", findings: int = 0)
         "time_to_first_finding": 0.5 if findings else None,
         "attempts": 1 if status == "done" else 2,
         "error": None if status == "done" else "InjectedCrash: boom",
+        "error_retriable": None if status == "done" else True,
         "log": "log\n",
         "ledgers": [shard],
         "restarts": 0,
