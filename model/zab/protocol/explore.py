@@ -1,0 +1,182 @@
+"""The Zab spec bound to the generic explorers (``model.search``): breadth-first search with
+fingerprints (and symmetry over servers), seeded simulation, archive-guided simulation and
+causal minimisation of a violating trace."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Sequence
+
+from model.search.archive import explore_archive
+from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
+from model.search.minimise import minimise_trace
+from model.search.simulation import (
+    PolicyFactory,
+    SimulationResult,
+    replay_walk,
+    simulate,
+    uniform_policy,
+)
+from model.zab.protocol.actions import ACTIONS, Label, initial_state, successors
+from model.zab.protocol.config import ZabConfig
+from model.zab.protocol.invariants import Invariant, invariants_for, violated
+from model.zab.protocol.records import State
+from model.zab.protocol.symmetry import canonical_fingerprint
+
+STRATEGIES = ("archive", "swarm", "uniform")
+
+
+def successor_function(cfg: ZabConfig) -> Callable[[State], list[tuple[Label, State]]]:
+    def step(state: State) -> list[tuple[Label, State]]:
+        return [(t.label, t.state) for t in successors(cfg, state)]
+
+    return step
+
+
+def check_function(
+    cfg: ZabConfig, invariants: tuple[Invariant, ...] | None = None
+) -> Callable[[State], list[str]]:
+    chosen = invariants if invariants is not None else invariants_for(cfg)
+
+    def check(state: State) -> list[str]:
+        return violated(state, chosen)
+
+    return check
+
+
+def check_exhaustively(
+    cfg: ZabConfig,
+    *,
+    symmetry: bool = False,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    invariants: tuple[Invariant, ...] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    progress_every: int = 100_000,
+    new_level: Callable[[], Level[State]] = ListLevel,
+) -> SearchResult[State, Label]:
+    """Breadth-first search of every reachable state, as TLC's model checking does
+    (optionally with symmetry reduction over servers)."""
+    return breadth_first(
+        initial_state(cfg),
+        successor_function(cfg),
+        check_function(cfg, invariants),
+        canonical=canonical_fingerprint if symmetry else None,
+        max_states=max_states,
+        max_depth=max_depth,
+        progress=progress,
+        progress_every=progress_every,
+        new_level=new_level,
+    )
+
+
+class SwarmPolicy:
+    """Swarm testing (Groce et al., ISSTA 2012): each walk switches off a random subset of the
+    action kinds, then chooses uniformly among the remaining steps. Some walks thus never
+    time out, or never take a client request early, and the others get more of the walk."""
+
+    #: Never switched off: without them no round gets anywhere.
+    ESSENTIAL = frozenset({"UpdateLeader", "FollowLeader", "ConnectAndFollowerSendCEPOCH"})
+
+    def __init__(self, rng: random.Random, *, max_disabled_fraction: float = 0.4) -> None:
+        fraction = rng.uniform(0.0, max_disabled_fraction)
+        self.disabled = frozenset(
+            a for a in ACTIONS if a not in self.ESSENTIAL and rng.random() < fraction
+        )
+
+    def choose(self, rng: random.Random, labels: Sequence[Label]) -> int:
+        allowed = [k for k, label in enumerate(labels) if label.action not in self.disabled]
+        return rng.choice(allowed) if allowed else rng.randrange(len(labels))
+
+
+def swarm_policy(rng: random.Random) -> SwarmPolicy:
+    return SwarmPolicy(rng)
+
+
+def progress_cell(s: State) -> Hashable:
+    """A coarse projection for archive-guided simulation: each server's role, phase, epochs,
+    history length, committed index and learners, and the recorder's counts. Messages in
+    flight and acknowledgement sets are left out."""
+    return (
+        s.state,
+        s.zab_state,
+        s.accepted_epoch,
+        s.current_epoch,
+        tuple(len(h) for h in s.history),
+        tuple(c.index for c in s.last_committed),
+        s.learners,
+        s.send_counter,
+        s.recorder.n_timeout,
+        s.recorder.n_restart,
+    )
+
+
+def simulate_randomly(
+    cfg: ZabConfig,
+    *,
+    seed: int,
+    depth: int,
+    walks: int | None,
+    strategy: str = "uniform",
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SimulationResult[State, Label]:
+    """Seeded random simulation until a violation or the budget ends.
+
+    ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation mode
+    (the seed's runs use traces of at most 100 states); ``swarm``: whole walks with
+    ``SwarmPolicy``; ``archive``: short swarm walks restarted from an archive of coarse cells
+    (``walks`` then counts rounds).
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    init, step, check = initial_state(cfg), successor_function(cfg), check_function(cfg)
+    if strategy == "archive":
+        return explore_archive(
+            init,
+            step,
+            check,
+            cell=progress_cell,
+            seed=seed,
+            policy=swarm_policy,
+            max_depth=depth,
+            rounds=walks,
+            should_stop=should_stop,
+        )
+    policy: PolicyFactory[Label] = swarm_policy if strategy == "swarm" else uniform_policy
+    return simulate(
+        init,
+        step,
+        check,
+        seed=seed,
+        depth=depth,
+        walks=walks,
+        policy=policy,
+        should_stop=should_stop,
+    )
+
+
+def replay(
+    cfg: ZabConfig, *, walk_seed: int, depth: int, policy: PolicyFactory[Label] = uniform_policy
+) -> tuple[list[Step[State, Label]], list[str]]:
+    """Replay one simulated walk from the walk seed a simulation reported."""
+    return replay_walk(
+        initial_state(cfg),
+        successor_function(cfg),
+        check_function(cfg),
+        walk_seed=walk_seed,
+        depth=depth,
+        policy=policy,
+    )
+
+
+def event_of(label: Label) -> Hashable:
+    """What a step does, without what depends on the past: the action, its servers and the
+    kind (and epoch or zxid) of the message it processes."""
+    m = label.received
+    key = None if m is None else (m.mtype, m.mepoch, m.mzxid)
+    return (label.action, label.i, label.j, key)
+
+
+def minimise(cfg: ZabConfig, trace: list[Step[State, Label]]) -> list[Step[State, Label]]:
+    """A shorter trace that still breaks an invariant, by causal deletion."""
+    return minimise_trace(trace, successor_function(cfg), event_of, check_function(cfg))

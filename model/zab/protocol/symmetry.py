@@ -1,0 +1,133 @@
+"""Symmetry reduction over servers: the spec's ``Server`` as a symmetrical set of model values.
+
+``permute`` renames every server in a state; ``canonical_fingerprint`` gives all the states of
+an orbit the same fingerprint (the smallest hash over the renamings), so the breadth-first
+explorer keeps one state per orbit, as TLC does with a symmetry set.
+
+Soundness: the spec treats servers alike. The election oracle is one server id that any looking
+server may take (``UpdateLeader``); quorums are sizes; every ``\\E i, j \\in Server`` ranges
+over all servers. The one place that can tell servers apart is the ``CHOOSE`` of
+``DetermineInitialHistory`` among equally recent ACKEPOCH summaries (the model takes the
+smallest sid, as TLC's record order does): it matters only if two such histories with the same
+last zxid and ``currentEpoch`` differ elsewhere (their ``ackSid`` is reset by ``InitAcksid``
+anyway). The counts with symmetry are therefore TLC's as long as that never happens, which the
+test ``test_symmetry_counts_agree_with_orbits`` checks on a small configuration by counting
+orbits of the full state space.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+from model.zab.protocol.records import (
+    ACKEPOCH,
+    NEWLEADER,
+    NULL,
+    AckeEntry,
+    History,
+    Message,
+    Proposal,
+    Recorder,
+    State,
+    Txn,
+)
+
+#: (perm, inverse, mask table): ``perm[old] = new``.
+Permutation = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@cache
+def permutations(servers: int) -> tuple[Permutation, ...]:
+    """Every renaming of ``servers`` servers except the identity."""
+    out = []
+    identity = tuple(range(servers))
+    for perm in itertools.permutations(range(servers)):
+        if perm == identity:
+            continue
+        inverse = tuple(perm.index(k) for k in range(servers))
+        table = tuple(
+            sum(1 << perm[b] for b in range(servers) if mask >> b & 1)
+            for mask in range(1 << servers)
+        )
+        out.append((perm, inverse, table))
+    return tuple(out)
+
+
+def _history(history: History, table: tuple[int, ...]) -> History:
+    return tuple(Txn(t.zxid, t.value, table[t.ack_sid], t.epoch) for t in history)
+
+
+def _message(m: Message, table: tuple[int, ...]) -> Message:
+    if m.mtype in (ACKEPOCH, NEWLEADER) and m.mhistory:
+        return m._replace(mhistory=_history(m.mhistory, table))
+    return m
+
+
+def permute(s: State, p: Permutation) -> State:
+    """The state with server ``k`` renamed ``perm[k]``."""
+    perm, inv, table = p
+    n = len(perm)
+    order = inv  # new position k holds old server inv[k]
+
+    def reorder(values: tuple[object, ...]) -> tuple[object, ...]:
+        return tuple(values[order[k]] for k in range(n))
+
+    pc = s.recorder.pc
+    if len(pc) > 1:
+        pc = (pc[0], *(perm[v] for v in pc[1:]))  # type: ignore[index]
+    msgs: list[tuple[Message, ...]] = [() for _ in range(n * n)]
+    for a in range(n):
+        for b in range(n):
+            channel = s.msgs[a * n + b]
+            if channel:
+                msgs[perm[a] * n + perm[b]] = tuple(_message(m, table) for m in channel)
+    return State(
+        state=reorder(s.state),  # type: ignore[arg-type]
+        zab_state=reorder(s.zab_state),  # type: ignore[arg-type]
+        accepted_epoch=reorder(s.accepted_epoch),  # type: ignore[arg-type]
+        current_epoch=reorder(s.current_epoch),  # type: ignore[arg-type]
+        history=tuple(_history(s.history[order[k]], table) for k in range(n)),
+        last_committed=reorder(s.last_committed),  # type: ignore[arg-type]
+        learners=tuple(table[s.learners[order[k]]] for k in range(n)),
+        cepoch_recv=tuple(reorder(s.cepoch_recv[order[k]]) for k in range(n)),  # type: ignore[misc]
+        acke_recv=tuple(
+            tuple(
+                None
+                if (e := s.acke_recv[order[k]][order[v]]) is None
+                else AckeEntry(e.connected, e.peer_last_epoch, _history(e.peer_history, table))
+                for v in range(n)
+            )
+            for k in range(n)
+        ),
+        ackld_recv=tuple(reorder(s.ackld_recv[order[k]]) for k in range(n)),  # type: ignore[misc]
+        send_counter=reorder(s.send_counter),  # type: ignore[arg-type]
+        connect_info=tuple(
+            NULL if (c := s.connect_info[order[k]]) == NULL else perm[c] for k in range(n)
+        ),
+        leader_oracle=NULL if s.leader_oracle == NULL else perm[s.leader_oracle],
+        msgs=tuple(msgs),
+        epoch_leader=tuple(table[mask] for mask in s.epoch_leader),
+        proposal_msgs_log=frozenset(
+            Proposal(perm[x.source], x.epoch, x.zxid, x.data) for x in s.proposal_msgs_log
+        ),
+        violated=s.violated,
+        recorder=Recorder(
+            s.recorder.n_timeout,
+            s.recorder.n_transaction,
+            s.recorder.max_epoch,
+            s.recorder.n_restart,
+            pc,
+            s.recorder.n_client_request,
+        ),
+    )
+
+
+def canonical_fingerprint(s: State) -> int:
+    """The smallest hash over the orbit of ``s``: equal for every member of the orbit."""
+    best = hash(s)
+    for p in permutations(len(s.state)):
+        h = hash(permute(s, p))
+        if h < best:
+            best = h
+    return best
