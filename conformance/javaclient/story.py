@@ -6,7 +6,13 @@ client) recovers the ledger through the proxies; then w1's add of e0 reaches b3.
 replays what happened as the model's steps (:func:`~model.bookkeeper.scripted.take`), in the
 order the frame log shows, under the configuration the client's frames reveal
 (``recovery_reads_fence`` from the recovery reads' flags; late read answers ignored, as the
-Java client does). After every step the model's invariants are checked.
+Java client does; write-backs completed from the recovered LAC on, as the Java client
+completes them). After every step the model's invariants are checked.
+
+The real client overlaps its recovery reads with its write-backs (it reads e2 while e1's
+write-back is unconfirmed). The story still takes each event's step at the point the frame log
+shows it, never reordered: the spec's read/write phase already allows that interleaving (see
+:class:`_JavaReplay` and docs/javaclient-scenario.md, "Concurrent reads and write-backs").
 
 Each frame the Java client sent is also checked against the SPEC's client (``spec_cfg``, reads
 fence unless told otherwise): at that point of the story, would the spec's client send this
@@ -43,6 +49,7 @@ from model.bookkeeper.records import (
     FENCE_REQUEST,
     FENCING_PHASE,
     READ_REQUEST,
+    STATUS_OPEN,
     Message,
     State,
     bookie_name,
@@ -93,6 +100,15 @@ class RecoveryRecord:
     #: When ``openLedger`` returned (``time.monotonic()``, the frame log's clock): the ledger
     #: was closed by then, so the close step goes before any later frame (None: at the end).
     recovered_at: float | None = None
+    #: How many entries w1 added before the recovery (e0, e1, ...), each as e0: lost to b1,
+    #: confirmed by b2 (``writer_first_add``), at b3 after the recovery (``writer_late_add``).
+    #: All are unconfirmed by an ack quorum, so the recovery reads each of them (the judge's
+    #: SendLimit and InflightLimit are this number; the scenario's recipe adds e0 only).
+    writer_entries: int = 1
+    #: How many entries w1 added, and had confirmed by every bookie, before those: their LAC
+    #: rides on the later adds, so the recovery's fencing reads return it and the recovery
+    #: reads start after it (the unconfirmed entries are numbered after these).
+    writer_acked_entries: int = 0
 
 
 @dataclass
@@ -203,7 +219,34 @@ def _frame_message(event: JavaEvent, spec_requests: set[Message]) -> Message | N
 
 
 class _JavaReplay:
-    """Steps for the Java client's events, and the frame check against the spec's client."""
+    """Steps for the Java client's events, and the frame check against the spec's client.
+
+    Each event is taken where the frame log shows it, never moved: the Java client's
+    concurrency is within what the spec's read/write phase allows, so no reordering (and no
+    argument about commuting steps) is needed. The seed's phases are the fencing phase and the
+    read/write phase; inside the latter the spec interleaves reads and write-backs freely:
+
+    - ``ClientSendsRecoveryReadRequests`` needs ``recovery_phase = ReadWritePhase``,
+      ``last_recoverable_entry = Nil`` and ``curr_read_entry = Nil`` (the previous entry is
+      decided); nothing about ``pending_add_ops`` or add messages. It writes
+      ``curr_read_entry``, ``fenced`` and read requests.
+    - ``ClientWritesBackEntry`` needs ``recovery_phase = ReadWritePhase`` and an op of
+      ``pending_add_ops`` whose recovery add is unsent, the lowest such; it reads no read state
+      and writes only recovery add requests.
+    - ``RecoveryClientReceivesAddConfirmedResponse`` needs ``status = STATUS_IN_RECOVERY`` and
+      ``IsEarliestMsg`` (no lower entry's answer of the same bookie and ``recovery`` flag still
+      receivable); it writes ``confirmed``, ``lac`` and ``pending_add_ops``, none of which a
+      read step reads (``ReadPositive`` adds to ``pending_add_ops`` from ``lap``, which no add
+      step writes).
+    - ``RecoveryClientClosesLedger`` needs ``last_recoverable_entry # Nil`` and
+      ``pending_add_ops = {}``: the one place where reads and write-backs meet.
+
+    So the read of e2 may be sent, answered and decided, and e2 written back, before any
+    confirmation of e1's write-back arrives, as the real client does; what the spec still
+    orders is what the client must order too: one entry read at a time, write-backs sent
+    lowest entry first, a bookie's answers to write-backs in entry order, and the close after
+    the last read and every write-back's ack quorum.
+    """
 
     def __init__(self, story: _Story, events: Sequence[JavaEvent]) -> None:
         self.story = story
@@ -356,27 +399,34 @@ def _unfenced_read(event: JavaEvent) -> bool:
     return event.kind is FrameKind.RECOVERY_READ and not event.fence
 
 
-def _writer_add(story: _Story, bookie: str, status: StatusCode) -> None:
+def _writer_add(story: _Story, bookie: str, status: StatusCode, bk_entry: int = 0) -> None:
     if status not in (StatusCode.EOK, StatusCode.EFENCED):
         story.diverge(
-            f"w1's add of e0 to {bookie} got {status.name}; the model's bookie "
+            f"w1's add of e{bk_entry} to {bookie} got {status.name}; the model's bookie "
             "confirms it or answers EFENCED"
         )
         raise _Stuck(f"w1's add to {bookie} answered {status.name}")
     confirmed = status is StatusCode.EOK
+    entry = translation.spec_entry_id(bk_entry)
     story.take(
         step(
             "BookieSendsAddConfirmedResponse" if confirmed else "BookieSendsAddFencedResponse",
             bookie=bookie,
+            entry=entry,
         ),
-        request=f"w1 adds e0 to {bookie} (direct)",
+        request=f"w1 adds e{bk_entry} to {bookie} (direct)",
         observed=translation.add_observation(status),
     )
+    if story.state.clients[0].status != STATUS_OPEN:
+        # w1 withdrew on an earlier EFENCED (ClientReceivesAddFencedResponse): the spec's
+        # writer takes no further answer, as the real one stops at the first.
+        return
     story.take(
         step(
             ADD_ANSWER_RECEIVED[0] if confirmed else ADD_ANSWER_RECEIVED[1],
             client=WRITER,
             peer=bookie,
+            entry=entry,
         )
     )
 
@@ -385,16 +435,38 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
     """Replay ``record`` as the model's story and judge it (see the module docstring)."""
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
     fenced = recovery_reads_fenced(events)
+    entries, acked = record.writer_entries, record.writer_acked_entries
+    if acked + entries > spec_cfg.send_limit or entries > spec_cfg.inflight_limit:
+        # w1 sends its unconfirmed entries before an ack quorum confirmed the first of them.
+        spec_cfg = dataclasses.replace(
+            spec_cfg,
+            send_limit=max(spec_cfg.send_limit, acked + entries),
+            inflight_limit=max(spec_cfg.inflight_limit, entries),
+        )
     cfg = dataclasses.replace(
         spec_cfg,
         recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
         late_read_answers_ignored=True,
+        # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
+        # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
+        lac_counts_as_confirmed=True,
     )
     story = _Story(cfg, spec_cfg)
     try:
         story.take(step("ClientCreatesLedger", client=WRITER), request="w1 writes the metadata")
-        story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost={WRITER_SKIPS}))
-        _writer_add(story, WRITER_FIRST, record.writer_first_add)
+        for bk_entry in range(acked):
+            entry = translation.spec_entry_id(bk_entry)
+            story.take(step("ClientSendsAddEntryRequests", client=WRITER))
+            for bookie in (WRITER_SKIPS, WRITER_FIRST, WRITER_LATE):
+                story.take(
+                    step("BookieSendsAddConfirmedResponse", bookie=bookie, entry=entry),
+                    request=f"w1 adds e{bk_entry} to {bookie} (direct)",
+                    observed=translation.add_observation(StatusCode.EOK),
+                )
+                story.take(step(ADD_ANSWER_RECEIVED[0], client=WRITER, peer=bookie, entry=entry))
+        for bk_entry in range(acked, acked + entries):
+            story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost={WRITER_SKIPS}))
+            _writer_add(story, WRITER_FIRST, record.writer_first_add, bk_entry)
         replay = _JavaReplay(story, events)
         cut = record.recovered_at
         replay.run([e for e in events if cut is None or e.at <= cut])
@@ -415,7 +487,8 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
             story.notes.append(f"the Java client's recovery failed: {record.java_error}")
         replay.run([e for e in events if cut is not None and e.at > cut])
         if record.writer_late_add is not None:
-            _writer_add(story, WRITER_LATE, record.writer_late_add)
+            for bk_entry in range(acked, acked + entries):
+                _writer_add(story, WRITER_LATE, record.writer_late_add, bk_entry)
     except _Stuck:
         pass
     for finding in story.frame_divergences:

@@ -192,11 +192,14 @@ def select_ensemble(cfg: ModelConfig, state: State, include: int, exclude: int) 
     return None
 
 
-def max_contiguous_confirmed_entry(cfg: ModelConfig, confirmed: tuple[int, ...]) -> int:
-    """``MaxContiguousConfirmedEntry``."""
-    best = 0
-    for index, bookies in enumerate(confirmed):
-        if bookies.bit_count() < cfg.ack_quorum:
+def max_contiguous_confirmed_entry(
+    cfg: ModelConfig, confirmed: tuple[int, ...], floor: int = 0
+) -> int:
+    """``MaxContiguousConfirmedEntry``; with ``floor`` (``lac_counts_as_confirmed``), entries
+    up to ``floor`` count as confirmed (the spec's is ``floor`` 0)."""
+    best = floor
+    for index in range(floor, len(confirmed)):
+        if confirmed[index].bit_count() < cfg.ack_quorum:
             break
         best = index + 1
     return best
@@ -417,7 +420,8 @@ def _receive_add_confirmed_response(
                 confirmed[index] | 1 << msg.bookie,
                 *confirmed[index + 1 :],
             )
-        lac = max_contiguous_confirmed_entry(cfg, confirmed)
+        floor = c.lac if cfg.lac_counts_as_confirmed else 0
+        lac = max_contiguous_confirmed_entry(cfg, confirmed, floor)
         pending = frozenset(
             op
             for op in c.pending_add_ops

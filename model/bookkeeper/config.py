@@ -38,6 +38,14 @@ class ModelConfig:
       only enabled when no other read answer of that client is still in flight (and with all
       answers delivered a recovery can stall). False keeps TLC's reading, which the TLC figures
       depend on; True is the evident intent: decide at once and ignore the late answers.
+    - ``lac_counts_as_confirmed`` (default False). When an add confirmation recomputes a
+      client's LAC, the entries up to its current LAC count as confirmed. The spec's
+      ``MaxContiguousConfirmedEntry(confirmed)`` counts from entry 1 over the client's own
+      ``confirmed``; a recovery client's is empty below the LAC its fencing reads returned, so
+      with that LAC > 0 its write-backs never leave ``pending_add_ops`` and
+      ``RecoveryClientClosesLedger`` is never enabled (a liveness gap: no invariant breaks).
+      True is BookKeeper's client, whose adds complete in order from the recovered LAC on. It
+      changes nothing for the writer (its LAC is its own contiguous confirmed entries).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -59,6 +67,7 @@ class ModelConfig:
     limbo_on_unclean_shutdown: bool = False
     fence_on_unclean_shutdown: bool = False
     late_read_answers_ignored: bool = False
+    lac_counts_as_confirmed: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -114,6 +123,8 @@ class ModelConfig:
             parts.append("RecoveryStartsAtFragment=FALSE")
         if self.late_read_answers_ignored:
             parts.append("LateReadAnswersIgnored=TRUE")
+        if self.lac_counts_as_confirmed:
+            parts.append("LacCountsAsConfirmed=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -8,6 +8,7 @@ read to b3 after 300 ms while b2's answer is held for 350 ms.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from adapters.bookkeeper.status import StatusCode
@@ -102,3 +103,112 @@ def defect1_record(*, reads_fence: bool, log: LogBuilder | None = None) -> Recov
         writer_late_add=StatusCode.EFENCED if reads_fence else StatusCode.EOK,
         closed_last_entry=-1,
     )
+
+
+RECOVERY_ADD = frozenset({FrameFlag.RECOVERY_ADD})
+
+
+def recovery_add(log: LogBuilder, at: float, proxy: str, entry: int, **kw: object) -> FrameRecord:
+    """The client's write-back (ADD_ENTRY with RECOVERY_ADD) of ``entry`` to ``proxy``."""
+    return log.frame(
+        at, proxy, Direction.REQUEST, Operation.ADD_ENTRY, entry, flags=RECOVERY_ADD, **kw
+    )  # type: ignore[arg-type]
+
+
+def recovery_add_confirmed(
+    log: LogBuilder, at: float, proxy: str, entry: int, **kw: object
+) -> FrameRecord:
+    """A bookie's EOK to a write-back (delivered 0.1 ms later unless ``delivered_at`` says)."""
+    return log.frame(
+        at,
+        proxy,
+        Direction.RESPONSE,
+        Operation.ADD_ENTRY,
+        entry,
+        flags=RECOVERY_ADD,
+        status=StatusCode.EOK,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def concurrent_recovery_log(*, reads_fence: bool = True) -> LogBuilder:
+    """An unfaulted recovery (every frame forwarded) of a ledger where w1 added e0 and e1 to b2
+    only, with the Java client's concurrency: it reads lazily (b1, then b2), writes e0 back and
+    at once reads e1; the read of e1 is sent AND answered, and e1 written back, before any
+    write-back confirmation of e0 reaches it (b2's comes first); then it reads e2 (absent),
+    and e1's confirmations come. The ack quorum of both write-backs is in at 1.100 (the close);
+    the third confirmations come after it."""
+    log = LogBuilder()
+    flags = FENCE if reads_fence else frozenset()
+    for proxy in ("b1", "b2", "b3"):
+        log.request(1.000, proxy, -1, flags=FENCE)
+    log.response(1.005, "b3", -1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.response(1.008, "b1", -1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.response(1.009, "b2", -1, flags=FENCE, status=StatusCode.EOK)
+    # e0: b1 has nothing, b2 has it.
+    log.request(1.020, "b1", 0, flags=flags)
+    log.response(1.022, "b1", 0, flags=flags, status=StatusCode.ENOENTRY)
+    log.request(1.025, "b2", 0, flags=flags)
+    log.response(1.027, "b2", 0, flags=flags, status=StatusCode.EOK)
+    for proxy in ("b1", "b3", "b2"):
+        recovery_add(log, 1.030, proxy, 0)
+    # e1, while e0's write-backs are unconfirmed: read, answered, decided, written back.
+    log.request(1.031, "b1", 1, flags=flags)
+    log.response(1.034, "b1", 1, flags=flags, status=StatusCode.ENOENTRY)
+    log.request(1.035, "b2", 1, flags=flags)
+    log.response(1.037, "b2", 1, flags=flags, status=StatusCode.EOK)
+    for proxy in ("b2", "b1", "b3"):
+        recovery_add(log, 1.040, proxy, 1)
+    # e0's write-backs answered (b2 first) only now; then e2 is read: absent.
+    recovery_add_confirmed(log, 1.050, "b2", 0)
+    log.request(1.051, "b1", 2, flags=flags)
+    recovery_add_confirmed(log, 1.052, "b1", 0)
+    log.response(1.055, "b1", 2, flags=flags, status=StatusCode.ENOENTRY)
+    log.request(1.056, "b2", 2, flags=flags)
+    recovery_add_confirmed(log, 1.060, "b2", 1)
+    log.response(1.062, "b2", 2, flags=flags, status=StatusCode.ENOENTRY)
+    recovery_add_confirmed(log, 1.070, "b1", 1)
+    # After the close (1.100): b3's confirmations.
+    recovery_add_confirmed(log, 1.110, "b3", 0)
+    recovery_add_confirmed(log, 1.111, "b3", 1)
+    return log
+
+
+def concurrent_recovery_record(
+    *, reads_fence: bool = True, log: LogBuilder | None = None
+) -> RecoveryRecord:
+    """:func:`concurrent_recovery_log` as a run: w1's adds of e0 and e1 (b2 before, b3 after
+    the recovery), the ledger closed at e1 when ``openLedger`` returned at 1.100."""
+    log = log or concurrent_recovery_log(reads_fence=reads_fence)
+    return dataclasses.replace(
+        defect1_record(reads_fence=reads_fence, log=log),
+        closed_last_entry=1,
+        recovered_at=1.100,
+        writer_entries=2,
+    )
+
+
+def recovery_above_a_lac_log() -> LogBuilder:
+    """An unfaulted recovery where w1's e0 was confirmed by every bookie and its e1 (carrying
+    LAC 0) reached b2 only: the fencing reads return LAC 0 (b2) and the client reads from e1
+    (b1, then b2), writes e1 back, reads e2 (absent) meanwhile; the write-back's ack quorum is
+    in at 1.060, the close at 1.100."""
+    log = LogBuilder()
+    for proxy in ("b1", "b2", "b3"):
+        log.request(1.000, proxy, -1, flags=FENCE)
+    for proxy in ("b1", "b2", "b3"):
+        log.response(1.005, proxy, -1, flags=FENCE, status=StatusCode.EOK)
+    log.request(1.020, "b1", 1, flags=FENCE)
+    log.response(1.022, "b1", 1, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.request(1.025, "b2", 1, flags=FENCE)
+    log.response(1.027, "b2", 1, flags=FENCE, status=StatusCode.EOK)
+    for proxy in ("b1", "b2", "b3"):
+        recovery_add(log, 1.030, proxy, 1)
+    log.request(1.031, "b1", 2, flags=FENCE)
+    log.response(1.034, "b1", 2, flags=FENCE, status=StatusCode.ENOENTRY)
+    log.request(1.035, "b2", 2, flags=FENCE)
+    log.response(1.037, "b2", 2, flags=FENCE, status=StatusCode.ENOENTRY)
+    recovery_add_confirmed(log, 1.050, "b2", 1)
+    recovery_add_confirmed(log, 1.060, "b1", 1)
+    recovery_add_confirmed(log, 1.110, "b3", 1)
+    return log

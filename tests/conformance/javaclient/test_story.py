@@ -11,7 +11,15 @@ from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, Operation
 from conformance.javaclient.story import SPEC_CONFIG, judge
 from conformance.rundir import write_run
-from tests.conformance.javaclient.recorded import FENCE, LogBuilder, defect1_log, defect1_record
+from tests.conformance.javaclient.recorded import (
+    FENCE,
+    LogBuilder,
+    concurrent_recovery_log,
+    concurrent_recovery_record,
+    defect1_log,
+    defect1_record,
+    recovery_above_a_lac_log,
+)
 
 
 def test_a_4_11_like_log_is_defect_1_and_shows_the_unfenced_reads() -> None:
@@ -253,3 +261,73 @@ def test_lazy_reads_and_overlapped_write_backs_are_the_spec_s_recovery() -> None
     assert {"RecoveryClientClosesLedger", "BookieSendsAddFencedResponse"} <= set(actions)
     lost = [r.description for r in outcome.steps if r.action == "ClientSendsRecoveryReadRequests"]
     assert all("LOST" not in line for line in lost)
+
+
+def test_reading_the_next_entry_while_write_backs_are_unconfirmed_is_the_spec_s_recovery() -> None:
+    # Issue 15: w1 added e0 and e1 (b2 only); every frame forwarded. The client sends (and has
+    # answered) the recovery read of e1, and writes e1 back, before any write-back confirmation
+    # of e0 reaches it; b2's confirmation of e0 comes first. The spec's guards allow exactly
+    # this order (docs/javaclient-scenario.md, "Concurrent reads and write-backs"): no step is
+    # reordered, and the story is clean.
+    judgement = judge(concurrent_recovery_record())
+    outcome = judgement.outcome
+    assert outcome.verdict == "clean", outcome.divergences
+    assert (judgement.cfg.send_limit, judgement.cfg.inflight_limit) == (2, 2)
+    steps = [(r.action, r.request or "") for r in outcome.steps]
+    actions = [a for a, _ in steps]
+    read_e2 = steps.index(
+        ("ClientSendsRecoveryReadRequests", "frame #14 to b1: READ_ENTRY 7/1 [FENCE_LEDGER]")
+    )
+    first_confirmation = actions.index("RecoveryClientReceivesAddConfirmedResponse")
+    assert steps[first_confirmation][1] == "frame #21 delivered to the client"  # e0 from b2
+    assert read_e2 < actions.index("ClientWritesBackEntry", read_e2) < first_confirmation
+    assert actions.count("RecoveryClientReceivesAddConfirmedResponse") == 4
+    assert outcome.trace[-1].state.meta_last_entry == 2  # BookKeeper's e1
+    # b3's confirmations came after the close: the client, like the model's, has no use for them.
+    assert (outcome.note or "").count("after the write-back completed; ignored") == 2
+
+
+def test_closing_before_a_write_back_reached_the_ack_quorum_is_a_divergence() -> None:
+    # The same run, but openLedger returned (the ledger closed) when e1's write-back was
+    # confirmed by b2 only: the spec's RecoveryClientClosesLedger needs no pending add op.
+    record = dataclasses.replace(concurrent_recovery_record(), recovered_at=1.065)
+    outcome = judge(record).outcome
+    assert outcome.verdict == "divergence"
+    (finding,) = outcome.divergences
+    assert finding.startswith("the model allows no step for the Java client closes the ledger at 1")
+
+
+def test_an_unfenced_read_amid_concurrent_write_backs_is_still_reported() -> None:
+    log = concurrent_recovery_log()
+    # The read of e1 to b1 (frame 14), sent while e0's write-backs are unconfirmed, unfenced.
+    index = next(i for i, f in enumerate(log.frames) if f.frame_id == 14)
+    frame = log.frames[index]
+    assert frame.info.entry_id == 1 and frame.info.direction is Direction.REQUEST
+    log.frames[index] = dataclasses.replace(
+        frame, info=dataclasses.replace(frame.info, flags=frozenset())
+    )
+    outcome = judge(concurrent_recovery_record(log=log)).outcome
+    assert outcome.verdict == "divergence"
+    (finding,) = outcome.divergences
+    assert finding.startswith("frame #14 to b1") and "without FENCE_LEDGER" in finding
+
+
+def test_a_recovery_above_the_fenced_lac_closes() -> None:
+    # The fencing reads return LAC 0 (BookKeeper's; the spec's 1): the spec's recovery client
+    # would keep e1's write-back pending for ever (MaxContiguousConfirmedEntry counts from its
+    # own confirmed of e0, empty); the judge's LacCountsAsConfirmed completes it, as BookKeeper.
+    record = dataclasses.replace(
+        defect1_record(reads_fence=True, log=recovery_above_a_lac_log()),
+        closed_last_entry=1,
+        recovered_at=1.100,
+        writer_acked_entries=1,
+    )
+    judgement = judge(record)
+    outcome = judgement.outcome
+    assert outcome.verdict == "clean", outcome.divergences
+    assert judgement.cfg.lac_counts_as_confirmed
+    reads = [r.description for r in outcome.steps if r.action == "ClientSendsRecoveryReadRequests"]
+    assert [line.split(",")[0] for line in reads] == [
+        "ClientSendsRecoveryReadRequests(c2): sends recovery read e2",
+        "ClientSendsRecoveryReadRequests(c2): sends recovery read e3",
+    ]

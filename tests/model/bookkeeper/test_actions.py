@@ -412,3 +412,67 @@ def test_striping_writes_each_entry_to_its_write_set() -> None:
     )
     to = sorted((m.entry.id, m.bookie) for m, _ in s.messages)  # type: ignore[union-attr]
     assert to == [(1, 0), (1, 1), (2, 1), (2, 2)]
+
+
+def _recovering_above_a_lac(cfg: ModelConfig) -> State:
+    """w1's e1 reached an ack quorum (b1, b2) and its e2 (carrying LAC 1) reached b2 only; c2
+    fenced b1 and b2 (LAC 1 from b2), read e2 (OK from b2, NoSuchEntry from b1), read e3
+    (absent: the end), and wrote e2 back, confirmed by b1 and b2."""
+    script = [
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b3"}),
+        step("BookieSendsAddConfirmedResponse", bookie="b1"),
+        step("BookieSendsAddConfirmedResponse", bookie="b2"),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b1", "b3"}),
+        step("BookieSendsAddConfirmedResponse", bookie="b2", entry=2),
+        step("ClientStartsRecovery", client="c2", lost={"b3"}),
+        *FENCED_BY_B1_AND_B2,
+        step("ClientSendsRecoveryReadRequests", client="c2", lost={"b3"}),
+        step("BookieSendsReadResponse", bookie="b1"),
+        step("BookieSendsReadResponse", bookie="b2"),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2"),
+        step("ClientWritesBackEntry", client="c2", lost={"b3"}),
+        step("ClientSendsRecoveryReadRequests", client="c2", lost={"b3"}),
+        step("BookieSendsReadResponse", bookie="b1", entry=3),
+        step("BookieSendsReadResponse", bookie="b2", entry=3),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1", entry=3),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2", entry=3),
+    ]
+    for b in ("b1", "b2"):
+        script.append(step("BookieSendsAddConfirmedResponse", bookie=b, entry=2))
+        script.append(
+            step("RecoveryClientReceivesAddConfirmedResponse", client="c2", peer=b, entry=2)
+        )
+    return run_script(cfg, script)[-1].state
+
+
+def test_a_recovery_above_a_fenced_lac_never_closes_in_the_spec() -> None:
+    # MaxContiguousConfirmedEntry counts from entry 1 over c2's own confirmed, empty for e1:
+    # e2, confirmed by an ack quorum, stays pending, and the close is never enabled.
+    cfg = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=3)
+    s = _recovering_above_a_lac(cfg)
+    c2 = s.clients[1]
+    assert c2.lac == 1 and c2.last_recoverable_entry == 2
+    assert [op.entry.id for op in c2.pending_add_ops] == [2]
+    assert not enabled(cfg, s, step("RecoveryClientClosesLedger", client="c2"))
+
+
+def test_lac_counts_as_confirmed_lets_that_recovery_close() -> None:
+    cfg = ModelConfig(
+        bookies=3,
+        clients=2,
+        write_quorum=3,
+        ack_quorum=2,
+        send_limit=3,
+        lac_counts_as_confirmed=True,
+    )
+    assert "LacCountsAsConfirmed=TRUE" in cfg.describe()
+    s = _recovering_above_a_lac(cfg)
+    assert s.clients[1].pending_add_ops == frozenset() and s.clients[1].lac == 2
+    s = take(cfg, s, step("RecoveryClientClosesLedger", client="c2")).state
+    assert s.meta_status == STATUS_CLOSED and s.meta_last_entry == 2
+    assert max_contiguous_confirmed_entry(cfg, (0, 0b11, 0b01), 1) == 2
+    assert max_contiguous_confirmed_entry(cfg, (0, 0b11, 0b01)) == 0
