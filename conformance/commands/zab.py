@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from adapters.cluster.errors import ClusterError
 from adapters.zookeeper.errors import MetadataError
+from conformance.commands import zab_model
 from conformance.rundir import new_run_dir
 from conformance.zab.faults import SCENARIOS, scenario_steps
 from conformance.zab.program import FAULT_KINDS, random_program
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
     run.set_defaults(func=run_zab)
     scenarios = commands.add_parser("scenarios", help="list the named fault scenarios")
     scenarios.set_defaults(func=list_scenarios)
+    zab_model.register(commands)
 
 
 def list_scenarios(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -558,7 +558,7 @@ def leader_process_cepoch(
                 "Exception: CepochRecvQuorumFormed false, while zabState not DISCOVERY.",
             )
         if is_quorum(_members(new_recv), n):
-            epoch = max(e.epoch for e in new_recv if e is not None) + 1  # type: ignore[union-attr]
+            epoch = max(e.epoch for e in new_recv if e is not None) + 1
             t.put(_ACCEPTED, i, epoch)
             t.discard(j, i)
             t.broadcast(i, new_recv, Message(NEWEPOCH, mepoch=epoch))
@@ -623,7 +623,7 @@ def leader_process_ackepoch(
             t.put(_CURRENT, i, epoch)
             if 1 <= epoch <= MAXEPOCH:
                 t.put(_EPOCH_LEADER, epoch - 1, s.epoch_leader[epoch - 1] | 1 << i)
-            history = init_acksid(i, determine_initial_history(new_recv))  # type: ignore[arg-type]
+            history = init_acksid(i, determine_initial_history(new_recv))
             t.put(_HISTORY, i, history)
             t.put(_ZAB, i, SYNCHRONIZATION)
             t.discard(j, i)

@@ -123,11 +123,75 @@ def permute(s: State, p: Permutation) -> State:
     )
 
 
+def permuted_hash(s: State, p: Permutation) -> int:
+    """``hash(permute(s, p))`` without building the renamed state.
+
+    A NamedTuple hashes as the plain tuple of its fields, so plain tuples give the same value;
+    a history (shared by ``history``, ``ackeRecv`` and the messages that carry it) is renamed
+    once per call.
+    """
+    perm, order, table = p
+    n = len(perm)
+    renamed: dict[int, tuple[tuple[object, ...], ...]] = {}
+
+    def hist(h: History) -> tuple[tuple[object, ...], ...]:
+        key = id(h)
+        out = renamed.get(key)
+        if out is None:
+            out = tuple((t[0], t[1], table[t[2]], t[3]) for t in h)
+            renamed[key] = out
+        return out
+
+    msgs: list[tuple[object, ...]] = [() for _ in range(n * n)]
+    for a in range(n):
+        for b in range(n):
+            channel = s.msgs[a * n + b]
+            if channel:
+                msgs[perm[a] * n + perm[b]] = tuple(
+                    (m[0], m[1], m[2], m[3], hist(m[4])) if m[4] else m for m in channel
+                )
+    pc = s.recorder.pc
+    if len(pc) > 1:
+        pc = (pc[0], *(perm[v] for v in pc[1:]))  # type: ignore[index]
+    connect = s.connect_info
+    acke = s.acke_recv
+    return hash(
+        (
+            tuple(s.state[k] for k in order),
+            tuple(s.zab_state[k] for k in order),
+            tuple(s.accepted_epoch[k] for k in order),
+            tuple(s.current_epoch[k] for k in order),
+            tuple(hist(s.history[k]) for k in order),
+            tuple(s.last_committed[k] for k in order),
+            tuple(table[s.learners[k]] for k in order),
+            tuple(tuple(s.cepoch_recv[k][v] for v in order) for k in order),
+            tuple(
+                tuple(
+                    None if (e := acke[k][v]) is None else (e[0], e[1], hist(e[2])) for v in order
+                )
+                for k in order
+            ),
+            tuple(tuple(s.ackld_recv[k][v] for v in order) for k in order),
+            tuple(s.send_counter[k] for k in order),
+            tuple(NULL if (c := connect[k]) == NULL else perm[c] for k in order),
+            NULL if s.leader_oracle == NULL else perm[s.leader_oracle],
+            tuple(msgs),
+            tuple(table[mask] for mask in s.epoch_leader),
+            frozenset((perm[x[0]], x[1], x[2], x[3]) for x in s.proposal_msgs_log),
+            s.violated,
+            (*s.recorder[:4], pc, s.recorder[5]),
+        )
+    )
+
+
 def canonical_fingerprint(s: State) -> int:
-    """The smallest hash over the orbit of ``s``: equal for every member of the orbit."""
+    """The smallest hash over the orbit of ``s``: equal for every member of the orbit.
+
+    Each candidate equals ``hash(permute(s, p))`` (tested), computed without building it.
+    """
     best = hash(s)
     for p in permutations(len(s.state)):
-        h = hash(permute(s, p))
+        h = permuted_hash(s, p)
         if h < best:
             best = h
     return best

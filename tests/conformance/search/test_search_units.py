@@ -63,7 +63,11 @@ def test_database_key_of_the_default_configuration_is_stable_across_releases() -
 def test_database_key_is_a_prefix_and_32_hex_digits_of_the_sorted_description() -> None:
     described = json.dumps(
         {
-            "config": dataclasses.asdict(CFG),
+            "config": {
+                k: v
+                for k, v in dataclasses.asdict(CFG).items()
+                if k not in runner.LATER_SWITCHES or v
+            },
             "max_steps": 25,
             "program": runner.PROGRAM_VERSION,
             "target": "cluster",
@@ -74,6 +78,11 @@ def test_database_key_is_a_prefix_and_32_hex_digits_of_the_sorted_description() 
     key = database_key(CFG, "cluster", 25)
     assert key == b"bkconform-" + digest.encode()
     assert len(key) == len(b"bkconform-") + 32
+
+
+def test_a_later_switch_changes_the_key_only_when_on() -> None:
+    on = dataclasses.replace(CFG, lac_counts_as_confirmed=True)
+    assert database_key(on, "model", 60) != database_key(CFG, "model", 60)
 
 
 def test_database_key_is_the_same_for_equal_inputs() -> None:

@@ -1,0 +1,260 @@
+"""``bkconform zab model check``: explore the executable Zab protocol spec (``Zab.tla`` of
+apache/zookeeper's protocol-spec), exhaustively like TLC's model checking or by random
+simulation like its simulation mode.
+
+The bounds are the spec's ``Parameters``; ``--naive N`` switches on the naive reading of the
+paper behind seed 003's Issue N (1: PROPOSE to ackldRecv; 2: a redundant PROPOSE is illegal;
+3: COMMIT-LD carries ACK-LD's zxid). Without --naive the model is the published, fixed spec.
+
+Exit codes: 0 = explored completely (or every walk ran) and no invariant was violated;
+1 = an invariant was violated (the trace and a sequence diagram are printed); 2 = could not
+decide (bad configuration, or a state limit stopped an exhaustive search first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+from conformance.spill import spilling
+from model.search.bfs import Progress, Violation
+from model.zab.protocol.actions import Label
+from model.zab.protocol.config import NAIVE_READINGS, ConfigError, ZabConfig
+from model.zab.protocol.explore import (
+    STRATEGIES,
+    check_exhaustively,
+    minimise,
+    simulate_randomly,
+)
+from model.zab.protocol.invariants import invariants_for
+from model.zab.protocol.records import State
+from model.zab.protocol.render import numbered_trace, sequence_diagram
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_UNDECIDED = 2
+
+DEFAULT_MAX_STATES = 100_000_000
+
+
+def _bound(text: str) -> int | None:
+    """A ``Parameters`` bound: a number, or ``none`` (absent: unbounded)."""
+    if text.strip().lower() in ("none", "unbounded"):
+        return None
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 or none, got {value}")
+    return value
+
+
+def register(commands: Any) -> None:
+    """Add ``model check`` to the ``bkconform zab`` subcommands."""
+    model = commands.add_parser("model", help="the executable Zab protocol model (Zab.tla)")
+    sub = model.add_subparsers(dest="zab_model_command", metavar="{check}", required=True)
+    check = sub.add_parser(
+        "check",
+        help="model-check the Zab spec: breadth-first like TLC, or random simulation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    spec = check.add_argument_group("constants (the spec's Server and Parameters)")
+    spec.add_argument("--servers", type=int, default=3, help="|Server| (default 3)")
+    spec.add_argument(
+        "--max-transactions", type=_bound, default=2, help="MaxTransactionNum (default 2)"
+    )
+    spec.add_argument(
+        "--max-epoch",
+        type=int,
+        default=2,
+        help="MaxEpoch (default 2, at most 10; MaxEpoch 3 is more than 2 million states)",
+    )
+    spec.add_argument(
+        "--max-timeouts",
+        type=_bound,
+        default=1,
+        help="MaxTimeoutFailures (default 1; 0 disables Timeout and Restart; none = unbounded)",
+    )
+    spec.add_argument(
+        "--max-restarts", type=_bound, default=1, help="MaxRestarts (default 1; none = unbounded)"
+    )
+    spec.add_argument(
+        "--naive",
+        type=int,
+        nargs="+",
+        action="extend",
+        choices=sorted(NAIVE_READINGS),
+        default=[],
+        metavar="N",
+        help="switch on seed 003's naive reading N (repeatable): "
+        + "; ".join(f"{n}: {text}" for n, text in NAIVE_READINGS.items()),
+    )
+    spec.add_argument(
+        "--no-pc",
+        action="store_true",
+        help="leave recorder.pc (the last action) out of the state: fewer states than TLC counts",
+    )
+    search = check.add_argument_group("search")
+    search.add_argument("--symmetry", action="store_true", help="symmetry reduction over servers")
+    search.add_argument(
+        "--max-states",
+        type=int,
+        default=DEFAULT_MAX_STATES,
+        help=f"stop an exhaustive search after N distinct states, exit 2 "
+        f"(default {DEFAULT_MAX_STATES:,}; 0 = no limit)",
+    )
+    search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
+    search.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="uniform",
+        help="simulation strategy: uniform (TLC's simulation; default), swarm (each walk "
+        "switches off some actions), archive (short walks from an archive of coarse states)",
+    )
+    search.add_argument(
+        "--depth", type=int, default=100, help="maximum trace length in states (default 100)"
+    )
+    search.add_argument(
+        "--walks", type=int, default=None, help="number of walks (default: no limit)"
+    )
+    search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    search.add_argument(
+        "--seconds", type=float, default=300.0, help="simulation time budget (default 300 s)"
+    )
+    search.add_argument(
+        "--minimise",
+        action="store_true",
+        help="shorten a simulated violation by causal deletion before printing it",
+    )
+    search.add_argument("--quiet", action="store_true", help="no progress lines")
+    check.set_defaults(func=run_check)
+
+
+def config_from_args(args: argparse.Namespace) -> ZabConfig:
+    return ZabConfig(
+        servers=args.servers,
+        max_timeout_failures=args.max_timeouts,
+        max_transaction_num=args.max_transactions,
+        max_epoch=args.max_epoch,
+        max_restarts=args.max_restarts,
+        record_pc=not args.no_pc,
+    ).with_naive(set(args.naive))
+
+
+def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = sys.stdout if out is None else out
+    try:
+        cfg = config_from_args(args)
+    except ConfigError as exc:
+        print(f"bkconform zab model check: bad configuration: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    print(f"Model: {cfg.describe()}", file=out)
+    for number in sorted(cfg.naive):
+        print(f"Naive reading {number}: {NAIVE_READINGS[number]}", file=out)
+    print("Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)), file=out)
+    if args.simulate:
+        return _simulate(cfg, args, out)
+    return _exhaustive(cfg, args, out)
+
+
+def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
+    mode = "with symmetry reduction over servers" if args.symmetry else "no symmetry reduction"
+    print(f"Breadth-first search ({mode}).", file=out, flush=True)
+    started = time.perf_counter()
+
+    def progress(p: Progress) -> None:
+        if not args.quiet:
+            elapsed = time.perf_counter() - started
+            print(
+                f"  progress: {p.distinct_states} distinct states, depth {p.depth}, "
+                f"{p.queue} queued, {elapsed:.0f} s",
+                file=out,
+                flush=True,
+            )
+
+    result = check_exhaustively(
+        cfg,
+        symmetry=args.symmetry,
+        max_states=args.max_states or None,
+        progress=progress,
+        new_level=spilling(),
+    )
+    elapsed = time.perf_counter() - started
+    rate = result.distinct_states / elapsed if elapsed > 0 else 0.0
+    print(
+        f"{result.distinct_states} distinct states found, {result.states_generated} states "
+        f"generated, depth {result.depth} (the initial state is level 1).",
+        file=out,
+    )
+    print(f"Finished in {elapsed:.1f} s: {rate:,.0f} distinct states/s.", file=out)
+    if result.violation is not None:
+        _print_violation(cfg, result.violation, out)
+        return EXIT_VIOLATION
+    if not result.complete:
+        print(f"Not exhaustive: {result.stopped_reason}. No violation found so far.", file=out)
+        return EXIT_UNDECIDED
+    print("No invariant is violated.", file=out)
+    return EXIT_OK
+
+
+def _simulate(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
+    walks = "unbounded" if args.walks is None else str(args.walks)
+    print(
+        f"Random simulation ({args.strategy}): seed {args.seed}, depth {args.depth}, "
+        f"walks {walks}, budget {args.seconds:.0f} s.",
+        file=out,
+        flush=True,
+    )
+    started = time.perf_counter()
+    deadline = started + args.seconds
+    result = simulate_randomly(
+        cfg,
+        seed=args.seed,
+        depth=args.depth,
+        walks=args.walks,
+        strategy=args.strategy,
+        should_stop=lambda: time.perf_counter() > deadline,
+    )
+    elapsed = time.perf_counter() - started
+    cells = f", {result.cells} archived cells" if result.cells is not None else ""
+    print(
+        f"{result.walks} walks, {result.steps} steps in {elapsed:.2f} s "
+        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s){cells}.",
+        file=out,
+    )
+    if result.violation is None:
+        print("No invariant violated in the walks run.", file=out)
+        return EXIT_OK
+    replay = (
+        f"rerun with --seed {args.seed}"
+        if args.strategy == "archive"
+        else f"walk seed {result.violating_walk_seed}"
+    )
+    print(f"Found by walk {result.violating_walk} ({replay}).", file=out)
+    violation = result.violation
+    if args.minimise:
+        before = len(violation.trace) - 1
+        shorter = minimise(cfg, violation.trace)
+        violation = Violation(violation.invariants, shorter)
+        print(f"Minimised from {before} to {len(shorter) - 1} steps.", file=out)
+    _print_violation(cfg, violation, out)
+    return EXIT_VIOLATION
+
+
+def _print_violation(cfg: ZabConfig, violation: Violation[State, Label], out: TextIO) -> None:
+    names = ", ".join(violation.invariants)
+    steps = len(violation.trace) - 1
+    print(f"\nInvariant violated: {names}", file=out)
+    print(f"Trace ({steps} steps, {len(violation.trace)} states):", file=out)
+    print(numbered_trace(cfg, violation.trace), file=out)
+    print("\nSequence diagram (paste into https://sequencediagram.org/):\n", file=out)
+    print(
+        sequence_diagram(
+            cfg,
+            violation.trace,
+            title=f"{names} ({cfg.describe()})",
+            final_note=f"VIOLATED: {names}",
+        ),
+        file=out,
+    )
