@@ -16,7 +16,8 @@ from conformance.targets.base import Target
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import Interleaving
-from model.bookkeeper.scripted import ScriptError, take
+from model.bookkeeper.scripted import take
+from model.search.scripted import ScriptError
 
 
 @dataclass(frozen=True)

@@ -18,23 +18,21 @@ import sys
 import time
 from typing import Any, TextIO
 
+from conformance.commands.model_check import (
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    EXIT_VIOLATION,
+    run_exhaustive,
+)
 from conformance.spill import spilling
-from model.search.bfs import Progress, Violation
+from model.search.bfs import Violation
+from model.search.strategies import STRATEGIES
 from model.zab.protocol.actions import Label
 from model.zab.protocol.config import NAIVE_READINGS, ConfigError, ZabConfig
-from model.zab.protocol.explore import (
-    STRATEGIES,
-    check_exhaustively,
-    minimise,
-    simulate_randomly,
-)
+from model.zab.protocol.explore import check_exhaustively, minimise, simulate_randomly
 from model.zab.protocol.invariants import invariants_for
 from model.zab.protocol.records import State
 from model.zab.protocol.render import numbered_trace, sequence_diagram
-
-EXIT_OK = 0
-EXIT_VIOLATION = 1
-EXIT_UNDECIDED = 2
 
 DEFAULT_MAX_STATES = 100_000_000
 
@@ -159,43 +157,19 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
-    mode = "with symmetry reduction over servers" if args.symmetry else "no symmetry reduction"
-    print(f"Breadth-first search ({mode}).", file=out, flush=True)
-    started = time.perf_counter()
-
-    def progress(p: Progress) -> None:
-        if not args.quiet:
-            elapsed = time.perf_counter() - started
-            print(
-                f"  progress: {p.distinct_states} distinct states, depth {p.depth}, "
-                f"{p.queue} queued, {elapsed:.0f} s",
-                file=out,
-                flush=True,
-            )
-
-    result = check_exhaustively(
-        cfg,
-        symmetry=args.symmetry,
-        max_states=args.max_states or None,
-        progress=progress,
-        new_level=spilling(),
+    return run_exhaustive(
+        lambda progress: check_exhaustively(
+            cfg,
+            symmetry=args.symmetry,
+            max_states=args.max_states or None,
+            progress=progress,
+            new_level=spilling(),
+        ),
+        mode="with symmetry reduction over servers" if args.symmetry else "no symmetry reduction",
+        quiet=args.quiet,
+        out=out,
+        print_violation=lambda violation: _print_violation(cfg, violation, out),
     )
-    elapsed = time.perf_counter() - started
-    rate = result.distinct_states / elapsed if elapsed > 0 else 0.0
-    print(
-        f"{result.distinct_states} distinct states found, {result.states_generated} states "
-        f"generated, depth {result.depth} (the initial state is level 1).",
-        file=out,
-    )
-    print(f"Finished in {elapsed:.1f} s: {rate:,.0f} distinct states/s.", file=out)
-    if result.violation is not None:
-        _print_violation(cfg, result.violation, out)
-        return EXIT_VIOLATION
-    if not result.complete:
-        print(f"Not exhaustive: {result.stopped_reason}. No violation found so far.", file=out)
-        return EXIT_UNDECIDED
-    print("No invariant is violated.", file=out)
-    return EXIT_OK
 
 
 def _simulate(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:

@@ -55,7 +55,8 @@ from model.bookkeeper.records import (
     bookie_name,
 )
 from model.bookkeeper.render import describe_message
-from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, step, take
+from model.bookkeeper.scripted import ScriptedStep, enabled, step, take
+from model.search.scripted import ScriptError
 
 #: The spec's configuration for Defect 1 (E = WQ = 3, AQ = 2), with the protection on.
 SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)

@@ -11,18 +11,14 @@ from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_fingerprint
-from model.search.archive import explore_archive
 from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
     SimulationResult,
     replay_walk,
-    simulate,
-    uniform_policy,
 )
-
-STRATEGIES = ("archive", "swarm", "uniform")
+from model.search.strategies import simulate_with
 
 
 def _successors(cfg: ModelConfig) -> Callable[[State], list[tuple[Label, State]]]:
@@ -85,30 +81,17 @@ def simulate_randomly(
     ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
     ``walks`` counts rounds for ``archive``.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     init, step, check = init_state(cfg), _successors(cfg), _check(cfg, invariants_for(cfg))
-    if strategy == "archive":
-        return explore_archive(
-            init,
-            step,
-            check,
-            cell=progress_cell,
-            seed=seed,
-            policy=swarm_policy,
-            max_depth=depth,
-            rounds=walks,
-            should_stop=should_stop,
-        )
-    policy: PolicyFactory[Label] = swarm_policy if strategy == "swarm" else uniform_policy
-    return simulate(
+    return simulate_with(
+        strategy,
         init,
         step,
         check,
+        cell=progress_cell,
+        swarm=swarm_policy,
         seed=seed,
         depth=depth,
         walks=walks,
-        policy=policy,
         should_stop=should_stop,
     )
 

@@ -16,12 +16,8 @@ from model.bookkeeper.actions import Label, Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import FENCE_REQUEST, READ_REQUEST, State
 from model.bookkeeper.render import describe_step
-from model.errors import ModelError
 from model.search.bfs import Step
-
-
-class ScriptError(ModelError, AssertionError):
-    """A scripted step matched no successor, or more than one."""
+from model.search.scripted import ScriptError, replay_script, take_named
 
 
 def _index(name: str, prefix: str) -> int:
@@ -106,13 +102,7 @@ def step(
 
 def take(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> Transition:
     """The one successor of ``state`` that ``scripted`` names."""
-    options = successors(cfg, state)
-    chosen = [t for t in options if scripted.matches(t.label)]
-    if len(chosen) == 1:
-        return chosen[0]
-    listing = "\n  ".join(describe_step(t.label) for t in options) or "(no successor)"
-    verdict = "matches no successor" if not chosen else f"matches {len(chosen)} successors"
-    raise ScriptError(f"{scripted} {verdict}; enabled steps:\n  {listing}")
+    return take_named(successors(cfg, state), scripted, describe_step)
 
 
 def enabled(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> bool:
@@ -124,13 +114,9 @@ def run_script(
     cfg: ModelConfig, script: Sequence[ScriptedStep], start: State | None = None
 ) -> list[Step[State, Label]]:
     """Replay ``script`` from ``start`` (default: the initial state); returns the trace."""
-    state = init_state(cfg) if start is None else start
-    trace: list[Step[State, Label]] = [Step(None, state)]
-    for number, scripted in enumerate(script, start=1):
-        try:
-            transition = take(cfg, state, scripted)
-        except ScriptError as exc:
-            raise ScriptError(f"step {number}: {exc}") from None
-        state = transition.state
-        trace.append(Step(transition.label, state))
-    return trace
+    first = init_state(cfg) if start is None else start
+    return replay_script(
+        first,
+        lambda state, scripted: take(cfg, state, scripted),  # type: ignore[arg-type]
+        script,
+    )

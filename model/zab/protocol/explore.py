@@ -7,23 +7,20 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Sequence
 
-from model.search.archive import explore_archive
 from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
     SimulationResult,
     replay_walk,
-    simulate,
     uniform_policy,
 )
+from model.search.strategies import simulate_with
 from model.zab.protocol.actions import ACTIONS, Label, initial_state, successors
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.invariants import Invariant, invariants_for, violated
 from model.zab.protocol.records import State
 from model.zab.protocol.symmetry import canonical_fingerprint
-
-STRATEGIES = ("archive", "swarm", "uniform")
 
 
 def successor_function(cfg: ZabConfig) -> Callable[[State], list[tuple[Label, State]]]:
@@ -127,30 +124,17 @@ def simulate_randomly(
     ``SwarmPolicy``; ``archive``: short swarm walks restarted from an archive of coarse cells
     (``walks`` then counts rounds).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     init, step, check = initial_state(cfg), successor_function(cfg), check_function(cfg)
-    if strategy == "archive":
-        return explore_archive(
-            init,
-            step,
-            check,
-            cell=progress_cell,
-            seed=seed,
-            policy=swarm_policy,
-            max_depth=depth,
-            rounds=walks,
-            should_stop=should_stop,
-        )
-    policy: PolicyFactory[Label] = swarm_policy if strategy == "swarm" else uniform_policy
-    return simulate(
+    return simulate_with(
+        strategy,
         init,
         step,
         check,
+        cell=progress_cell,
+        swarm=swarm_policy,
         seed=seed,
         depth=depth,
         walks=walks,
-        policy=policy,
         should_stop=should_stop,
     )
 

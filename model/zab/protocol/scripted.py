@@ -11,16 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model.errors import ModelError
 from model.search.bfs import Step
+from model.search.scripted import ScriptError, replay_script, take_named
 from model.zab.protocol.actions import Label, Transition, initial_state, successors
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.records import State
 from model.zab.protocol.render import describe_step
-
-
-class ScriptError(ModelError, AssertionError):
-    """A scripted step matched no successor, or more than one."""
 
 
 def server(name: str) -> int:
@@ -53,13 +49,7 @@ def step(action: str, i: str, j: str | None = None) -> ScriptedStep:
 
 def take(cfg: ZabConfig, state: State, scripted: ScriptedStep) -> Transition:
     """The one successor of ``state`` that ``scripted`` names."""
-    options = successors(cfg, state)
-    chosen = [t for t in options if scripted.matches(t.label)]
-    if len(chosen) == 1:
-        return chosen[0]
-    listing = "\n  ".join(describe_step(t.label) for t in options) or "(no successor)"
-    verdict = "matches no successor" if not chosen else f"matches {len(chosen)} successors"
-    raise ScriptError(f"{scripted} {verdict}; enabled steps:\n  {listing}")
+    return take_named(successors(cfg, state), scripted, describe_step)
 
 
 def enabled(cfg: ZabConfig, state: State, scripted: ScriptedStep) -> bool:
@@ -71,13 +61,9 @@ def run_script(
     cfg: ZabConfig, script: Sequence[ScriptedStep], start: State | None = None
 ) -> list[Step[State, Label]]:
     """Replay ``script`` from ``start`` (default: the initial state); returns the trace."""
-    state = initial_state(cfg) if start is None else start
-    trace: list[Step[State, Label]] = [Step(None, state)]
-    for number, scripted in enumerate(script, start=1):
-        try:
-            transition = take(cfg, state, scripted)
-        except ScriptError as exc:
-            raise ScriptError(f"step {number}: {exc}") from None
-        state = transition.state
-        trace.append(Step(transition.label, state))
-    return trace
+    first = initial_state(cfg) if start is None else start
+    return replay_script(
+        first,
+        lambda state, scripted: take(cfg, state, scripted),  # type: ignore[arg-type]
+        script,
+    )

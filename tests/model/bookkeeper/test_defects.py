@@ -13,7 +13,8 @@ from model.bookkeeper.actions import init_state
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
 from model.bookkeeper.records import ADD_ENTRY_REQUEST, STATUS_CLOSED, UNKNOWN, State
-from model.bookkeeper.scripted import ScriptedStep, ScriptError, enabled, run_script, step, take
+from model.bookkeeper.scripted import ScriptedStep, enabled, run_script, step, take
+from model.search.scripted import ScriptError
 
 
 def _broken_only_at_the_end(

@@ -1,0 +1,63 @@
+"""The simulation strategies every spec's explorer offers, over any spec's successor function.
+
+- ``archive``: short walks with the spec's swarm policy, restarted from an archive of coarse
+  cells (``model.search.archive``); ``walks`` counts rounds;
+- ``swarm``: whole walks with the spec's swarm policy;
+- ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+from model.search.archive import explore_archive
+from model.search.simulation import PolicyFactory, SimulationResult, simulate, uniform_policy
+
+S = TypeVar("S", bound=Hashable)
+L = TypeVar("L")
+
+STRATEGIES = ("archive", "swarm", "uniform")
+
+
+def simulate_with(
+    strategy: str,
+    init: S,
+    successors: Callable[[S], Sequence[tuple[L, S]]],
+    check: Callable[[S], list[str]],
+    *,
+    cell: Callable[[S], Hashable],
+    swarm: PolicyFactory[L],
+    seed: int,
+    depth: int,
+    walks: int | None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SimulationResult[S, L]:
+    """Seeded random simulation with ``strategy`` until a violation or the budget ends
+    (ValueError for an unknown strategy). ``cell``: the spec's coarse abstraction of a state,
+    for the archive; ``swarm``: the spec's swarm policy."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    if strategy == "archive":
+        return explore_archive(
+            init,
+            successors,
+            check,
+            cell=cell,
+            seed=seed,
+            policy=swarm,
+            max_depth=depth,
+            rounds=walks,
+            should_stop=should_stop,
+        )
+    policy: PolicyFactory[L] = swarm if strategy == "swarm" else uniform_policy
+    return simulate(
+        init,
+        successors,
+        check,
+        seed=seed,
+        depth=depth,
+        walks=walks,
+        policy=policy,
+        should_stop=should_stop,
+    )
