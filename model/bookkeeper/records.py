@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from model.bitsets import members
+
 # A TLA+ model value ``Nil`` is Python's ``None`` wherever the spec allows Nil.
 
 # Ledger statuses (metadata) and client statuses.
@@ -227,16 +229,8 @@ def init_client(cid: int, send_limit: int) -> ClientState:
     )
 
 
-def bookies_of(mask: int) -> list[int]:
-    """The bookie indexes in a bitmask, ascending."""
-    out = []
-    index = 0
-    while mask:
-        if mask & 1:
-            out.append(index)
-        mask >>= 1
-        index += 1
-    return out
+#: The bookie indexes in a bitmask, ascending (the same function: no call on the hot path).
+bookies_of = members
 
 
 def bookie_name(index: int) -> str:

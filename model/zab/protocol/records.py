@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from model.bitsets import members
 from model.zab.protocol.config import MAXEPOCH
 
 #: ``NullPoint``: no server (``connectInfo`` of a follower without leader, ``leaderOracle``).
@@ -221,16 +222,8 @@ def server_name(index: int) -> str:
     return f"s{index + 1}"
 
 
-def servers_of(mask: int) -> list[int]:
-    """The server indexes in a bitmask, ascending."""
-    out = []
-    index = 0
-    while mask:
-        if mask & 1:
-            out.append(index)
-        mask >>= 1
-        index += 1
-    return out
+#: The server indexes in a bitmask, ascending (the same function: no call on the hot path).
+servers_of = members
 
 
 def format_servers(mask: int) -> str:
