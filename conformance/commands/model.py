@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any, TextIO
 
 from conformance.commands.model_check import (
-    EXIT_OK,
     EXIT_UNDECIDED,
-    EXIT_VIOLATION,
     run_exhaustive,
+    run_simulation,
 )
 from conformance.commands.options import add_model_options, config_from_args
 from conformance.spill import spilling
@@ -118,42 +116,23 @@ def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _simulate(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
-    budget = args.seconds if args.seconds is not None else 300.0
-    walks = "unbounded" if args.walks is None else str(args.walks)
-    print(
-        f"Random simulation ({args.strategy}): seed {args.seed}, depth {args.depth}, "
-        f"walks {walks}, budget {budget:.0f} s.",
-        file=out,
-        flush=True,
-    )
-    started = time.perf_counter()
-    deadline = started + budget
-    result = simulate_randomly(
-        cfg,
+    return run_simulation(
+        lambda should_stop: simulate_randomly(
+            cfg,
+            seed=args.seed,
+            depth=args.depth,
+            walks=args.walks,
+            strategy=args.strategy,
+            should_stop=should_stop,
+        ),
+        strategy=args.strategy,
         seed=args.seed,
         depth=args.depth,
         walks=args.walks,
-        strategy=args.strategy,
-        should_stop=lambda: time.perf_counter() > deadline,
+        seconds=args.seconds if args.seconds is not None else 300.0,
+        out=out,
+        print_violation=lambda violation: _print_violation(cfg, violation, out),
     )
-    elapsed = time.perf_counter() - started
-    cells = f", {result.cells} archived cells" if result.cells is not None else ""
-    print(
-        f"{result.walks} walks, {result.steps} steps in {elapsed:.1f} s "
-        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s){cells}.",
-        file=out,
-    )
-    if result.violation is not None:
-        replay = (
-            f"rerun with --seed {args.seed}"
-            if args.strategy == "archive"
-            else f"walk seed {result.violating_walk_seed}"
-        )
-        print(f"Found by walk {result.violating_walk} ({replay}).", file=out)
-        _print_violation(cfg, result.violation, out)
-        return EXIT_VIOLATION
-    print("No invariant violated in the walks run.", file=out)
-    return EXIT_OK
 
 
 def _print_violation(cfg: ModelConfig, violation: Violation[State, Label], out: TextIO) -> None:

@@ -1,5 +1,5 @@
 """What ``bkconform model check`` and ``bkconform zab model check`` print of a breadth-first
-search, and the exit code they give, whichever spec is searched."""
+search or a random simulation, and the exit code they give, whichever spec is searched."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from model.search.bfs import Progress, SearchResult, Violation
+from model.search.simulation import SimulationResult
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -57,3 +58,52 @@ def run_exhaustive(
         return EXIT_UNDECIDED
     print("No invariant is violated.", file=out)
     return EXIT_OK
+
+
+def run_simulation(
+    simulate: Callable[[Callable[[], bool]], SimulationResult[Any, Any]],
+    *,
+    strategy: str,
+    seed: int,
+    depth: int,
+    walks: int | None,
+    seconds: float,
+    out: TextIO,
+    print_violation: Callable[[Violation[Any, Any]], None],
+    minimise: Callable[[Violation[Any, Any]], Violation[Any, Any]] | None = None,
+) -> int:
+    """Run ``simulate`` (given when to stop) for ``seconds`` and print its figures: 1 for a
+    violation (``minimise``d first when given, then printed), 0 when the walks found none."""
+    shown = "unbounded" if walks is None else str(walks)
+    print(
+        f"Random simulation ({strategy}): seed {seed}, depth {depth}, "
+        f"walks {shown}, budget {seconds:.0f} s.",
+        file=out,
+        flush=True,
+    )
+    started = time.perf_counter()
+    deadline = started + seconds
+    result = simulate(lambda: time.perf_counter() > deadline)
+    elapsed = time.perf_counter() - started
+    cells = f", {result.cells} archived cells" if result.cells is not None else ""
+    print(
+        f"{result.walks} walks, {result.steps} steps in {elapsed:.1f} s "
+        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s){cells}.",
+        file=out,
+    )
+    if result.violation is None:
+        print("No invariant violated in the walks run.", file=out)
+        return EXIT_OK
+    replay = (
+        f"rerun with --seed {seed}"
+        if strategy == "archive"
+        else f"walk seed {result.violating_walk_seed}"
+    )
+    print(f"Found by walk {result.violating_walk} ({replay}).", file=out)
+    violation = result.violation
+    if minimise is not None:
+        before = len(violation.trace) - 1
+        violation = minimise(violation)
+        print(f"Minimised from {before} to {len(violation.trace) - 1} steps.", file=out)
+    print_violation(violation)
+    return EXIT_VIOLATION

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any, TextIO
 
 from conformance.commands.model_check import (
-    EXIT_OK,
     EXIT_UNDECIDED,
-    EXIT_VIOLATION,
     run_exhaustive,
+    run_simulation,
 )
 from conformance.spill import spilling
 from model.search.bfs import Violation
@@ -173,47 +171,28 @@ def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _simulate(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
-    walks = "unbounded" if args.walks is None else str(args.walks)
-    print(
-        f"Random simulation ({args.strategy}): seed {args.seed}, depth {args.depth}, "
-        f"walks {walks}, budget {args.seconds:.0f} s.",
-        file=out,
-        flush=True,
-    )
-    started = time.perf_counter()
-    deadline = started + args.seconds
-    result = simulate_randomly(
-        cfg,
+    return run_simulation(
+        lambda should_stop: simulate_randomly(
+            cfg,
+            seed=args.seed,
+            depth=args.depth,
+            walks=args.walks,
+            strategy=args.strategy,
+            should_stop=should_stop,
+        ),
+        strategy=args.strategy,
         seed=args.seed,
         depth=args.depth,
         walks=args.walks,
-        strategy=args.strategy,
-        should_stop=lambda: time.perf_counter() > deadline,
+        seconds=args.seconds,
+        out=out,
+        print_violation=lambda violation: _print_violation(cfg, violation, out),
+        minimise=(
+            (lambda found: Violation(found.invariants, minimise(cfg, found.trace)))
+            if args.minimise
+            else None
+        ),
     )
-    elapsed = time.perf_counter() - started
-    cells = f", {result.cells} archived cells" if result.cells is not None else ""
-    print(
-        f"{result.walks} walks, {result.steps} steps in {elapsed:.2f} s "
-        f"({result.steps / elapsed if elapsed > 0 else 0:,.0f} steps/s){cells}.",
-        file=out,
-    )
-    if result.violation is None:
-        print("No invariant violated in the walks run.", file=out)
-        return EXIT_OK
-    replay = (
-        f"rerun with --seed {args.seed}"
-        if args.strategy == "archive"
-        else f"walk seed {result.violating_walk_seed}"
-    )
-    print(f"Found by walk {result.violating_walk} ({replay}).", file=out)
-    violation = result.violation
-    if args.minimise:
-        before = len(violation.trace) - 1
-        shorter = minimise(cfg, violation.trace)
-        violation = Violation(violation.invariants, shorter)
-        print(f"Minimised from {before} to {len(shorter) - 1} steps.", file=out)
-    _print_violation(cfg, violation, out)
-    return EXIT_VIOLATION
 
 
 def _print_violation(cfg: ZabConfig, violation: Violation[State, Label], out: TextIO) -> None:
