@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from conformance.commands.model_check import (
     EXIT_UNDECIDED,
+    add_search_options,
     run_exhaustive,
     run_simulation,
 )
@@ -29,7 +30,6 @@ from model.bookkeeper.invariants import invariants_for
 from model.bookkeeper.records import State
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.search.bfs import Violation
-from model.search.strategies import STRATEGIES
 
 # Seen states are 64-bit fingerprints (~100 bytes each) and levels past two million states
 # are spilled to disk, so the default cap is about memory for the fingerprints alone.
@@ -46,39 +46,18 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_model_options(check, bookies=2, clients=2, wq=2, aq=1)
-    search = check.add_argument_group("search")
-    search.add_argument(
-        "--symmetry", action="store_true", help="symmetry reduction over bookies and clients"
-    )
-    search.add_argument(
-        "--max-states",
-        type=int,
-        default=DEFAULT_MAX_STATES,
-        help=f"stop an exhaustive search after N distinct states, exit 2 (default "
+    add_search_options(
+        check,
+        symmetry_help="symmetry reduction over bookies and clients",
+        max_states=DEFAULT_MAX_STATES,
+        max_states_help=f"stop an exhaustive search after N distinct states, exit 2 (default "
         f"{DEFAULT_MAX_STATES:,}, about 10 GiB of fingerprints; 0 = no limit)",
+        strategy_default="archive",
+        strategy_help="simulation strategy: archive (restart short swarm walks from an archive "
+        "of coarse states; default), swarm (whole swarm walks), uniform (TLC's simulation)",
+        seconds_default=None,
+        seconds_help="time budget (simulation default: 300 s; exhaustive: none)",
     )
-    search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
-    search.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default="archive",
-        help="simulation strategy: archive (restart short swarm walks from an archive of "
-        "coarse states; default), swarm (whole swarm walks), uniform (TLC's simulation)",
-    )
-    search.add_argument(
-        "--depth", type=int, default=100, help="maximum trace length in states (default 100)"
-    )
-    search.add_argument(
-        "--walks", type=int, default=None, help="number of walks (default: no limit)"
-    )
-    search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    search.add_argument(
-        "--seconds",
-        type=float,
-        default=None,
-        help="time budget (simulation default: 300 s; exhaustive: none)",
-    )
-    search.add_argument("--quiet", action="store_true", help="no progress lines")
     check.set_defaults(func=run_check)
 
 

@@ -3,16 +3,51 @@ search or a random simulation, and the exit code they give, whichever spec is se
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from model.search.bfs import Progress, SearchResult, Violation
 from model.search.simulation import SimulationResult
+from model.search.strategies import STRATEGIES
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_UNDECIDED = 2
+
+
+def add_search_options(
+    parser: argparse.ArgumentParser,
+    *,
+    symmetry_help: str,
+    max_states: int,
+    max_states_help: str,
+    strategy_default: str,
+    strategy_help: str,
+    seconds_default: float | None,
+    seconds_help: str,
+) -> Any:
+    """The search options both model checks take (the exhaustive search and the simulation),
+    with each spec's defaults and words; returns the group, for a spec's own options."""
+    search = parser.add_argument_group("search")
+    search.add_argument("--symmetry", action="store_true", help=symmetry_help)
+    search.add_argument("--max-states", type=int, default=max_states, help=max_states_help)
+    search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
+    search.add_argument(
+        "--strategy", choices=STRATEGIES, default=strategy_default, help=strategy_help
+    )
+    search.add_argument(
+        "--depth", type=int, default=100, help="maximum trace length in states (default 100)"
+    )
+    search.add_argument(
+        "--walks", type=int, default=None, help="number of walks (default: no limit)"
+    )
+    search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    search.add_argument("--seconds", type=float, default=seconds_default, help=seconds_help)
+    search.add_argument("--quiet", action="store_true", help="no progress lines")
+    return search
+
 
 #: Runs the search, calling back with its progress.
 Search = Callable[[Callable[[Progress], None]], SearchResult[Any, Any]]

@@ -19,12 +19,12 @@ from typing import Any, TextIO
 
 from conformance.commands.model_check import (
     EXIT_UNDECIDED,
+    add_search_options,
     run_exhaustive,
     run_simulation,
 )
 from conformance.spill import spilling
 from model.search.bfs import Violation
-from model.search.strategies import STRATEGIES
 from model.zab.protocol.actions import Label
 from model.zab.protocol.config import NAIVE_READINGS, ConfigError, ZabConfig
 from model.zab.protocol.explore import check_exhaustively, minimise, simulate_randomly
@@ -91,39 +91,24 @@ def register(commands: Any) -> None:
         action="store_true",
         help="leave recorder.pc (the last action) out of the state: fewer states than TLC counts",
     )
-    search = check.add_argument_group("search")
-    search.add_argument("--symmetry", action="store_true", help="symmetry reduction over servers")
-    search.add_argument(
-        "--max-states",
-        type=int,
-        default=DEFAULT_MAX_STATES,
-        help=f"stop an exhaustive search after N distinct states, exit 2 "
+    search = add_search_options(
+        check,
+        symmetry_help="symmetry reduction over servers",
+        max_states=DEFAULT_MAX_STATES,
+        max_states_help=f"stop an exhaustive search after N distinct states, exit 2 "
         f"(default {DEFAULT_MAX_STATES:,}; 0 = no limit)",
-    )
-    search.add_argument("--simulate", action="store_true", help="random walks instead of BFS")
-    search.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default="uniform",
-        help="simulation strategy: uniform (TLC's simulation; default), swarm (each walk "
-        "switches off some actions), archive (short walks from an archive of coarse states)",
-    )
-    search.add_argument(
-        "--depth", type=int, default=100, help="maximum trace length in states (default 100)"
-    )
-    search.add_argument(
-        "--walks", type=int, default=None, help="number of walks (default: no limit)"
-    )
-    search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    search.add_argument(
-        "--seconds", type=float, default=300.0, help="simulation time budget (default 300 s)"
+        strategy_default="uniform",
+        strategy_help="simulation strategy: uniform (TLC's simulation; default), swarm (each "
+        "walk switches off some actions), archive (short walks from an archive of coarse "
+        "states)",
+        seconds_default=300.0,
+        seconds_help="simulation time budget (default 300 s)",
     )
     search.add_argument(
         "--minimise",
         action="store_true",
         help="shorten a simulated violation by causal deletion before printing it",
     )
-    search.add_argument("--quiet", action="store_true", help="no progress lines")
     check.set_defaults(func=run_check)
 
 
