@@ -135,12 +135,9 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
                 "proxies": run.proxies,
                 "java_error": run.record.java_error,
                 "writer_adds": {
-                    "b2 before recovery": run.record.writer_first_add.name,
-                    "b3 after recovery": (
-                        None
-                        if run.record.writer_late_add is None
-                        else run.record.writer_late_add.name
-                    ),
+                    add.describe(): run.record.writer_answers[(add.entry, add.bookie)].name
+                    for add in run.record.writer.adds
+                    if (add.entry, add.bookie) in run.record.writer_answers
                 },
                 "closed_last_entry": run.record.closed_last_entry,
             },

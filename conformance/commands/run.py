@@ -84,6 +84,21 @@ def register(subparsers: Any) -> None:
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
     )
     search.add_argument(
+        "--client",
+        choices=("python", "java"),
+        default="python",
+        help="who plays the spec's clients: python (our wire client, every role; the default) "
+        "or java (the real BookKeeper Java client of --bookkeeper as the recovering client, "
+        "--target local; docs/javaclient-search.md)",
+    )
+    search.add_argument(
+        "--role",
+        choices=("recovery", "writer", "both"),
+        default="recovery",
+        help="with --client java: the Java client's role (recovery: it recovers the ledger "
+        "w1 wrote; writer and both are not built yet)",
+    )
+    search.add_argument(
         "--random-config",
         action="store_true",
         help="draw the configuration from the documented space (conformance/search/"
@@ -155,6 +170,14 @@ class _ProgressLine:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.client == "java":
+        # Imported here: the JVM adapter loads only when the Java client is chosen.
+        from conformance.commands.java_client_run import run_java_client_search
+
+        return run_java_client_search(args)
+    if args.role != "recovery":
+        print("bkconform run: --role needs --client java", file=sys.stderr)
+        return EXIT_UNDECIDED
     try:
         search = _settings(args)
         cfg = (
@@ -295,6 +318,10 @@ def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None
 
 def replay_command(args: argparse.Namespace) -> int:
     source = Path(args.source)
+    if source.is_dir() and _is_java_client_run(source):
+        from conformance.commands.java_client_run import replay_java_run
+
+        return replay_java_run(args, source)
     try:
         if source.is_dir():
             cfg, choices, max_steps, target_name = _from_run_dir(source)
@@ -348,6 +375,14 @@ def replay_command(args: argparse.Namespace) -> int:
     print(numbered_trace(cfg, outcome.trace))
     print(f"Verdict: {outcome.verdict}. Run directory: {run_dir}")
     return report.exit_code
+
+
+def _is_java_client_run(path: Path) -> bool:
+    """Whether ``path`` is a ``run --client java`` directory (replayed by its own command)."""
+    try:
+        return bool(read_results(path).get("target", {}).get("client") == "java")
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str]:

@@ -56,6 +56,7 @@ from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState,
 from conformance import translation
 from conformance.errors import ConformanceError
 from conformance.javaclient import SCENARIO_NAME
+from conformance.javaclient.plans import BOOKIES, DEFECT_1_WRITER, WriterPlan
 from conformance.javaclient.schedule import ScheduledRule, defect1_schedule, install
 from conformance.javaclient.story import RecoveryRecord
 from conformance.targets.cluster_target import DIGEST, KEY, PASSWORD
@@ -112,28 +113,35 @@ def expected_verdict(version: BookKeeperVersion) -> str:
     return "clean" if version >= FIRST_FENCING_RELEASE else "violation"
 
 
-async def _add_e0(host: str, port: int, ledger_id: int, timeout: float) -> StatusCode:
-    """w1's add of e0 (spec entry 1, data 1) on a connection of its own."""
+async def _add(
+    host: str, port: int, ledger_id: int, bk_entry: int, bk_lac: int, timeout: float
+) -> StatusCode:
+    """One add of w1 (the model's data for that entry, the LAC it piggybacks) on a connection
+    of its own."""
+    entry = translation.spec_entry_id(bk_entry)
     body = package_entry(
         DIGEST,
         PASSWORD,
         ledger_id,
-        translation.bk_entry_id(1),
-        translation.bk_lac(0),
-        translation.ledger_length(1),
-        translation.payload(1),
+        bk_entry,
+        bk_lac,
+        translation.ledger_length(entry),
+        translation.payload(entry),
     )
     client = await BookieClient.connect(host, port, request_timeout=timeout)
     try:
-        answer = await client.add(ledger_id, translation.bk_entry_id(1), KEY, body)
+        answer = await client.add(ledger_id, bk_entry, KEY, body)
     finally:
         await client.close()
     return answer.status
 
 
-def writer_add(address: tuple[str, int], ledger_id: int, timeout: float) -> StatusCode:
+def writer_add(
+    address: tuple[str, int], ledger_id: int, timeout: float, bk_entry: int = 0, bk_lac: int = -1
+) -> StatusCode:
+    """w1 adds ``bk_entry`` (default e0, LAC -1) directly to the bookie at ``address``."""
     try:
-        return asyncio.run(_add_e0(address[0], address[1], ledger_id, timeout))
+        return asyncio.run(_add(address[0], address[1], ledger_id, bk_entry, bk_lac, timeout))
     except WireError as exc:
         raise ScenarioUndecided(f"w1's add to {address[0]}:{address[1]} failed: {exc}") from exc
 
@@ -272,8 +280,9 @@ class RecoverySession:
 
         return arranged
 
-    def recover(self, arrange: Arrangement) -> RecoveryRecord:
-        """One run of the recipe on a fresh ledger, the proxies ``arrange``d for w2's recovery."""
+    def recover(self, arrange: Arrangement, writer: WriterPlan = DEFECT_1_WRITER) -> RecoveryRecord:
+        """One run on a fresh ledger: w1 does ``writer``'s adds before the recovery, the
+        Java client recovers with the proxies ``arrange``d, then w1 does the adds after it."""
         assert self._cluster is not None and self._client is not None
         options = self.options
         endpoints = self._cluster.endpoints()
@@ -286,7 +295,23 @@ class RecoverySession:
         )
         store.create(ledger_id, _metadata(ensemble))
         timeout = options.request_timeout
-        first_add = writer_add(endpoints.bookies[self.bookie_ids[1]], ledger_id, timeout)
+
+        def add(bookie: str, bk_entry: int, bk_lac: int) -> StatusCode:
+            address = endpoints.bookies[self.bookie_ids[BOOKIES.index(bookie)]]
+            return writer_add(address, ledger_id, timeout, bk_entry, bk_lac)
+
+        for bk_entry in range(writer.acked):
+            for bookie in BOOKIES:
+                status = add(bookie, bk_entry, bk_entry - 1)
+                if status is not StatusCode.EOK:
+                    raise ScenarioUndecided(
+                        f"w1's add of e{bk_entry} to {bookie}, before any recovery, got "
+                        f"{status.name}"
+                    )
+        # Every unconfirmed entry carries the LAC of the acked ones, as the model's w1 sends
+        # them all before any answer comes.
+        lac = writer.acked - 1
+        answers = {(a.entry, a.bookie): add(a.bookie, a.entry, lac) for a in writer.before()}
         mark = self.group.mark()
         java_error: str | None = None
         with arrange(ledger_id):
@@ -298,14 +323,14 @@ class RecoverySession:
             _settle(self.group, _SETTLE_S)
         metadata, _version = store.read(ledger_id)
         closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
-        late_add = writer_add(endpoints.bookies[self.bookie_ids[2]], ledger_id, timeout)
+        answers.update({(a.entry, a.bookie): add(a.bookie, a.entry, lac) for a in writer.after()})
         return RecoveryRecord(
             ledger_id=ledger_id,
             bookie_of_proxy={name: index for index, name in enumerate(self.proxies)},
             frames=self.group.frames(since=mark),
             deliveries=self.group.deliveries(),
-            writer_first_add=first_add,
-            writer_late_add=late_add,
+            writer=writer,
+            writer_answers=answers,
             closed_last_entry=closed,
             java_error=java_error,
             recovered_at=recovered_at,

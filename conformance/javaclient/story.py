@@ -1,13 +1,16 @@
 """The model's story of a Java-client recovery run, and the judgement of what the client sent.
 
-The run (see :mod:`.scenario`) is Defect 1's recipe: w1 (the model's ``c1``, our Python wire
-client) creates the ledger and adds e0, which reaches b2 only; w2 (``c2``, the real Java
-client) recovers the ledger through the proxies; then w1's add of e0 reaches b3. This module
-replays what happened as the model's steps (:func:`~model.bookkeeper.scripted.take`), in the
-order the frame log shows, under the configuration the client's frames reveal
-(``recovery_reads_fence`` from the recovery reads' flags; late read answers ignored, as the
-Java client does; write-backs completed from the recovered LAC on, as the Java client
-completes them). After every step the model's invariants are checked.
+The run (see :mod:`.scenario`): w1 (the model's ``c1``, our Python wire client) creates the
+ledger and adds its entries directly to the bookies its :class:`~.plans.WriterPlan` names
+(Defect 1's recipe: e0 reaches b2 only); w2 (``c2``, the real Java client) recovers the
+ledger through the proxies; then w1's remaining adds reach their bookies (the recipe: e0 at
+b3). A bookie the plan names for no add of an entry never gets it (the spec's lost message).
+This module replays what happened as the model's steps
+(:func:`~model.bookkeeper.scripted.take`), in the order the frame log shows, under the
+configuration the client's frames reveal (``recovery_reads_fence`` from the recovery reads'
+flags; late read answers ignored, as the Java client does; write-backs completed from the
+recovered LAC on, as the Java client completes them). After every step the model's
+invariants are checked.
 
 The real client overlaps its recovery reads with its write-backs (it reads e2 while e1's
 write-back is unconfirmed). The story still takes each event's step at the point the frame log
@@ -40,6 +43,7 @@ from conformance.javaclient.observed import (
     java_events,
     recovery_reads_fenced,
 )
+from conformance.javaclient.plans import BOOKIES, WriterAdd, WriterPlan
 from conformance.observations import Observation
 from model.bookkeeper.actions import Label, successors
 from model.bookkeeper.config import ModelConfig
@@ -62,10 +66,6 @@ from model.search.scripted import ScriptError
 SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 WRITER = "c1"
 RECOVERER = "c2"
-#: Where w1's add of e0 goes: never to b1, to b2 before the recovery, to b3 after it.
-WRITER_SKIPS = "b1"
-WRITER_FIRST = "b2"
-WRITER_LATE = "b3"
 #: The recovering client receives a confirmation of its write-back (recovery add).
 RECOVERY_ADD_RECEIVED = "RecoveryClientReceivesAddConfirmedResponse"
 #: What the engine calls each kind of answer the proxies see.
@@ -90,10 +90,11 @@ class RecoveryRecord:
     bookie_of_proxy: Mapping[str, int]
     frames: Sequence[FrameRecord]
     deliveries: Mapping[int, DeliveryRecord]
-    #: w1's add of e0 to b2, before the recovery.
-    writer_first_add: StatusCode
-    #: w1's add of e0 to b3, after the recovery (None: not sent).
-    writer_late_add: StatusCode | None
+    #: What w1 did (its acked entries, and where each unconfirmed entry went and when).
+    writer: WriterPlan
+    #: The bookies' answers to w1's adds of ``writer.adds``, keyed by (entry, bookie); an add
+    #: with no answer here was never sent (the run stopped first).
+    writer_answers: Mapping[tuple[int, str], StatusCode]
     #: BookKeeper's last entry id of the CLOSED metadata after the recovery (None: not closed).
     closed_last_entry: int | None
     #: Why the Java client's recovery open failed, if it did.
@@ -101,15 +102,6 @@ class RecoveryRecord:
     #: When ``openLedger`` returned (``time.monotonic()``, the frame log's clock): the ledger
     #: was closed by then, so the close step goes before any later frame (None: at the end).
     recovered_at: float | None = None
-    #: How many entries w1 added before the recovery (e0, e1, ...), each as e0: lost to b1,
-    #: confirmed by b2 (``writer_first_add``), at b3 after the recovery (``writer_late_add``).
-    #: All are unconfirmed by an ack quorum, so the recovery reads each of them (the judge's
-    #: SendLimit and InflightLimit are this number; the scenario's recipe adds e0 only).
-    writer_entries: int = 1
-    #: How many entries w1 added, and had confirmed by every bookie, before those: their LAC
-    #: rides on the later adds, so the recovery's fencing reads return it and the recovery
-    #: reads start after it (the unconfirmed entries are numbered after these).
-    writer_acked_entries: int = 0
 
 
 @dataclass
@@ -341,7 +333,7 @@ class _JavaReplay:
         else:
             # The real answer picks which of the model's two outcomes to take.
             action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
-            scripted = step(action, bookie=bookie, entry=entry, lost=lost)
+            scripted = step(action, bookie=bookie, entry=entry, lost=lost, sender=RECOVERER)
         story.take(
             scripted,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
@@ -400,7 +392,14 @@ def _unfenced_read(event: JavaEvent) -> bool:
     return event.kind is FrameKind.RECOVERY_READ and not event.fence
 
 
-def _writer_add(story: _Story, bookie: str, status: StatusCode, bk_entry: int = 0) -> None:
+def _writer_add(
+    story: _Story, add: WriterAdd, answers: Mapping[tuple[int, str], StatusCode]
+) -> None:
+    bookie, bk_entry = add.bookie, add.entry
+    status = answers.get((bk_entry, bookie))
+    if status is None:
+        story.notes.append(f"w1's add of e{bk_entry} to {bookie} was never sent")
+        raise _Stuck(f"w1's add of e{bk_entry} to {bookie} was never sent")
     if status not in (StatusCode.EOK, StatusCode.EFENCED):
         story.diverge(
             f"w1's add of e{bk_entry} to {bookie} got {status.name}; the model's bookie "
@@ -414,6 +413,7 @@ def _writer_add(story: _Story, bookie: str, status: StatusCode, bk_entry: int = 
             "BookieSendsAddConfirmedResponse" if confirmed else "BookieSendsAddFencedResponse",
             bookie=bookie,
             entry=entry,
+            sender=WRITER,
         ),
         request=f"w1 adds e{bk_entry} to {bookie} (direct)",
         observed=translation.add_observation(status),
@@ -432,11 +432,18 @@ def _writer_add(story: _Story, bookie: str, status: StatusCode, bk_entry: int = 
     )
 
 
-def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgement:
-    """Replay ``record`` as the model's story and judge it (see the module docstring)."""
+def judge(
+    record: RecoveryRecord,
+    spec_cfg: ModelConfig = SPEC_CONFIG,
+    *,
+    late_read_requests_processed: bool = True,
+) -> Judgement:
+    """Replay ``record`` as the model's story and judge it (see the module docstring).
+    ``late_read_requests_processed=False`` judges with the spec's IgnoreFurtherReadResponses
+    as written (a decided read's requests still in flight are dropped, never fencing)."""
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
     fenced = recovery_reads_fenced(events)
-    entries, acked = record.writer_entries, record.writer_acked_entries
+    entries, acked = record.writer.entries, record.writer.acked
     if acked + entries > spec_cfg.send_limit or entries > spec_cfg.inflight_limit:
         # w1 sends its unconfirmed entries before an ack quorum confirmed the first of them.
         spec_cfg = dataclasses.replace(
@@ -448,6 +455,8 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
         spec_cfg,
         recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
         late_read_answers_ignored=True,
+        # A read the client no longer waits for still reaches its bookie (and fences it).
+        late_read_requests_processed=late_read_requests_processed,
         # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
         # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
         lac_counts_as_confirmed=True,
@@ -458,16 +467,18 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
         for bk_entry in range(acked):
             entry = translation.spec_entry_id(bk_entry)
             story.take(step("ClientSendsAddEntryRequests", client=WRITER))
-            for bookie in (WRITER_SKIPS, WRITER_FIRST, WRITER_LATE):
+            for bookie in BOOKIES:
                 story.take(
                     step("BookieSendsAddConfirmedResponse", bookie=bookie, entry=entry),
                     request=f"w1 adds e{bk_entry} to {bookie} (direct)",
                     observed=translation.add_observation(StatusCode.EOK),
                 )
                 story.take(step(ADD_ANSWER_RECEIVED[0], client=WRITER, peer=bookie, entry=entry))
-        for bk_entry in range(acked, acked + entries):
-            story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost={WRITER_SKIPS}))
-            _writer_add(story, WRITER_FIRST, record.writer_first_add, bk_entry)
+        for bk_entry in record.writer.entry_ids:
+            lost = record.writer.lost(bk_entry)
+            story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost=lost))
+        for add in record.writer.before():
+            _writer_add(story, add, record.writer_answers)
         replay = _JavaReplay(story, events)
         cut = record.recovered_at
         replay.run([e for e in events if cut is None or e.at <= cut])
@@ -487,9 +498,8 @@ def judge(record: RecoveryRecord, spec_cfg: ModelConfig = SPEC_CONFIG) -> Judgem
         elif record.java_error:
             story.notes.append(f"the Java client's recovery failed: {record.java_error}")
         replay.run([e for e in events if cut is not None and e.at > cut])
-        if record.writer_late_add is not None:
-            for bk_entry in range(acked, acked + entries):
-                _writer_add(story, WRITER_LATE, record.writer_late_add, bk_entry)
+        for add in record.writer.after():
+            _writer_add(story, add, record.writer_answers)
     except _Stuck:
         pass
     for finding in story.frame_divergences:

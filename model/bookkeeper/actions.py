@@ -325,6 +325,20 @@ def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transitio
     b_fenced = s.b_fenced
     if msg.fence:
         b_fenced = (*b_fenced[:b], True, *b_fenced[b + 1 :])
+    if ctx.cfg.late_read_requests_processed and s.clients[msg.cid].curr_read_entry != msg.entry_id:
+        # A read of an entry its client already decided (LateReadRequestsProcessed): the
+        # bookie still processes it (and is fenced by it) and answers; the client, which no
+        # longer reads that entry, ignores the answer (it never joins the messages).
+        messages = message_processed(s.messages, msg, ctx.counts[msg])
+        label = Label(
+            "BookieSendsReadResponse",
+            bookie=b,
+            received=msg,
+            sent=((reply, True),),
+            detail=(("ignored_by_client", 1),),
+        )
+        out.append(Transition(label, s._replace(b_fenced=b_fenced, messages=messages)))
+        return
     for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
         label = Label("BookieSendsReadResponse", bookie=b, received=msg, sent=((reply, delivered),))
         out.append(Transition(label, s._replace(b_fenced=b_fenced, messages=messages)))
@@ -753,7 +767,12 @@ def _client_receives_recovery_read_response(
             # ReadPositive/ReadNegative/ReadUnknown assign messages' through
             # IgnoreFurtherReadResponses, and the action also conjoins MessageProcessed(msg):
             # TLC treats the second assignment as an equality test.
-            ignored = ignore_further_read_responses(s.messages, msg, c.recovery_ensemble)
+            ignored = ignore_further_read_responses(
+                s.messages,
+                msg,
+                c.recovery_ensemble,
+                requests_too=not ctx.cfg.late_read_requests_processed,
+            )
             if ctx.cfg.late_read_answers_ignored:
                 messages = ignored
             elif ignored != processed:

@@ -46,6 +46,15 @@ class ModelConfig:
       ``RecoveryClientClosesLedger`` is never enabled (a liveness gap: no invariant breaks).
       True is BookKeeper's client, whose adds complete in order from the recovered LAC on. It
       changes nothing for the writer (its LAC is its own contiguous confirmed entries).
+    - ``late_read_requests_processed`` (default False; needs ``late_read_answers_ignored``).
+      ``IgnoreFurtherReadResponses`` drops the decided read's undelivered messages, its
+      *requests* too: a fenced recovery read still on its way to a bookie then never fences
+      it. In BookKeeper the request is on the wire and the bookie processes it (and is fenced
+      by it) whatever the client decided meanwhile. True keeps the requests: a bookie answers a
+      read of an entry its client no longer reads, with every effect of the read, and the
+      client ignores the answer. Found by the Java-client search on real 4.17.3 (a fenced read
+      answered after the decision, then the writer's add refused EFENCED: no step of the
+      spec's).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -68,6 +77,7 @@ class ModelConfig:
     fence_on_unclean_shutdown: bool = False
     late_read_answers_ignored: bool = False
     lac_counts_as_confirmed: bool = False
+    late_read_requests_processed: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -100,6 +110,11 @@ class ModelConfig:
             )
         if self.max_crashes < 0:
             raise ConfigError(f"max_crashes must be >= 0, got {self.max_crashes}")
+        if self.late_read_requests_processed and not self.late_read_answers_ignored:
+            raise ConfigError(
+                "late_read_requests_processed needs late_read_answers_ignored (a decision "
+                "with read answers still in flight)"
+            )
         object.__setattr__(self, "effective_ensemble_size", ensemble)
 
     @property
@@ -125,6 +140,8 @@ class ModelConfig:
             parts.append("LateReadAnswersIgnored=TRUE")
         if self.lac_counts_as_confirmed:
             parts.append("LacCountsAsConfirmed=TRUE")
+        if self.late_read_requests_processed:
+            parts.append("LateReadRequestsProcessed=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -111,8 +111,12 @@ def clear_write_timeout(messages: Messages, cid: int, bookies: int, recovery: bo
     )
 
 
-def ignore_further_read_responses(messages: Messages, msg: Message, ensemble: int) -> Messages:
-    """``IgnoreFurtherReadResponses``: the decided read's undelivered messages are dropped."""
+def ignore_further_read_responses(
+    messages: Messages, msg: Message, ensemble: int, *, requests_too: bool = True
+) -> Messages:
+    """``IgnoreFurtherReadResponses``: the decided read's undelivered messages are dropped
+    (with ``requests_too=False``, its responses only: the requests stay for the bookies)."""
+    kinds = (READ_REQUEST, READ_RESPONSE) if requests_too else (READ_RESPONSE,)
     return frozenset(
         (
             m,
@@ -122,7 +126,7 @@ def ignore_further_read_responses(messages: Messages, msg: Message, ensemble: in
                 count == DELIVERED
                 and m.cid == msg.cid
                 and ensemble >> m.bookie & 1
-                and (m.kind == READ_REQUEST or m.kind == READ_RESPONSE)
+                and m.kind in kinds
             )
             else count,
         )

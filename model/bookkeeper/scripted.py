@@ -65,6 +65,9 @@ class ScriptedStep:
     entry: int | None = None
     lost: frozenset[str] = field(default_factory=frozenset)
     kind: int | None = None  # the kind of the received message, when an action takes several
+    #: The client whose message a bookie step takes: two clients' adds of one entry may wait
+    #: at one bookie at once (a writer's and a recovery's write-back).
+    sender: str | None = None
 
     def matches(self, label: Label) -> bool:
         actions = (self.action,) if isinstance(self.action, str) else self.action
@@ -79,6 +82,10 @@ class ScriptedStep:
         ):
             return False
         if self.kind is not None and (label.received is None or label.received.kind != self.kind):
+            return False
+        if self.sender is not None and (
+            label.received is None or label.received.cid != client(self.sender)
+        ):
             return False
         if self.entry is not None and _entry_of(label) != self.entry:
             return False
@@ -96,8 +103,9 @@ def step(
     entry: int | None = None,
     lost: Iterable[str] = (),
     kind: int | None = None,
+    sender: str | None = None,
 ) -> ScriptedStep:
-    return ScriptedStep(action, client, bookie, peer, entry, frozenset(lost), kind)
+    return ScriptedStep(action, client, bookie, peer, entry, frozenset(lost), kind, sender)
 
 
 def take(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> Transition:

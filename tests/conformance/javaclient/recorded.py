@@ -21,6 +21,7 @@ from adapters.netproxy import (
     Operation,
     Protocol,
 )
+from conformance.javaclient.plans import WriterAdd, WriterPlan
 from conformance.javaclient.story import RecoveryRecord
 
 LEDGER = 7
@@ -91,6 +92,36 @@ def defect1_log(*, reads_fence: bool) -> LogBuilder:
     return log
 
 
+def recipe_writer(entries: int = 1, acked: int = 0) -> WriterPlan:
+    """The recipe's w1: each unconfirmed entry lost to b1, at b2 before the recovery, at b3
+    after it."""
+    ids = range(acked, acked + entries)
+    adds = [WriterAdd(e, "b2", False) for e in ids] + [WriterAdd(e, "b3", True) for e in ids]
+    return WriterPlan(entries=entries, adds=tuple(adds), acked=acked)
+
+
+def recipe_answers(
+    writer: WriterPlan, late: StatusCode = StatusCode.EOK
+) -> dict[tuple[int, str], StatusCode]:
+    """EOK for w1's adds before the recovery, ``late`` for those after it."""
+    return {(a.entry, a.bookie): late if a.after_recovery else StatusCode.EOK for a in writer.adds}
+
+
+def with_writer(
+    record: RecoveryRecord,
+    *,
+    entries: int = 1,
+    acked: int = 0,
+    late: StatusCode | None = None,
+) -> RecoveryRecord:
+    """``record`` with the recipe's w1 of ``entries`` unconfirmed entries after ``acked``;
+    its adds after the recovery answered ``late`` (default: as in ``record``)."""
+    writer = recipe_writer(entries, acked)
+    if late is None:
+        late = next((s for (_, b), s in record.writer_answers.items() if b == "b3"), StatusCode.EOK)
+    return dataclasses.replace(record, writer=writer, writer_answers=recipe_answers(writer, late))
+
+
 def defect1_record(*, reads_fence: bool, log: LogBuilder | None = None) -> RecoveryRecord:
     """The whole run: the log, w1's adds (b3's EOK without fencing, else EFENCED), the close."""
     log = log or defect1_log(reads_fence=reads_fence)
@@ -99,8 +130,10 @@ def defect1_record(*, reads_fence: bool, log: LogBuilder | None = None) -> Recov
         bookie_of_proxy=PROXIES,
         frames=log.frames,
         deliveries=log.deliveries,
-        writer_first_add=StatusCode.EOK,
-        writer_late_add=StatusCode.EFENCED if reads_fence else StatusCode.EOK,
+        writer=recipe_writer(),
+        writer_answers=recipe_answers(
+            recipe_writer(), StatusCode.EFENCED if reads_fence else StatusCode.EOK
+        ),
         closed_last_entry=-1,
     )
 
@@ -131,7 +164,9 @@ def recovery_add_confirmed(
     )
 
 
-def concurrent_recovery_log(*, reads_fence: bool = True) -> LogBuilder:
+def concurrent_recovery_log(
+    *, reads_fence: bool = True, b3_confirms_at: float = 1.110
+) -> LogBuilder:
     """An unfaulted recovery (every frame forwarded) of a ledger where w1 added e0 and e1 to b2
     only, with the Java client's concurrency: it reads lazily (b1, then b2), writes e0 back and
     at once reads e1; the read of e1 is sent AND answered, and e1 written back, before any
@@ -168,9 +203,9 @@ def concurrent_recovery_log(*, reads_fence: bool = True) -> LogBuilder:
     recovery_add_confirmed(log, 1.060, "b2", 1)
     log.response(1.062, "b2", 2, flags=flags, status=StatusCode.ENOENTRY)
     recovery_add_confirmed(log, 1.070, "b1", 1)
-    # After the close (1.100): b3's confirmations.
-    recovery_add_confirmed(log, 1.110, "b3", 0)
-    recovery_add_confirmed(log, 1.111, "b3", 1)
+    # After the close (1.100): b3's confirmations (unless ``b3_confirms_at`` says when).
+    recovery_add_confirmed(log, b3_confirms_at, "b3", 0)
+    recovery_add_confirmed(log, b3_confirms_at + 0.001, "b3", 1)
     return log
 
 
@@ -180,12 +215,10 @@ def concurrent_recovery_record(
     """:func:`concurrent_recovery_log` as a run: w1's adds of e0 and e1 (b2 before, b3 after
     the recovery), the ledger closed at e1 when ``openLedger`` returned at 1.100."""
     log = log or concurrent_recovery_log(reads_fence=reads_fence)
-    return dataclasses.replace(
-        defect1_record(reads_fence=reads_fence, log=log),
-        closed_last_entry=1,
-        recovered_at=1.100,
-        writer_entries=2,
+    record = dataclasses.replace(
+        defect1_record(reads_fence=reads_fence, log=log), closed_last_entry=1, recovered_at=1.100
     )
+    return with_writer(record, entries=2)
 
 
 def recovery_above_a_lac_log() -> LogBuilder:

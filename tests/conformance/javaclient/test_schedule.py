@@ -29,6 +29,7 @@ from conformance.javaclient.schedule import (
     install,
 )
 from conformance.javaclient.story import RecoveryRecord, judge
+from tests.conformance.javaclient.recorded import recipe_answers, recipe_writer
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
 
 
@@ -82,8 +83,8 @@ def test_the_schedule_on_real_frames_gives_the_verdict(
         bookie_of_proxy={"b1": 0, "b2": 1, "b3": 2},
         frames=frames,
         deliveries=deliveries,
-        writer_first_add=StatusCode.EOK,
-        writer_late_add=late,
+        writer=recipe_writer(),
+        writer_answers=recipe_answers(recipe_writer(), late),
         # This stand-in does not write metadata; two NoSuchEntry answers close a Java
         # recovery at -1, which is what the real client writes.
         closed_last_entry=-1,

@@ -5,6 +5,7 @@ and the default version, installed from Maven Central)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,20 @@ from hypothesis import given, settings
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import BookieProxy, Direction, ProxyGroup
 from adapters.refbookie.server import BookieServer
+from conformance.javaclient.guidance import model_guided_plans
+from conformance.javaclient.plans import (
+    DEFECT_1_PLAN,
+    DEFECT_1_SCHEDULE,
+    DEFECT_1_WRITER,
+    DROP,
+    FrameKey,
+    FrameSchedule,
+    PlanError,
+    RecoveryPlan,
+    WriterPlan,
+    hold,
+    searched_frames,
+)
 from conformance.javaclient.scenario import (
     Arrangement,
     JavaScenarioOptions,
@@ -21,52 +36,64 @@ from conformance.javaclient.scenario import (
     writer_add,
 )
 from conformance.javaclient.search import (
-    DEFECT_1_SCHEDULE,
-    DROP,
-    FORWARD,
-    SEARCHED_FRAMES,
-    FrameKey,
-    FrameSchedule,
     ScheduleController,
     SearchResult,
     frame_schedules,
-    hold,
-    key_of,
+    generated_plans,
     search,
+    smaller_plans,
 )
 from conformance.javaclient.story import RecoveryRecord, judge
-from tests.conformance.javaclient.recorded import FENCE, LogBuilder, defect1_record
+from tests.conformance.javaclient.recorded import defect1_record
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
 
 
 @settings(max_examples=30, deadline=None)
-@given(frame_schedules())
-def test_every_searched_frame_gets_a_choice(schedule: FrameSchedule) -> None:
-    assert set(schedule.decisions) == set(SEARCHED_FRAMES)
+@given(frame_schedules(DEFECT_1_WRITER))
+def test_every_decision_names_a_searched_frame(schedule: FrameSchedule) -> None:
+    assert set(schedule.decisions) <= set(searched_frames(DEFECT_1_WRITER))
     for choice in schedule.decisions.values():
-        assert choice in (FORWARD, DROP) or (choice.action == "hold" and 1 <= choice.after <= 3)
+        assert choice == DROP or (choice.action == "hold" and 1 <= choice.after <= 4)
 
 
-def test_schedules_describe_themselves() -> None:
-    assert DEFECT_1_SCHEDULE.describe() == [
-        "fence read to b3: drop",
-        "recovery read e0 to b2: hold until 2 other frames passed",
-    ]
-    assert FrameSchedule().describe() == ["forward everything"]
-    assert FrameSchedule().choice(FrameKey("fence read", "b1", -1)) == FORWARD
-    with pytest.raises(ValueError, match=">= 1 other frames"):
-        hold(0)
+@settings(max_examples=50, deadline=None)
+@given(generated_plans())
+def test_generated_plans_are_valid_and_round_trip(plan: RecoveryPlan) -> None:
+    assert 1 <= plan.writer.entries <= 2 and plan.writer.acked in (0, 1)
+    assert set(plan.schedule.decisions) <= set(searched_frames(plan.writer))
+    assert RecoveryPlan.from_json(plan.to_json()) == plan
 
 
-def test_frames_are_keyed_by_meaning() -> None:
-    log = LogBuilder()
-    fence = log.request(1.0, "b3", -1, flags=FENCE)
-    read = log.request(1.0, "b2", 0)
-    answer = log.response(1.0, "b2", 0, status=StatusCode.EOK)
-    ledgerless = log.frame(1.0, "b1", Direction.REQUEST, read.info.operation, None)
-    assert key_of(fence) == FrameKey("fence read", "b3", -1)
-    assert key_of(read) == key_of(answer) == FrameKey("recovery read", "b2", 0)
-    assert key_of(ledgerless) is None
+def test_searched_frames_follow_the_writer() -> None:
+    two = WriterPlan(entries=2, acked=1)
+    keys = searched_frames(two)
+    assert {k.entry_id for k in keys if k.kind == "recovery read"} == {1, 2, 3}
+    assert {k.entry_id for k in keys if k.kind == "recovery add"} == {1, 2}
+    assert len(keys) == 3 * (1 + 3 + 2)
+
+
+def test_plans_refuse_what_no_run_can_do() -> None:
+    with pytest.raises(PlanError, match="b4"):
+        WriterPlan(adds=(DEFECT_1_WRITER.adds[0].__class__(0, "b4", False),))
+    with pytest.raises(PlanError, match="not one of its unconfirmed entries"):
+        WriterPlan(entries=1, adds=(DEFECT_1_WRITER.adds[0].__class__(1, "b1", False),))
+    with pytest.raises(PlanError, match="out of order"):
+        WriterPlan.from_json({"entries": 2, "adds": [[0, "b1", "after"], [1, "b1", "before"]]})
+    with pytest.raises(PlanError, match="no such frame"):
+        FrameSchedule.from_json([{"kind": "fence read", "bookie": "b9", "entry": -1}])
+    with pytest.raises(PlanError, match="needs 'writer'"):
+        RecoveryPlan.from_json({"schedule": []})
+
+
+def test_smaller_plans_take_one_thing_away() -> None:
+    smaller = list(smaller_plans(DEFECT_1_PLAN))
+    read_e0_b2 = FrameKey("recovery read", "b2", 0)
+    fence_b3 = FrameKey("fence read", "b3", -1)
+    schedules = [p.schedule.decisions for p in smaller if p.writer == DEFECT_1_WRITER]
+    assert {fence_b3: DROP} in schedules and {read_e0_b2: hold(2)} in schedules
+    assert {fence_b3: DROP, read_e0_b2: hold(1)} in schedules
+    assert sorted(len(p.writer.adds) for p in smaller if p.writer != DEFECT_1_WRITER) == [1, 1]
+    assert all(p.origin == "shrunk from issue 8's recipe" for p in smaller)
 
 
 @pytest.mark.cluster
@@ -110,25 +137,27 @@ def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_the_search_with_the_real_java_client(tmp_path: Path, java_client_home: Path) -> None:
-    """4.11.1: finds Defect 1 at once; the default version: every schedule is clean."""
+    """4.11.1: the model-guided search finds Defect 1 within a few examples; the default
+    version: every example is clean."""
     options = JavaScenarioOptions(
         bookkeeper_home=java_client_home, log_dir=tmp_path, read_entry_timeout_s=2
     )
+    guided = model_guided_plans(reads_fence=False, seed=8, max_plans=10)
     with RecoverySession(options) as session:
-        result = search(session, max_examples=4, seed=8)
+        result = search(session, max_examples=6, seed=8, guided=guided, shrink=False)
         expected = expected_verdict(session.version)
     if expected == "violation":
-        assert result.finding is not None and result.examples == 1  # the recipe comes first
+        assert result.finding is not None, result.verdicts
         assert result.finding.judgement.outcome.violations == [
             "NoDivergenceBetweenClientAndMetaData"
         ]
     else:
-        assert result.finding is None, result.finding.schedule.describe()
+        assert result.finding is None, result.finding.plan.describe()
         assert result.verdicts == {"clean": result.examples}
 
 
 class RecordedRecoveries:
-    """Hands out a recorded run for every schedule (the schedule is arranged on no proxies):
+    """Hands out a recorded run for every plan (the schedule is arranged on no proxies):
     checks the search's Hypothesis plumbing, not the Java client. ``arrange=False``: the
     schedule is never arranged; ``break_controller``: the controller crashes."""
 
@@ -146,9 +175,11 @@ class RecordedRecoveries:
         self.arrange = arrange
         self.break_controller = break_controller
         self.runs = 0
+        self.writers: list[WriterPlan] = []
 
-    def recover(self, arrange: Arrangement) -> RecoveryRecord:
+    def recover(self, arrange: Arrangement, writer: WriterPlan) -> RecoveryRecord:
         self.runs += 1
+        self.writers.append(writer)
         if self.arrange:
             with arrange(LEDGER) as controller:
                 assert isinstance(controller, ScheduleController)
@@ -157,23 +188,53 @@ class RecordedRecoveries:
         return defect1_record(reads_fence=self.reads_fence)
 
 
-def test_the_search_stops_at_the_first_finding_and_runs_it_once() -> None:
+def test_the_search_stops_at_the_first_finding_and_shrinks_it() -> None:
     with ProxyGroup(call_timeout=5.0) as group:
         recoveries = RecordedRecoveries(group, reads_fence=False)
-        result = search(recoveries, max_examples=5)
-    assert recoveries.runs == 1 and result.examples == 1
-    assert result.finding is not None and result.finding.schedule == DEFECT_1_SCHEDULE
+        result = search(recoveries, max_examples=5, seed=1)
+    assert result.examples == 1 and result.stopped == "finding"
+    assert result.finding is not None and result.finding.example == 1
     assert result.finding.judgement.outcome.verdict == "violation"
     assert result.verdicts == {"violation": 1}
+    # The recorded run fails whatever the plan: shrinking takes every decision away.
+    assert result.finding.shrink_runs == recoveries.runs - 1 > 0
+    assert result.finding.plan.schedule.without_forwards().decisions == {}
+    assert result.finding.plan.writer.adds == ()
 
 
-def test_a_clean_client_passes_every_schedule() -> None:
+def test_without_shrinking_the_finding_is_the_example_found() -> None:
+    with ProxyGroup(call_timeout=5.0) as group:
+        recoveries = RecordedRecoveries(group, reads_fence=False)
+        result = search(recoveries, max_examples=5, seed=1, shrink=False)
+    assert recoveries.runs == 1 and result.finding is not None
+    assert result.finding.shrunk is result.finding.found
+
+
+def test_a_clean_client_passes_every_plan() -> None:
     with ProxyGroup(call_timeout=5.0) as group:
         recoveries = RecordedRecoveries(group, reads_fence=True)
         result = search(recoveries, max_examples=5, seed=3)
     assert result.finding is None
-    assert result.examples == recoveries.runs == 6  # the recipe, then five generated
-    assert result.verdicts == {"clean": 6}
+    assert result.examples == recoveries.runs == 5  # nothing built in comes first
+    assert result.verdicts == {"clean": 5}
+    assert result.verdict == "clean" and result.stopped == "examples"
+
+
+def test_guided_plans_are_drawn() -> None:
+    guided = [dataclasses.replace(DEFECT_1_PLAN, origin="model")]
+    with ProxyGroup(call_timeout=5.0) as group:
+        recoveries = RecordedRecoveries(group, reads_fence=True)
+        result = search(recoveries, max_examples=20, seed=3, guided=guided)
+    assert 0 < result.guided_examples < result.examples == 20
+    assert DEFECT_1_WRITER in recoveries.writers
+
+
+def test_a_spent_budget_with_nothing_run_is_undecided() -> None:
+    with ProxyGroup(call_timeout=5.0) as group:
+        recoveries = RecordedRecoveries(group, reads_fence=True)
+        result = search(recoveries, max_examples=5, seconds=0.0)
+    assert result.examples == 0 and result.stopped == "budget"
+    assert result.verdict == "undecided"
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import (
     fragment_of_entry_id,
@@ -11,7 +15,7 @@ from model.bookkeeper.actions import (
     successors,
     writeset,
 )
-from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.records import (
     CLIENT_WITHDRAWN,
     DELIVERED,
@@ -476,3 +480,49 @@ def test_lac_counts_as_confirmed_lets_that_recovery_close() -> None:
     assert s.meta_status == STATUS_CLOSED and s.meta_last_entry == 2
     assert max_contiguous_confirmed_entry(cfg, (0, 0b11, 0b01), 1) == 2
     assert max_contiguous_confirmed_entry(cfg, (0, 0b11, 0b01)) == 0
+
+
+def _decided_with_b3_unanswered(cfg: ModelConfig) -> State:
+    """c1's e1 reached no bookie; c2 fenced b1 and b2 (b3's fence read lost), sent its
+    recovery reads of e1 to all three, and decided e1 absent on b1's and b2's NoSuchEntry
+    while its read to b3 was still on the way."""
+    script = [
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b1", "b2", "b3"}),
+        step("ClientStartsRecovery", client="c2", lost={"b3"}),
+        *FENCED_BY_B1_AND_B2,
+        step("ClientSendsRecoveryReadRequests", client="c2"),
+        step("BookieSendsReadResponse", bookie="b1"),
+        step("BookieSendsReadResponse", bookie="b2"),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+        step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2"),
+    ]
+    return run_script(cfg, script)[-1].state
+
+
+def test_the_spec_drops_a_decided_reads_requests_so_they_never_fence() -> None:
+    cfg = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
+    cfg = dataclasses.replace(cfg, late_read_answers_ignored=True)
+    s = _decided_with_b3_unanswered(cfg)
+    assert s.clients[1].curr_read_entry is None and not s.b_fenced[2]
+    assert not enabled(cfg, s, step("BookieSendsReadResponse", bookie="b3"))
+
+
+def test_late_read_requests_processed_lets_that_read_fence_its_bookie() -> None:
+    cfg = ModelConfig(
+        bookies=3,
+        clients=2,
+        write_quorum=3,
+        ack_quorum=2,
+        late_read_answers_ignored=True,
+        late_read_requests_processed=True,
+    )
+    assert "LateReadRequestsProcessed=TRUE" in cfg.describe()
+    s = _decided_with_b3_unanswered(cfg)
+    after = take(cfg, s, step("BookieSendsReadResponse", bookie="b3"))
+    assert after.state.b_fenced[2] and dict(after.label.detail)["ignored_by_client"] == 1
+    # The answer is ignored: it never joins the messages, so nothing waits on it.
+    ((reply, delivered),) = after.label.sent
+    assert delivered and all(m != reply for m, _ in after.state.messages)
+    with pytest.raises(ConfigError, match="needs late_read_answers_ignored"):
+        ModelConfig(late_read_requests_processed=True)
