@@ -11,7 +11,9 @@ example that fails is shrunk on the cluster and written as the run's story.
 The run directory streams as for every run: ``results.json`` running from the start,
 ``history.jsonl`` with each example's judged steps as it ends (``examples.jsonl``: each
 example's plan, verdict and time), then the shrunk finding's steps, trace, sequence diagram,
-``frames.txt`` and ``plan.json`` (what ``bkconform replay RUN_DIR`` runs again).
+``frames.txt``, ``record.json`` (the run as observed, to judge again offline) and
+``plan.json`` (what ``bkconform replay RUN_DIR`` runs again); ``frames/example-N.txt`` and
+``.json`` for every other example that was not clean.
 
 Exit codes: 0 = examples ran and none failed; 1 = a violation or a divergence; 2 = could not
 decide (no distribution, not ``--target local``, a configuration or role not supported, the
@@ -42,6 +44,7 @@ from conformance.commands.java_client_scenario import (
 from conformance.engine import Outcome
 from conformance.javaclient.guidance import model_guided_plans
 from conformance.javaclient.plans import PlanError, RecoveryPlan
+from conformance.javaclient.recording import save_record
 from conformance.javaclient.scenario import (
     JavaScenarioOptions,
     RecoverySession,
@@ -59,6 +62,8 @@ ROLES = ("recovery", "writer", "both")
 DEFAULT_SECONDS = 300.0
 DEFAULT_MAX_EXAMPLES = 10_000
 PLAN_FILE = "plan.json"
+#: The shrunk finding's run as observed (:mod:`conformance.javaclient.recording`).
+RECORD_FILE = "record.json"
 EXAMPLES_FILE = "examples.jsonl"
 _INFRASTRUCTURE_ERRORS = (
     ClusterError,
@@ -225,6 +230,7 @@ def _example_sink(
             frames_dir = writer.path / "frames"
             frames_dir.mkdir(exist_ok=True)
             (frames_dir / f"example-{number}.txt").write_text(_frame_lines(run))
+            save_record(run.record, frames_dir / f"example-{number}.json")
         if not quiet:
             print(
                 f"  example {number}: {run.verdict} ({run.plan.origin}; {run.seconds:.1f} s)",
@@ -301,8 +307,8 @@ def _finish(
         }
     )
     (run_dir / PLAN_FILE).write_text(json.dumps(shrunk.plan.to_json(), indent=2) + "\n")
-    frames = [frame.describe() for frame in shrunk.record.frames]
-    (run_dir / "frames.txt").write_text("\n".join(frames) + "\n")
+    (run_dir / "frames.txt").write_text(_frame_lines(shrunk))
+    save_record(shrunk.record, run_dir / RECORD_FILE)
     writer.finish(
         outcome,
         cfg=judgement.cfg,
@@ -388,9 +394,8 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
         for step in outcome.steps:
             writer.step(1, None, step)
         writer.example_done(1)
-        (run_dir / "frames.txt").write_text(
-            "\n".join(frame.describe() for frame in run.record.frames) + "\n"
-        )
+        (run_dir / "frames.txt").write_text(_frame_lines(run))
+        save_record(run.record, run_dir / RECORD_FILE)
         writer.finish(outcome, cfg=run.judgement.cfg, story=1)
     for violation in outcome.violations:
         print(f"VIOLATION {violation}")

@@ -179,6 +179,7 @@ def _config(shape: _Shape, reads_fence: bool) -> ModelConfig:
         late_read_answers_ignored=True,
         # A read the client no longer waits for still reaches its bookie (and fences it).
         late_read_requests_processed=True,
+        read_timeouts_per_entry=True,
         lac_counts_as_confirmed=True,
         send_limit=shape.total,
         inflight_limit=shape.entries,

@@ -98,6 +98,7 @@ def java_events(
 ) -> list[JavaEvent]:
     """The client's events on ``ledger_id`` in time order (see the module docstring)."""
     events: list[JavaEvent] = []
+    requests = _requests_by_key(frames)
     for record in frames:
         if not _concerns(record, ledger_id):
             continue
@@ -114,12 +115,59 @@ def java_events(
         if record.info.direction is Direction.REQUEST:
             events.append(JavaEvent(record.at, Phase.SENT, kind, bookie, record, entry, delivered))
             continue
-        events.append(JavaEvent(record.at, Phase.ANSWERED, kind, bookie, record, entry, delivered))
+        processed_at = processing_time(record, requests, deliveries)
+        events.append(
+            JavaEvent(processed_at, Phase.ANSWERED, kind, bookie, record, entry, delivered)
+        )
         if delivered:
             assert delivery is not None
             events.append(JavaEvent(delivery.at, Phase.RECEIVED, kind, bookie, record, entry, True))
     events.sort(key=lambda e: (e.at, e.phase, e.frame.frame_id))
     return events
+
+
+_RequestKey = tuple[str, int, object]
+
+
+def _key(record: FrameRecord) -> _RequestKey:
+    info = record.info
+    # v3 frames pair by txnId; v2 ones (no txnId) by what they name.
+    tag = (
+        info.txn_id if info.txn_id is not None else (info.operation, info.ledger_id, info.entry_id)
+    )
+    return (record.proxy, record.connection_id, tag)
+
+
+def _requests_by_key(frames: Sequence[FrameRecord]) -> dict[_RequestKey, list[FrameRecord]]:
+    requests: dict[_RequestKey, list[FrameRecord]] = {}
+    for record in frames:
+        if record.info.direction is Direction.REQUEST:
+            requests.setdefault(_key(record), []).append(record)
+    return requests
+
+
+def processing_time(
+    response: FrameRecord,
+    requests: Mapping[_RequestKey, list[FrameRecord]],
+    deliveries: Mapping[int, DeliveryRecord],
+) -> float:
+    """When the bookie processed the request ``response`` answers: when the proxy handed that
+    request to the bookie. A bookie's effects (an entry stored, the ledger fenced) take place
+    then, and its answers may come out in another order (an add waits for its journal write, a
+    read does not), so two requests to one bookie are ordered by their arrival there, not by
+    their answers. The answer's own arrival when the request is not found."""
+    candidates = [
+        r
+        for r in requests.get(_key(response), [])
+        if r.frame_id < response.frame_id and r.at <= response.at
+    ]
+    if not candidates:
+        return response.at
+    request = candidates[-1]
+    delivery = deliveries.get(request.frame_id)
+    if delivery is None or not delivery.delivered or delivery.at > response.at:
+        return response.at
+    return max(delivery.at, request.at)
 
 
 def recovery_reads_fenced(events: Sequence[JavaEvent]) -> bool | None:

@@ -739,7 +739,9 @@ def _read_status(ctx: _Ctx, c: ClientState, responses: frozenset[ReadResponse]) 
         return NO_SUCH_ENTRY
     assert c.curr_read_entry is not None
     cohort = writeset(cfg, c.recovery_ensemble, c.curr_read_entry)
-    if len(responses) + read_timeout_count(ctx.counts, c.id, cohort) == cfg.write_quorum:
+    per_entry = c.curr_read_entry if cfg.read_timeouts_per_entry else None
+    timeouts = read_timeout_count(ctx.counts, c.id, cohort, per_entry)
+    if len(responses) + timeouts == cfg.write_quorum:
         return UNKNOWN
     return NEED_MORE_RESPONSES
 

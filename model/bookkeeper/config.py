@@ -55,6 +55,12 @@ class ModelConfig:
       client ignores the answer. Found by the Java-client search on real 4.17.3 (a fenced read
       answered after the decision, then the writer's add refused EFENCED: no step of the
       spec's).
+    - ``read_timeouts_per_entry`` (default False). ``ReadTimeoutCount`` counts every lost read
+      message of the client: a read lost while recovering an earlier entry still counts as a
+      timeout for each later entry (lost messages stay lost), so the spec's recovery can decide
+      Unknown, and abort, where the client has heard nothing wrong about the entry it reads.
+      BookKeeper's client counts the errors of each entry's read on their own. True counts only
+      the reads of the entry being read. Found by the Java-client search on real 4.17.3.
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -78,6 +84,7 @@ class ModelConfig:
     late_read_answers_ignored: bool = False
     lac_counts_as_confirmed: bool = False
     late_read_requests_processed: bool = False
+    read_timeouts_per_entry: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -142,6 +149,8 @@ class ModelConfig:
             parts.append("LacCountsAsConfirmed=TRUE")
         if self.late_read_requests_processed:
             parts.append("LateReadRequestsProcessed=TRUE")
+        if self.read_timeouts_per_entry:
+            parts.append("ReadTimeoutsPerEntry=TRUE")
         if self.max_crashes:
             phases = [
                 name

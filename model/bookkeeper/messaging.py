@@ -80,8 +80,13 @@ def write_timeout_for_bookie(
     return False
 
 
-def read_timeout_count(counts: dict[Message, int], cid: int, ensemble: int) -> int:
-    """``ReadTimeoutCount``: bookies of the ensemble with a lost read request or response."""
+def read_timeout_count(
+    counts: dict[Message, int], cid: int, ensemble: int, entry_id: int | None = None
+) -> int:
+    """``ReadTimeoutCount``: bookies of the ensemble with a lost read request or response.
+
+    With ``entry_id`` (``read_timeouts_per_entry``), only the reads of that entry count; the
+    spec's count takes every lost read message of the client, earlier entries' too."""
     timed_out = 0
     for msg, count in counts.items():
         if (
@@ -89,9 +94,16 @@ def read_timeout_count(counts: dict[Message, int], cid: int, ensemble: int) -> i
             and msg.cid == cid
             and (msg.kind == READ_REQUEST or msg.kind == READ_RESPONSE)
             and ensemble >> msg.bookie & 1
+            and (entry_id is None or _read_entry(msg) == entry_id)
         ):
             timed_out |= 1 << msg.bookie
     return timed_out.bit_count()
+
+
+def _read_entry(msg: Message) -> int:
+    if msg.kind == READ_REQUEST:
+        return msg.entry_id  # type: ignore[union-attr]
+    return msg.entry.id  # type: ignore[union-attr]
 
 
 def clear_write_timeout(messages: Messages, cid: int, bookies: int, recovery: bool) -> Messages:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +13,6 @@ from hypothesis import given, settings
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import BookieProxy, Direction, ProxyGroup
 from adapters.refbookie.server import BookieServer
-from conformance.javaclient.guidance import model_guided_plans
 from conformance.javaclient.plans import (
     DEFECT_1_PLAN,
     DEFECT_1_SCHEDULE,
@@ -30,9 +28,6 @@ from conformance.javaclient.plans import (
 )
 from conformance.javaclient.scenario import (
     Arrangement,
-    JavaScenarioOptions,
-    RecoverySession,
-    expected_verdict,
     writer_add,
 )
 from conformance.javaclient.search import (
@@ -134,26 +129,8 @@ def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
     assert judge(record).outcome.violations == ["NoDivergenceBetweenClientAndMetaData"]
 
 
-@pytest.mark.cluster
-@pytest.mark.slow
-def test_the_search_with_the_real_java_client(tmp_path: Path, java_client_home: Path) -> None:
-    """4.11.1: the model-guided search finds Defect 1 within a few examples; the default
-    version: every example is clean."""
-    options = JavaScenarioOptions(
-        bookkeeper_home=java_client_home, log_dir=tmp_path, read_entry_timeout_s=2
-    )
-    guided = model_guided_plans(reads_fence=False, seed=8, max_plans=10)
-    with RecoverySession(options) as session:
-        result = search(session, max_examples=6, seed=8, guided=guided, shrink=False)
-        expected = expected_verdict(session.version)
-    if expected == "violation":
-        assert result.finding is not None, result.verdicts
-        assert result.finding.judgement.outcome.violations == [
-            "NoDivergenceBetweenClientAndMetaData"
-        ]
-    else:
-        assert result.finding is None, result.finding.plan.describe()
-        assert result.verdicts == {"clean": result.examples}
+# The search against the real Java client (4.11.1 and the default version) runs through its
+# command: tests/conformance/test_java_client_run_command.py.
 
 
 class RecordedRecoveries:

@@ -1,0 +1,153 @@
+"""``bkconform run --client java`` and the replay of its findings: refusals (fast), a search
+on a stand-in session (fast: the command's run directory and verdicts), and the real search
+against real BookKeeper 4.11.1 and the default version (cluster, slow)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.javaclient import distribution_version
+from adapters.netproxy import BookieProxy, ProxyGroup
+from conformance.cli import main
+from conformance.commands import java_client_run as command
+from conformance.javaclient.plans import WriterPlan
+from conformance.javaclient.recording import load_record
+from conformance.javaclient.scenario import Arrangement, expected_verdict
+from conformance.javaclient.story import RecoveryRecord, judge
+from conformance.rundir import read_results
+from tests.conformance.javaclient.recorded import defect1_record
+
+RUN = ["run", "--client", "java"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--target", "model"], "runs on --target local only"),
+        (["--target", "local", "--role", "writer"], "only the recovering role"),
+        (["--target", "local", "--ensemble", "3", "--wq", "2"], "runs E=WQ=3, AQ=2"),
+        (["--target", "local", "--no-recovery-read-fence"], "takes no model switches"),
+        (["--target", "local", "--bookie-kind", "reference"], "--bookie-kind reference has none"),
+    ],
+)
+def test_what_the_search_cannot_do_is_refused_with_exit_2(
+    extra: list[str], says: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    assert main([*RUN, *extra, "--runs-dir", str(runs)]) == 2
+    assert says in capsys.readouterr().err
+    assert not runs.exists()
+
+
+def test_role_needs_the_java_client(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--role", "writer"]) == 2
+    assert "--role needs --client java" in capsys.readouterr().err
+
+
+class _Session:
+    """Stands in for a RecoverySession: every plan gets the recorded 4.11-like (or 4.14+-like)
+    run. Checks the command's plumbing, not the Java client."""
+
+    def __init__(self, options: Any) -> None:
+        self.group = ProxyGroup(call_timeout=5.0)
+        self.proxies: dict[str, BookieProxy] = {}
+        self.routing_method = argparse.Namespace(value="stand-in")
+
+    def __enter__(self) -> _Session:
+        self.group.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.group.__exit__(None, None, None)
+
+    def routes(self) -> dict[str, str]:
+        return {}
+
+    def recover(self, arrange: Arrangement, writer: WriterPlan) -> RecoveryRecord:
+        with arrange(11):
+            pass
+        return defect1_record(reads_fence=_Session.reads_fence)
+
+    reads_fence = False
+
+
+@pytest.fixture
+def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "bk"
+    monkeypatch.setattr(command, "RecoverySession", _Session)
+    monkeypatch.setattr(command, "check_run_arguments", lambda args: home)
+    monkeypatch.setattr(command, "distribution_version", lambda home: "4.11.1")
+    monkeypatch.setattr(command, "model_guided_plans", lambda **kw: [])
+    yield tmp_path / "runs"
+
+
+def test_a_finding_is_written_as_a_replayable_run_directory(
+    stand_in: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _Session.reads_fence = False
+    argv = [*RUN, "--target", "local", "--max-examples", "3", "--runs-dir", str(stand_in)]
+    assert main([*argv, "--quiet"]) == 1
+    (run_dir,) = stand_in.iterdir()
+    results = read_results(run_dir)
+    assert results["verdict"] == "violation" and results["target"]["client"] == "java"
+    search = results["java_search"]
+    assert search["first_finding_example"] == 1 and search["stopped"] == "finding"
+    assert search["seconds_to_first_finding_from_start"] >= search["seconds_to_first_finding"]
+    for name in ("plan.json", "record.json", "frames.txt", "sequence.txt", "examples.jsonl"):
+        assert (run_dir / name).exists(), name
+    assert judge(load_record(run_dir / "record.json")).outcome.verdict == "violation"
+    assert json.loads((run_dir / "plan.json").read_text()) == results["finding_plan"]
+    out = capsys.readouterr().out
+    assert f"Replay: bkconform replay {run_dir}" in out
+
+
+def test_a_clean_search_exits_0_and_nothing_run_is_undecided(stand_in: Path) -> None:
+    _Session.reads_fence = True
+    argv = [*RUN, "--target", "local", "--runs-dir", str(stand_in), "--quiet"]
+    assert main([*argv, "--max-examples", "3"]) == 0
+    assert main([*argv, "--seconds", "0"]) == 2
+    verdicts = sorted(read_results(d)["verdict"] for d in stand_in.iterdir())
+    assert verdicts == ["clean", "undecided"]
+
+
+def test_replay_refuses_a_run_with_no_finding(
+    stand_in: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _Session.reads_fence = True
+    assert (
+        main([*RUN, "--target", "local", "--max-examples", "1", "--runs-dir", str(stand_in)]) == 0
+    )
+    (run_dir,) = stand_in.iterdir()
+    assert main(["replay", str(run_dir), "--runs-dir", str(stand_in)]) == 2
+    assert "holds no finding to replay" in capsys.readouterr().err
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_the_search_and_its_replay_with_the_real_java_client(
+    tmp_path: Path, java_client_home: Path
+) -> None:
+    """4.11.1: Defect 1 found from scratch and replayed; the default version: clean."""
+    runs = tmp_path / "runs"
+    version = distribution_version(java_client_home)
+    argv = [*RUN, "--target", "local", "--bookkeeper-home", str(java_client_home)]
+    code = main([*argv, "--max-examples", "3", "--runs-dir", str(runs), "--quiet"])
+    (run_dir,) = runs.iterdir()
+    results = read_results(run_dir)
+    assert results["system_under_test"]["client"].endswith(str(version))
+    if expected_verdict(version) == "violation":
+        assert code == 1, results
+        assert results["violations"] == ["NoDivergenceBetweenClientAndMetaData"]
+        assert results["java_search"]["first_finding_example"] == 1
+        replay = ["replay", str(run_dir), "--runs-dir", str(tmp_path / "replays")]
+        assert main(replay) == 1
+    else:
+        assert code == 0, results
+        assert results["java_search"]["verdicts"] == {"clean": 3}
+        assert results["java_search"]["guided_examples"] == 2  # examples 1 and 3
