@@ -28,6 +28,7 @@ not allow at all (the replay cannot go on) is a divergence too.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -50,10 +51,12 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
 from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
+    DELIVERED,
     FENCE_REQUEST,
     FENCING_PHASE,
     READ_REQUEST,
     STATUS_OPEN,
+    FenceResponse,
     Message,
     State,
     bookie_name,
@@ -247,17 +250,23 @@ class _JavaReplay:
         self.started: dict[tuple[FrameKind, int | None], set[Message]] = {}
         self.sent: set[tuple[FrameKind, int | None, int]] = set()
         self.ignored: set[int] = set()
+        #: Fence answers delivered to the client during its fencing phase, not yet taken.
+        self.fence_answers: list[JavaEvent] = []
 
     def dropped(self, kind: FrameKind, entry: int | None) -> set[int]:
-        """Bookies the client sent such a request to that the proxies never delivered.
+        """Bookies whose request of this step a proxy dropped: the model's lost messages.
 
-        A request the client never sent is not lost: the real client asks lazily (recovery
-        reads go to one bookie after another, on an error answer or the speculative timeout,
-        and stop once the entry is decided), where the spec's client sends to the whole write
-        set at once. Its unsent requests stay with the model's bookies, unanswered; counting
-        them as lost would count read timeouts the client never had (an UNKNOWN read, an
-        aborted recovery, in the model only).
+        Recovery reads are the exception: a dropped read stays unprocessed at the model's
+        bookie, not lost. The spec's client counts a lost read as a timeout at once
+        (``ReadTimeoutCount``), where the real one learns of it only when its read timeout
+        expires, seconds later, having gone on meanwhile (other answers, a decision, the
+        write-backs); what the timeout leads to (a failed recovery) shows as the client's
+        error. A request the client never sent is not lost either: the real client asks
+        lazily (its reads go to one bookie after another, stopping once the entry is
+        decided, where the spec's client sends to the whole write set at once).
         """
+        if kind is FrameKind.RECOVERY_READ:
+            return set()
         sent = [
             e
             for e in self.events
@@ -268,6 +277,8 @@ class _JavaReplay:
     def run(self, events: Sequence[JavaEvent]) -> None:
         for event in events:
             if event.phase is Phase.SENT:
+                if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
+                    self.settle_fencing(_spec_entry(event))
                 self.sent_event(event)
             elif event.kind is FrameKind.OTHER:
                 continue  # reported when it was sent
@@ -289,10 +300,8 @@ class _JavaReplay:
         batch = (event.kind, entry)
         action = _SEND_ACTIONS[event.kind]
         if batch not in self.started:
-            spec_requests = story.spec_requests(action, entry)
-            recipients = story.recipients(action, entry)
-            lost = recipients & self.dropped(event.kind, entry)
-            self.started[batch] = spec_requests
+            self.started[batch] = story.spec_requests(action, entry)
+            lost = story.recipients(action, entry) & self.dropped(event.kind, entry)
             story.take(
                 step(action, client=RECOVERER, entry=entry, lost={bookie_name(b) for b in lost}),
                 request=f"{frame}: {event.frame.info.describe()}",
@@ -353,11 +362,10 @@ class _JavaReplay:
             if not fencing and not enabled(story.cfg, story.state, scripted):
                 self.ignore(event, "reached the client after its fencing phase; ignored")
                 return
-            if fencing and fencing_coverage(story.cfg, c2.fenced, c2.recovery_ensemble):
-                # BookKeeper's ReadLastConfirmedOp completes at quorum coverage, with the
-                # highest LAC heard so far, and ignores the answers after it; the spec's client
-                # may take more before its first recovery read. The real one could not.
-                self.ignore(event, "reached the client after its fencing read completed (coverage)")
+            if fencing:
+                # Which fence answers the client used is settled at its first recovery read
+                # (:meth:`settle_fencing`), not in the order the proxies delivered them.
+                self.fence_answers.append(event)
                 return
         elif event.kind is FrameKind.RECOVERY_READ:
             scripted = step(
@@ -376,6 +384,70 @@ class _JavaReplay:
                 self.ignore(event, "reached the client after the write-back completed; ignored")
                 return
         story.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
+
+    def settle_fencing(self, first_read: int | None) -> None:
+        """Take the fence answers the client used, now that its first recovery read (of
+        ``first_read``, the model's entry; None: it sent none) shows which LAC it had.
+
+        BookKeeper's ``ReadLastConfirmedOp`` completes at quorum coverage with the highest
+        LAC heard so far and ignores the answers after it. Which answers came first is the
+        client's own order: answers delivered within a millisecond on different connections
+        may be handled in either order, so the proxies' delivery order does not settle it.
+        The answers taken are the first of the delivered ones, in delivery order, that reach
+        coverage and give the LAC the first read shows; failing that, simply the first ones
+        in delivery order (and the first read's step will tell what is wrong). The rest
+        reached the client after its fencing completed: noted, ignored.
+        """
+        story = self.story
+        answers, self.fence_answers = self.fence_answers, []
+        chosen = self._fence_answers_used(answers, first_read)
+        for event in answers:
+            if event in chosen:
+                story.take(
+                    step(
+                        "ClientReceivesFencingReadLacResponse",
+                        client=RECOVERER,
+                        peer=bookie_name(event.bookie),
+                    ),
+                    request=f"frame #{event.frame.frame_id} delivered to the client",
+                )
+            else:
+                self.ignore(event, "reached the client after its fencing read completed")
+
+    def _fence_answers_used(
+        self, answers: Sequence[JavaEvent], first_read: int | None
+    ) -> list[JavaEvent]:
+        story = self.story
+        c2 = story.state.clients[1]
+        lacs = {
+            m.bookie: m.lac
+            for m, count in story.state.messages
+            if isinstance(m, FenceResponse) and m.cid == c2.id and count >= DELIVERED
+        }
+        usable = [e for e in answers if e.bookie in lacs]
+        floor = c2.lac
+
+        def outcome(subset: Sequence[JavaEvent]) -> tuple[bool, int]:
+            fenced, lac = c2.fenced, floor
+            for e in subset:
+                fenced |= 1 << e.bookie
+                lac = max(lac, lacs[e.bookie])
+            return fencing_coverage(story.cfg, fenced, c2.recovery_ensemble), lac
+
+        def minimal(subset: Sequence[JavaEvent]) -> bool:
+            covered, _ = outcome(subset)
+            return covered and not outcome(subset[:-1])[0]
+
+        in_order = next(
+            (usable[:n] for n in range(len(usable) + 1) if outcome(usable[:n])[0]), usable
+        )
+        if first_read is None:
+            return list(in_order)
+        for size in range(1, len(usable) + 1):
+            for subset in itertools.combinations(usable, size):
+                if minimal(subset) and outcome(subset)[1] + 1 == first_read:
+                    return list(subset)
+        return list(in_order)
 
     def writing_back(self, entry: int | None) -> bool:
         """Whether the model's recovering client still waits for confirmations of ``entry``."""
@@ -491,6 +563,8 @@ def judge(
         replay = _JavaReplay(story, events)
         cut = record.recovered_at
         replay.run([e for e in events if cut is None or e.at <= cut])
+        if replay.fence_answers:
+            replay.settle_fencing(None)  # the client sent no recovery read
         if record.closed_last_entry is not None:
             story.take(
                 step("RecoveryClientClosesLedger", client=RECOVERER),
@@ -507,6 +581,8 @@ def judge(
         elif record.java_error:
             story.notes.append(f"the Java client's recovery failed: {record.java_error}")
         replay.run([e for e in events if cut is not None and e.at > cut])
+        if replay.fence_answers:
+            replay.settle_fencing(None)
         for add in record.writer.after():
             _writer_add(story, add, record.writer_answers)
     except _Stuck:
