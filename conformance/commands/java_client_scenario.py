@@ -16,13 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from adapters.installations.system import (
-    BookieChoice,
-    SystemUnderTest,
-    describe_java_client,
-    describe_zookeeper,
-)
-from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import DistributionError, distribution_version
 from conformance.commands.console import print_findings
 from conformance.commands.options import bookie_choice_from_args
@@ -35,6 +28,7 @@ from conformance.javaclient.scenario import (
     expected_verdict,
     run_recovery,
 )
+from conformance.javaclient.search_run import java_client_system
 from conformance.javaclient.story import SPEC_CONFIG, Judgement, judge
 from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.verdict import Verdict
@@ -145,18 +139,6 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         )
     _report(judgement, frames, run_dir, expected)
     return outcome.exit_code
-
-
-def java_client_system(home: Path, version: str) -> SystemUnderTest:
-    """The scenario's system: bookies of ``home``, its Java client, and the local ZooKeeper."""
-    try:
-        install = locate_zookeeper()
-        zookeeper = describe_zookeeper(install.classpath, install.source)
-    except Exception as exc:
-        zookeeper = f"unknown ({exc})"
-    return SystemUnderTest(
-        BookieChoice.bookkeeper(home).describe(), describe_java_client(version), zookeeper
-    )
 
 
 def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: str) -> None:

@@ -65,6 +65,14 @@ def register(subparsers: Any) -> None:
     qualify.add_argument("--shards", type=int, default=16, help="shards (default 16)")
     qualify.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     qualify.add_argument(
+        "--client",
+        choices=("python", "java"),
+        default="python",
+        help="java: the version matrix of the real Java client's search, one release per "
+        "--bookkeeper entry (--bookkeeper 4.11.1,4.17.3; --shards per release; --seconds "
+        "per shard, default 120); docs/javaclient-search.md",
+    )
+    qualify.add_argument(
         "--configs",
         default=",".join(RELEASE_CONFIGURATIONS),
         help=f"comma-separated configurations, from: {', '.join(CONFIGURATIONS)} "
@@ -112,6 +120,11 @@ def _budget(args: argparse.Namespace) -> SearchSettings:
 
 
 def qualify_command(args: argparse.Namespace) -> int:
+    if args.client == "java":
+        # Imported here: the JVM adapter loads only when the Java client is chosen.
+        from conformance.commands.java_client_qualify import java_qualify_command
+
+        return java_qualify_command(args)
     try:
         configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
         plan = make_plan(

@@ -1,0 +1,128 @@
+"""``bkconform qualify --client java --bookkeeper 4.11.1,4.17.3``: the version matrix.
+
+The same search (``bkconform run --client java``) against each release: bookies and Java client
+of that release, every release installed from Maven Central first (once, here). One shard per
+release and seed (``--shards`` per release, seeds from ``--seed`` on), each with ``--seconds``
+of search, on Spark (``--master local[2]``, the default) or here (``--master none``). The
+run directory gets ``java_shards.jsonl`` (a row per shard), ``shards/<n>/`` (each shard's own
+run directory: examples, finding, frames), ``matrix.json``, ``results.json`` and
+``report.html`` (release x configuration x role, each cell the worst verdict of its shards, a
+regression against the release before it outlined). See conformance/distributed/java_matrix.py.
+
+Exit codes: 0 = every cell clean; 1 = a violation or a divergence in some cell; 2 = undecided
+(a release that cannot be had, a shard that could not decide, Spark that did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from adapters.javaclient import distribution_version
+from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
+from conformance.distributed.java_matrix import (
+    MATRIX_FILE,
+    MatrixError,
+    matrix,
+    matrix_verdict,
+    plan_matrix,
+    render_matrix_report,
+    run_matrix,
+)
+from conformance.rundir import new_run_dir, versions
+from conformance.verdict import exit_code_for
+
+EXIT_UNDECIDED = 2
+#: Per shard, when --seconds is not given.
+DEFAULT_SECONDS = 120.0
+
+
+def releases_from_args(args: argparse.Namespace) -> dict[str, Path]:
+    """``--bookkeeper A,B,...`` (or one ``--bookkeeper-home``): each installed, in order."""
+    names = [v.strip() for v in (args.bookkeeper or "").split(",") if v.strip()]
+    if not names and not args.bookkeeper_home:
+        raise CannotRun(
+            "qualify --client java needs the releases to compare: --bookkeeper 4.11.1,4.17.3"
+        )
+    releases: dict[str, Path] = {}
+    for name in names or [""]:
+        one = argparse.Namespace(**{**vars(args), "bookkeeper": name or None})
+        home = bookkeeper_home(one)
+        releases[str(distribution_version(home))] = home
+    return releases
+
+
+def java_qualify_command(args: argparse.Namespace) -> int:
+    try:
+        if args.target != "local":
+            raise CannotRun(f"--client java runs on --target local only, not {args.target}")
+        releases = releases_from_args(args)
+        seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS
+        shards = plan_matrix(
+            releases,
+            seeds_per_release=args.shards,
+            seed=args.seed,
+            seconds=seconds,
+            max_examples=args.max_examples or 10_000,
+        )
+    except (CannotRun, MatrixError, ValueError) as exc:
+        print(f"bkconform qualify: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    run_dir = args.run_dir or new_run_dir(args.runs_dir, "local", "qualify-java")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    print(
+        f"Java-client matrix: releases {', '.join(releases)}; {len(shards)} shards "
+        f"({args.shards} per release, {seconds:.0f} s each) on master {args.master}. "
+        f"Run directory: {run_dir}",
+        flush=True,
+    )
+    started = time.monotonic()
+    try:
+        rows = run_matrix(shards, run_dir, master=args.master)
+    except Exception as exc:  # Spark could not start, or its job failed
+        print(f"bkconform qualify: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    elapsed = time.monotonic() - started
+    cells = matrix(rows)
+    verdict = matrix_verdict(cells)
+    systems = sorted({str(row.get("system", "")) for row in rows if row.get("system")})
+    (run_dir / MATRIX_FILE).write_text(json.dumps(cells, indent=2) + "\n")
+    (run_dir / "results.json").write_text(
+        json.dumps(
+            {
+                "name": "qualify-java",
+                "verdict": verdict,
+                "exit_code": exit_code_for(verdict),
+                "master": args.master,
+                "releases": {v: str(h) for v, h in releases.items()},
+                "cells": cells,
+                "shard_errors": [r["index"] for r in rows if r.get("status") != "ok"],
+                "elapsed_seconds": round(elapsed, 3),
+                "system_under_test": systems,
+                "versions": versions(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    report = run_dir / "report.html"
+    report.write_text(
+        render_matrix_report(cells, rows, master=args.master, elapsed=elapsed, systems=systems)
+    )
+    for cell in cells:
+        change = f" ({cell['change']})" if cell["change"] else ""
+        print(
+            f"  {cell['version']} {cell['configuration']} {cell['role']}: {cell['verdict']}"
+            f"{change}; {cell['examples']} examples in {cell['shards']} shard(s)"
+        )
+    for row in rows:
+        if row.get("status") != "ok":
+            print(f"ERROR shard {row['index']} ({row['version']}): {row.get('error')}")
+    print(f"Verdict: {verdict}. Report: {report}")
+    return exit_code_for(verdict)
+
+
+__all__ = ["java_qualify_command", "releases_from_args"]

@@ -1,0 +1,310 @@
+"""The Java-client version matrix: the same search against each BookKeeper release.
+
+``bkconform qualify --client java --bookkeeper 4.11.1,4.17.3`` plans one shard per (release,
+client role, configuration, seed): each shard installs nothing itself (the releases are
+installed once, by the command), starts its own local cluster of that release with a proxy per
+bookie and that release's Java client (:class:`~conformance.javaclient.scenario.RecoverySession`),
+and runs ``bkconform run --client java``'s search with the shard's seed and time budget. Shards
+run on Spark (one task each; ``local[N]`` here) or in this process (``--master none``). The
+matrix, release x (configuration, role), is computed from the shards' rows (on Spark when it ran
+them) with the one precedence rule: a cell's verdict is the worst of its shards'
+(:func:`conformance.verdict.worst`). A cell whose verdict is worse than the same cell of the
+release before it is a **regression**; better, a **fix**.
+
+Each shard writes ``shards/<n>/`` (the search's examples, the finding's plan, record and frames)
+and its row to ``java_shards.jsonl``; the command writes ``matrix.json``, ``results.json`` and
+``report.html``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.errors import ConformanceError
+from conformance.verdict import SEVERITY, Verdict, worst
+
+ROLE = "recovery"
+CONFIGURATION = "E3-WQ3-AQ2"
+SHARDS_FILE = "java_shards.jsonl"
+MATRIX_FILE = "matrix.json"
+
+
+class MatrixError(ConformanceError, ValueError):
+    """A matrix plan that cannot run (no release, a bad budget)."""
+
+
+@dataclass(frozen=True)
+class JavaShard:
+    index: int
+    #: BookKeeper release (bookies and Java client) and where it is installed.
+    version: str
+    home: str
+    role: str
+    configuration: str
+    seed: int
+    seconds: float
+    max_examples: int
+
+    def cell(self) -> tuple[str, str, str]:
+        return (self.version, self.configuration, self.role)
+
+
+def plan_matrix(
+    releases: Mapping[str, Path],
+    *,
+    seeds_per_release: int,
+    seed: int,
+    seconds: float,
+    max_examples: int = 10_000,
+) -> list[JavaShard]:
+    """One shard per release x seed (the recovering role, E=WQ=3 AQ=2: what the search runs)."""
+    if not releases:
+        raise MatrixError("the matrix needs at least one --bookkeeper release")
+    if seeds_per_release < 1 or seconds <= 0:
+        raise MatrixError("each release needs >= 1 shard and a budget > 0 s")
+    shards: list[JavaShard] = []
+    for version, home in releases.items():
+        for n in range(seeds_per_release):
+            shards.append(
+                JavaShard(
+                    len(shards),
+                    version,
+                    str(home),
+                    ROLE,
+                    CONFIGURATION,
+                    seed + n,
+                    seconds,
+                    max_examples,
+                )
+            )
+    return shards
+
+
+#: Runs one shard's search and returns its row (injected in tests).
+Executor = Callable[[JavaShard, Path], dict[str, Any]]
+
+
+def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
+    """Run one shard: its own cluster of the release, its search; never raises (an error is
+    the row's ``status``, and its verdict undecided)."""
+    # Imported here: Spark workers load the JVM adapter only when they run a Java shard.
+    from conformance.javaclient.search_run import SearchRunOptions, search_run
+
+    shard_dir = run_dir / "shards" / str(shard.index)
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    row: dict[str, Any] = {**asdict(shard), "status": "ok", "error": None}
+    try:
+        result = search_run(
+            SearchRunOptions(
+                Path(shard.home),
+                shard_dir,
+                seed=shard.seed,
+                seconds=shard.seconds,
+                max_examples=shard.max_examples,
+            )
+        )
+        row.update(result.summary())
+        if result.outcome.error is not None:
+            row["status"] = "undecided"
+    except Exception as exc:  # a shard's failure is its row, never the matrix's crash
+        row.update(
+            status="error",
+            verdict=Verdict.UNDECIDED.value,
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(limit=8),
+        )
+    row["seconds_total"] = round(time.monotonic() - started, 3)
+    return row
+
+
+def run_matrix(
+    shards: Sequence[JavaShard],
+    run_dir: Path,
+    *,
+    master: str,
+    executor: Executor | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``shards`` (Spark on ``master``, or ``none``: here) with ``executor`` (default
+    :func:`execute_java_shard`) and return their rows, also written to ``java_shards.jsonl``."""
+    executor = executor or execute_java_shard
+    if master == "none":
+        rows = [executor(shard, run_dir) for shard in shards]
+    else:
+        from conformance.distributed.spark_job import spark_session
+
+        with spark_session(master) as spark:
+            rdd = spark.sparkContext.parallelize(list(shards), numSlices=max(1, len(shards)))
+            run = executor
+            rows = rdd.map(lambda shard: run(shard, run_dir)).collect()
+    rows.sort(key=lambda row: row["index"])
+    with (run_dir / SHARDS_FILE).open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
+    return rows
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One cell per (release, configuration, role): the worst verdict of its shards, their
+    examples, the fastest first finding; then, per column, ``change`` against the release
+    before it (``regression``, ``fix`` or None)."""
+    cells: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        key = (str(row["version"]), str(row["configuration"]), str(row["role"]))
+        cells.setdefault(key, []).append(row)
+    out: list[dict[str, Any]] = []
+    for (version, configuration, role), members in cells.items():
+        firsts = [
+            float(r["seconds_to_first_finding_from_start"])
+            for r in members
+            if r.get("seconds_to_first_finding_from_start") is not None
+        ]
+        out.append(
+            {
+                "version": version,
+                "configuration": configuration,
+                "role": role,
+                "verdict": worst(str(r.get("verdict", "undecided")) for r in members).value,
+                "shards": len(members),
+                "errors": sum(1 for r in members if r.get("status") != "ok"),
+                "examples": sum(int(r.get("examples") or 0) for r in members),
+                "violations": sorted({v for r in members for v in r.get("violations") or []}),
+                "first_finding_seconds": min(firsts) if firsts else None,
+                "change": None,
+            }
+        )
+    out.sort(key=lambda c: (c["configuration"], c["role"], _release_key(c["version"])))
+    previous: dict[tuple[str, str], dict[str, Any]] = {}
+    for cell in out:
+        column = (cell["configuration"], cell["role"])
+        before = previous.get(column)
+        if before is not None:
+            # SEVERITY lists the verdicts worst first.
+            now = SEVERITY.index(Verdict.named(cell["verdict"]))
+            then = SEVERITY.index(Verdict.named(before["verdict"]))
+            if now < then:
+                cell["change"] = "regression"
+            elif now > then:
+                cell["change"] = "fix"
+        previous[column] = cell
+    return out
+
+
+def matrix_verdict(cells: Iterable[Mapping[str, Any]]) -> str:
+    return worst(str(c["verdict"]) for c in cells).value
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+td, th { border: 1px solid #999; padding: 0.3em 0.7em; text-align: left; }
+.clean { background: #d7f5d7; } .violation, .divergence { background: #f8c9c9; }
+.undecided { background: #f3e6b3; } .regression { outline: 3px solid #c00; font-weight: bold; }
+.fix { outline: 2px dashed #080; }
+"""
+
+
+def render_matrix_report(
+    cells: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    master: str,
+    elapsed: float,
+    systems: Sequence[str],
+) -> str:
+    versions = sorted({str(c["version"]) for c in cells}, key=_release_key)
+    columns = sorted({(str(c["configuration"]), str(c["role"])) for c in cells})
+    by_key = {(c["version"], c["configuration"], c["role"]): c for c in cells}
+    head = "".join(f"<th>{html.escape(cfg)}<br>{html.escape(role)}</th>" for cfg, role in columns)
+    body = []
+    for version in versions:
+        tds = []
+        for cfg, role in columns:
+            cell = by_key.get((version, cfg, role))
+            if cell is None:
+                tds.append("<td>-</td>")
+                continue
+            first = cell["first_finding_seconds"]
+            detail = f"{cell['examples']} examples, {cell['shards']} shard(s)"
+            if first is not None:
+                detail += f"; first finding {first:.0f} s"
+            if cell["violations"]:
+                detail += "<br>" + html.escape(", ".join(cell["violations"]))
+            if cell["errors"]:
+                detail += f"<br>{cell['errors']} shard error(s)"
+            change = f" ({cell['change']})" if cell["change"] else ""
+            classes = " ".join(filter(None, [str(cell["verdict"]), cell["change"]]))
+            tds.append(
+                f'<td class="{classes}"><b>{html.escape(str(cell["verdict"]))}</b>'
+                f"{html.escape(change)}<br>{detail}</td>"
+            )
+        body.append(f"<tr><th>{html.escape(version)}</th>{''.join(tds)}</tr>")
+    shard_rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(row.get(k, '')))}</td>"
+            for k in (
+                "index",
+                "version",
+                "role",
+                "configuration",
+                "seed",
+                "status",
+                "verdict",
+                "examples",
+                "guided_examples",
+                "seconds_to_first_finding_from_start",
+                "error",
+            )
+        )
+        + "</tr>"
+        for row in rows
+    )
+    verdict = matrix_verdict(cells) if cells else Verdict.UNDECIDED.value
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>bkconform: Java-client version matrix</title>
+<style>{_STYLE}</style></head><body>
+<h1>The real Java client under search: release x configuration x role</h1>
+<p>Verdict: <b class="{verdict}">{verdict}</b>. Master {html.escape(master)}; {len(rows)} shards
+in {elapsed:.0f} s. Each release runs its own bookies and its own Java client (py4j), with a
+frame proxy per bookie; a cell is the worst verdict of its shards. Outlined in red: worse than
+the release before it (a regression); dashed green: better (a fix).</p>
+<table><tr><th>release</th>{head}</tr>{"".join(body)}</table>
+<h2>Systems under test</h2><ul>{"".join(f"<li>{html.escape(s)}</li>" for s in systems)}</ul>
+<h2>Shards</h2>
+<table><tr><th>shard</th><th>release</th><th>role</th><th>configuration</th><th>seed</th>
+<th>status</th><th>verdict</th><th>examples</th><th>guided</th><th>first finding (s)</th>
+<th>error</th></tr>{shard_rows}</table>
+</body></html>
+"""
+
+
+__all__ = [
+    "CONFIGURATION",
+    "MATRIX_FILE",
+    "ROLE",
+    "SHARDS_FILE",
+    "JavaShard",
+    "MatrixError",
+    "execute_java_shard",
+    "matrix",
+    "matrix_verdict",
+    "plan_matrix",
+    "render_matrix_report",
+    "run_matrix",
+]

@@ -1,0 +1,146 @@
+"""The Java-client version matrix: the plan, the cells and their changes, the report, the
+command (fast: shards stood in for), and the real matrix on 4.11.1 and the default version
+(cluster, slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.distributed import java_matrix
+from conformance.distributed.java_matrix import (
+    JavaShard,
+    MatrixError,
+    matrix,
+    matrix_verdict,
+    plan_matrix,
+    render_matrix_report,
+    run_matrix,
+)
+from tests.bookkeeper_fixtures import default_home, installed_home
+
+
+def _row(version: str, verdict: str, **more: Any) -> dict[str, Any]:
+    return {
+        "index": more.pop("index", 0),
+        "version": version,
+        "configuration": "E3-WQ3-AQ2",
+        "role": "recovery",
+        "verdict": verdict,
+        "status": more.pop("status", "ok"),
+        "examples": more.pop("examples", 5),
+        **more,
+    }
+
+
+def test_one_shard_per_release_and_seed() -> None:
+    shards = plan_matrix(
+        {"4.11.1": Path("/a"), "4.17.3": Path("/b")}, seeds_per_release=2, seed=7, seconds=60
+    )
+    assert [(s.index, s.version, s.seed) for s in shards] == [
+        (0, "4.11.1", 7),
+        (1, "4.11.1", 8),
+        (2, "4.17.3", 7),
+        (3, "4.17.3", 8),
+    ]
+    assert {s.role for s in shards} == {"recovery"}
+    with pytest.raises(MatrixError, match="at least one"):
+        plan_matrix({}, seeds_per_release=1, seed=0, seconds=60)
+    with pytest.raises(MatrixError, match=">= 1 shard"):
+        plan_matrix({"4.11.1": Path("/a")}, seeds_per_release=0, seed=0, seconds=60)
+
+
+def test_a_cell_is_the_worst_of_its_shards_and_changes_are_marked() -> None:
+    rows = [
+        _row("4.11.1", "violation", violations=["NoDivergenceBetweenClientAndMetaData"]),
+        _row("4.11.1", "clean"),
+        _row("4.16.6", "clean"),
+        _row("4.17.3", "clean"),
+        _row("4.17.3", "undecided", status="error", error="boom"),
+        _row("4.9.2", "clean"),
+    ]
+    cells = {c["version"]: c for c in matrix(rows)}
+    # Releases in version order (4.9.2 before 4.11.1, not after: numbers, not text).
+    assert [c["version"] for c in matrix(rows)] == ["4.9.2", "4.11.1", "4.16.6", "4.17.3"]
+    assert cells["4.11.1"]["verdict"] == "violation" and cells["4.11.1"]["shards"] == 2
+    assert cells["4.11.1"]["change"] == "regression"  # worse than 4.9.2
+    assert cells["4.16.6"]["change"] == "fix"
+    assert cells["4.17.3"]["verdict"] == "undecided" and cells["4.17.3"]["errors"] == 1
+    assert cells["4.17.3"]["change"] == "regression"  # undecided is worse than clean
+    assert matrix_verdict(cells.values()) == "violation"
+    assert matrix_verdict([]) == "undecided"  # nothing checked
+
+
+def test_the_report_shows_each_release_and_the_regressions() -> None:
+    rows = [_row("4.11.1", "clean"), _row("4.17.3", "violation", index=1)]
+    cells = matrix(rows)
+    page = render_matrix_report(cells, rows, master="none", elapsed=12.0, systems=["x"])
+    assert "<th>4.11.1</th>" in page and "<th>4.17.3</th>" in page
+    assert 'class="violation regression"' in page
+    assert 'Verdict: <b class="violation">violation</b>' in page
+
+
+def _fake(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
+    verdict = "violation" if shard.version == "4.11.1" else "clean"
+    return {**shard.__dict__, "status": "ok", "verdict": verdict, "examples": 3, "system": "s"}
+
+
+def test_the_shards_run_here_and_their_rows_are_written(tmp_path: Path) -> None:
+    shards = plan_matrix(
+        {"4.17.3": Path("/b"), "4.11.1": Path("/a")}, seeds_per_release=1, seed=0, seconds=1
+    )
+    rows = run_matrix(shards, tmp_path, master="none", executor=_fake)
+    assert [r["index"] for r in rows] == [0, 1]
+    lines = (tmp_path / "java_shards.jsonl").read_text().splitlines()
+    written = [json.loads(line) for line in lines]
+    assert written == rows
+
+
+def test_the_command_writes_the_matrix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(java_matrix, "execute_java_shard", _fake)
+    from conformance.commands import java_client_qualify
+
+    monkeypatch.setattr(
+        java_client_qualify,
+        "releases_from_args",
+        lambda args: {"4.11.1": Path("/a"), "4.17.3": Path("/b")},
+    )
+    run_dir = tmp_path / "q"
+    argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
+    assert main([*argv, "--run-dir", str(run_dir)]) == 1
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == "violation"
+    assert [c["verdict"] for c in results["cells"]] == ["violation", "clean"]
+    assert results["cells"][1]["change"] == "fix"
+    assert (run_dir / "report.html").exists() and (run_dir / "matrix.json").exists()
+    assert "4.17.3 E3-WQ3-AQ2 recovery: clean (fix)" in capsys.readouterr().out
+
+
+def test_the_command_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["qualify", "--client", "java", "--bookkeeper", "4.11.1"]) == 2
+    assert "runs on --target local only" in capsys.readouterr().err
+    assert main(["qualify", "--client", "java", "--target", "local"]) == 2
+    assert "needs the releases to compare: --bookkeeper 4.11.1,4.17.3" in capsys.readouterr().err
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_the_matrix_of_4_11_1_and_the_default_version(tmp_path: Path) -> None:
+    """The same search, 3 examples per release, in this process: Defect 1 on 4.11.1, clean on
+    the default version (a fix, not a regression)."""
+    old, new = installed_home("4.11.1"), default_home()
+    run_dir = tmp_path / "q"
+    argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
+    argv += ["--bookkeeper", f"{old},{new}"]  # a release's version or its directory
+    assert main([*argv, "--max-examples", "3", "--run-dir", str(run_dir)]) == 1
+    cells = json.loads((run_dir / "matrix.json").read_text())
+    verdicts = {c["version"]: (c["verdict"], c["change"]) for c in cells}
+    assert verdicts["4.11.1"] == ("violation", None)
+    (newest,) = [v for v in verdicts if v != "4.11.1"]
+    assert verdicts[newest] == ("clean", "fix")
