@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from adapters.netproxy import BookieProxy, FrameRecord, Hold, NotHeld, ProxyGroup
+from adapters.netproxy import BookieProxy, FrameRecord, Hold, NotHeld, Operation, ProxyGroup
 from adapters.netproxy.policy import FrameMatch
 from conformance.errors import ConformanceError
 from conformance.javaclient.observed import frame_kind
@@ -187,11 +187,31 @@ class ScheduleController:
                 self._decide(frame, now)
         if self._holding:
             last = self.group.mark()
-            for frame_id, (frame, after, since) in list(self._holding.items()):
+            for frame_id, (frame, after, since) in sorted(self._holding.items()):
                 passed = last - frame_id
-                if passed >= after or now - since > self.max_hold_s:
+                due = passed >= after or now - since > self.max_hold_s
+                if due and self._behind(frame) is None:
                     del self._holding[frame_id]
                     self._release(frame)
+
+    def _behind(self, frame: FrameRecord) -> int | None:
+        """The earlier add still held on ``frame``'s connection, if ``frame`` is an add: it
+        waits for it. A hold must not reorder a client's adds to one bookie: TCP keeps a
+        connection's frames in order, and the spec's channels keep a client's adds to a
+        bookie in order (``IsEarliestMsg``); a reordering the spec forbids would be the
+        harness's divergence, not the client's. Reads may overtake (the spec keeps no order
+        for them, and a bookie serves them on other threads anyway)."""
+        if frame.info.operation is not Operation.ADD_ENTRY:
+            return None
+        for frame_id, (other, _after, _since) in self._holding.items():
+            if (
+                frame_id < frame.frame_id
+                and other.proxy == frame.proxy
+                and other.connection_id == frame.connection_id
+                and other.info.operation is Operation.ADD_ENTRY
+            ):
+                return frame_id
+        return None
 
     def _decide(self, frame: FrameRecord, now: float) -> None:
         self._decided.add(frame.frame_id)
@@ -206,6 +226,8 @@ class ScheduleController:
                 self.proxies[frame.proxy].discard(frame.frame_id)
         elif choice.action == "hold":
             self._holding[frame.frame_id] = (frame, choice.after, now)
+        elif self._behind(frame) is not None:
+            self._holding[frame.frame_id] = (frame, 0, now)  # released right after it
         else:
             self._release(frame)
 

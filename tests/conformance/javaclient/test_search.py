@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
 from adapters.bookkeeper.status import StatusCode
-from adapters.netproxy import BookieProxy, Direction, ProxyGroup
+from adapters.netproxy import BookieProxy, Direction, FrameRecord, Operation, ProxyGroup
 from adapters.refbookie.server import BookieServer
 from conformance.javaclient.plans import (
     DEFECT_1_PLAN,
@@ -39,7 +40,7 @@ from conformance.javaclient.search import (
     smaller_plans,
 )
 from conformance.javaclient.story import RecoveryRecord, judge
-from tests.conformance.javaclient.recorded import defect1_record
+from tests.conformance.javaclient.recorded import RECOVERY_ADD, LogBuilder, defect1_record
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
 
 
@@ -237,3 +238,65 @@ def test_search_verdicts() -> None:
     assert SearchResult().verdict == "undecided"  # nothing ran
     assert SearchResult(examples=2, verdicts={"clean": 2}).verdict == "clean"
     assert SearchResult(examples=2, errors=["x"]).verdict == "undecided"
+
+
+class _FakeProxy:
+    """Holds the frames given to it; records what the controller released and dropped."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+        self.frames: dict[int, FrameRecord] = {}
+
+    def add_rule(self, *args: object, **kwargs: object) -> int:
+        return 1
+
+    def remove_rule(self, rule_id: int) -> None:
+        pass
+
+    def held(self) -> list[FrameRecord]:
+        return list(self.frames.values())
+
+    def release(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"release #{frame_id}")
+
+    def discard(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"drop #{frame_id}")
+
+    def release_all(self) -> None:
+        for frame_id in list(self.frames):
+            self.release(frame_id)
+
+
+class _FakeGroup:
+    def __init__(self) -> None:
+        self.last = 0
+
+    def mark(self) -> int:
+        return self.last
+
+
+def test_a_hold_never_reorders_a_clients_adds_to_one_bookie() -> None:
+    # Seen on real 4.17.3: the write-back of e1 to b3 held, the one of e2 forwarded, so b3
+    # took e2's before e1's, which the spec's FIFO channel forbids. e2's now waits for e1's.
+    log: list[str] = []
+    b3 = _FakeProxy("b3", log)
+    group = _FakeGroup()
+    add = Operation.ADD_ENTRY
+    first = LogBuilder().frame(1.0, "b3", Direction.REQUEST, add, 1, flags=RECOVERY_ADD)
+    second = dataclasses.replace(
+        first, frame_id=3, info=dataclasses.replace(first.info, entry_id=2)
+    )
+    read = LogBuilder().frame(1.0, "b3", Direction.REQUEST, Operation.READ_ENTRY, 3)
+    read = dataclasses.replace(read, frame_id=4)
+    schedule = FrameSchedule({FrameKey("recovery add", "b3", 1): hold(2)})
+    proxies: Any = {"b3": b3}
+    controller = ScheduleController(group, proxies, LEDGER, schedule, max_hold_s=60.0)
+    b3.frames = {1: first, 3: second, 4: read}
+    group.last = 2  # one frame has passed since e1's add: not yet due
+    controller.step()
+    assert log == ["release #4"]  # the read may overtake; e2's add waits behind e1's
+    group.last = 6
+    controller.step()
+    assert log == ["release #4", "release #1", "release #3"]
