@@ -223,10 +223,36 @@ MUTATIONS = (
     Mutation(
         "unapplied-schedule-judged",
         "conformance/javaclient/search.py",
-        "        if unapplied is not None:\n",
+        "        if run.unapplied is not None:\n",
         "        if False:\n",
         ("tests/conformance/javaclient/test_search.py",),
         "a Java client schedule that was not applied is judged as if it had been",
+    ),
+    # The Java client under search (issue 15).
+    Mutation(
+        "java-search-nothing-ran-clean",
+        "conformance/javaclient/search.py",
+        "        if self.errors or self.examples == 0:\n",
+        "        if self.errors:\n",
+        ("tests/conformance/javaclient/test_search.py",),
+        "a Java-client search that ran no example (budget spent) is clean",
+    ),
+    Mutation(
+        "java-matrix-best-of-shards",
+        "conformance/distributed/java_matrix.py",
+        '                "verdict": worst(str(r.get("verdict", "undecided")) for r in members)'
+        ".value,\n",
+        '                "verdict": str(members[-1].get("verdict", "undecided")),\n',
+        ("tests/conformance/distributed/test_java_matrix.py",),
+        "a release's cell takes its last shard's verdict, not the worst",
+    ),
+    Mutation(
+        "java-matrix-no-regression",
+        "conformance/distributed/java_matrix.py",
+        '                cell["change"] = "regression"\n',
+        "                pass\n",
+        ("tests/conformance/distributed/test_java_matrix.py",),
+        "a release worse than the one before it is not marked a regression",
     ),
     Mutation(
         "skipped-faults-ignored",

@@ -12,6 +12,7 @@ import pytest
 from adapters.bookkeeper.status import StatusCode
 from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, Operation
+from conformance.engine import Outcome
 from conformance.javaclient.plans import WriterAdd, WriterPlan
 from conformance.javaclient.recording import (
     RecordingError,
@@ -430,27 +431,32 @@ def test_a_recorded_run_round_trips_and_judges_the_same(tmp_path: Path) -> None:
         load_record(tmp_path / "bad.json")
 
 
-def test_a_fence_answer_after_coverage_is_ignored_as_the_java_client_does() -> None:
-    # w1's e0 reached every bookie, its e1 (carrying LAC 0) only b1. b2's and b3's fence
-    # answers (LAC -1) complete the Java client's fencing read (quorum coverage), so it reads
-    # from e0; b1's answer (LAC 0) comes after, before the first read is sent. The spec's
-    # client could still take it and read from e1: the judge ignores it, as the real client
-    # does (ReadLastConfirmedOp completes at coverage). Found on real 4.17.3 by the search.
+def _first_read_after_three_fence_answers(proxy: str, entry: int, status: StatusCode) -> Outcome:
+    """w1's e0 reached every bookie, its e1 (carrying LAC 0) only b1: b2's and b3's fence
+    answers say LAC -1, b1's LAC 0, delivered in that order; then the client's first read."""
     log = LogBuilder()
-    for proxy in ("b1", "b2", "b3"):
-        log.request(1.000, proxy, -1, flags=FENCE)
+    for fenced in ("b1", "b2", "b3"):
+        log.request(1.000, fenced, -1, flags=FENCE)
     log.response(1.005, "b2", -1, flags=FENCE, status=StatusCode.EOK)
     log.response(1.006, "b3", -1, flags=FENCE, status=StatusCode.EOK)
     log.response(1.007, "b1", -1, flags=FENCE, status=StatusCode.EOK)
-    log.request(1.010, "b1", 0, flags=FENCE)
-    log.response(1.012, "b1", 0, flags=FENCE, status=StatusCode.EOK)
+    log.request(1.010, proxy, entry, flags=FENCE)
+    log.response(1.012, proxy, entry, flags=FENCE, status=status)
     record = dataclasses.replace(
         defect1_record(reads_fence=True, log=log),
         closed_last_entry=None,
         writer=WriterPlan(entries=1, acked=1, adds=(WriterAdd(1, "b1", False),)),
         writer_answers={(1, "b1"): StatusCode.EOK},
     )
-    outcome = judge(record).outcome
+    return judge(record).outcome
+
+
+def test_a_fence_answer_after_coverage_is_ignored_as_the_java_client_does() -> None:
+    # b2's and b3's answers complete the Java client's fencing read (quorum coverage), so it
+    # reads from e0; b1's (LAC 0) comes after, before the first read is sent. The spec's
+    # client could still take it and read from e1: the judge ignores it, as the real client
+    # does (ReadLastConfirmedOp completes at coverage). Found on real 4.17.3 by the search.
+    outcome = _first_read_after_three_fence_answers("b1", 0, StatusCode.EOK)
     assert outcome.verdict == "clean", outcome.divergences
     assert any("after its fencing read completed" in n for n in outcome.note.split("\n"))
 
@@ -460,21 +466,7 @@ def test_the_first_read_shows_which_fence_answers_the_client_used() -> None:
     # before b3's: answers delivered within a millisecond on different connections come in
     # either order. Its first read, of e1, shows it: the judge takes b2's and b1's answers.
     # Seen on real 4.17.3 (b2's and b1's answers delivered 0.2 ms apart).
-    log = LogBuilder()
-    for proxy in ("b1", "b2", "b3"):
-        log.request(1.000, proxy, -1, flags=FENCE)
-    log.response(1.005, "b2", -1, flags=FENCE, status=StatusCode.EOK)
-    log.response(1.006, "b3", -1, flags=FENCE, status=StatusCode.EOK)
-    log.response(1.007, "b1", -1, flags=FENCE, status=StatusCode.EOK)
-    log.request(1.010, "b2", 1, flags=FENCE)
-    log.response(1.012, "b2", 1, flags=FENCE, status=StatusCode.ENOENTRY)
-    record = dataclasses.replace(
-        defect1_record(reads_fence=True, log=log),
-        closed_last_entry=None,
-        writer=WriterPlan(entries=1, acked=1, adds=(WriterAdd(1, "b1", False),)),
-        writer_answers={(1, "b1"): StatusCode.EOK},
-    )
-    outcome = judge(record).outcome
+    outcome = _first_read_after_three_fence_answers("b2", 1, StatusCode.ENOENTRY)
     assert outcome.verdict == "clean", outcome.divergences
     taken = [
         step.request
