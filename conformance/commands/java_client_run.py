@@ -176,6 +176,9 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
         if results["state"] != FINISHED or "finding_plan" not in results:
             raise CannotRun(f"{source} holds no finding to replay (verdict {results['verdict']})")
         plan = RecoveryPlan.from_json(results["finding_plan"])
+        if args.target not in ("", "local"):
+            raise CannotRun(f"a Java-client finding replays on --target local, not {args.target}")
+        args.target = "local"
         if not getattr(args, "bookkeeper", None) and not getattr(args, "bookkeeper_home", None):
             args.bookkeeper = results["target"]["bookkeeper"]
         home = bookkeeper_home(args)

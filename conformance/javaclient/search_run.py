@@ -11,10 +11,12 @@ frames and diagram. Nothing is printed here: ``say`` gets the progress lines.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -31,7 +33,7 @@ from adapters.javaclient import JavaClientError, distribution_version
 from adapters.netproxy import NetProxyError
 from adapters.zookeeper.errors import MetadataError
 from conformance.engine import Outcome
-from conformance.javaclient.guidance import model_guided_plans
+from conformance.errors import ConformanceError
 from conformance.javaclient.plans import RecoveryPlan
 from conformance.javaclient.recording import save_record
 from conformance.javaclient.scenario import JavaScenarioOptions, RecoverySession, ScenarioUndecided
@@ -46,7 +48,18 @@ PLAN_FILE = "plan.json"
 #: The shrunk finding's run as observed (:mod:`conformance.javaclient.recording`).
 RECORD_FILE = "record.json"
 EXAMPLES_FILE = "examples.jsonl"
+#: The explorer stops itself at 30 s; this bounds a hung one.
+GUIDANCE_TIMEOUT_S = 120.0
+
+
+class GuidanceError(ConformanceError, RuntimeError):
+    """The model's explorer failed or did not answer in time (a bug: never retried)."""
+
+
+#: What makes a run undecided instead of raising (the guidance's failure included: the run
+#: says why and decides nothing).
 INFRASTRUCTURE_ERRORS = (
+    GuidanceError,
     ClusterError,
     NetProxyError,
     MetadataError,
@@ -166,21 +179,18 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
     )
     started = time.monotonic()
     guided: list[RecoveryPlan] = []
-    with writer, ThreadPoolExecutor(1, thread_name_prefix="model-guidance") as pool:
+    # The model's explorer runs while the cluster and the JVM start, in a process of its own:
+    # in a thread it would hold this interpreter's lock for most of 30 s, and on a loaded
+    # machine the ZooKeeper client's heartbeats here then came too late (sessions expired).
+    with writer, contextlib.ExitStack() as stack:
         writer.start()
-        # The model's explorer runs while the cluster and the JVM start (they wait on other
-        # processes; the explorer computes).
-        planned = (
-            pool.submit(model_guided_plans, reads_fence=False, seed=options.seed)
-            if options.model_guidance
-            else None
-        )
+        planned = stack.enter_context(_Guidance(options.seed)) if options.model_guidance else None
         with (run_dir / EXAMPLES_FILE).open("w", encoding="utf-8") as examples_log:
             sink = _ExampleSink(writer, examples_log, started, say)
             try:
                 with RecoverySession(session_options(home, run_dir)) as session:
                     if planned is not None:
-                        guided = planned.result()
+                        guided = planned.result(GUIDANCE_TIMEOUT_S)
                         say(
                             f"Model explorer: {len(guided)} plans read off traces to a "
                             "violation (recovery reads unfenced)"
@@ -200,6 +210,47 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                 writer.finish(outcome, story=None)
                 return SearchRunResult(run_dir, version, system, outcome, {"error": error})
         return _finish(writer, result, described, guided, started, version, system)
+
+
+class _Guidance:
+    """``python -m conformance.javaclient.guidance`` in a process of its own; killed on exit
+    if it is still running."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> _Guidance:
+        command = [
+            sys.executable,
+            "-m",
+            "conformance.javaclient.guidance",
+            "--seed",
+            str(self.seed),
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        return self
+
+    def result(self, timeout: float) -> list[RecoveryPlan]:
+        assert self.process is not None
+        try:
+            out, err = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise GuidanceError(
+                f"the model's explorer gave no plans within {timeout:.0f} s"
+            ) from exc
+        if self.process.returncode != 0:
+            raise GuidanceError(
+                f"the model's explorer exited {self.process.returncode}: {err.strip()[-2000:]}"
+            )
+        return [RecoveryPlan.from_json(item) for item in json.loads(out)]
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
 
 
 class _ExampleSink:

@@ -26,6 +26,8 @@ from tests.bookkeeper_fixtures import installed_home
 from tests.conformance.javaclient.recorded import defect1_record
 
 RUN = ["run", "--client", "java"]
+#: The stand-in runs: no model guidance (its explorer would run 30 s in a process of its own).
+STAND_IN = [*RUN, "--no-explore"]
 
 
 @pytest.mark.parametrize(
@@ -87,7 +89,6 @@ def _system(home: Path, version: str) -> SystemUnderTest:
 def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "bk"
     monkeypatch.setattr(search_run, "RecoverySession", _Session)
-    monkeypatch.setattr(search_run, "model_guided_plans", lambda **kw: [])
     for module in (command, search_run):
         monkeypatch.setattr(module, "distribution_version", lambda home: "4.11.1")
         monkeypatch.setattr(module, "java_client_system", _system)
@@ -99,7 +100,7 @@ def test_a_finding_is_written_as_a_replayable_run_directory(
     stand_in: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _Session.reads_fence = False
-    argv = [*RUN, "--target", "local", "--max-examples", "3", "--runs-dir", str(stand_in)]
+    argv = [*STAND_IN, "--target", "local", "--max-examples", "3", "--runs-dir", str(stand_in)]
     assert main([*argv, "--quiet"]) == 1
     (run_dir,) = stand_in.iterdir()
     results = read_results(run_dir)
@@ -117,7 +118,7 @@ def test_a_finding_is_written_as_a_replayable_run_directory(
 
 def test_a_clean_search_exits_0_and_nothing_run_is_undecided(stand_in: Path) -> None:
     _Session.reads_fence = True
-    argv = [*RUN, "--target", "local", "--runs-dir", str(stand_in), "--quiet"]
+    argv = [*STAND_IN, "--target", "local", "--runs-dir", str(stand_in), "--quiet"]
     assert main([*argv, "--max-examples", "3"]) == 0
     assert main([*argv, "--seconds", "0"]) == 2
     verdicts = sorted(read_results(d)["verdict"] for d in stand_in.iterdir())
@@ -129,7 +130,8 @@ def test_replay_refuses_a_run_with_no_finding(
 ) -> None:
     _Session.reads_fence = True
     assert (
-        main([*RUN, "--target", "local", "--max-examples", "1", "--runs-dir", str(stand_in)]) == 0
+        main([*STAND_IN, "--target", "local", "--max-examples", "1", "--runs-dir", str(stand_in)])
+        == 0
     )
     (run_dir,) = stand_in.iterdir()
     assert main(["replay", str(run_dir), "--runs-dir", str(stand_in)]) == 2

@@ -164,7 +164,7 @@ def test_the_real_java_client_against_real_bookies(
         assert (run_dir / "sequence.txt").exists() and "Sequence diagram" in out
     else:
         assert results["recovery_reads_fence"] is True
-        assert results["writer_adds"]["b3 after recovery"] == "EFENCED"
+        assert results["writer_adds"]["e0 to b3 after the recovery"] == "EFENCED"
 
 
 def test_a_run_that_cannot_start_is_undecided(tmp_path: Path) -> None:

@@ -132,11 +132,11 @@ def test_the_command_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[st
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_the_matrix_of_4_11_1_and_the_default_version(tmp_path: Path) -> None:
-    """The same search, 3 examples per release, in this process: Defect 1 on 4.11.1, clean on
-    the default version (a fix, not a regression)."""
+    """The same search, one shard of 3 examples per release, in this process: Defect 1 on
+    4.11.1, clean on the default version (a fix, not a regression)."""
     old, new = installed_home("4.11.1"), default_home()
     run_dir = tmp_path / "q"
-    argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
+    argv = ["qualify", "--client", "java", "--target", "local", "--master", "none", "--shards", "1"]
     argv += ["--bookkeeper", f"{old},{new}"]  # a release's version or its directory
     assert main([*argv, "--max-examples", "3", "--run-dir", str(run_dir)]) == 1
     cells = json.loads((run_dir / "matrix.json").read_text())

@@ -40,7 +40,13 @@ from conformance.javaclient.search import (
     smaller_plans,
 )
 from conformance.javaclient.story import RecoveryRecord, judge
-from tests.conformance.javaclient.recorded import RECOVERY_ADD, LogBuilder, defect1_record
+from tests.conformance.javaclient.recorded import (
+    RECOVERY_ADD,
+    LogBuilder,
+    defect1_record,
+    recipe_answers,
+    recipe_writer,
+)
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
 
 
@@ -125,7 +131,13 @@ def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
     assert deliveries[b2_read.frame_id].at >= b3_answer.at
     late = writer_add(direct[2], LEDGER, 5.0)
     record = RecoveryRecord(
-        LEDGER, {"b1": 0, "b2": 1, "b3": 2}, frames, deliveries, StatusCode.EOK, late, -1
+        ledger_id=LEDGER,
+        bookie_of_proxy={"b1": 0, "b2": 1, "b3": 2},
+        frames=frames,
+        deliveries=deliveries,
+        writer=recipe_writer(),
+        writer_answers=recipe_answers(recipe_writer(), late),
+        closed_last_entry=-1,
     )
     assert judge(record).outcome.violations == ["NoDivergenceBetweenClientAndMetaData"]
 
