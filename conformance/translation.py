@@ -103,8 +103,12 @@ def ensemble_ids(ensemble: int, bookie_ids: Sequence[str]) -> tuple[str, ...]:
 
 
 def segments_of(fragments: Sequence[Fragment], bookie_ids: Sequence[str]) -> tuple[Segment, ...]:
+    """BookKeeper's segments; a striped fragment lists its bookies by position."""
     return tuple(
-        Segment(bk_entry_id(f.first_entry_id), ensemble_ids(f.ensemble, bookie_ids))
+        Segment(
+            bk_entry_id(f.first_entry_id),
+            tuple(bookie_ids[b] for b in f.order) or ensemble_ids(f.ensemble, bookie_ids),
+        )
         for f in fragments
     )
 

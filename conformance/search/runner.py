@@ -120,7 +120,12 @@ class StepSink(Protocol):
 #: Switches added to ModelConfig after the key's format was fixed: described only when on, so
 #: that every configuration without them keeps its key (and its saved findings).
 LATER_SWITCHES = frozenset(
-    {"lac_counts_as_confirmed", "late_read_requests_processed", "read_timeouts_per_entry"}
+    {
+        "lac_counts_as_confirmed",
+        "late_read_requests_processed",
+        "read_timeouts_per_entry",
+        "ensembles_may_repeat",
+    }
 )
 
 

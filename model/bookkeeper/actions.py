@@ -119,20 +119,40 @@ def init_state(cfg: ModelConfig) -> State:
 
 
 @cache
-def _writeset(ensemble: int, entry_id: int, ensemble_size: int, write_quorum: int) -> int:
-    members = bookies_of(ensemble)
-    start = (entry_id - 1) % ensemble_size
+def _writeset(members: tuple[int, ...], entry_id: int, write_quorum: int) -> int:
+    size = len(members)
+    start = (entry_id - 1) % size
     mask = 0
     for i in range(write_quorum):
-        mask |= 1 << members[(start + i) % ensemble_size]
+        mask |= 1 << members[(start + i) % size]
     return mask
 
 
-def writeset(cfg: ModelConfig, ensemble: int, entry_id: int) -> int:
-    """The bookies of an ensemble that store ``entry_id`` (the whole ensemble when E = WQ)."""
+def ensemble_order(cfg: ModelConfig, ensemble: int) -> tuple[int, ...]:
+    """The positions of a newly chosen ensemble: ascending bookies when striped, else ``()``
+    (without striping the order means nothing; see :class:`~.records.Fragment`)."""
+    return tuple(bookies_of(ensemble)) if cfg.striped else ()
+
+
+def writeset(cfg: ModelConfig, ensemble: int, entry_id: int, order: tuple[int, ...] = ()) -> int:
+    """The bookies of an ensemble that store ``entry_id`` (the whole ensemble when E = WQ).
+
+    Striped, the write quorum starts at position ``(entry_id - 1) mod E`` of ``order`` (the
+    ensemble's positions; ascending bookies when not given)."""
     if not cfg.striped:
         return ensemble
-    return _writeset(ensemble, entry_id, cfg.effective_ensemble_size, cfg.write_quorum)
+    return _writeset(order or tuple(bookies_of(ensemble)), entry_id, cfg.write_quorum)
+
+
+def replaced_in_place(order: tuple[int, ...], failed: int, new_ensemble: int) -> tuple[int, ...]:
+    """``order`` with each failed bookie's position taken by a new bookie (ascending new
+    bookies into ascending failed positions), as BookKeeper's ensemble change does; ``()``
+    stays ``()`` (not striped)."""
+    if not order:
+        return ()
+    kept = {b for b in order if not failed >> b & 1}
+    newcomers = iter(b for b in bookies_of(new_ensemble) if b not in kept)
+    return tuple(next(newcomers) if failed >> b & 1 else b for b in order)
 
 
 def has_quorum_coverage(cfg: ModelConfig, responded: int, cohort_size: int) -> bool:
@@ -140,16 +160,18 @@ def has_quorum_coverage(cfg: ModelConfig, responded: int, cohort_size: int) -> b
     return responded.bit_count() >= cohort_size - cfg.ack_quorum + 1
 
 
-def fencing_coverage(cfg: ModelConfig, fenced: int, ensemble: int) -> bool:
+def fencing_coverage(
+    cfg: ModelConfig, fenced: int, ensemble: int, order: tuple[int, ...] = ()
+) -> bool:
     """Enough of the ensemble is fenced that no ack quorum of any write set remains unfenced."""
     if not cfg.striped:
         return has_quorum_coverage(cfg, fenced, ensemble.bit_count())
-    size = cfg.effective_ensemble_size
+    members = order or tuple(bookies_of(ensemble))
     return all(
         has_quorum_coverage(
-            cfg, fenced & _writeset(ensemble, start + 1, size, cfg.write_quorum), cfg.write_quorum
+            cfg, fenced & _writeset(members, start + 1, cfg.write_quorum), cfg.write_quorum
         )
-        for start in range(size)
+        for start in range(len(members))
     )
 
 
@@ -177,7 +199,7 @@ def valid_ensemble(
         ensemble.bit_count() == cfg.effective_ensemble_size
         and ensemble & exclude == 0
         and include & ensemble == include
-        and all(ensemble != f.ensemble for f in state.meta_fragments)
+        and (cfg.ensembles_may_repeat or all(ensemble != f.ensemble for f in state.meta_fragments))
     )
 
 
@@ -357,7 +379,7 @@ def _client_creates_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> 
     ensemble = select_ensemble(ctx.cfg, s, 0, 0)
     if ensemble is None:
         return  # CHOOSE over an empty set: TLC reports an error; no ensemble, no ledger.
-    fragment = Fragment(1, ensemble, 1)
+    fragment = Fragment(1, ensemble, 1, ensemble_order(ctx.cfg, ensemble))
     fragments = (*s.meta_fragments, fragment)
     client = c._replace(
         status=STATUS_OPEN, meta_version=1, fragments=fragments, curr_fragment=fragment
@@ -396,11 +418,12 @@ def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transi
         return
     assert c.curr_fragment is not None
     entry = Entry(entry_data, entry_data)
-    ensemble = c.curr_fragment.ensemble
-    msgs = _add_requests(c, entry, writeset(cfg, ensemble, entry.id), False)
+    curr = c.curr_fragment
+    msgs = _add_requests(c, entry, writeset(cfg, curr.ensemble, entry.id, curr.order), False)
     client = c._replace(
         lap=entry.id,
-        pending_add_ops=c.pending_add_ops | {PendingAddOp(entry, c.curr_fragment.id, ensemble)},
+        pending_add_ops=c.pending_add_ops
+        | {PendingAddOp(entry, curr.id, curr.ensemble, curr.order)},
     )
     clients = _set_client(s, client)
     for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
@@ -493,18 +516,24 @@ def _no_pending_resends(c: ClientState) -> bool:
     """``NoPendingResends``."""
     f = c.curr_fragment
     assert f is not None
-    return not any(op.fragment_id != f.id or op.ensemble != f.ensemble for op in c.pending_add_ops)
+    return not any(
+        op.fragment_id != f.id or op.ensemble != f.ensemble or op.order != f.order
+        for op in c.pending_add_ops
+    )
 
 
 def _updated_fragments(
-    c: ClientState, first_entry_id: int, new_ensemble: int
+    c: ClientState, first_entry_id: int, new_ensemble: int, new_order: tuple[int, ...]
 ) -> tuple[Fragment, ...]:
     """``UpdatedFragments``: replace the last fragment if it starts here, else append one."""
     assert c.curr_fragment is not None
     if first_entry_id == c.curr_fragment.first_entry_id:
         last = c.fragments[-1]
-        return tuple(f._replace(ensemble=new_ensemble) if f == last else f for f in c.fragments)
-    return (*c.fragments, Fragment(len(c.fragments) + 1, new_ensemble, first_entry_id))
+        return tuple(
+            f._replace(ensemble=new_ensemble, order=new_order) if f == last else f
+            for f in c.fragments
+        )
+    return (*c.fragments, Fragment(len(c.fragments) + 1, new_ensemble, first_entry_id, new_order))
 
 
 def _change_ensemble(
@@ -533,7 +562,8 @@ def _change_ensemble(
     if new_ensemble is None:
         return  # EnsembleAvailable is false
     first_entry_id = c.lac + 1
-    fragments = _updated_fragments(c, first_entry_id, new_ensemble)
+    new_order = replaced_in_place(c.curr_fragment.order, failed, new_ensemble)
+    fragments = _updated_fragments(c, first_entry_id, new_ensemble, new_order)
     confirmed = tuple(
         bookies & ~failed if index + 1 >= first_entry_id else bookies
         for index, bookies in enumerate(c.confirmed)
@@ -570,20 +600,21 @@ def _resend_pending_add_op(
     curr = c.curr_fragment
     assert curr is not None
     for op in sorted(c.pending_add_ops):
-        if op.fragment_id == curr.id and op.ensemble == curr.ensemble:
+        if op.fragment_id == curr.id and op.ensemble == curr.ensemble and op.order == curr.order:
             continue  # NeedsResend is false
         if any(
             op2.fragment_id == op.fragment_id
             and op2.ensemble == op.ensemble
+            and op2.order == op.order
             and op2.entry.id < op.entry.id
             for op2 in c.pending_add_ops
         ):
             continue
-        new_bookies = writeset(cfg, curr.ensemble, op.entry.id) & ~writeset(
-            cfg, op.ensemble, op.entry.id
+        new_bookies = writeset(cfg, curr.ensemble, op.entry.id, curr.order) & ~writeset(
+            cfg, op.ensemble, op.entry.id, op.order
         )
         msgs = _add_requests(c, op.entry, new_bookies, is_recovery)
-        moved = PendingAddOp(op.entry, curr.id, curr.ensemble)
+        moved = PendingAddOp(op.entry, curr.id, curr.ensemble, curr.order)
         pending = frozenset(moved if o == op else o for o in c.pending_add_ops)
         clients = _set_client(s, c._replace(pending_add_ops=pending))
         for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
@@ -640,6 +671,7 @@ def _client_starts_recovery(ctx: _Ctx, c: ClientState, out: list[Transition]) ->
         fragments=s.meta_fragments,
         curr_fragment=last,
         recovery_ensemble=last.ensemble,
+        recovery_order=last.order,
     )
     clients = _set_client(s, client)
     msgs = [FenceRequest(FENCE_REQUEST, b, c.id) for b in bookies_of(last.ensemble)]
@@ -705,7 +737,7 @@ def _client_sends_recovery_read_requests(ctx: _Ctx, c: ClientState, out: list[Tr
         if c.last_recoverable_entry is not None or c.curr_read_entry is not None:
             return
     elif c.recovery_phase == FENCING_PHASE:
-        if not fencing_coverage(cfg, c.fenced, c.recovery_ensemble):
+        if not fencing_coverage(cfg, c.fenced, c.recovery_ensemble, c.recovery_order):
             return
     else:
         return
@@ -714,7 +746,7 @@ def _client_sends_recovery_read_requests(ctx: _Ctx, c: ClientState, out: list[Tr
     clients = _set_client(s, client)
     msgs = [
         ReadRequest(READ_REQUEST, b, c.id, next_entry_id, cfg.recovery_reads_fence)
-        for b in bookies_of(writeset(cfg, c.recovery_ensemble, next_entry_id))
+        for b in bookies_of(writeset(cfg, c.recovery_ensemble, next_entry_id, c.recovery_order))
     ]
     for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
         label = Label(
@@ -738,7 +770,7 @@ def _read_status(ctx: _Ctx, c: ClientState, responses: frozenset[ReadResponse]) 
     if has_quorum_coverage(cfg, negative, cfg.write_quorum):
         return NO_SUCH_ENTRY
     assert c.curr_read_entry is not None
-    cohort = writeset(cfg, c.recovery_ensemble, c.curr_read_entry)
+    cohort = writeset(cfg, c.recovery_ensemble, c.curr_read_entry, c.recovery_order)
     per_entry = c.curr_read_entry if cfg.read_timeouts_per_entry else None
     timeouts = read_timeout_count(ctx.counts, c.id, cohort, per_entry)
     if len(responses) + timeouts == cfg.write_quorum:
@@ -783,8 +815,9 @@ def _client_receives_recovery_read_response(
                 messages = processed
             assert c.curr_fragment is not None
             if status == OK:
+                curr = c.curr_fragment
                 op = PendingAddOp(
-                    Entry(c.lap + 1, msg.entry.data), c.curr_fragment.id, c.curr_fragment.ensemble
+                    Entry(c.lap + 1, msg.entry.data), curr.id, curr.ensemble, curr.order
                 )
                 client = c._replace(
                     curr_read_entry=None,
@@ -797,6 +830,7 @@ def _client_receives_recovery_read_response(
                     curr_read_entry=None,
                     read_responses=frozenset(),
                     recovery_ensemble=0,
+                    recovery_order=(),
                     last_recoverable_entry=msg.entry.id - 1,
                 )
             else:
@@ -805,6 +839,7 @@ def _client_receives_recovery_read_response(
                     curr_read_entry=None,
                     read_responses=frozenset(),
                     recovery_ensemble=0,
+                    recovery_order=(),
                 )
         label = Label(
             "ClientReceivesRecoveryReadResponse",
@@ -838,8 +873,9 @@ def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) 
     for op in sorted(unsent):
         if any(op2.entry.id < op.entry.id for op2 in unsent):
             continue
+        curr = c.curr_fragment
         msgs = _add_requests(
-            c, op.entry, writeset(cfg, c.curr_fragment.ensemble, op.entry.id), True
+            c, op.entry, writeset(cfg, curr.ensemble, op.entry.id, curr.order), True
         )
         for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
             label = Label(

@@ -61,6 +61,12 @@ class ModelConfig:
       Unknown, and abort, where the client has heard nothing wrong about the entry it reads.
       BookKeeper's client counts the errors of each entry's read on their own. True counts only
       the reads of the entry being read. Found by the Java-client search on real 4.17.3.
+    - ``ensembles_may_repeat`` (default False). The spec's ``ValidEnsemble`` refuses an ensemble
+      that an earlier fragment of the ledger already has, so a writer whose replacement bookie
+      fails cannot go back to the first ensemble. BookKeeper's placement policy only excludes
+      the current ensemble and the failed bookies: with one spare bookie, b2 failing (b4 in)
+      and then b4 failing brings b2 back. True drops that conjunct (the Java-client writer
+      runs turn it on).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -85,6 +91,7 @@ class ModelConfig:
     lac_counts_as_confirmed: bool = False
     late_read_requests_processed: bool = False
     read_timeouts_per_entry: bool = False
+    ensembles_may_repeat: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -151,6 +158,8 @@ class ModelConfig:
             parts.append("LateReadRequestsProcessed=TRUE")
         if self.read_timeouts_per_entry:
             parts.append("ReadTimeoutsPerEntry=TRUE")
+        if self.ensembles_may_repeat:
+            parts.append("EnsemblesMayRepeat=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -62,7 +62,7 @@ def all_acked_entries_are_readable(cfg: ModelConfig, s: State) -> bool:
             continue
         for entry_id in range(1, c.lac + 1):
             fragment = fragment_of_entry_id(entry_id, s.meta_fragments)
-            holders = writeset(cfg, fragment.ensemble, entry_id)
+            holders = writeset(cfg, fragment.ensemble, entry_id, fragment.order)
             if not any(
                 holders >> b & 1 and any(e.id == entry_id for e in s.b_entries[b])
                 for b in range(cfg.bookies)
@@ -80,7 +80,7 @@ def all_committed_entries_reach_ack_quorum(cfg: ModelConfig, s: State) -> bool:
         return True
     for entry_id in range(1, s.meta_last_entry + 1):
         fragment = fragment_of_entry_id(entry_id, s.meta_fragments)
-        holders = writeset(cfg, fragment.ensemble, entry_id)
+        holders = writeset(cfg, fragment.ensemble, entry_id, fragment.order)
         copies = sum(
             1
             for b in range(cfg.bookies)

@@ -95,19 +95,31 @@ class Entry(NamedTuple):
 
 
 class Fragment(NamedTuple):
-    """``[id, ensemble, first_entry_id]``; ``ensemble`` is a bitmask of bookie indexes."""
+    """``[id, ensemble, first_entry_id]``; ``ensemble`` is a bitmask of bookie indexes.
+
+    ``order`` (striping only, else empty) lists the ensemble's bookies by position: entry
+    ``e`` goes to the write quorum starting at position ``(e - 1) mod E``, and an ensemble
+    change puts each replacement in the failed bookie's position, as BookKeeper's
+    ``LedgerMetadata`` ensembles are lists, not sets. Without striping the write set is the
+    whole ensemble, so the order means nothing and stays ``()`` (the spec's state, unchanged).
+    """
 
     id: int
     ensemble: int
     first_entry_id: int
+    order: tuple[int, ...] = ()
 
 
 class PendingAddOp(NamedTuple):
-    """``[entry, fragment_id, ensemble]``: an add not yet confirmed by an ack quorum."""
+    """``[entry, fragment_id, ensemble]``: an add not yet confirmed by an ack quorum.
+
+    ``order``: the ensemble's positions when striped (see :class:`Fragment`), else ``()``.
+    """
 
     entry: Entry
     fragment_id: int
     ensemble: int
+    order: tuple[int, ...] = ()
 
 
 class AddEntryRequest(NamedTuple):
@@ -190,6 +202,8 @@ class ClientState(NamedTuple):
     read_responses: frozenset[ReadResponse]
     recovery_phase: int
     last_recoverable_entry: int | None
+    #: The positions of ``recovery_ensemble`` when striped (see :class:`Fragment`), else ``()``.
+    recovery_order: tuple[int, ...] = ()
 
 
 class State(NamedTuple):

@@ -43,8 +43,17 @@ def _permutations(bookies: int, clients: int) -> tuple[_Permutation, ...]:
     return tuple(out)
 
 
-def _fragment(f: Fragment | None, table: tuple[int, ...]) -> Fragment | None:
-    return None if f is None else Fragment(f.id, table[f.ensemble], f.first_entry_id)
+def _order(order: tuple[int, ...], bmap: tuple[int, ...]) -> tuple[int, ...]:
+    # A striped ensemble's positions name bookies: renamed with them, never re-sorted.
+    return tuple(bmap[b] for b in order)
+
+
+def _fragment(f: Fragment | None, table: tuple[int, ...], bmap: tuple[int, ...]) -> Fragment | None:
+    return (
+        None
+        if f is None
+        else Fragment(f.id, table[f.ensemble], f.first_entry_id, _order(f.order, bmap))
+    )
 
 
 def _message(m: Message, bmap: tuple[int, ...], cmap: tuple[int, ...]) -> Message:
@@ -58,10 +67,11 @@ def _client(
         id=cmap[c.id],
         meta_version=c.meta_version,
         status=c.status,
-        fragments=tuple(Fragment(f.id, table[f.ensemble], f.first_entry_id) for f in c.fragments),
-        curr_fragment=_fragment(c.curr_fragment, table),
+        fragments=tuple(_fragment(f, table, bmap) for f in c.fragments),  # type: ignore[misc]
+        curr_fragment=_fragment(c.curr_fragment, table, bmap),
         pending_add_ops=frozenset(
-            PendingAddOp(op.entry, op.fragment_id, table[op.ensemble]) for op in c.pending_add_ops
+            PendingAddOp(op.entry, op.fragment_id, table[op.ensemble], _order(op.order, bmap))
+            for op in c.pending_add_ops
         ),
         lap=c.lap,
         lac=c.lac,
@@ -75,6 +85,7 @@ def _client(
         ),
         recovery_phase=c.recovery_phase,
         last_recoverable_entry=c.last_recoverable_entry,
+        recovery_order=_order(c.recovery_order, bmap),
     )
 
 
@@ -93,9 +104,7 @@ def permute(
     clients.sort(key=lambda c: c.id)
     return State(
         meta_status=s.meta_status,
-        meta_fragments=tuple(
-            Fragment(f.id, table[f.ensemble], f.first_entry_id) for f in s.meta_fragments
-        ),
+        meta_fragments=tuple(_fragment(f, table, bmap) for f in s.meta_fragments),  # type: ignore[misc]
         meta_last_entry=s.meta_last_entry,
         meta_version=s.meta_version,
         b_entries=_by_map(s.b_entries, bmap),  # type: ignore[arg-type]
@@ -108,8 +117,10 @@ def permute(
     )
 
 
-def _plain_fragment(f: Fragment | None, table: tuple[int, ...]) -> tuple[int, int, int] | None:
-    return None if f is None else (f.id, table[f.ensemble], f.first_entry_id)
+def _plain_fragment(
+    f: Fragment | None, table: tuple[int, ...], bmap: tuple[int, ...]
+) -> tuple[object, ...] | None:
+    return None if f is None else (f.id, table[f.ensemble], f.first_entry_id, _order(f.order, bmap))
 
 
 def _plain_message(m: Message, bmap: tuple[int, ...], cmap: tuple[int, ...]) -> tuple[object, ...]:
@@ -130,9 +141,12 @@ def _permuted_hash(
             cmap[c.id],
             c.meta_version,
             c.status,
-            tuple((f.id, table[f.ensemble], f.first_entry_id) for f in c.fragments),
-            _plain_fragment(c.curr_fragment, table),
-            frozenset((op.entry, op.fragment_id, table[op.ensemble]) for op in c.pending_add_ops),
+            tuple(_plain_fragment(f, table, bmap) for f in c.fragments),
+            _plain_fragment(c.curr_fragment, table, bmap),
+            frozenset(
+                (op.entry, op.fragment_id, table[op.ensemble], _order(op.order, bmap))
+                for op in c.pending_add_ops
+            ),
             c.lap,
             c.lac,
             tuple(table[m] for m in c.confirmed),
@@ -142,11 +156,12 @@ def _permuted_hash(
             frozenset(_plain_message(r, bmap, cmap) for r in c.read_responses),
             c.recovery_phase,
             c.last_recoverable_entry,
+            _order(c.recovery_order, bmap),
         )
     return hash(
         (
             s.meta_status,
-            tuple((f.id, table[f.ensemble], f.first_entry_id) for f in s.meta_fragments),
+            tuple(_plain_fragment(f, table, bmap) for f in s.meta_fragments),
             s.meta_last_entry,
             s.meta_version,
             _by_map(s.b_entries, bmap),

@@ -526,3 +526,83 @@ def test_late_read_requests_processed_lets_that_read_fence_its_bookie() -> None:
     assert delivered and all(m != reply for m, _ in after.state.messages)
     with pytest.raises(ConfigError, match="needs late_read_answers_ignored"):
         ModelConfig(late_read_requests_processed=True)
+
+
+STRIPED = ModelConfig(
+    bookies=4,
+    clients=1,
+    write_quorum=2,
+    ack_quorum=2,
+    ensemble_size=3,
+    send_limit=3,
+    inflight_limit=3,
+)
+
+
+def test_a_striped_ensemble_change_puts_the_replacement_in_the_failed_position() -> None:
+    # b2 (position 1 of b1,b2,b3) times out on e1: BookKeeper's new ensemble is b1,b4,b3,
+    # so e2 (positions 1,2) goes to b4 and b3, and e1 (positions 0,1) to b1 and b4. Sorted,
+    # the set b1,b3,b4 would send e1 to b1 and b3: not what the real client does.
+    s = after(
+        STRIPED,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+    )
+    assert s.meta_fragments == (Fragment(1, 0b0111, 1, (0, 1, 2)),)
+    s = take(STRIPED, s, step("ClientChangesEnsemble", client="c1")).state
+    (fragment,) = s.meta_fragments
+    assert fragment.ensemble == 0b1101 and fragment.order == (0, 3, 2)
+    assert [writeset(STRIPED, fragment.ensemble, e, fragment.order) for e in (1, 2, 3)] == [
+        0b1001,
+        0b1100,
+        0b0101,
+    ]
+    s = take(STRIPED, s, step("ClientResendsPendingAddOp", client="c1")).state
+    resent = sorted(m.bookie for m, _ in s.messages if m.bookie == 3)  # type: ignore[union-attr]
+    assert resent == [3]  # e1's new member is b4, in b2's place
+
+
+def test_without_striping_the_order_stays_empty_so_the_specs_states_are_unchanged() -> None:
+    cfg = ModelConfig(bookies=4, clients=1, write_quorum=3, ack_quorum=2)
+    s = after(
+        cfg,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+        step("ClientChangesEnsemble", client="c1"),
+    )
+    assert s.meta_fragments == (Fragment(1, 0b1101, 1),)
+    assert all(op.order == () for op in s.clients[0].pending_add_ops)
+
+
+def test_the_spec_never_returns_to_an_earlier_ensemble_unless_switched() -> None:
+    # E = WQ = 2 of 3 bookies: e1 confirmed by b1,b2 (fragment 1); e2 lost to b2, so b3 takes
+    # its place from e2 on (fragment 2: b1,b3); e3 lost to b3: the only replacement, b2,
+    # gives back fragment 1's ensemble.
+    cfg = ModelConfig(bookies=3, clients=1, write_quorum=2, ack_quorum=2, send_limit=3)
+
+    def confirmed(entry: int, *bookies: str) -> list[object]:
+        return [
+            *(step("BookieSendsAddConfirmedResponse", bookie=b, entry=entry) for b in bookies),
+            *(
+                step("ClientReceivesAddConfirmedResponse", client="c1", peer=b, entry=entry)
+                for b in bookies
+            ),
+        ]
+
+    s = after(
+        cfg,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1"),
+        *confirmed(1, "b1", "b2"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+        step("ClientChangesEnsemble", client="c1"),
+        step("ClientResendsPendingAddOp", client="c1"),
+        *confirmed(2, "b1", "b3"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b3"}),
+    )
+    assert s.clients[0].lac == 2
+    assert [f.ensemble for f in s.meta_fragments] == [0b011, 0b101]
+    assert "ClientChangesEnsemble" not in actions_of(cfg, s)
+    repeat = dataclasses.replace(cfg, ensembles_may_repeat=True)
+    s = take(repeat, s, step("ClientChangesEnsemble", client="c1")).state
+    assert [f.ensemble for f in s.meta_fragments] == [0b011, 0b101, 0b011]

@@ -83,3 +83,25 @@ def test_fingerprint_hashes_each_renaming_and_is_the_same_across_the_orbit() -> 
         renamed = permute(s, bmap, cmap, table)  # type: ignore[arg-type]
         assert _permuted_hash(s, bmap, cmap, table) == hash(renamed)  # type: ignore[arg-type]
         assert canonical_fingerprint(CFG, renamed) == fingerprint
+
+
+def test_a_striped_ensembles_positions_are_renamed_with_its_bookies() -> None:
+    cfg = ModelConfig(
+        bookies=4, clients=2, write_quorum=2, ack_quorum=2, ensemble_size=3, send_limit=2
+    )
+    s = run_script(
+        cfg,
+        [
+            step("ClientCreatesLedger", client="c1"),
+            step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+            step("ClientChangesEnsemble", client="c1"),
+            step("ClientStartsRecovery", client="c2"),
+        ],
+    )[-1].state
+    assert s.meta_fragments[0].order == (0, 3, 2)
+    for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
+        renamed = permute(s, bmap, cmap, table)
+        assert renamed.meta_fragments[0].order == tuple(bmap[b] for b in (0, 3, 2))
+        recovering = renamed.clients[cmap[1]]
+        assert recovering.recovery_order == renamed.meta_fragments[0].order
+        assert _permuted_hash(s, bmap, cmap, table) == hash(renamed)
