@@ -188,6 +188,15 @@ class Execution:
         if on_last_step and self.records:
             self.records[-1].divergence.append(finding)
 
+    def add_violation(self, finding: str) -> None:
+        """An invariant broken on the real system, seen by reading it rather than in the
+        model's state (an entry the Java client acknowledged that no bookie of its write set
+        returns): the verdict is a violation whatever the model's story says."""
+        if finding not in self.violations:
+            self.violations.append(finding)
+        if self.records:
+            self.records[-1].violations.append(finding)
+
     def _step(
         self,
         transition: Transition,

@@ -13,25 +13,22 @@ every bookie of that distribution gets.
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 from adapters.cluster.errors import BookieHostUnavailable
-from adapters.installations import java
+from adapters.installations import java, java_programs
 from adapters.installations.errors import JavaNotFound
-from adapters.user_state import bkconform_home, exclusive_lock
+from adapters.installations.java_programs import JavaCompileError, JavaProgram
+from adapters.user_state import bkconform_home
 
 MAIN_CLASS = "bkconform.BookieHost"
 SOURCE = ("java_sources", "bkconform", "BookieHost.java")
 #: The one command the host takes on standard input: close the bookie, wipe its disks, start
 #: a new one from the same configuration.
 RESTART_EMPTY = "restart-empty"
-COMPILE_TIMEOUT = 120.0
+COMPILE_TIMEOUT = java_programs.COMPILE_TIMEOUT
 
 
 def source_text() -> str:
@@ -61,13 +58,12 @@ def _server_jars(home: Path) -> list[Path]:
     return sorted(p for p in (home / "lib").glob("*.jar") if "bookkeeper-server" in p.name)
 
 
+def program() -> JavaProgram:
+    return JavaProgram(MAIN_CLASS, source_text())
+
+
 def cache_key(home: Path, javac: str) -> str:
-    digest = hashlib.sha256(source_text().encode())
-    for jar in _server_jars(home):
-        digest.update(jar.name.encode())
-        digest.update(str(jar.stat().st_size).encode())
-    digest.update(str(Path(javac).resolve()).encode())
-    return digest.hexdigest()[:16]
+    return java_programs.cache_key(program(), _server_jars(home), javac)
 
 
 def host_classes(
@@ -76,46 +72,16 @@ def host_classes(
     """The directory holding the compiled host for the distribution at ``home`` (compiled now
     if it is not cached yet; concurrent callers wait for one compilation)."""
     javac = find_javac(environ)
-    if not _server_jars(home):
+    jars = _server_jars(home)
+    if not jars:
         raise BookieHostUnavailable(f"{home}/lib has no bookkeeper-server jar to compile against")
     base = (bkconform_home(environ) / "bookie-host") if root is None else root
-    target = base / cache_key(home, javac)
-    compiled = target / "bkconform" / "BookieHost.class"
-    if compiled.is_file():
-        return target
-    with exclusive_lock(base, "compile"):
-        if compiled.is_file():  # compiled by a concurrent caller while we waited
-            return target
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
-        try:
-            source = staging / "BookieHost.java"
-            source.write_text(source_text(), encoding="utf-8")
-            _compile(javac, home, source, staging)
-            source.unlink()
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-def _compile(javac: str, home: Path, source: Path, out: Path) -> None:
-    command = [javac, "--release", "11", "-nowarn", "-cp", f"{home / 'lib'}/*", "-d", str(out)]
     try:
-        done = subprocess.run(
-            [*command, str(source)],
-            capture_output=True,
-            text=True,
-            timeout=COMPILE_TIMEOUT,
-            check=False,
+        return java_programs.compiled_classes(
+            program(), lib=home / "lib", key_jars=jars, javac=javac, base=base
         )
-    except subprocess.TimeoutExpired as exc:
+    except JavaCompileError as exc:
         raise BookieHostUnavailable(
-            f"compiling the bookie host took over {COMPILE_TIMEOUT:.0f}s ({javac})"
+            f"the bookie host cannot be built (the BookKeeper jars lack "
+            f"Main.buildBookieServer?): {exc}"
         ) from exc
-    except OSError as exc:
-        raise BookieHostUnavailable(f"cannot run {javac}: {exc}") from exc
-    if done.returncode != 0:
-        raise BookieHostUnavailable(
-            f"the bookie host does not compile against {home}/lib (the BookKeeper jars lack "
-            f"Main.buildBookieServer?):\n{(done.stdout + done.stderr).strip()[-2000:]}"
-        )

@@ -135,6 +135,15 @@ class JavaLedger:
     def __repr__(self) -> str:
         return f"JavaLedger({self.ledger_id})"
 
+    @property
+    def client(self) -> BookKeeperJavaClient:
+        return self._client
+
+    @property
+    def handle(self) -> Any:
+        """The py4j ``LedgerHandle`` (for helpers that call it in the client's JVM)."""
+        return self._handle
+
     def add_entry(self, data: bytes, *, timeout: float | None = None) -> int:
         """``addEntry(data)``; the entry id assigned."""
         payload = bytearray(data)

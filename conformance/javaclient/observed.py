@@ -22,7 +22,7 @@ from conformance.errors import ConformanceError
 
 
 class FrameKind(enum.Enum):
-    """What a frame of the ledger under recovery is, in the spec's terms."""
+    """What a frame of the ledger is, in the spec's terms."""
 
     #: READ_ENTRY of entry -1 with FENCE_LEDGER: the spec's fencing read-LAC request.
     FENCE_READ = "fence read"
@@ -30,6 +30,8 @@ class FrameKind(enum.Enum):
     RECOVERY_READ = "recovery read"
     #: ADD_ENTRY with RECOVERY_ADD: the spec's write-back of a recovered entry.
     RECOVERY_ADD = "recovery add"
+    #: ADD_ENTRY without RECOVERY_ADD: a writer's add (the Java client as the spec's writer).
+    ADD = "add"
     #: Anything else on the ledger: no recovering client of the spec sends it.
     OTHER = "other"
 
@@ -79,8 +81,8 @@ def frame_kind(record: FrameRecord) -> FrameKind:
         if info.entry_id < 0:
             return FrameKind.FENCE_READ if FrameFlag.FENCE_LEDGER in info.flags else FrameKind.OTHER
         return FrameKind.RECOVERY_READ
-    if info.operation is Operation.ADD_ENTRY and FrameFlag.RECOVERY_ADD in info.flags:
-        return FrameKind.RECOVERY_ADD
+    if info.operation is Operation.ADD_ENTRY:
+        return FrameKind.RECOVERY_ADD if FrameFlag.RECOVERY_ADD in info.flags else FrameKind.ADD
     return FrameKind.OTHER
 
 

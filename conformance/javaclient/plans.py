@@ -227,12 +227,15 @@ class FrameSchedule:
         ]
 
     @classmethod
-    def from_json(cls, data: Iterable[Mapping[str, Any]]) -> FrameSchedule:
+    def from_json(
+        cls, data: Iterable[Mapping[str, Any]], bookies: Iterable[str] = BOOKIES
+    ) -> FrameSchedule:
         kinds = {kind.value for kind in FrameKind}
+        names = set(bookies)
         decisions: dict[FrameKey, Choice] = {}
         try:
             for item in data:
-                if item["kind"] not in kinds or item["bookie"] not in BOOKIES:
+                if item["kind"] not in kinds or item["bookie"] not in names:
                     raise PlanError(f"no such frame: {item!r}")
                 key = FrameKey(str(item["kind"]), str(item["bookie"]), int(item["entry"]))
                 decisions[key] = Choice(str(item["action"]), int(item.get("after", 0)))

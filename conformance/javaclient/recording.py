@@ -9,15 +9,19 @@ regression test.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from adapters.bookkeeper.status import StatusCode
+from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, FrameRecord, Operation
 from adapters.netproxy.frames import FrameInfo, Protocol
 from conformance.errors import ConformanceError
 from conformance.javaclient.plans import WriterPlan
 from conformance.javaclient.story import RecoveryRecord
+from conformance.javaclient.writer_plans import WriterShape
+from conformance.javaclient.writer_story import WriterRecord
 
 FORMAT = 1
 
@@ -54,28 +58,57 @@ def _frame_info(data: dict[str, Any]) -> FrameInfo:
     )
 
 
+def frames_to_json(frames: Sequence[FrameRecord]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f.frame_id,
+            "proxy": f.proxy,
+            "connection": f.connection_id,
+            "at": f.at,
+            "info": _info(f.info),
+            "size": f.size,
+            "decision": f.decision,
+            "rule": f.rule_id,
+        }
+        for f in frames
+    ]
+
+
+def deliveries_to_json(deliveries: Mapping[int, DeliveryRecord]) -> list[dict[str, Any]]:
+    return [
+        {"id": d.frame_id, "at": d.at, "delivered": d.delivered, "reason": d.reason}
+        for d in deliveries.values()
+    ]
+
+
+def frames_from_json(data: Iterable[Mapping[str, Any]]) -> list[FrameRecord]:
+    """The frame log back (KeyError, TypeError or ValueError if it is not one)."""
+    return [
+        FrameRecord(
+            f["id"],
+            f["proxy"],
+            f["connection"],
+            f["at"],
+            _frame_info(f["info"]),
+            f["size"],
+            f["decision"],
+            f["rule"],
+        )
+        for f in data
+    ]
+
+
+def deliveries_from_json(data: Iterable[Mapping[str, Any]]) -> dict[int, DeliveryRecord]:
+    return {d["id"]: DeliveryRecord(d["id"], d["at"], d["delivered"], d["reason"]) for d in data}
+
+
 def record_to_json(record: RecoveryRecord) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "ledger_id": record.ledger_id,
         "bookie_of_proxy": dict(record.bookie_of_proxy),
-        "frames": [
-            {
-                "id": f.frame_id,
-                "proxy": f.proxy,
-                "connection": f.connection_id,
-                "at": f.at,
-                "info": _info(f.info),
-                "size": f.size,
-                "decision": f.decision,
-                "rule": f.rule_id,
-            }
-            for f in record.frames
-        ],
-        "deliveries": [
-            {"id": d.frame_id, "at": d.at, "delivered": d.delivered, "reason": d.reason}
-            for d in record.deliveries.values()
-        ],
+        "frames": frames_to_json(record.frames),
+        "deliveries": deliveries_to_json(record.deliveries),
         "writer": record.writer.to_json(),
         "writer_answers": [
             [entry, bookie, status.name]
@@ -91,23 +124,8 @@ def record_from_json(data: dict[str, Any]) -> RecoveryRecord:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise RecordingError(f"not a recorded Java-client run (format {FORMAT})")
     try:
-        frames = [
-            FrameRecord(
-                f["id"],
-                f["proxy"],
-                f["connection"],
-                f["at"],
-                _frame_info(f["info"]),
-                f["size"],
-                f["decision"],
-                f["rule"],
-            )
-            for f in data["frames"]
-        ]
-        deliveries = {
-            d["id"]: DeliveryRecord(d["id"], d["at"], d["delivered"], d["reason"])
-            for d in data["deliveries"]
-        }
+        frames = frames_from_json(data["frames"])
+        deliveries = deliveries_from_json(data["deliveries"])
         return RecoveryRecord(
             ledger_id=data["ledger_id"],
             bookie_of_proxy=data["bookie_of_proxy"],
@@ -137,4 +155,59 @@ def load_record(path: Path) -> RecoveryRecord:
         raise RecordingError(f"{path}: {exc}") from exc
 
 
-__all__ = ["RecordingError", "load_record", "record_from_json", "record_to_json", "save_record"]
+__all__ = [
+    "RecordingError",
+    "deliveries_from_json",
+    "deliveries_to_json",
+    "frames_from_json",
+    "frames_to_json",
+    "load_record",
+    "record_from_json",
+    "record_to_json",
+    "save_record",
+    "writer_record_from_json",
+    "writer_record_to_json",
+]
+
+
+WRITER_FORMAT = "writer-1"
+
+
+def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
+    return {
+        "format": WRITER_FORMAT,
+        "ledger_id": record.ledger_id,
+        "shape": record.shape.key(),
+        "entries": record.entries,
+        "bookie_of_proxy": dict(record.bookie_of_proxy),
+        "frames": frames_to_json(record.frames),
+        "deliveries": deliveries_to_json(record.deliveries),
+        "outcomes": [[o.index, o.code, o.entry_id, o.at] for o in record.outcomes],
+        "segments": [[first, list(bookies)] for first, bookies in record.segments],
+        "closed_last_entry": record.closed_last_entry,
+        "closed_at": record.closed_at,
+        "close_error": record.close_error,
+        "stored": [[entry, list(bookies)] for entry, bookies in sorted(record.stored.items())],
+    }
+
+
+def writer_record_from_json(data: dict[str, Any]) -> WriterRecord:
+    if not isinstance(data, dict) or data.get("format") != WRITER_FORMAT:
+        raise RecordingError(f"not a recorded Java-client writer run (format {WRITER_FORMAT})")
+    try:
+        return WriterRecord(
+            ledger_id=data["ledger_id"],
+            shape=WriterShape.parse(data["shape"]),
+            entries=data["entries"],
+            bookie_of_proxy=data["bookie_of_proxy"],
+            frames=frames_from_json(data["frames"]),
+            deliveries=deliveries_from_json(data["deliveries"]),
+            outcomes=[AddOutcome(i, code, entry, at) for i, code, entry, at in data["outcomes"]],
+            segments=[(int(first), tuple(bookies)) for first, bookies in data["segments"]],
+            closed_last_entry=data["closed_last_entry"],
+            closed_at=data["closed_at"],
+            close_error=data["close_error"],
+            stored={int(entry): tuple(bookies) for entry, bookies in data["stored"]},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

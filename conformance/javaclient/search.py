@@ -105,11 +105,13 @@ def interleaved(guided: Sequence[RecoveryPlan], number: int, drawn: RecoveryPlan
     return drawn
 
 
-def key_of(record: FrameRecord) -> FrameKey | None:
+def key_of(record: FrameRecord, names: Mapping[str, str] | None = None) -> FrameKey | None:
+    """What ``record`` is, with its bookie named ``names[proxy]`` (default: the proxy's name)."""
     info = record.info
     if info.entry_id is None:
         return None
-    return FrameKey(frame_kind(record).value, record.proxy, info.entry_id)
+    bookie = record.proxy if names is None else names.get(record.proxy, record.proxy)
+    return FrameKey(frame_kind(record).value, bookie, info.entry_id)
 
 
 class ScheduleController:
@@ -128,7 +130,11 @@ class ScheduleController:
         *,
         max_hold_s: float = 2.0,
         poll_s: float = 0.005,
+        names: Mapping[str, str] | None = None,
     ) -> None:
+        """``names``: proxy name -> the bookie's name in ``schedule`` (a writer run names
+        bookies by their position in the ledger's first ensemble)."""
+        self.names = names
         self.group = group
         self.proxies = proxies
         self.ledger_id = ledger_id
@@ -215,7 +221,7 @@ class ScheduleController:
 
     def _decide(self, frame: FrameRecord, now: float) -> None:
         self._decided.add(frame.frame_id)
-        key = key_of(frame)
+        key = key_of(frame, self.names)
         choice = FORWARD
         if key is not None and key not in self._seen:
             self._seen.add(key)

@@ -280,7 +280,7 @@ class _JavaReplay:
                 if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
                     self.settle_fencing(_spec_entry(event))
                 self.sent_event(event)
-            elif event.kind is FrameKind.OTHER:
+            elif event.kind not in _SEND_ACTIONS:
                 continue  # reported when it was sent
             elif event.phase is Phase.ANSWERED:
                 self.answered(event)
@@ -290,7 +290,7 @@ class _JavaReplay:
     def sent_event(self, event: JavaEvent) -> None:
         story = self.story
         frame = f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}"
-        if event.kind is FrameKind.OTHER:
+        if event.kind not in _SEND_ACTIONS:  # a writer's add, or no protocol request
             story.frame_divergences.append(
                 f"{frame}: {event.frame.info.describe()}: the spec's recovering client sends "
                 "no such request"

@@ -296,7 +296,10 @@ def _bookie_sends_add_confirmed_response(
     reply = add_answer(msg, True)
     b_entries = (*s.b_entries[:b], s.b_entries[b] | {msg.entry}, *s.b_entries[b + 1 :])
     b_lac = (*s.b_lac[:b], msg.lac, *s.b_lac[b + 1 :])
-    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+    again = ctx.cfg.ensembles_may_repeat
+    for messages, delivered in processed_one_and_send_another(
+        s.messages, ctx.counts, msg, reply, again=again
+    ):
         label = Label(
             "BookieSendsAddConfirmedResponse", bookie=b, received=msg, sent=((reply, delivered),)
         )
@@ -311,7 +314,10 @@ def _bookie_sends_add_fenced_response(
     """``BookieSendsAddFencedResponse``: a normal add to a fenced ledger is rejected."""
     s = ctx.s
     reply = add_answer(msg, False)
-    for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
+    again = ctx.cfg.ensembles_may_repeat
+    for messages, delivered in processed_one_and_send_another(
+        s.messages, ctx.counts, msg, reply, again=again
+    ):
         label = Label(
             "BookieSendsAddFencedResponse",
             bookie=msg.bookie,
@@ -426,7 +432,9 @@ def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transi
         | {PendingAddOp(entry, curr.id, curr.ensemble, curr.order)},
     )
     clients = _set_client(s, client)
-    for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+    for messages, delivery in send_messages_to_ensemble(
+        s.messages, ctx.counts, msgs, again=cfg.ensembles_may_repeat
+    ):
         label = Label("ClientSendsAddEntryRequests", client=c.id, sent=delivery)
         out.append(Transition(label, s._replace(clients=clients, messages=messages)))
 
@@ -617,7 +625,9 @@ def _resend_pending_add_op(
         moved = PendingAddOp(op.entry, curr.id, curr.ensemble, curr.order)
         pending = frozenset(moved if o == op else o for o in c.pending_add_ops)
         clients = _set_client(s, c._replace(pending_add_ops=pending))
-        for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
+        for messages, delivery in send_messages_to_ensemble(
+            s.messages, ctx.counts, msgs, again=cfg.ensembles_may_repeat
+        ):
             label = Label(action, client=c.id, sent=delivery, detail=(("entry", op.entry.id),))
             out.append(Transition(label, s._replace(clients=clients, messages=messages)))
 

@@ -35,12 +35,23 @@ def _count_patterns(n: int) -> tuple[tuple[int, ...], ...]:
 
 
 def send_messages_to_ensemble(
-    messages: Messages, counts: dict[Message, int], msgs: Sequence[Message]
+    messages: Messages,
+    counts: dict[Message, int],
+    msgs: Sequence[Message],
+    *,
+    again: bool = False,
 ) -> list[tuple[Messages, Delivery]]:
-    """``SendMessagesToEnsemble``: every delivered/lost combination, or nothing if any was sent."""
+    """``SendMessagesToEnsemble``: every delivered/lost combination, or nothing if any was sent.
+
+    ``again`` (``ensembles_may_repeat``): a message sent before and no longer in flight may be
+    sent again (a bookie back in the ensemble gets an entry it was sent before); the new copy
+    replaces the old one's record.
+    """
     for msg in msgs:
-        if msg in counts:
+        if msg in counts and (not again or counts[msg] == DELIVERED):
             return []
+    if again:
+        messages = messages - {(m, counts[m]) for m in msgs if m in counts}
     out = []
     for pattern in _count_patterns(len(msgs)):
         added = frozenset(zip(msgs, pattern, strict=True))
@@ -55,12 +66,21 @@ def message_processed(messages: Messages, msg: Message, count: int) -> Messages:
 
 
 def processed_one_and_send_another(
-    messages: Messages, counts: dict[Message, int], received: Message, reply: Message
+    messages: Messages,
+    counts: dict[Message, int],
+    received: Message,
+    reply: Message,
+    *,
+    again: bool = False,
 ) -> list[tuple[Messages, bool]]:
-    """``ProcessedOneAndSendAnother``: the reply is delivered or lost; disabled if already sent."""
-    if reply in counts:
+    """``ProcessedOneAndSendAnother``: the reply is delivered or lost; disabled if already sent
+    (``again``: unless that earlier reply is no longer in flight; see
+    :func:`send_messages_to_ensemble`)."""
+    if reply in counts and (not again or counts[reply] == DELIVERED):
         return []
     base = message_processed(messages, received, counts[received])
+    if again and reply in counts:
+        base = base - {(reply, counts[reply])}
     return [(base | {(reply, DELIVERED)}, True), (base | {(reply, LOST)}, False)]
 
 

@@ -1,0 +1,154 @@
+"""What one writer example does, as plain data: the ledger's shape, how many entries the Java
+client adds (pipelined), and what the proxies do with each add.
+
+The Java client is the spec's writer ``c1``: it creates a ledger of ``shape`` (E, WQ, AQ) on a
+cluster of E + 1 bookies (one spare, so every ensemble change has exactly one replacement,
+the model's and the client's alike), sends ``entries`` adds without waiting, then closes the
+ledger. Each add frame is forwarded, dropped (the spec's lost message: the client's add
+timeout fires and it changes its ensemble), or held until ``k`` other frames passed.
+
+Bookies are named by the ledger's first ensemble, as the model's ``ClientCreatesLedger``
+chooses it: b1..bE are its positions 0..E-1, b{E+1} the spare. The real client picks its
+ensemble at random; naming by position makes "drop e0 to b2" mean the same bookie role on
+every run. Entries are BookKeeper's ids (the model's entry 1 is e0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.javaclient.observed import FrameKind
+from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedule, PlanError
+
+#: At most this many entries per example: enough for a pipeline across an ensemble change
+#: (an entry before, one caught in it, one after).
+MAX_ENTRIES = 4
+
+
+@dataclass(frozen=True, order=True)
+class WriterShape:
+    """A ledger's ensemble size, write quorum and ack quorum."""
+
+    ensemble: int
+    write_quorum: int
+    ack_quorum: int
+
+    def __post_init__(self) -> None:
+        if not self.ensemble >= self.write_quorum >= self.ack_quorum >= 1:
+            raise PlanError(
+                f"need E >= WQ >= AQ >= 1, got E={self.ensemble} WQ={self.write_quorum} "
+                f"AQ={self.ack_quorum}"
+            )
+        if self.ensemble > 8:
+            raise PlanError(f"E={self.ensemble}: at most 8 bookies per ensemble here")
+
+    @property
+    def bookies(self) -> int:
+        """The cluster: the ensemble and one spare."""
+        return self.ensemble + 1
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f"b{i + 1}" for i in range(self.bookies))
+
+    def describe(self) -> str:
+        return f"E={self.ensemble} WQ={self.write_quorum} AQ={self.ack_quorum}"
+
+    def key(self) -> str:
+        return f"{self.ensemble}/{self.write_quorum}/{self.ack_quorum}"
+
+    @classmethod
+    def parse(cls, text: str) -> WriterShape:
+        """``"3/2/2"`` (E/WQ/AQ)."""
+        try:
+            ensemble, write_quorum, ack_quorum = (int(part) for part in text.split("/"))
+        except ValueError as exc:
+            raise PlanError(f"a ledger shape is E/WQ/AQ, e.g. 3/2/2; got {text!r}") from exc
+        return cls(ensemble, write_quorum, ack_quorum)
+
+    def writeset(self, entry: int) -> tuple[int, ...]:
+        """The positions of the first ensemble that entry ``entry`` (BookKeeper's id) goes to."""
+        return tuple((entry + i) % self.ensemble for i in range(self.write_quorum))
+
+
+#: The shapes the issue names: striping with WQ=AQ, and E=2 WQ=AQ=1 (#3005's).
+DEFAULT_SHAPES = (WriterShape(3, 2, 2), WriterShape(2, 1, 1))
+
+
+def add_key(bookie: str, entry: int) -> FrameKey:
+    return FrameKey(FrameKind.ADD.value, bookie, entry)
+
+
+@dataclass(frozen=True)
+class WriterRunPlan:
+    """One writer example (see the module docstring); ``origin`` says where it came from."""
+
+    shape: WriterShape
+    entries: int
+    schedule: FrameSchedule = field(default_factory=FrameSchedule)
+    origin: str = "generated"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.entries <= MAX_ENTRIES:
+            raise PlanError(f"a writer example adds 1..{MAX_ENTRIES} entries, got {self.entries}")
+        names = set(self.shape.names)
+        for key in self.schedule.decisions:
+            if key.kind != FrameKind.ADD.value:
+                raise PlanError(f"a writer example schedules adds only, not {key.describe()}")
+            if key.bookie not in names:
+                raise PlanError(
+                    f"{key.describe()}: the cluster of {self.shape.describe()} has "
+                    f"{', '.join(sorted(names))}"
+                )
+            if not 0 <= key.entry_id < self.entries:
+                raise PlanError(f"{key.describe()}: the writer adds e0..e{self.entries - 1}")
+
+    def choice(self, bookie: str, entry: int) -> Choice:
+        return self.schedule.choice(add_key(bookie, entry))
+
+    def faults(self) -> int:
+        return sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
+
+    def describe(self) -> list[str]:
+        return [
+            f"{self.shape.describe()} on {self.shape.bookies} bookies; the Java client adds "
+            f"e0..e{self.entries - 1} pipelined, then closes",
+            *self.schedule.describe(),
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": "writer",
+            "shape": self.shape.key(),
+            "entries": self.entries,
+            "schedule": self.schedule.to_json(),
+            "origin": self.origin,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WriterRunPlan:
+        if not isinstance(data, Mapping) or data.get("role") != "writer":
+            raise PlanError(f"not a writer plan (needs role 'writer'): {data!r}")
+        try:
+            shape = WriterShape.parse(str(data["shape"]))
+            return cls(
+                shape,
+                int(data["entries"]),
+                FrameSchedule.from_json(data["schedule"], shape.names),
+                str(data.get("origin", "recorded")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, PlanError):
+                raise
+            raise PlanError(f"not a writer plan: {exc!r}") from exc
+
+
+__all__ = [
+    "DEFAULT_SHAPES",
+    "MAX_ENTRIES",
+    "WriterRunPlan",
+    "WriterShape",
+    "add_key",
+]

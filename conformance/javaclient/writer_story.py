@@ -1,0 +1,548 @@
+"""The model's story of a Java-client writer run, and the judgement of what the client did.
+
+The run (:mod:`.writer_session`): the real Java client, the spec's writer ``c1``, creates a
+ledger of a :class:`~.writer_plans.WriterShape` on E + 1 bookies (one spare), sends its adds
+pipelined through one frame proxy per bookie, and closes the ledger; a dropped add times out
+in the client (its add timeout), which then changes its ensemble. Afterwards every entry is
+read back from every bookie directly.
+
+What was observed becomes the model's steps (the spec's action names, under the
+configuration of the run: Bookies = E + 1, Clients = 1, E/WQ/AQ, SendLimit = InflightLimit =
+the entries), each taken where the frame log shows it, the invariants checked after each:
+
+========================================  ===================================================
+what was observed                          the model's step
+========================================  ===================================================
+``createLedger`` (before any frame)        ``ClientCreatesLedger``: the first ensemble, named
+                                           b1..bE by position (the model's CHOOSE)
+the first add frame of a new entry         ``ClientSendsAddEntryRequests``; the bookies whose
+                                           frame a proxy dropped get a lost message
+an add frame of an earlier entry to a      ``ClientChangesEnsemble`` (once per change: the
+bookie new to its write set                model's failed set is the bookies whose adds were
+                                           lost), then ``ClientResendsPendingAddOp``
+a bookie's answer at the proxy             ``BookieSendsAddConfirmedResponse`` (or
+                                           ``...AddFencedResponse``), when the request reached
+                                           the bookie
+that answer delivered to the client        ``ClientReceivesAddConfirmedResponse`` (ignored,
+                                           with a note, when the model's client no longer
+                                           takes it: the bookie left the ensemble)
+the callback of ``asyncAddEntry``          no step: the entry must be confirmed in the model
+(``System.nanoTime`` = the frames' clock)  by then (the writer's LAC covers it), else the
+                                           client acknowledged what the spec's writer had not
+``close`` returned                         ``ClientClosesLedgerSuccess``: the metadata's last
+                                           entry and ensembles must be the model's
+========================================  ===================================================
+
+Each add frame is also checked against the model: it must go to a bookie of the entry's
+write set in the model's current ensemble, once. Finally the invariant that matters to a
+user is checked on the real cluster itself: every entry the client acknowledged must be
+returned by a bookie of its write set in the closed ledger's metadata (a violation whatever
+the model says: #4097's unreadable entries would show here).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.javaclient.pipelined_adds import AddOutcome
+from adapters.netproxy import DeliveryRecord, FrameRecord
+from conformance import translation
+from conformance.engine import Execution, Outcome
+from conformance.errors import ConformanceError
+from conformance.javaclient.observed import FrameKind, JavaEvent, Phase, java_events
+from conformance.javaclient.writer_plans import WriterShape
+from conformance.observations import Observation
+from model.bookkeeper.actions import Label, successors, writeset
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
+from model.bookkeeper.records import STATUS_OPEN, PendingAddOp, State, bookie_name
+from model.bookkeeper.scripted import ScriptedStep, enabled, step, take
+from model.search.scripted import ScriptError
+
+WRITER = "c1"
+
+
+@dataclass(frozen=True)
+class WriterRecord:
+    """Everything a writer run observed, as plain data (a recorded run can be judged again)."""
+
+    ledger_id: int
+    shape: WriterShape
+    entries: int
+    #: Proxy name -> the model's bookie index in this run (0 for b1: position 0 of the first
+    #: ensemble; E for the spare).
+    bookie_of_proxy: Mapping[str, int]
+    frames: Sequence[FrameRecord]
+    deliveries: Mapping[int, DeliveryRecord]
+    #: The callbacks of the client's adds, in add order.
+    outcomes: Sequence[AddOutcome]
+    #: The metadata after the run: ``(first entry, model bookie indexes by position)``.
+    segments: Sequence[tuple[int, tuple[int, ...]]]
+    #: The closed ledger's last entry (None: not closed).
+    closed_last_entry: int | None
+    #: When ``close`` returned (``time.monotonic()``), None if it failed.
+    closed_at: float | None = None
+    close_error: str | None = None
+    #: Entry -> the model bookies that returned it when read directly after the run.
+    stored: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class WriterJudgement:
+    outcome: Outcome
+    cfg: ModelConfig
+    frame_divergences: list[str] = field(default_factory=list)
+    #: Coverage of the run: ensemble changes the client made, model actions taken.
+    ensemble_changes: int = 0
+    actions: dict[str, int] = field(default_factory=dict)
+
+
+def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
+    """The model's configuration of a writer run."""
+    return ModelConfig(
+        bookies=shape.bookies,
+        clients=1,
+        ensemble_size=shape.ensemble,
+        write_quorum=shape.write_quorum,
+        ack_quorum=shape.ack_quorum,
+        send_limit=entries,
+        inflight_limit=entries,
+        # BookKeeper's placement may bring back a bookie that failed before (one spare).
+        ensembles_may_repeat=True,
+    )
+
+
+class _Stuck(ConformanceError):
+    """The model allows no step for what happened: the replay cannot go on."""
+
+
+class _Kind(enum.IntEnum):
+    FRAME = 0
+    CALLBACK = 1
+
+
+@dataclass(frozen=True)
+class _Callback:
+    at: float
+    outcome: AddOutcome
+
+
+class _WriterReplay:
+    def __init__(self, record: WriterRecord, cfg: ModelConfig) -> None:
+        self.record = record
+        self.cfg = cfg
+        self.execution = Execution(cfg, None)
+        self.frame_divergences: list[str] = []
+        self.notes: list[str] = []
+        self.ignored: set[int] = set()
+        #: (entry, bookie, ensemble changes so far) sent: a second frame is a divergence.
+        self.sent: set[tuple[int, int, int]] = set()
+        self.ensemble_changes = 0
+        self.changed_at = 0.0
+        self.events: Sequence[JavaEvent] = ()
+
+    @property
+    def state(self) -> State:
+        return self.execution.state
+
+    def take(
+        self, scripted: ScriptedStep, *, request: str, observed: Observation | None = None
+    ) -> Label:
+        try:
+            transition = take(self.cfg, self.state, scripted)
+        except ScriptError as exc:
+            finding = f"the model allows no step for {request}: {exc}"
+            self.execution.no_step(str(scripted.action), finding, request=request)
+            raise _Stuck(finding) from None
+        self.execution.apply_observed(transition, observed=observed, request=request)
+        return transition.label
+
+    # -- the model's writer ------------------------------------------------------------------
+
+    def _writer_fragment_members(self, entry: int) -> int:
+        c1 = self.state.clients[0]
+        assert c1.curr_fragment is not None
+        f = c1.curr_fragment
+        return writeset(self.cfg, f.ensemble, entry, f.order)
+
+    def _enabled(self, action: str) -> list[Label]:
+        return [
+            t.label
+            for t in successors(self.cfg, self.state)
+            if t.label.action == action and t.label.client == 0
+        ]
+
+    def _lost_for(self, entry: int, bookies: int, since: float) -> set[str]:
+        """Of ``bookies``, those whose add of ``entry`` sent from ``since`` on never reached
+        them (dropped, or never sent at all)."""
+        lost = set()
+        for b in range(self.cfg.bookies):
+            if not bookies >> b & 1:
+                continue
+            frames = [
+                e
+                for e in self.events
+                if e.phase is Phase.SENT
+                and e.kind is FrameKind.ADD
+                and e.bookie == b
+                and e.entry_id == entry
+                and e.at >= since
+            ]
+            if not frames or not frames[0].delivered:
+                lost.add(bookie_name(b))
+        return lost
+
+    def change_ensemble(self, why: str, at: float) -> bool:
+        """Take ``ClientChangesEnsemble`` if the model's writer can: True if taken. ``at``:
+        no later than this the client had changed it (its resends are logged from then)."""
+        scripted = step("ClientChangesEnsemble", client=WRITER)
+        if not enabled(self.cfg, self.state, scripted):
+            return False
+        self.take(scripted, request=why)
+        self.ensemble_changes += 1
+        self.changed_at = at
+        return True
+
+    # -- events ------------------------------------------------------------------------------
+
+    def run(self, events: Sequence[JavaEvent], callbacks: Sequence[_Callback]) -> None:
+        self.events = events
+        merged: list[tuple[float, int, int, object]] = [
+            (e.at, _Kind.FRAME, i, e) for i, e in enumerate(events)
+        ]
+        merged += [(c.at, _Kind.CALLBACK, i, c) for i, c in enumerate(callbacks)]
+        merged.sort(key=lambda item: (item[0], item[1], item[2]))
+        for _at, kind, _i, item in merged:
+            if kind is _Kind.CALLBACK:
+                assert isinstance(item, _Callback)
+                self.callback(item)
+                continue
+            assert isinstance(item, JavaEvent)
+            if item.kind is not FrameKind.ADD:
+                if item.phase is Phase.SENT:
+                    self.frame_divergences.append(
+                        f"frame #{item.frame.frame_id} to {bookie_name(item.bookie)}: "
+                        f"{item.frame.info.describe()}: the spec's writer sends only adds"
+                    )
+                continue
+            if item.phase is Phase.SENT:
+                self.sent_add(item)
+            elif item.phase is Phase.ANSWERED:
+                self.answered(item)
+            else:
+                self.received(item)
+
+    def sent_add(self, event: JavaEvent) -> None:
+        assert event.entry_id is not None
+        entry = translation.spec_entry_id(event.entry_id)
+        frame = (
+            f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}: add e{event.entry_id}"
+        )
+        c1 = self.state.clients[0]
+        if entry > c1.lap:
+            if not self._in_current_writeset(entry, event.bookie) and self.change_ensemble(
+                f"{frame} goes to a bookie new to the ensemble", event.at
+            ):
+                self.drain()
+            # The client sends its entries in order; frames to different bookies may reach
+            # their proxies in another order, so an entry's first frame seen here may come
+            # after a later entry's: every entry up to this one was sent by now.
+            for sent in range(c1.lap + 1, entry + 1):
+                bk_sent = translation.bk_entry_id(sent)
+                members = self._writer_fragment_members(sent)
+                self.take(
+                    step(
+                        "ClientSendsAddEntryRequests",
+                        client=WRITER,
+                        lost=self._lost_for(bk_sent, members, self.changed_at),
+                    ),
+                    request=(
+                        f"{frame} (the client's first frame of e{bk_sent})"
+                        if sent == entry
+                        else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
+                    ),
+                )
+        elif not self._in_current_writeset(entry, event.bookie) or self._needs_resend(entry):
+            self._resend(entry, event, frame)
+        self._check_frame(entry, event, frame)
+
+    def _in_current_writeset(self, entry: int, bookie: int) -> bool:
+        return bool(self._writer_fragment_members(entry) >> bookie & 1)
+
+    def _needs_resend(self, entry: int) -> bool:
+        c1 = self.state.clients[0]
+        f = c1.curr_fragment
+        assert f is not None
+        return any(
+            op.entry.id == entry and (op.ensemble != f.ensemble or op.order != f.order)
+            for op in c1.pending_add_ops
+        )
+
+    def _new_bookies(self, op: PendingAddOp) -> int:
+        f = self.state.clients[0].curr_fragment
+        assert f is not None
+        entry = op.entry.id
+        return writeset(self.cfg, f.ensemble, entry, f.order) & ~writeset(
+            self.cfg, op.ensemble, entry, op.order
+        )
+
+    def _lowest_needing_resend(self) -> PendingAddOp | None:
+        c1 = self.state.clients[0]
+        waiting = [op for op in c1.pending_add_ops if self._needs_resend(op.entry.id)]
+        return min(waiting, default=None)
+
+    def drain(self) -> None:
+        """Resend, in the model, the pending adds whose write set gained no bookie: the client
+        sends nothing for them (no frame shows it), the spec's writer moves them to the new
+        ensemble one by one, lowest entry first."""
+        while (op := self._lowest_needing_resend()) is not None and not self._new_bookies(op):
+            self._resend_one(
+                op.entry.id,
+                f"e{translation.bk_entry_id(op.entry.id)} moves to the new ensemble (no bookie "
+                "new to its write set: no frame)",
+                set(),
+            )
+
+    def _resend(self, entry: int, event: JavaEvent, frame: str) -> None:
+        if not self._needs_resend(entry) and self.change_ensemble(
+            f"{frame}: a resend, so the client changed its ensemble", event.at
+        ):
+            self.drain()
+        if not self._needs_resend(entry):
+            return  # _check_frame reports a frame the model's writer does not send
+        # The spec resends the lowest pending op first; the client resends them together.
+        while (op := self._lowest_needing_resend()) is not None and op.entry.id <= entry:
+            bk_entry = translation.bk_entry_id(op.entry.id)
+            lost = self._lost_for(bk_entry, self._new_bookies(op), self.changed_at)
+            request = (
+                f"{frame} (a resend after the ensemble change)"
+                if op.entry.id == entry
+                else f"e{bk_entry} resent (its frames are logged after {frame})"
+            )
+            self._resend_one(op.entry.id, request, lost)
+            self.drain()
+
+    def _resend_one(self, entry: int, request: str, lost: set[str]) -> None:
+        self.take(
+            step("ClientResendsPendingAddOp", client=WRITER, entry=entry, lost=lost),
+            request=request,
+        )
+
+    def _check_frame(self, entry: int, event: JavaEvent, frame: str) -> None:
+        c1 = self.state.clients[0]
+        f = c1.curr_fragment
+        assert f is not None
+        key = (entry, event.bookie, self.ensemble_changes)
+        if key in self.sent:
+            self.frame_divergences.append(f"{frame} again: the spec's writer sends it once")
+            return
+        self.sent.add(key)
+        if not self._in_current_writeset(entry, event.bookie):
+            members = [
+                bookie_name(b)
+                for b in range(self.cfg.bookies)
+                if self._writer_fragment_members(entry) >> b & 1
+            ]
+            self.frame_divergences.append(
+                f"{frame}: the spec's writer sends e{event.entry_id} to {', '.join(members)} "
+                "(its write set in the current ensemble)"
+            )
+
+    def answered(self, event: JavaEvent) -> None:
+        assert event.entry_id is not None
+        entry = translation.spec_entry_id(event.entry_id)
+        bookie = bookie_name(event.bookie)
+        status = event.status
+        if status not in (StatusCode.EOK, StatusCode.EFENCED):
+            self.execution.add_divergence(
+                f"{bookie} answered the add of e{event.entry_id} {status}: the model's bookie "
+                "confirms it or answers EFENCED"
+            )
+            raise _Stuck(f"{bookie} answered {status}")
+        action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
+        self.take(
+            step(
+                action,
+                bookie=bookie,
+                entry=entry,
+                lost=set() if event.delivered else {bookie},
+                sender=WRITER,
+            ),
+            request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
+            observed=translation.add_observation(status),
+        )
+
+    def received(self, event: JavaEvent) -> None:
+        assert event.entry_id is not None
+        entry = translation.spec_entry_id(event.entry_id)
+        peer = bookie_name(event.bookie)
+        confirmed = event.status is StatusCode.EOK
+        scripted = step(
+            ADD_ANSWER_RECEIVED[0] if confirmed else ADD_ANSWER_RECEIVED[1],
+            client=WRITER,
+            peer=peer,
+            entry=entry,
+        )
+        c1 = self.state.clients[0]
+        if c1.status != STATUS_OPEN or not enabled(self.cfg, self.state, scripted):
+            self.notes.append(
+                f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}) reached "
+                "the client when the model's writer no longer takes it (not in its ensemble, "
+                "or withdrawn); ignored, as BookKeeper's PendingAddOp ignores it"
+            )
+            return
+        self.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
+
+    def callback(self, callback: _Callback) -> None:
+        outcome = callback.outcome
+        c1 = self.state.clients[0]
+        if not outcome.acknowledged:
+            self.notes.append(f"the client failed {outcome.describe()}")
+            return
+        assert outcome.entry_id is not None
+        entry = translation.spec_entry_id(outcome.entry_id)
+        if c1.lac < entry:
+            self.execution.add_divergence(
+                f"the Java client acknowledged e{outcome.entry_id} to its caller when the "
+                f"model's writer had confirmed only up to "
+                f"e{translation.bk_entry_id(c1.lac)} (its LAC): an entry without an ack quorum "
+                "in its current write set reported as written (cf. apache/bookkeeper#3005)"
+            )
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        record = self.record
+        if record.closed_last_entry is None:
+            if record.close_error:
+                self.notes.append(f"the Java client's close failed: {record.close_error}")
+            return
+        real_changes = _changes(record.segments)
+        at = record.closed_at if record.closed_at is not None else float("inf")
+        while self.ensemble_changes < real_changes and self.change_ensemble(
+            "the metadata shows an ensemble change with no frame after it", at
+        ):
+            self.drain()
+        self.take(
+            step("ClientClosesLedgerSuccess", client=WRITER),
+            request=f"the Java client closes the ledger at {record.closed_last_entry}",
+            observed=Observation("metadata", "OK", success=True),
+        )
+        s = self.state
+        model_last = translation.bk_entry_id(s.meta_last_entry)
+        if model_last != record.closed_last_entry:
+            self.execution.add_divergence(
+                f"the Java client closed the ledger at e{record.closed_last_entry}; the model's "
+                f"writer closes it at e{model_last} (its LAC)"
+            )
+        model_segments = [
+            (translation.bk_entry_id(f.first_entry_id), _positions(self.cfg, f.ensemble, f.order))
+            for f in s.meta_fragments
+        ]
+        real = [(first, tuple(bookies)) for first, bookies in record.segments]
+        if model_segments != real:
+            self.execution.add_divergence(
+                f"the ledger's ensembles are {_segments_text(real)}; the model's writer's "
+                f"are {_segments_text(model_segments)}"
+            )
+
+    def check_readable(self) -> None:
+        """Every acknowledged entry is returned by a bookie of its write set in the metadata."""
+        record = self.record
+        if not record.segments:
+            return
+        for outcome in record.outcomes:
+            if not outcome.acknowledged or outcome.entry_id is None:
+                continue
+            entry = outcome.entry_id
+            first, positions = max(
+                (seg for seg in record.segments if seg[0] <= entry), key=lambda seg: seg[0]
+            )
+            size = len(positions)
+            holders = {positions[(entry + i) % size] for i in range(record.shape.write_quorum)}
+            if not holders & set(record.stored.get(entry, ())):
+                names = ", ".join(bookie_name(b) for b in sorted(holders))
+                self.execution.add_violation(
+                    f"AllAckedEntriesAreReadable (on the real cluster): the Java client "
+                    f"acknowledged e{entry}, and none of its write set in the metadata "
+                    f"({names}, ensemble from e{first}) returns it"
+                )
+
+
+def _positions(cfg: ModelConfig, ensemble: int, order: tuple[int, ...]) -> tuple[int, ...]:
+    return order or tuple(b for b in range(cfg.bookies) if ensemble >> b & 1)
+
+
+def _segments_text(segments: Sequence[tuple[int, tuple[int, ...]]]) -> str:
+    return "; ".join(
+        f"from e{first}: {','.join(bookie_name(b) for b in bookies)}" for first, bookies in segments
+    )
+
+
+def _changes(segments: Sequence[tuple[int, tuple[int, ...]]]) -> int:
+    """A lower bound of the ensemble changes the metadata shows (one per later segment)."""
+    return max(0, len(segments) - 1)
+
+
+def judge(record: WriterRecord) -> WriterJudgement:
+    """Replay ``record`` as the model's story and judge it (see the module docstring)."""
+    cfg = writer_config(record.shape, record.entries)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
+    replay = _WriterReplay(record, cfg)
+    try:
+        replay.take(
+            step("ClientCreatesLedger", client=WRITER),
+            request="the Java client creates the ledger (first ensemble: b1..b"
+            f"{record.shape.ensemble} by position)",
+        )
+        cut = record.closed_at
+        replay.run(
+            [e for e in events if cut is None or e.at <= cut],
+            [c for c in callbacks if cut is None or c.at <= cut],
+        )
+        replay.close()
+        replay.run([e for e in events if cut is not None and e.at > cut], [])
+    except _Stuck:
+        pass
+    missing = [o for o in record.outcomes if o.code is None]
+    if missing:
+        replay.notes.append(
+            "no callback for " + ", ".join(o.describe() for o in missing) + " (the run stopped)"
+        )
+    replay.check_readable()
+    for finding in replay.frame_divergences:
+        replay.execution.add_divergence(finding, on_last_step=False)
+    outcome = replay.execution.finish(note="\n".join(replay.notes) or None)
+    actions: dict[str, int] = {}
+    for record_step in outcome.steps:
+        actions[record_step.action] = actions.get(record_step.action, 0) + 1
+    return WriterJudgement(
+        outcome,
+        cfg,
+        list(replay.frame_divergences),
+        ensemble_changes=replay.ensemble_changes,
+        actions=actions,
+    )
+
+
+def acknowledged(record: WriterRecord) -> list[int]:
+    return [o.entry_id for o in record.outcomes if o.acknowledged and o.entry_id is not None]
+
+
+def describe_outcomes(record: WriterRecord) -> list[str]:
+    return [o.describe() for o in record.outcomes]
+
+
+__all__ = [
+    "WRITER",
+    "WriterJudgement",
+    "WriterRecord",
+    "acknowledged",
+    "describe_outcomes",
+    "judge",
+    "writer_config",
+]
