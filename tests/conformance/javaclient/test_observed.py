@@ -35,7 +35,7 @@ def test_frames_are_classified_in_the_spec_terms() -> None:
     assert frame_kind(plain_lac) is FrameKind.OTHER
     assert frame_kind(read) is FrameKind.RECOVERY_READ
     assert frame_kind(write_back) is FrameKind.RECOVERY_ADD
-    assert frame_kind(plain_add) is FrameKind.OTHER
+    assert frame_kind(plain_add) is FrameKind.ADD  # a writer's add (the recovery judge refuses it)
 
 
 def test_events_follow_delivery_time_so_a_held_answer_arrives_late() -> None:

@@ -606,3 +606,27 @@ def test_the_spec_never_returns_to_an_earlier_ensemble_unless_switched() -> None
     repeat = dataclasses.replace(cfg, ensembles_may_repeat=True)
     s = take(repeat, s, step("ClientChangesEnsemble", client="c1")).state
     assert [f.ensemble for f in s.meta_fragments] == [0b011, 0b101, 0b011]
+
+
+def test_a_bookie_back_in_the_ensemble_gets_and_confirms_an_entry_again() -> None:
+    # E = WQ = 2 of 3, SendLimit 2: e1 is lost to b2 (b3 replaces it), then e1's resend is
+    # lost to b3 (b2 comes back, e1 is resent to it): the same add and the same answer are
+    # sent a second time, which the spec (each message at most once) never needs.
+    cfg = ModelConfig(
+        bookies=3, clients=1, write_quorum=2, ack_quorum=2, ensembles_may_repeat=True
+    )
+    s = after(
+        cfg,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+        step("BookieSendsAddConfirmedResponse", bookie="b1"),
+        step("ClientChangesEnsemble", client="c1"),
+        step("ClientResendsPendingAddOp", client="c1", lost={"b3"}),
+        step("ClientChangesEnsemble", client="c1"),
+        step("ClientResendsPendingAddOp", client="c1"),
+        step("BookieSendsAddConfirmedResponse", bookie="b2"),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    )
+    assert s.clients[0].lac == 1
+    assert [f.ensemble for f in s.meta_fragments] == [0b011]
