@@ -30,7 +30,12 @@ def add_model_options(
     spec.add_argument("--wq", type=int, default=wq, help=f"write quorum (default {wq})")
     spec.add_argument("--aq", type=int, default=aq, help=f"ack quorum (default {aq})")
     spec.add_argument(
-        "--ensemble-size", type=int, default=None, help="E >= WQ, striping (default: WQ)"
+        "--ensemble-size",
+        "--ensemble",
+        dest="ensemble_size",
+        type=int,
+        default=None,
+        help="E >= WQ, striping (default: WQ)",
     )
     spec.add_argument("--send-limit", type=int, default=1, help="entries written (default 1)")
     spec.add_argument(

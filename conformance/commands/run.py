@@ -96,7 +96,8 @@ def register(subparsers: Any) -> None:
         choices=("recovery", "writer", "both"),
         default="recovery",
         help="with --client java: the Java client's role (recovery: it recovers the ledger "
-        "w1 wrote; writer and both are not built yet)",
+        "w1 wrote; writer: it writes a ledger of --ensemble/--wq/--aq on E + 1 bookies, "
+        "pipelined, through ensemble changes; both is not built yet)",
     )
     search.add_argument(
         "--random-config",

@@ -43,6 +43,7 @@ the model says: #4097's unreadable entries would show here).
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -110,8 +111,10 @@ def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
         ack_quorum=shape.ack_quorum,
         send_limit=entries,
         inflight_limit=entries,
-        # BookKeeper's placement may bring back a bookie that failed before (one spare).
+        # BookKeeper's placement may bring back a bookie that failed before (one spare), and
+        # it replaces failed bookies a change at a time.
         ensembles_may_repeat=True,
+        partial_ensemble_changes=True,
     )
 
 
@@ -131,9 +134,16 @@ class _Callback:
 
 
 class _WriterReplay:
-    def __init__(self, record: WriterRecord, cfg: ModelConfig) -> None:
+    def __init__(
+        self, record: WriterRecord, cfg: ModelConfig, prescribed: Sequence[int] = ()
+    ) -> None:
         self.record = record
         self.cfg = cfg
+        #: The failed sets (bitmasks) of the first ensemble changes, if prescribed; at each
+        #: change the sets the model offered, and the one taken.
+        self.prescribed = list(prescribed)
+        self.options: list[list[int]] = []
+        self.chosen: list[int] = []
         self.execution = Execution(cfg, None)
         self.frame_divergences: list[str] = []
         self.notes: list[str] = []
@@ -196,12 +206,32 @@ class _WriterReplay:
         return lost
 
     def change_ensemble(self, why: str, at: float) -> bool:
-        """Take ``ClientChangesEnsemble`` if the model's writer can: True if taken. ``at``:
-        no later than this the client had changed it (its resends are logged from then)."""
-        scripted = step("ClientChangesEnsemble", client=WRITER)
-        if not enabled(self.cfg, self.state, scripted):
+        """Take a ``ClientChangesEnsemble`` if the model's writer can: True if taken. ``at``:
+        no later than this the client had changed it (its resends are logged from then).
+
+        With several timed-out bookies the model may replace them all at once or a subset
+        first (``partial_ensemble_changes``, as BookKeeper handles failures a change at a
+        time); which one the client did shows only in what follows, so the change taken is
+        the prescribed one (:func:`judge` tries the alternatives), else the spec's own: all
+        of them at once when possible, else the largest subset that can be replaced."""
+        candidates = [
+            t
+            for t in successors(self.cfg, self.state)
+            if t.label.action == "ClientChangesEnsemble" and t.label.client == 0
+        ]
+        if not candidates:
             return False
-        self.take(scripted, request=why)
+        masks = sorted(
+            {int(dict(t.label.detail)["failed"]) for t in candidates},
+            key=lambda mask: (-mask.bit_count(), mask),
+        )
+        index = len(self.chosen)
+        prescribed = self.prescribed[index] if index < len(self.prescribed) else None
+        mask = prescribed if prescribed in masks else masks[0]
+        self.options.append(masks)
+        self.chosen.append(mask)
+        transition = next(t for t in candidates if dict(t.label.detail)["failed"] == mask)
+        self.execution.apply_observed(transition, request=why)
         self.ensemble_changes += 1
         self.changed_at = at
         return True
@@ -487,12 +517,48 @@ def _changes(segments: Sequence[tuple[int, tuple[int, ...]]]) -> int:
     return max(0, len(segments) - 1)
 
 
+#: At most this many stories are told per run when looking for the ensemble changes that
+#: explain it (each a cheap offline replay).
+MAX_STORIES = 64
+
+
 def judge(record: WriterRecord) -> WriterJudgement:
-    """Replay ``record`` as the model's story and judge it (see the module docstring)."""
+    """Replay ``record`` as the model's story and judge it (see the module docstring).
+
+    Where the model offers several ensemble changes (a subset of the timed-out bookies first,
+    or all), the stories of the alternatives are told too, breadth first, until one is clean
+    (at most :data:`MAX_STORIES`): the client's behaviour is allowed if some behaviour of the
+    model explains it. If none does, the spec's own story (every timed-out bookie replaced at
+    once, where it can be) is the one reported."""
+    first, options, chosen = _story(record, ())
+    if first.outcome.verdict != "divergence" or not options:
+        return first
+    queue: deque[tuple[tuple[int, ...], list[list[int]], list[int]]] = deque(
+        [((), options, chosen)]
+    )
+    told = 1
+    while queue and told < MAX_STORIES:
+        prefix, options, chosen = queue.popleft()
+        for index in range(len(prefix), len(options)):
+            for mask in options[index]:
+                if mask == chosen[index] or told >= MAX_STORIES:
+                    continue
+                alternative = (*chosen[:index], mask)
+                judgement, more, taken = _story(record, alternative)
+                told += 1
+                if judgement.outcome.verdict == "clean":
+                    return judgement
+                queue.append((alternative, more, taken))
+    return first
+
+
+def _story(
+    record: WriterRecord, prescribed: Sequence[int]
+) -> tuple[WriterJudgement, list[list[int]], list[int]]:
     cfg = writer_config(record.shape, record.entries)
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(record, cfg)
+    replay = _WriterReplay(record, cfg, prescribed)
     try:
         replay.take(
             step("ClientCreatesLedger", client=WRITER),
@@ -520,13 +586,14 @@ def judge(record: WriterRecord) -> WriterJudgement:
     actions: dict[str, int] = {}
     for record_step in outcome.steps:
         actions[record_step.action] = actions.get(record_step.action, 0) + 1
-    return WriterJudgement(
+    judgement = WriterJudgement(
         outcome,
         cfg,
         list(replay.frame_divergences),
         ensemble_changes=replay.ensemble_changes,
         actions=actions,
     )
+    return judgement, replay.options, replay.chosen
 
 
 def acknowledged(record: WriterRecord) -> list[int]:

@@ -125,6 +125,7 @@ LATER_SWITCHES = frozenset(
         "late_read_requests_processed",
         "read_timeouts_per_entry",
         "ensembles_may_repeat",
+        "partial_ensemble_changes",
     }
 )
 

@@ -551,6 +551,9 @@ def _change_ensemble(
 
     The spec's ``\\E failed_bookies`` requires every failed bookie to have a write timeout and
     every remaining one to have none, so the failed set is exactly the timed-out bookies.
+    With ``partial_ensemble_changes`` any non-empty subset of them is replaced (the others
+    stay, still timed out, for a later change), as BookKeeper handles failures a change at a
+    time.
     """
     cfg, s = ctx.cfg, ctx.s
     if not _no_pending_resends(c):
@@ -559,12 +562,28 @@ def _change_ensemble(
         return
     assert c.curr_fragment is not None
     ensemble = c.curr_fragment.ensemble
-    failed = 0
+    timed_out = 0
     for b in bookies_of(ensemble):
         if write_timeout_for_bookie(ctx.counts, c.id, b, recovery):
-            failed |= 1 << b
-    if failed == 0:
+            timed_out |= 1 << b
+    if timed_out == 0:
         return
+    if not cfg.partial_ensemble_changes:
+        _replace_failed(ctx, c, recovery, action, timed_out, out)
+        return
+    subset = timed_out
+    while subset:  # every non-empty subset of the timed-out bookies
+        _replace_failed(ctx, c, recovery, action, subset, out)
+        subset = (subset - 1) & timed_out
+
+
+def _replace_failed(
+    ctx: _Ctx, c: ClientState, recovery: bool, action: str, failed: int, out: list[Transition]
+) -> None:
+    """The new ensemble without ``failed`` (its bookies' positions taken by new ones)."""
+    cfg, s = ctx.cfg, ctx.s
+    assert c.curr_fragment is not None
+    ensemble = c.curr_fragment.ensemble
     good = ensemble & ~failed
     new_ensemble = select_ensemble(cfg, s, good, failed)
     if new_ensemble is None:

@@ -67,6 +67,13 @@ class ModelConfig:
       the current ensemble and the failed bookies: with one spare bookie, b2 failing (b4 in)
       and then b4 failing brings b2 back. True drops that conjunct (the Java-client writer
       runs turn it on).
+    - ``partial_ensemble_changes`` (default False). The spec's ``ChangeEnsemble`` replaces
+      exactly the bookies whose writes timed out, all at once. BookKeeper handles bookie
+      failures as they come: a failure reported while an ensemble change is in progress waits
+      for the next change (``LedgerHandle``'s delayed failed bookies), so two timed-out bookies
+      may be replaced one change at a time, and the second change may even pick the bookie
+      the first one dropped. True lets a change replace any non-empty subset of the timed-out
+      bookies. Found by the Java-client writer search on 4.17.3 (docs/findings/).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -92,6 +99,7 @@ class ModelConfig:
     late_read_requests_processed: bool = False
     read_timeouts_per_entry: bool = False
     ensembles_may_repeat: bool = False
+    partial_ensemble_changes: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -160,6 +168,8 @@ class ModelConfig:
             parts.append("ReadTimeoutsPerEntry=TRUE")
         if self.ensembles_may_repeat:
             parts.append("EnsemblesMayRepeat=TRUE")
+        if self.partial_ensemble_changes:
+            parts.append("PartialEnsembleChanges=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -134,3 +134,16 @@ def test_the_writer_runs_model_is_the_shape_with_one_spare() -> None:
     cfg = writer_config(WriterShape(3, 2, 2), 4)
     assert (cfg.bookies, cfg.clients, cfg.effective_ensemble_size) == (4, 1, 3)
     assert cfg.striped and cfg.ensembles_may_repeat and cfg.send_limit == 4
+
+
+def test_two_bookies_failing_together_are_replaced_a_change_at_a_time() -> None:
+    # Real 4.17.3, E=3 WQ=2 AQ=2: e0 lost to b1 and e1 to b2, both time out together; the
+    # client replaced b2 by the spare b4, then b1 by b2 (the bookie it had just dropped). The
+    # spec's writer replaces both at once and, with one spare, cannot: the judge finds the
+    # model's story that replaces one at a time (partial_ensemble_changes).
+    record = next(r for _p, r in RECORDED if r.segments == [(0, (1, 3, 2))])
+    judgement = judge(record)
+    assert judgement.outcome.verdict == "clean"
+    assert judgement.ensemble_changes == 2
+    strict = dataclasses.replace(judgement.cfg, partial_ensemble_changes=False)
+    assert not strict.partial_ensemble_changes  # the switch is what makes it a behaviour

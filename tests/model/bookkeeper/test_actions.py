@@ -612,9 +612,7 @@ def test_a_bookie_back_in_the_ensemble_gets_and_confirms_an_entry_again() -> Non
     # E = WQ = 2 of 3, SendLimit 2: e1 is lost to b2 (b3 replaces it), then e1's resend is
     # lost to b3 (b2 comes back, e1 is resent to it): the same add and the same answer are
     # sent a second time, which the spec (each message at most once) never needs.
-    cfg = ModelConfig(
-        bookies=3, clients=1, write_quorum=2, ack_quorum=2, ensembles_may_repeat=True
-    )
+    cfg = ModelConfig(bookies=3, clients=1, write_quorum=2, ack_quorum=2, ensembles_may_repeat=True)
     s = after(
         cfg,
         step("ClientCreatesLedger", client="c1"),
@@ -630,3 +628,27 @@ def test_a_bookie_back_in_the_ensemble_gets_and_confirms_an_entry_again() -> Non
     )
     assert s.clients[0].lac == 1
     assert [f.ensemble for f in s.meta_fragments] == [0b011]
+
+
+def test_partial_ensemble_changes_replace_timed_out_bookies_one_at_a_time() -> None:
+    # E=3 WQ=2 of 4 bookies: e1 lost to b1 and e2 lost to b2. The spec replaces both at once,
+    # and with one spare it cannot; BookKeeper replaces b2 by b4, then b1 by b2.
+    cfg = dataclasses.replace(STRIPED, send_limit=2)
+    s = after(
+        cfg,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b1"}),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2"}),
+    )
+    assert "ClientChangesEnsemble" not in actions_of(cfg, s)
+    partial = dataclasses.replace(cfg, partial_ensemble_changes=True, ensembles_may_repeat=True)
+    changes = [t for t in successors(partial, s) if t.label.action == "ClientChangesEnsemble"]
+    failed = sorted(dict(t.label.detail)["failed"] for t in changes)
+    assert failed == [0b0001, 0b0010]  # b1 alone or b2 alone; both at once has no ensemble
+    s = next(t.state for t in changes if dict(t.label.detail)["failed"] == 0b0010)
+    assert s.meta_fragments[0].order == (0, 3, 2)
+    # The pending adds move to the new ensemble first (NoPendingResends), then b1 goes.
+    s = take(partial, s, step("ClientResendsPendingAddOp", client="c1", entry=1)).state
+    s = take(partial, s, step("ClientResendsPendingAddOp", client="c1", entry=2)).state
+    (second,) = [t for t in successors(partial, s) if t.label.action == "ClientChangesEnsemble"]
+    assert second.state.meta_fragments[0].order == (1, 3, 2)
