@@ -67,6 +67,8 @@ from conformance.targets.cluster_target import PASSWORD
 #: proxies can stand in for the bookies without touching the ledger's metadata).
 FIRST_ROUTABLE_WRITER = BookKeeperVersion(4, 12, 0)
 _SETTLE_S = 2.0
+#: A held add is released at this fraction of the client's add timeout at the latest.
+HOLD_FRACTION = 0.5
 _INFRASTRUCTURE_ERRORS = (ClusterError, NetProxyError, MetadataError, JavaClientError, WireError)
 
 
@@ -303,9 +305,16 @@ class WriterExample:
 
 
 def run_writer_plan(
-    session: WriterSession, plan: WriterRunPlan, *, max_hold_s: float = 1.5
+    session: WriterSession, plan: WriterRunPlan, *, max_hold_s: float | None = None
 ) -> WriterExample:
-    """Carry out ``plan`` once on ``session`` (a fresh ledger) and judge what happened."""
+    """Carry out ``plan`` once on ``session`` (a fresh ledger) and judge what happened.
+
+    A held add is released after ``k`` other frames or at ``max_hold_s``, by default half
+    the client's add timeout: a hold delays and reorders, it never makes the client time the
+    add out. (An add the client timed out that still reaches its bookie later is outside the
+    spec, where a message is delivered or lost; see docs/javaclient-search.md.)"""
+    if max_hold_s is None:
+        max_hold_s = session.options.add_entry_timeout_s * HOLD_FRACTION
     if plan.shape != session.options.shape:
         raise WriterRefused(
             f"the plan is for {plan.shape.describe()}; the session runs "

@@ -271,33 +271,43 @@ class _WriterReplay:
         frame = (
             f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}: add e{event.entry_id}"
         )
+        # The client changed its ensemble (once or more) before sending this frame if its
+        # bookie is not in the entry's write set of the model's current ensemble.
+        self._catch_up(entry, event, frame)
         c1 = self.state.clients[0]
-        if entry > c1.lap:
-            if not self._in_current_writeset(entry, event.bookie) and self.change_ensemble(
-                f"{frame} goes to a bookie new to the ensemble", event.at
-            ):
-                self.drain()
-            # The client sends its entries in order; frames to different bookies may reach
-            # their proxies in another order, so an entry's first frame seen here may come
-            # after a later entry's: every entry up to this one was sent by now.
-            for sent in range(c1.lap + 1, entry + 1):
-                bk_sent = translation.bk_entry_id(sent)
-                members = self._writer_fragment_members(sent)
-                self.take(
-                    step(
-                        "ClientSendsAddEntryRequests",
-                        client=WRITER,
-                        lost=self._lost_for(bk_sent, members, self.changed_at),
-                    ),
-                    request=(
-                        f"{frame} (the client's first frame of e{bk_sent})"
-                        if sent == entry
-                        else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
-                    ),
-                )
-        elif not self._in_current_writeset(entry, event.bookie) or self._needs_resend(entry):
-            self._resend(entry, event, frame)
+        # The client sends its entries in order; frames to different bookies may reach their
+        # proxies in another order, so an entry's first frame seen here may come after a later
+        # entry's: every entry up to this one was sent by now.
+        for sent in range(c1.lap + 1, entry + 1):
+            bk_sent = translation.bk_entry_id(sent)
+            members = self._writer_fragment_members(sent)
+            self.take(
+                step(
+                    "ClientSendsAddEntryRequests",
+                    client=WRITER,
+                    lost=self._lost_for(bk_sent, members, self.changed_at),
+                ),
+                request=(
+                    f"{frame} (the client's first frame of e{bk_sent})"
+                    if sent == entry
+                    else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
+                ),
+            )
         self._check_frame(entry, event, frame)
+
+    def _catch_up(self, entry: int, event: JavaEvent, frame: str) -> None:
+        """Take ensemble changes until ``event``'s bookie is in ``entry``'s write set (or the
+        model's writer can change no more), each followed by the resends it causes."""
+        for _ in range(self.cfg.bookies):
+            if self._in_current_writeset(entry, event.bookie):
+                return
+            if not self.change_ensemble(
+                f"{frame} goes to a bookie outside the entry's write set: the client changed "
+                "its ensemble",
+                event.at,
+            ):
+                return
+            self.resend_all()
 
     def _in_current_writeset(self, entry: int, bookie: int) -> bool:
         return bool(self._writer_fragment_members(entry) >> bookie & 1)
@@ -324,36 +334,23 @@ class _WriterReplay:
         waiting = [op for op in c1.pending_add_ops if self._needs_resend(op.entry.id)]
         return min(waiting, default=None)
 
-    def drain(self) -> None:
-        """Resend, in the model, the pending adds whose write set gained no bookie: the client
-        sends nothing for them (no frame shows it), the spec's writer moves them to the new
-        ensemble one by one, lowest entry first."""
-        while (op := self._lowest_needing_resend()) is not None and not self._new_bookies(op):
-            self._resend_one(
-                op.entry.id,
-                f"e{translation.bk_entry_id(op.entry.id)} moves to the new ensemble (no bookie "
-                "new to its write set: no frame)",
-                set(),
-            )
-
-    def _resend(self, entry: int, event: JavaEvent, frame: str) -> None:
-        if not self._needs_resend(entry) and self.change_ensemble(
-            f"{frame}: a resend, so the client changed its ensemble", event.at
-        ):
-            self.drain()
-        if not self._needs_resend(entry):
-            return  # _check_frame reports a frame the model's writer does not send
-        # The spec resends the lowest pending op first; the client resends them together.
-        while (op := self._lowest_needing_resend()) is not None and op.entry.id <= entry:
+    def resend_all(self) -> None:
+        """After an ensemble change, every pending add moves to the new ensemble, lowest entry
+        first, as the spec's ``ClientResendsPendingAddOp`` does and as the client resends them
+        all at once; an add to a new bookie of its write set is lost if no frame of it reached
+        that bookie after the change (the same frame serves a later change that keeps the
+        bookie: the client sends once, after its last change)."""
+        while (op := self._lowest_needing_resend()) is not None:
             bk_entry = translation.bk_entry_id(op.entry.id)
-            lost = self._lost_for(bk_entry, self._new_bookies(op), self.changed_at)
+            new = self._new_bookies(op)
+            lost = self._lost_for(bk_entry, new, self.changed_at)
             request = (
-                f"{frame} (a resend after the ensemble change)"
-                if op.entry.id == entry
-                else f"e{bk_entry} resent (its frames are logged after {frame})"
+                f"e{bk_entry} resent to the bookies new to its write set (frames logged after)"
+                if new
+                else f"e{bk_entry} moves to the new ensemble (no bookie new to its write set: "
+                "no frame)"
             )
             self._resend_one(op.entry.id, request, lost)
-            self.drain()
 
     def _resend_one(self, entry: int, request: str, lost: set[str]) -> None:
         self.take(
@@ -455,7 +452,7 @@ class _WriterReplay:
         while self.ensemble_changes < real_changes and self.change_ensemble(
             "the metadata shows an ensemble change with no frame after it", at
         ):
-            self.drain()
+            self.resend_all()
         self.take(
             step("ClientClosesLedgerSuccess", client=WRITER),
             request=f"the Java client closes the ledger at {record.closed_last_entry}",
