@@ -34,7 +34,9 @@ STAND_IN = [*RUN, "--no-explore"]
     ("extra", "says"),
     [
         (["--target", "model"], "runs on --target local only"),
-        (["--target", "local", "--role", "writer"], "only the recovering role"),
+        (["--target", "local", "--role", "both"], "--role both"),
+        (["--target", "local", "--role", "writer", "--wq", "2", "--aq", "3"], "E >= WQ >= AQ"),
+        (["--target", "local", "--role", "writer", "--no-limbo"], "takes no model switches"),
         (["--target", "local", "--ensemble", "3", "--wq", "2"], "runs E=WQ=3, AQ=2"),
         (["--target", "local", "--no-recovery-read-fence"], "takes no model switches"),
         (["--target", "local", "--bookie-kind", "reference"], "--bookie-kind reference has none"),
@@ -46,6 +48,22 @@ def test_what_the_search_cannot_do_is_refused_with_exit_2(
     runs = tmp_path / "runs"
     assert main([*RUN, *extra, "--runs-dir", str(runs)]) == 2
     assert says in capsys.readouterr().err
+    assert not runs.exists()
+
+
+def test_the_writer_role_needs_a_client_that_resolves_bookie_ids(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    home = tmp_path / "bk"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "org.apache.bookkeeper-bookkeeper-server-4.11.1.jar").write_bytes(b"")
+    (home / "bin").mkdir()
+    (home / "bin" / "bookkeeper").write_text("#!/bin/sh\n")
+    (home / "bin" / "bookkeeper").chmod(0o755)
+    runs = tmp_path / "runs"
+    argv = [*RUN, "--target", "local", "--role", "writer", "--bookkeeper-home", str(home)]
+    assert main([*argv, "--runs-dir", str(runs)]) == 2
+    assert "needs BookKeeper >= 4.12.0" in capsys.readouterr().err
     assert not runs.exists()
 
 
