@@ -148,8 +148,8 @@ class _WriterReplay:
         self.frame_divergences: list[str] = []
         self.notes: list[str] = []
         self.ignored: set[int] = set()
-        #: (entry, bookie, ensemble changes so far) sent: a second frame is a divergence.
-        self.sent: set[tuple[int, int, int]] = set()
+        #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
+        self.expected: dict[tuple[int, int], int] = {}
         self.ensemble_changes = 0
         self.changed_at = 0.0
         self.events: Sequence[JavaEvent] = ()
@@ -168,7 +168,17 @@ class _WriterReplay:
             self.execution.no_step(str(scripted.action), finding, request=request)
             raise _Stuck(finding) from None
         self.execution.apply_observed(transition, observed=observed, request=request)
+        self._expect(transition.label)
         return transition.label
+
+    def _expect(self, label: Label) -> None:
+        """The adds the model's writer just sent: each must show as one frame at a proxy
+        (a dropped frame too)."""
+        if label.action not in ("ClientSendsAddEntryRequests", "ClientResendsPendingAddOp"):
+            return
+        for message, _delivered in label.sent:
+            key = (message.entry.id, message.bookie)  # type: ignore[union-attr]
+            self.expected[key] = self.expected.get(key, 0) + 1
 
     # -- the model's writer ------------------------------------------------------------------
 
@@ -266,44 +276,63 @@ class _WriterReplay:
                 self.received(item)
 
     def sent_add(self, event: JavaEvent) -> None:
+        """An add frame: the model's writer must have sent that add (to that bookie) and not
+        yet matched it with a frame. If it has not: a new entry means sending it (and every
+        entry before it: frames to different proxies arrive in any order); an add to a bookie
+        the model has no open add of that entry for means the client changed its ensemble
+        first (once or more: it may change twice before it resends)."""
         assert event.entry_id is not None
         entry = translation.spec_entry_id(event.entry_id)
         frame = (
             f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}: add e{event.entry_id}"
         )
-        # The client changed its ensemble (once or more) before sending this frame if its
-        # bookie is not in the entry's write set of the model's current ensemble.
-        self._catch_up(entry, event, frame)
+        key = (entry, event.bookie)
+        if not self.expected.get(key):
+            self._catch_up(entry, event, frame)
         c1 = self.state.clients[0]
-        # The client sends its entries in order; frames to different bookies may reach their
-        # proxies in another order, so an entry's first frame seen here may come after a later
-        # entry's: every entry up to this one was sent by now.
-        for sent in range(c1.lap + 1, entry + 1):
-            bk_sent = translation.bk_entry_id(sent)
-            members = self._writer_fragment_members(sent)
-            self.take(
-                step(
-                    "ClientSendsAddEntryRequests",
-                    client=WRITER,
-                    lost=self._lost_for(bk_sent, members, self.changed_at),
-                ),
-                request=(
-                    f"{frame} (the client's first frame of e{bk_sent})"
-                    if sent == entry
-                    else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
-                ),
-            )
-        self._check_frame(entry, event, frame)
+        if not self.expected.get(key) and entry > c1.lap:
+            for sent in range(c1.lap + 1, entry + 1):
+                bk_sent = translation.bk_entry_id(sent)
+                members = self._writer_fragment_members(sent)
+                self.take(
+                    step(
+                        "ClientSendsAddEntryRequests",
+                        client=WRITER,
+                        lost=self._lost_for(bk_sent, members, self.changed_at),
+                    ),
+                    request=(
+                        f"{frame} (the client's first frame of e{bk_sent})"
+                        if sent == entry
+                        else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
+                    ),
+                )
+        if self.expected.get(key):
+            self.expected[key] -= 1
+            return
+        names = [
+            bookie_name(b)
+            for b in range(self.cfg.bookies)
+            if self._writer_fragment_members(entry) >> b & 1
+        ]
+        self.frame_divergences.append(
+            f"{frame}: the spec's writer sends no such add here (e{event.entry_id}'s write set "
+            f"in its current ensemble: {', '.join(names)}; each add is sent once per ensemble)"
+        )
 
     def _catch_up(self, entry: int, event: JavaEvent, frame: str) -> None:
-        """Take ensemble changes until ``event``'s bookie is in ``entry``'s write set (or the
-        model's writer can change no more), each followed by the resends it causes."""
+        """Take ensemble changes, each followed by the resends it causes, until the model's
+        writer has an open add of ``entry`` to ``event``'s bookie (an earlier entry), or the
+        bookie is in the write set of ``entry`` (a new one), or it can change no more."""
+        key = (entry, event.bookie)
         for _ in range(self.cfg.bookies):
-            if self._in_current_writeset(entry, event.bookie):
+            c1 = self.state.clients[0]
+            if self.expected.get(key):
+                return
+            if entry > c1.lap and self._in_current_writeset(entry, event.bookie):
                 return
             if not self.change_ensemble(
-                f"{frame} goes to a bookie outside the entry's write set: the client changed "
-                "its ensemble",
+                f"{frame}: an add the model's writer has not sent, so the client changed its "
+                "ensemble",
                 event.at,
             ):
                 return
@@ -357,26 +386,6 @@ class _WriterReplay:
             step("ClientResendsPendingAddOp", client=WRITER, entry=entry, lost=lost),
             request=request,
         )
-
-    def _check_frame(self, entry: int, event: JavaEvent, frame: str) -> None:
-        c1 = self.state.clients[0]
-        f = c1.curr_fragment
-        assert f is not None
-        key = (entry, event.bookie, self.ensemble_changes)
-        if key in self.sent:
-            self.frame_divergences.append(f"{frame} again: the spec's writer sends it once")
-            return
-        self.sent.add(key)
-        if not self._in_current_writeset(entry, event.bookie):
-            members = [
-                bookie_name(b)
-                for b in range(self.cfg.bookies)
-                if self._writer_fragment_members(entry) >> b & 1
-            ]
-            self.frame_divergences.append(
-                f"{frame}: the spec's writer sends e{event.entry_id} to {', '.join(members)} "
-                "(its write set in the current ensemble)"
-            )
 
     def answered(self, event: JavaEvent) -> None:
         assert event.entry_id is not None
