@@ -25,6 +25,8 @@ from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedul
 #: At most this many entries per example: enough for a pipeline across an ensemble change
 #: (an entry before, one caught in it, one after).
 MAX_ENTRIES = 4
+#: The longest wait before the delayed entries (the add timeout is 1 s).
+MAX_DELAY_MS = 2000
 
 
 @dataclass(frozen=True, order=True)
@@ -89,10 +91,24 @@ class WriterRunPlan:
     entries: int
     schedule: FrameSchedule = field(default_factory=FrameSchedule)
     origin: str = "generated"
+    #: The last ``delayed`` entries are added ``delay_ms`` after the others: around the add
+    #: timeout they are sent while the client changes its ensemble (#4097's window).
+    delayed: int = 0
+    delay_ms: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.entries <= MAX_ENTRIES:
             raise PlanError(f"a writer example adds 1..{MAX_ENTRIES} entries, got {self.entries}")
+        if not 0 <= self.delayed < self.entries:
+            raise PlanError(
+                f"{self.delayed} delayed entries: at most {self.entries - 1} of {self.entries} "
+                "(the first is sent at once)"
+            )
+        if not 0 <= self.delay_ms <= MAX_DELAY_MS or (self.delay_ms > 0) != (self.delayed > 0):
+            raise PlanError(
+                f"a delay of 1..{MAX_DELAY_MS} ms goes with delayed entries (got "
+                f"{self.delayed} entries, {self.delay_ms} ms)"
+            )
         names = set(self.shape.names)
         for key in self.schedule.decisions:
             if key.kind != FrameKind.ADD.value:
@@ -112,9 +128,14 @@ class WriterRunPlan:
         return sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
 
     def describe(self) -> list[str]:
+        later = (
+            f" (e{self.entries - self.delayed}..e{self.entries - 1} {self.delay_ms} ms later)"
+            if self.delayed
+            else ""
+        )
         return [
             f"{self.shape.describe()} on {self.shape.bookies} bookies; the Java client adds "
-            f"e0..e{self.entries - 1} pipelined, then closes",
+            f"e0..e{self.entries - 1} pipelined{later}, then closes",
             *self.schedule.describe(),
         ]
 
@@ -125,6 +146,7 @@ class WriterRunPlan:
             "entries": self.entries,
             "schedule": self.schedule.to_json(),
             "origin": self.origin,
+            **({"delayed": self.delayed, "delay_ms": self.delay_ms} if self.delayed else {}),
         }
 
     @classmethod
@@ -138,6 +160,8 @@ class WriterRunPlan:
                 int(data["entries"]),
                 FrameSchedule.from_json(data["schedule"], shape.names),
                 str(data.get("origin", "recorded")),
+                int(data.get("delayed", 0)),
+                int(data.get("delay_ms", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
@@ -147,6 +171,7 @@ class WriterRunPlan:
 
 __all__ = [
     "DEFAULT_SHAPES",
+    "MAX_DELAY_MS",
     "MAX_ENTRIES",
     "WriterRunPlan",
     "WriterShape",

@@ -14,6 +14,7 @@ client's callbacks and closes by outcome.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,13 @@ def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -
     decisions: dict[FrameKey, Choice] = {
         add_key(bookie, entry): draw(choices) for bookie, entry in chosen
     }
-    return WriterRunPlan(shape, entries, FrameSchedule(decisions))
+    delayed = draw(st.integers(0, entries - 1)) if entries > 1 and draw(st.booleans()) else 0
+    # Around the 1 s add timeout: the delayed adds go out while the client changes its
+    # ensemble (#4097's window), or just before or after it.
+    delay_ms = draw(st.integers(700, 1400)) if delayed else 0
+    return WriterRunPlan(
+        shape, entries, FrameSchedule(decisions), delayed=delayed, delay_ms=delay_ms
+    )
 
 
 @dataclass
@@ -204,19 +211,30 @@ def writer_search(
 
 
 def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
-    """Each plan with one thing taken away: a fault, a hold made shorter, the last entry."""
+    """Each plan with one thing taken away: a fault, a hold made shorter, the delay, the last
+    entry."""
     decisions = dict(plan.schedule.decisions)
     for key in sorted(decisions):
         rest = {k: c for k, c in decisions.items() if k != key}
-        yield WriterRunPlan(plan.shape, plan.entries, FrameSchedule(rest), plan.origin)
+        yield dataclasses.replace(plan, schedule=FrameSchedule(rest))
     for key, choice in sorted(decisions.items()):
         if choice.action == "hold" and choice.after > 1:
             shorter = {**decisions, key: hold(choice.after - 1)}
-            yield WriterRunPlan(plan.shape, plan.entries, FrameSchedule(shorter), plan.origin)
+            yield dataclasses.replace(plan, schedule=FrameSchedule(shorter))
+    if plan.delayed:
+        yield dataclasses.replace(plan, delayed=0, delay_ms=0)
     if plan.entries > 1:
         last = plan.entries - 1
         kept = {k: c for k, c in decisions.items() if k.entry_id < last}
-        yield WriterRunPlan(plan.shape, last, FrameSchedule(kept), plan.origin)
+        delayed = min(plan.delayed, last - 1)
+        yield WriterRunPlan(
+            plan.shape,
+            last,
+            FrameSchedule(kept),
+            plan.origin,
+            delayed=delayed,
+            delay_ms=plan.delay_ms if delayed else 0,
+        )
 
 
 def same_writer_failure(a: WriterExample, b: WriterExample) -> bool:

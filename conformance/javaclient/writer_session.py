@@ -187,8 +187,11 @@ class WriterSession:
             for name, bookie_id in zip(self.proxies, self.bookie_ids, strict=True)
         }
 
-    def write(self, entries: int, arrange: ArrangeWriter) -> WriterRecord:
-        """One example on a fresh ledger (see the module docstring)."""
+    def write(
+        self, entries: int, arrange: ArrangeWriter, *, delayed: int = 0, delay_s: float = 0.0
+    ) -> WriterRecord:
+        """One example on a fresh ledger (see the module docstring); the last ``delayed``
+        entries are added ``delay_s`` after the others."""
         assert self._cluster is not None and self._client is not None
         options, shape = self.options, self.options.shape
         endpoints = self._cluster.endpoints()
@@ -215,6 +218,8 @@ class WriterSession:
         close_error: str | None = None
         with arrange(ledger.ledger_id, names):
             for index in range(entries):
+                if index == entries - delayed and delay_s > 0:
+                    time.sleep(delay_s)
                 adds.add(index, _payload(ledger.ledger_id, index))
             adds.wait(options.callbacks_timeout)
             try:
@@ -337,7 +342,9 @@ def run_writer_plan(
 
     started = time.monotonic()
     try:
-        record = session.write(plan.entries, arranged)
+        record = session.write(
+            plan.entries, arranged, delayed=plan.delayed, delay_s=plan.delay_ms / 1000
+        )
     except _INFRASTRUCTURE_ERRORS as exc:
         raise ScenarioUndecided(f"{type(exc).__name__}: {exc}") from exc
     unapplied = _unapplied(controllers)

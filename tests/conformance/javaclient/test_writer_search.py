@@ -38,7 +38,7 @@ class RecordedWriter:
         self.arrange = arrange
         self.entries: list[int] = []
 
-    def write(self, entries: int, arrange: Any) -> WriterRecord:
+    def write(self, entries: int, arrange: Any, **_delays: Any) -> WriterRecord:
         self.entries.append(entries)
         if not self.arrange:
             return self.record
@@ -109,6 +109,8 @@ def test_smaller_plans_take_one_thing_away() -> None:
     assert any(p.faults() == 1 and p.entries == 3 for p in smaller)
     assert any(p.choice("b1", 2) == hold(2) for p in smaller)
     assert any(p.entries == 2 and p.faults() == 1 for p in smaller)
+    delayed = dataclasses.replace(plan, delayed=1, delay_ms=1000)
+    assert any(p == plan for p in smaller_writer_plans(delayed))  # the delay goes
 
 
 @settings(max_examples=50, deadline=None)

@@ -128,6 +128,13 @@ def test_plans_refuse_what_no_run_can_do() -> None:
         WriterShape.parse("3-2-2")
     with pytest.raises(PlanError, match="not a writer plan"):
         WriterRunPlan.from_json({"role": "recovery"})
+    with pytest.raises(PlanError, match="at most 1 of 2"):
+        WriterRunPlan(shape, 2, delayed=2, delay_ms=100)
+    with pytest.raises(PlanError, match="goes with delayed entries"):
+        WriterRunPlan(shape, 2, delayed=1)
+    waves = WriterRunPlan(shape, 3, delayed=1, delay_ms=1050)
+    assert WriterRunPlan.from_json(waves.to_json()) == waves
+    assert "e2..e2 1050 ms later" in waves.describe()[0]
 
 
 def test_the_writer_runs_model_is_the_shape_with_one_spare() -> None:
