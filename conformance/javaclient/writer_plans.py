@@ -26,7 +26,7 @@ from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedul
 #: (an entry before, one caught in it, one after).
 MAX_ENTRIES = 4
 #: The longest wait before the delayed entries (the add timeout is 1 s).
-MAX_DELAY_MS = 2000
+MAX_DELAY_MS = 3000
 
 
 @dataclass(frozen=True, order=True)

@@ -42,9 +42,10 @@ def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -
         add_key(bookie, entry): draw(choices) for bookie, entry in chosen
     }
     delayed = draw(st.integers(0, entries - 1)) if entries > 1 and draw(st.booleans()) else 0
-    # Around the 1 s add timeout: the delayed adds go out while the client changes its
+    # Around the add timeout, which fires 1-2 s after the send (the client checks timeouts
+    # once a second): the delayed adds go out while the client changes its
     # ensemble (#4097's window), or just before or after it.
-    delay_ms = draw(st.integers(700, 1400)) if delayed else 0
+    delay_ms = draw(st.integers(700, 2500)) if delayed else 0
     return WriterRunPlan(
         shape, entries, FrameSchedule(decisions), delayed=delayed, delay_ms=delay_ms
     )
