@@ -1,13 +1,16 @@
 """``bkconform qualify --client java --bookkeeper 4.11.1,4.17.3``: the version matrix.
 
 The same search (``bkconform run --client java``) against each release: bookies and Java client
-of that release, every release installed from Maven Central first (once, here). One shard per
-release and seed (``--shards`` per release, seeds from ``--seed`` on), each with ``--seconds``
-of search, on Spark (``--master local[2]``, the default) or here (``--master none``). The
-run directory gets ``java_shards.jsonl`` (a row per shard), ``shards/<n>/`` (each shard's own
-run directory: examples, finding, frames), ``matrix.json``, ``results.json`` and
-``report.html`` (release x configuration x role, each cell the worst verdict of its shards, a
-regression against the release before it outlined). See conformance/distributed/java_matrix.py.
+of that release, every release installed from Maven Central first (once, here), in each role
+asked (``--roles recovery,writer``; the writer in each of ``--writer-shapes``, default 3/2/2
+and 2/1/1; a writer of a release before 4.12 is a "not applicable" cell). One shard per
+release, column and seed (``--shards`` per release, seeds from ``--seed`` on), each with
+``--seconds`` of search, on Spark (``--master local[2]``, the default) or here
+(``--master none``). The run directory gets ``java_shards.jsonl`` (a row per shard),
+``shards/<n>/`` (each shard's own run directory: examples, finding, frames),
+``matrix.json``, ``results.json`` and ``report.html`` (release x configuration x role, each
+cell the worst verdict of its shards, a regression against the release before it outlined).
+See conformance/distributed/java_matrix.py.
 
 Exit codes: 0 = every cell clean; 1 = a violation or a divergence in some cell; 2 = undecided
 (a release that cannot be had, a shard that could not decide, Spark that did not start).
@@ -25,13 +28,17 @@ from adapters.javaclient import distribution_version
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
 from conformance.distributed.java_matrix import (
     MATRIX_FILE,
+    ROLE,
     MatrixError,
     matrix,
     matrix_verdict,
+    not_applicable,
     plan_matrix,
     render_matrix_report,
     run_matrix,
 )
+from conformance.javaclient.plans import PlanError
+from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
 from conformance.rundir import new_run_dir, versions
 from conformance.verdict import exit_code_for
 
@@ -59,6 +66,10 @@ def java_qualify_command(args: argparse.Namespace) -> int:
     try:
         if args.target != "local":
             raise CannotRun(f"--client java runs on --target local only, not {args.target}")
+        roles = _names(getattr(args, "roles", None)) or [ROLE]
+        shapes = [
+            WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))
+        ] or list(DEFAULT_SHAPES)
         releases = releases_from_args(args)
         seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS
         shards = plan_matrix(
@@ -67,18 +78,23 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             seed=args.seed,
             seconds=seconds,
             max_examples=args.max_examples or 10_000,
+            roles=roles,
+            writer_shapes=shapes,
         )
-    except (CannotRun, MatrixError, ValueError) as exc:
+        inapplicable = not_applicable(releases, roles=roles, writer_shapes=shapes)
+    except (CannotRun, MatrixError, PlanError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     run_dir = args.run_dir or new_run_dir(args.runs_dir, "local", "qualify-java")
     run_dir.mkdir(parents=True, exist_ok=True)
     print(
         f"Java-client matrix: releases {', '.join(releases)}; {len(shards)} shards "
-        f"({args.shards} per release, {seconds:.0f} s each) on master {args.master}. "
-        f"Run directory: {run_dir}",
+        f"({args.shards} per release and column, {seconds:.0f} s each) on master "
+        f"{args.master}; roles {', '.join(roles)}. Run directory: {run_dir}",
         flush=True,
     )
+    for (version, configuration, role), why in sorted(inapplicable.items()):
+        print(f"  {version} {configuration} {role}: {why}")
     started = time.monotonic()
     try:
         rows = run_matrix(shards, run_dir, master=args.master)
@@ -99,6 +115,10 @@ def java_qualify_command(args: argparse.Namespace) -> int:
                 "master": args.master,
                 "releases": {v: str(h) for v, h in releases.items()},
                 "cells": cells,
+                "not_applicable": [
+                    {"version": v, "configuration": c, "role": r, "why": why}
+                    for (v, c, r), why in sorted(inapplicable.items())
+                ],
                 "shard_errors": [r["index"] for r in rows if r.get("status") != "ok"],
                 "elapsed_seconds": round(elapsed, 3),
                 "system_under_test": systems,
@@ -110,7 +130,14 @@ def java_qualify_command(args: argparse.Namespace) -> int:
     )
     report = run_dir / "report.html"
     report.write_text(
-        render_matrix_report(cells, rows, master=args.master, elapsed=elapsed, systems=systems)
+        render_matrix_report(
+            cells,
+            rows,
+            master=args.master,
+            elapsed=elapsed,
+            systems=systems,
+            inapplicable=inapplicable,
+        )
     )
     for cell in cells:
         change = f" ({cell['change']})" if cell["change"] else ""
@@ -123,6 +150,10 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             print(f"ERROR shard {row['index']} ({row['version']}): {row.get('error')}")
     print(f"Verdict: {verdict}. Report: {report}")
     return exit_code_for(verdict)
+
+
+def _names(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 __all__ = ["java_qualify_command", "releases_from_args"]

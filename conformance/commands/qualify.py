@@ -73,6 +73,18 @@ def register(subparsers: Any) -> None:
         "per shard, default 120); docs/javaclient-search.md",
     )
     qualify.add_argument(
+        "--roles",
+        default=None,
+        help="with --client java: the Java client's roles, comma-separated, from recovery, "
+        "writer (default recovery)",
+    )
+    qualify.add_argument(
+        "--writer-shapes",
+        default=None,
+        help="with --client java --roles ...,writer: the writer's ledger shapes E/WQ/AQ, "
+        "comma-separated (default 3/2/2,2/1/1)",
+    )
+    qualify.add_argument(
         "--configs",
         default=",".join(RELEASE_CONFIGURATIONS),
         help=f"comma-separated configurations, from: {', '.join(CONFIGURATIONS)} "
@@ -125,6 +137,9 @@ def qualify_command(args: argparse.Namespace) -> int:
         from conformance.commands.java_client_qualify import java_qualify_command
 
         return java_qualify_command(args)
+    if args.roles is not None or args.writer_shapes is not None:
+        print("bkconform qualify: --roles and --writer-shapes need --client java", file=sys.stderr)
+        return EXIT_UNDECIDED
     try:
         configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
         plan = make_plan(

@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import ConformanceError
+from conformance.javaclient.writer_plans import DEFAULT_SHAPES, FIRST_WRITER_RELEASE, WriterShape
 from conformance.verdict import SEVERITY, Verdict, worst
 
 ROLE = "recovery"
 CONFIGURATION = "E3-WQ3-AQ2"
+WRITER_ROLE = "writer"
 SHARDS_FILE = "java_shards.jsonl"
 MATRIX_FILE = "matrix.json"
 
@@ -56,6 +58,51 @@ class JavaShard:
         return (self.version, self.configuration, self.role)
 
 
+def writer_configuration(shape: WriterShape) -> str:
+    return f"E{shape.ensemble}-WQ{shape.write_quorum}-AQ{shape.ack_quorum}"
+
+
+def shape_of(configuration: str) -> WriterShape:
+    """``"E3-WQ2-AQ2"`` -> the writer's shape."""
+    try:
+        e, w, a = (int(part.lstrip("EWQA")) for part in configuration.split("-"))
+    except ValueError as exc:
+        raise MatrixError(f"not a configuration like E3-WQ2-AQ2: {configuration!r}") from exc
+    return WriterShape(e, w, a)
+
+
+def _columns(roles: Sequence[str], writer_shapes: Sequence[WriterShape]) -> list[tuple[str, str]]:
+    columns: list[tuple[str, str]] = []
+    for role in roles:
+        if role == ROLE:
+            columns.append((ROLE, CONFIGURATION))
+        elif role == WRITER_ROLE:
+            if not writer_shapes:
+                raise MatrixError("the writer role needs at least one shape (--writer-shapes)")
+            columns += [(WRITER_ROLE, writer_configuration(shape)) for shape in writer_shapes]
+        else:
+            raise MatrixError(f"no role {role!r}: the matrix runs {ROLE} and {WRITER_ROLE}")
+    return columns
+
+
+def not_applicable(
+    releases: Mapping[str, Path],
+    *,
+    roles: Sequence[str] = (ROLE,),
+    writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
+) -> dict[tuple[str, str, str], str]:
+    """(release, configuration, role) -> why it has no shard: a writer of a release whose
+    client cannot be routed through the proxies."""
+    out = {}
+    for version in releases:
+        for role, configuration in _columns(roles, writer_shapes):
+            if role == WRITER_ROLE and _release_key(version) < _release_key(FIRST_WRITER_RELEASE):
+                out[(version, configuration, role)] = (
+                    f"not applicable: a writer run needs BookKeeper >= {FIRST_WRITER_RELEASE}"
+                )
+    return out
+
+
 def plan_matrix(
     releases: Mapping[str, Path],
     *,
@@ -63,27 +110,37 @@ def plan_matrix(
     seed: int,
     seconds: float,
     max_examples: int = 10_000,
+    roles: Sequence[str] = (ROLE,),
+    writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
 ) -> list[JavaShard]:
-    """One shard per release x seed (the recovering role, E=WQ=3 AQ=2: what the search runs)."""
+    """One shard per release x (role, configuration) x seed: the recovering role runs E=WQ=3
+    AQ=2 (what its search runs), the writer role each of ``writer_shapes``; a writer of a
+    release before 4.12 gets no shard (:func:`not_applicable`)."""
     if not releases:
         raise MatrixError("the matrix needs at least one --bookkeeper release")
     if seeds_per_release < 1 or seconds <= 0:
         raise MatrixError("each release needs >= 1 shard and a budget > 0 s")
+    skipped = not_applicable(releases, roles=roles, writer_shapes=writer_shapes)
     shards: list[JavaShard] = []
     for version, home in releases.items():
-        for n in range(seeds_per_release):
-            shards.append(
-                JavaShard(
-                    len(shards),
-                    version,
-                    str(home),
-                    ROLE,
-                    CONFIGURATION,
-                    seed + n,
-                    seconds,
-                    max_examples,
+        for role, configuration in _columns(roles, writer_shapes):
+            if (version, configuration, role) in skipped:
+                continue
+            for n in range(seeds_per_release):
+                shards.append(
+                    JavaShard(
+                        len(shards),
+                        version,
+                        str(home),
+                        role,
+                        configuration,
+                        seed + n,
+                        seconds,
+                        max_examples,
+                    )
                 )
-            )
+    if not shards:
+        raise MatrixError("no release can run any of the roles asked for")
     return shards
 
 
@@ -96,23 +153,41 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     the row's ``status``, and its verdict undecided)."""
     # Imported here: Spark workers load the JVM adapter only when they run a Java shard.
     from conformance.javaclient.search_run import SearchRunOptions, search_run
+    from conformance.javaclient.writer_search_run import (
+        WriterSearchRunOptions,
+        writer_search_run,
+    )
 
     shard_dir = run_dir / "shards" / str(shard.index)
     shard_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     row: dict[str, Any] = {**asdict(shard), "status": "ok", "error": None}
     try:
-        result = search_run(
-            SearchRunOptions(
-                Path(shard.home),
-                shard_dir,
-                seed=shard.seed,
-                seconds=shard.seconds,
-                max_examples=shard.max_examples,
+        if shard.role == WRITER_ROLE:
+            written = writer_search_run(
+                WriterSearchRunOptions(
+                    Path(shard.home),
+                    shard_dir,
+                    shape_of(shard.configuration),
+                    seed=shard.seed,
+                    seconds=shard.seconds,
+                    max_examples=shard.max_examples,
+                )
             )
-        )
-        row.update(result.summary())
-        if result.outcome.error is not None:
+            summary, error = written.summary(), written.outcome.error
+        else:
+            result = search_run(
+                SearchRunOptions(
+                    Path(shard.home),
+                    shard_dir,
+                    seed=shard.seed,
+                    seconds=shard.seconds,
+                    max_examples=shard.max_examples,
+                )
+            )
+            summary, error = result.summary(), result.outcome.error
+        row.update(summary)
+        if error is not None:
             row["status"] = "undecided"
     except Exception as exc:  # a shard's failure is its row, never the matrix's crash
         row.update(
@@ -215,7 +290,7 @@ table { border-collapse: collapse; margin-bottom: 1.5em; }
 td, th { border: 1px solid #999; padding: 0.3em 0.7em; text-align: left; }
 .clean { background: #d7f5d7; } .violation, .divergence { background: #f8c9c9; }
 .undecided { background: #f3e6b3; } .regression { outline: 3px solid #c00; font-weight: bold; }
-.fix { outline: 2px dashed #080; }
+.fix { outline: 2px dashed #080; } .na { color: #777; background: #eee; }
 """
 
 
@@ -226,9 +301,16 @@ def render_matrix_report(
     master: str,
     elapsed: float,
     systems: Sequence[str],
+    inapplicable: Mapping[tuple[str, str, str], str] | None = None,
 ) -> str:
-    versions = sorted({str(c["version"]) for c in cells}, key=_release_key)
-    columns = sorted({(str(c["configuration"]), str(c["role"])) for c in cells})
+    inapplicable = inapplicable or {}
+    versions = sorted(
+        {str(c["version"]) for c in cells} | {v for v, _c, _r in inapplicable}, key=_release_key
+    )
+    columns = sorted(
+        {(str(c["configuration"]), str(c["role"])) for c in cells}
+        | {(c, r) for _v, c, r in inapplicable}
+    )
     by_key = {(c["version"], c["configuration"], c["role"]): c for c in cells}
     head = "".join(f"<th>{html.escape(cfg)}<br>{html.escape(role)}</th>" for cfg, role in columns)
     body = []
@@ -237,7 +319,8 @@ def render_matrix_report(
         for cfg, role in columns:
             cell = by_key.get((version, cfg, role))
             if cell is None:
-                tds.append("<td>-</td>")
+                why = inapplicable.get((version, cfg, role), "not run")
+                tds.append(f'<td class="na">{html.escape(why)}</td>')
                 continue
             first = cell["first_finding_seconds"]
             detail = f"{cell['examples']} examples, {cell['shards']} shard(s)"
@@ -299,12 +382,16 @@ __all__ = [
     "MATRIX_FILE",
     "ROLE",
     "SHARDS_FILE",
+    "WRITER_ROLE",
     "JavaShard",
     "MatrixError",
     "execute_java_shard",
     "matrix",
     "matrix_verdict",
+    "not_applicable",
     "plan_matrix",
     "render_matrix_report",
     "run_matrix",
+    "shape_of",
+    "writer_configuration",
 ]

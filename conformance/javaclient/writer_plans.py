@@ -25,6 +25,9 @@ from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedul
 #: At most this many entries per example: enough for a pipeline across an ensemble change
 #: (an entry before, one caught in it, one after).
 MAX_ENTRIES = 4
+#: The first release whose Java client resolves bookie ids through their registrations, so
+#: that its adds can go through the proxies without the harness writing the ledger's metadata.
+FIRST_WRITER_RELEASE = "4.12.0"
 #: The longest wait before the delayed entries (the add timeout is 1 s).
 MAX_DELAY_MS = 3000
 
@@ -171,6 +174,7 @@ class WriterRunPlan:
 
 __all__ = [
     "DEFAULT_SHAPES",
+    "FIRST_WRITER_RELEASE",
     "MAX_DELAY_MS",
     "MAX_ENTRIES",
     "WriterRunPlan",

@@ -119,6 +119,26 @@ class WriterSearchRunResult:
     def verdict(self) -> str:
         return self.outcome.verdict
 
+    def summary(self) -> dict[str, Any]:
+        """What a matrix row keeps of the run (the recovering role's keys, and the coverage)."""
+        return {
+            "verdict": self.verdict,
+            "run_dir": str(self.run_dir),
+            "bookkeeper": self.version,
+            "system": f"{self.system.bookies}; {self.system.client}; {self.system.zookeeper}",
+            "violations": list(self.outcome.violations),
+            "divergences": len(self.outcome.divergences),
+            "error": self.outcome.error,
+            "examples": self.stats.get("examples", 0),
+            "guided_examples": self.stats.get("guided_examples", 0),
+            "first_finding_example": self.stats.get("first_finding_example"),
+            "seconds_to_first_finding_from_start": self.stats.get(
+                "seconds_to_first_finding_from_start"
+            ),
+            "finding_plan": None if self.finding_plan is None else self.finding_plan.to_json(),
+            "coverage": self.stats.get("coverage"),
+        }
+
 
 def writer_search_run(options: WriterSearchRunOptions) -> WriterSearchRunResult:
     """One writer search on a fresh cluster, written to ``options.run_dir``; a cluster,

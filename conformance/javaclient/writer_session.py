@@ -59,13 +59,13 @@ from adapters.zookeeper.metadata import LedgerState
 from conformance.errors import ConformanceError
 from conformance.javaclient.scenario import ScenarioUndecided
 from conformance.javaclient.search import ScheduleController, _unapplied
-from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
+from conformance.javaclient.writer_plans import FIRST_WRITER_RELEASE, WriterRunPlan, WriterShape
 from conformance.javaclient.writer_story import WriterJudgement, WriterRecord, judge
 from conformance.targets.cluster_target import PASSWORD
 
 #: The first release whose client resolves bookie ids through their registrations (so the
 #: proxies can stand in for the bookies without touching the ledger's metadata).
-FIRST_ROUTABLE_WRITER = BookKeeperVersion(4, 12, 0)
+FIRST_ROUTABLE_WRITER = BookKeeperVersion.parse(FIRST_WRITER_RELEASE)
 _SETTLE_S = 2.0
 #: A held add is released at this fraction of the client's add timeout at the latest.
 HOLD_FRACTION = 0.5

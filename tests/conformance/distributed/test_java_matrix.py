@@ -17,10 +17,13 @@ from conformance.distributed.java_matrix import (
     MatrixError,
     matrix,
     matrix_verdict,
+    not_applicable,
     plan_matrix,
     render_matrix_report,
     run_matrix,
+    shape_of,
 )
+from conformance.javaclient.writer_plans import WriterShape
 from tests.bookkeeper_fixtures import default_home, installed_home
 
 
@@ -144,3 +147,41 @@ def test_the_matrix_of_4_11_1_and_the_default_version(tmp_path: Path) -> None:
     assert verdicts["4.11.1"] == ("violation", None)
     (newest,) = [v for v in verdicts if v != "4.11.1"]
     assert verdicts[newest] == ("clean", "fix")
+
+
+def test_the_writer_role_gets_a_column_per_shape_from_4_12_on() -> None:
+    releases = {"4.11.1": Path("/a"), "4.17.3": Path("/b")}
+    shapes = [WriterShape(3, 2, 2), WriterShape(2, 1, 1)]
+    shards = plan_matrix(
+        releases,
+        seeds_per_release=1,
+        seed=0,
+        seconds=60,
+        roles=["recovery", "writer"],
+        writer_shapes=shapes,
+    )
+    assert [(s.version, s.role, s.configuration) for s in shards] == [
+        ("4.11.1", "recovery", "E3-WQ3-AQ2"),
+        ("4.17.3", "recovery", "E3-WQ3-AQ2"),
+        ("4.17.3", "writer", "E3-WQ2-AQ2"),
+        ("4.17.3", "writer", "E2-WQ1-AQ1"),
+    ]
+    assert shape_of("E3-WQ2-AQ2") == WriterShape(3, 2, 2)
+    skipped = not_applicable(releases, roles=["writer"], writer_shapes=shapes)
+    assert set(skipped) == {("4.11.1", "E3-WQ2-AQ2", "writer"), ("4.11.1", "E2-WQ1-AQ1", "writer")}
+    rows = [{**_fake(s, Path("/x")), "index": s.index} for s in shards]
+    page = render_matrix_report(
+        matrix(rows), rows, master="none", elapsed=1.0, systems=[], inapplicable=skipped
+    )
+    assert "not applicable: a writer run needs BookKeeper &gt;= 4.12.0" in page
+    with pytest.raises(MatrixError, match="no role"):
+        plan_matrix(releases, seeds_per_release=1, seed=0, seconds=1, roles=["both"])
+    with pytest.raises(MatrixError, match="no release can run"):
+        plan_matrix(
+            {"4.11.1": Path("/a")}, seeds_per_release=1, seed=0, seconds=1, roles=["writer"]
+        )
+
+
+def test_roles_need_the_java_client(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["qualify", "--roles", "writer"]) == 2
+    assert "need --client java" in capsys.readouterr().err
