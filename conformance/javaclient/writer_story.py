@@ -17,9 +17,10 @@ what was observed                          the model's step
                                            b1..bE by position (the model's CHOOSE)
 the first add frame of a new entry         ``ClientSendsAddEntryRequests``; the bookies whose
                                            frame a proxy dropped get a lost message
-an add frame of an earlier entry to a      ``ClientChangesEnsemble`` (once per change: the
-bookie new to its write set                model's failed set is the bookies whose adds were
-                                           lost), then ``ClientResendsPendingAddOp``
+an add frame the model's writer has no     ``ClientChangesEnsemble`` (as many as it takes:
+open add of that entry to that bookie      the client may change twice before it resends),
+                                           each followed by ``ClientResendsPendingAddOp``
+                                           for every pending add, lowest entry first
 a bookie's answer at the proxy             ``BookieSendsAddConfirmedResponse`` (or
                                            ``...AddFencedResponse``), when the request reached
                                            the bookie
@@ -33,8 +34,10 @@ the callback of ``asyncAddEntry``          no step: the entry must be confirmed 
                                            entry and ensembles must be the model's
 ========================================  ===================================================
 
-Each add frame is also checked against the model: it must go to a bookie of the entry's
-write set in the model's current ensemble, once. Finally the invariant that matters to a
+Every add the model's writer sends must show as one frame (a dropped one too), and every
+frame must be such an add: one the model's writer sent and no frame matched yet. Where the
+model offers several ensemble changes, :func:`judge` tells the alternatives until one explains
+the run. Finally the invariant that matters to a
 user is checked on the real cluster itself: every entry the client acknowledged must be
 returned by a bookie of its write set in the closed ledger's metadata (a violation whatever
 the model says: #4097's unreadable entries would show here).
@@ -187,13 +190,6 @@ class _WriterReplay:
         assert c1.curr_fragment is not None
         f = c1.curr_fragment
         return writeset(self.cfg, f.ensemble, entry, f.order)
-
-    def _enabled(self, action: str) -> list[Label]:
-        return [
-            t.label
-            for t in successors(self.cfg, self.state)
-            if t.label.action == action and t.label.client == 0
-        ]
 
     def _lost_for(self, entry: int, bookies: int, since: float) -> set[str]:
         """Of ``bookies``, those whose add of ``entry`` sent from ``since`` on never reached
@@ -602,20 +598,10 @@ def _story(
     return judgement, replay.options, replay.chosen
 
 
-def acknowledged(record: WriterRecord) -> list[int]:
-    return [o.entry_id for o in record.outcomes if o.acknowledged and o.entry_id is not None]
-
-
-def describe_outcomes(record: WriterRecord) -> list[str]:
-    return [o.describe() for o in record.outcomes]
-
-
 __all__ = [
     "WRITER",
     "WriterJudgement",
     "WriterRecord",
-    "acknowledged",
-    "describe_outcomes",
     "judge",
     "writer_config",
 ]
