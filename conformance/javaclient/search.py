@@ -348,12 +348,32 @@ class SearchResult:
         return Verdict.CLEAN.value
 
 
-class _Stop(ConformanceError, AssertionError):
+class StopSearch(ConformanceError, AssertionError):
     """Ends the Hypothesis run: the search has decided or spent its budget (an
     AssertionError, as Hypothesis expects of a failing example)."""
 
 
 ExampleCallback = Callable[[int, ExampleRun], None]
+
+
+def drive_examples(
+    run_one: Callable[[st.DataObject], None], *, max_examples: int, seed: int | None
+) -> None:
+    """Hypothesis calls ``run_one`` with fresh data up to ``max_examples`` times (generation
+    only: no example database, no shrinking of its own, no deadline; seeded, or derandomized
+    without a seed); ``run_one`` ends the loop early by raising :class:`StopSearch`."""
+    property_ = settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=seed is None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )(given(st.data())(run_one))
+    if seed is not None:
+        property_ = hypothesis_seed(seed)(property_)
+    with contextlib.suppress(StopSearch):
+        property_()
 
 
 def search(
@@ -391,11 +411,11 @@ def search(
         drawn = data.draw(generated_plans(max_entries))
         if result.stopped:
             # Hypothesis replays a failing example once more: do not run it again.
-            raise _Stop(result.stopped)
+            raise StopSearch(result.stopped)
         plan = interleaved(guided, result.examples, drawn)
         if seconds is not None and time.monotonic() - started > seconds:
             result.stopped = "budget"
-            raise _Stop("budget")
+            raise StopSearch("budget")
         run = run_plan(session, plan, max_hold_s=max_hold_s)
         result.examples += 1
         result.guided_examples += _plan_key(plan) in guided_set
@@ -405,31 +425,20 @@ def search(
         if run.unapplied is not None:
             result.errors.append(f"plan ({'; '.join(plan.describe())}): {run.unapplied}")
             result.stopped = "undecided"
-            raise _Stop("undecided")
+            raise StopSearch("undecided")
         if not run.finding:
             return
         found = (run, result.examples, time.monotonic() - started)
         if run.verdict == Verdict.VIOLATION.value or stop_at == "finding":
             pending[:] = [found]
             result.stopped = "finding"
-            raise _Stop(run.verdict)
+            raise StopSearch(run.verdict)
         # A divergence: kept (the first one), and the search goes on for a violation.
         if not pending:
             pending.append(found)
         result.divergent_examples += 1
 
-    property_ = settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=seed is None,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-    )(given(st.data())(run_one))
-    if seed is not None:
-        property_ = hypothesis_seed(seed)(property_)
-    with contextlib.suppress(_Stop):
-        property_()
+    drive_examples(run_one, max_examples=max_examples, seed=seed)
     result.stopped = result.stopped or "examples"
     result.seconds = time.monotonic() - started
     if pending and not result.errors:
@@ -563,6 +572,8 @@ __all__ = [
     "ScheduleController",
     "SearchFinding",
     "SearchResult",
+    "StopSearch",
+    "drive_examples",
     "frame_schedules",
     "generated_plans",
     "interleaved",

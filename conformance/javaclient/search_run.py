@@ -145,22 +145,33 @@ class SearchRunResult:
 
     def summary(self) -> dict[str, Any]:
         """What a matrix row keeps of the run."""
-        return {
-            "verdict": self.verdict,
-            "run_dir": str(self.run_dir),
-            "bookkeeper": self.version,
-            "system": f"{self.system.bookies}; {self.system.client}; {self.system.zookeeper}",
-            "violations": list(self.outcome.violations),
-            "divergences": len(self.outcome.divergences),
-            "error": self.outcome.error,
-            "examples": self.stats.get("examples", 0),
-            "guided_examples": self.stats.get("guided_examples", 0),
-            "first_finding_example": self.stats.get("first_finding_example"),
-            "seconds_to_first_finding_from_start": self.stats.get(
-                "seconds_to_first_finding_from_start"
-            ),
-            "finding_plan": None if self.finding_plan is None else self.finding_plan.to_json(),
-        }
+        plan = None if self.finding_plan is None else self.finding_plan.to_json()
+        return run_summary(self.run_dir, self.version, self.system, self.outcome, self.stats, plan)
+
+
+def run_summary(
+    run_dir: Path,
+    version: str,
+    system: SystemUnderTest,
+    outcome: Outcome,
+    stats: dict[str, Any],
+    finding_plan: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What a matrix row keeps of a Java-client search (either role)."""
+    return {
+        "verdict": outcome.verdict,
+        "run_dir": str(run_dir),
+        "bookkeeper": version,
+        "system": f"{system.bookies}; {system.client}; {system.zookeeper}",
+        "violations": list(outcome.violations),
+        "divergences": len(outcome.divergences),
+        "error": outcome.error,
+        "examples": stats.get("examples", 0),
+        "guided_examples": stats.get("guided_examples", 0),
+        "first_finding_example": stats.get("first_finding_example"),
+        "seconds_to_first_finding_from_start": stats.get("seconds_to_first_finding_from_start"),
+        "finding_plan": finding_plan,
+    }
 
 
 def search_run(options: SearchRunOptions) -> SearchRunResult:
@@ -368,6 +379,7 @@ __all__ = [
     "SearchRunResult",
     "frame_lines",
     "java_client_system",
+    "run_summary",
     "search_run",
     "session_options",
 ]

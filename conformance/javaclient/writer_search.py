@@ -13,20 +13,17 @@ client's callbacks and closes by outcome.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from adapters.javaclient.pipelined_adds import code_name
-from conformance.errors import ConformanceError
 from conformance.javaclient.plans import DROP, Choice, FrameKey, FrameSchedule, hold
+from conformance.javaclient.search import StopSearch, drive_examples
 from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_session import WriterExample, WriterSession, run_writer_plan
 from conformance.verdict import Verdict
@@ -133,10 +130,6 @@ class WriterSearchResult:
         return Verdict.CLEAN.value
 
 
-class _Stop(ConformanceError, AssertionError):
-    """Ends the Hypothesis loop (budget spent, a finding, an example that decided nothing)."""
-
-
 WriterExampleCallback = Callable[[int, WriterExample], None]
 
 
@@ -162,12 +155,12 @@ def writer_search(
     def run_one(data: st.DataObject) -> None:
         drawn = data.draw(writer_run_plans(shape, max_faults))
         if result.stopped:
-            raise _Stop(result.stopped)
+            raise StopSearch(result.stopped)
         from_model = bool(queue) and result.examples % 2 == 0
         plan = queue.pop(0) if from_model else drawn
         if seconds is not None and time.monotonic() - started > seconds:
             result.stopped = "budget"
-            raise _Stop("budget")
+            raise StopSearch("budget")
         run = run_writer_plan(session, plan)
         result.examples += 1
         result.guided_examples += from_model
@@ -178,30 +171,19 @@ def writer_search(
         if run.unapplied is not None:
             result.errors.append(f"plan ({'; '.join(plan.describe())}): {run.unapplied}")
             result.stopped = "undecided"
-            raise _Stop("undecided")
+            raise StopSearch("undecided")
         if run.verdict not in (Verdict.VIOLATION.value, Verdict.DIVERGENCE.value):
             return
         found = (run, result.examples, time.monotonic() - started)
         if run.verdict == Verdict.VIOLATION.value:
             pending[:] = [found]
             result.stopped = "finding"
-            raise _Stop(run.verdict)
+            raise StopSearch(run.verdict)
         if not pending:
             pending.append(found)
         result.divergent_examples += 1
 
-    property_ = settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=seed is None,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-    )(given(st.data())(run_one))
-    if seed is not None:
-        property_ = hypothesis_seed(seed)(property_)
-    with contextlib.suppress(_Stop):
-        property_()
+    drive_examples(run_one, max_examples=max_examples, seed=seed)
     result.stopped = result.stopped or "examples"
     result.seconds = time.monotonic() - started
     if pending and not result.errors:

@@ -31,6 +31,7 @@ from conformance.javaclient.search_run import (
     PLAN_FILE,
     RECORD_FILE,
     java_client_system,
+    run_summary,
 )
 from conformance.javaclient.writer_guidance import writer_guided_plans
 from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape
@@ -121,21 +122,9 @@ class WriterSearchRunResult:
 
     def summary(self) -> dict[str, Any]:
         """What a matrix row keeps of the run (the recovering role's keys, and the coverage)."""
+        plan = None if self.finding_plan is None else self.finding_plan.to_json()
         return {
-            "verdict": self.verdict,
-            "run_dir": str(self.run_dir),
-            "bookkeeper": self.version,
-            "system": f"{self.system.bookies}; {self.system.client}; {self.system.zookeeper}",
-            "violations": list(self.outcome.violations),
-            "divergences": len(self.outcome.divergences),
-            "error": self.outcome.error,
-            "examples": self.stats.get("examples", 0),
-            "guided_examples": self.stats.get("guided_examples", 0),
-            "first_finding_example": self.stats.get("first_finding_example"),
-            "seconds_to_first_finding_from_start": self.stats.get(
-                "seconds_to_first_finding_from_start"
-            ),
-            "finding_plan": None if self.finding_plan is None else self.finding_plan.to_json(),
+            **run_summary(self.run_dir, self.version, self.system, self.outcome, self.stats, plan),
             "coverage": self.stats.get("coverage"),
         }
 
