@@ -292,7 +292,7 @@ def run_plan(session: Recoveries, plan: RecoveryPlan, *, max_hold_s: float = 1.5
 
     started = time.monotonic()
     record = session.recover(arranged, plan.writer)
-    unapplied = _unapplied(controllers)
+    unapplied = unapplied_reason(controllers)
     # A schedule that was not applied is never judged: that would pass a schedule never tried.
     judgement = None if unapplied is not None else judge(record)
     decisions = controllers[0].decisions if controllers else []
@@ -556,7 +556,7 @@ def shrink_finding(
     return best, runs
 
 
-def _unapplied(controllers: list[ScheduleController]) -> str | None:
+def unapplied_reason(controllers: list[ScheduleController]) -> str | None:
     """Why the schedule was not applied to the run, or None."""
     if not controllers:
         return "the recovery never arranged the schedule (no controller ran)"
@@ -583,5 +583,6 @@ __all__ = [
     "search",
     "shrink_finding",
     "smaller_plans",
+    "unapplied_reason",
     "writer_plans",
 ]

@@ -58,7 +58,7 @@ from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import LedgerState
 from conformance.errors import ConformanceError
 from conformance.javaclient.scenario import ScenarioUndecided
-from conformance.javaclient.search import ScheduleController, _unapplied
+from conformance.javaclient.search import ScheduleController, unapplied_reason
 from conformance.javaclient.writer_plans import FIRST_WRITER_RELEASE, WriterRunPlan, WriterShape
 from conformance.javaclient.writer_story import WriterJudgement, WriterRecord, judge
 from conformance.targets.cluster_target import PASSWORD
@@ -347,7 +347,7 @@ def run_writer_plan(
         )
     except _INFRASTRUCTURE_ERRORS as exc:
         raise ScenarioUndecided(f"{type(exc).__name__}: {exc}") from exc
-    unapplied = _unapplied(controllers)
+    unapplied = unapplied_reason(controllers)
     judgement = None if unapplied is not None else judge(record)
     decisions = controllers[0].decisions if controllers else []
     return WriterExample(

@@ -577,10 +577,22 @@ def _story(
     except _Stuck:
         pass
     missing = [o for o in record.outcomes if o.code is None]
+    unfinished = []
     if missing:
-        replay.notes.append(
-            "no callback for " + ", ".join(o.describe() for o in missing) + " (the run stopped)"
+        unfinished.append(
+            "the Java client never called back "
+            + ", ".join(o.describe().split(":")[0] for o in missing)
+            + " (its adds' outcome is unknown)"
         )
+    if record.closed_last_entry is None:
+        unfinished.append(
+            f"the ledger was not closed ({record.close_error or 'close did not return'}): its "
+            "end is unknown"
+        )
+    if unfinished and replay.execution.error is None:
+        # Nothing can be said of what the run did not finish: never clean (a violation or a
+        # divergence found before still stands).
+        replay.execution.error = "; ".join(unfinished)
     replay.check_readable()
     for finding in replay.frame_divergences:
         replay.execution.add_divergence(finding, on_last_step=False)

@@ -154,3 +154,17 @@ def test_two_bookies_failing_together_are_replaced_a_change_at_a_time() -> None:
     assert judgement.ensemble_changes == 2
     strict = dataclasses.replace(judgement.cfg, partial_ensemble_changes=False)
     assert not strict.partial_ensemble_changes  # the switch is what makes it a behaviour
+
+
+def test_a_run_the_client_did_not_finish_is_undecided_never_clean() -> None:
+    _plan, record = RECORDED[0]
+    silent = [AddOutcome(o.index, None, None, None) if o.index == 0 else o for o in record.outcomes]
+    judgement = judge(dataclasses.replace(record, outcomes=silent))
+    assert judgement.outcome.verdict == "undecided"
+    assert "never called back add 0" in (judgement.outcome.error or "")
+    unclosed = dataclasses.replace(
+        record, closed_last_entry=None, closed_at=None, close_error="BKTimeout: x"
+    )
+    judgement = judge(unclosed)
+    assert judgement.outcome.verdict == "undecided"
+    assert "not closed (BKTimeout: x)" in (judgement.outcome.error or "")
