@@ -43,18 +43,27 @@ def send_messages_to_ensemble(
 ) -> list[tuple[Messages, Delivery]]:
     """``SendMessagesToEnsemble``: every delivered/lost combination, or nothing if any was sent.
 
-    ``again`` (``ensembles_may_repeat``): a message sent before and no longer in flight may be
-    sent again (a bookie back in the ensemble gets an entry it was sent before); the new copy
-    replaces the old one's record.
+    ``again`` (``ensembles_may_repeat``): a message sent before may be sent again (a bookie
+    back in the ensemble gets an entry it was sent before). If the earlier copy is no longer
+    in flight, the new one replaces its record (delivered or lost); if it is still in flight,
+    the new copy joins it (count + 1: the function is a bag) and is delivered.
     """
+    in_flight = set()
     for msg in msgs:
-        if msg in counts and (not again or counts[msg] == DELIVERED):
-            return []
+        if msg in counts:
+            if not again:
+                return []
+            if counts[msg] >= DELIVERED:
+                in_flight.add(msg)
     if again:
         messages = messages - {(m, counts[m]) for m in msgs if m in counts}
     out = []
     for pattern in _count_patterns(len(msgs)):
-        added = frozenset(zip(msgs, pattern, strict=True))
+        if any(c != DELIVERED for m, c in zip(msgs, pattern, strict=True) if m in in_flight):
+            continue
+        added = frozenset(
+            (m, counts[m] + 1 if m in in_flight else c) for m, c in zip(msgs, pattern, strict=True)
+        )
         delivery = tuple((m, c == DELIVERED) for m, c in zip(msgs, pattern, strict=True))
         out.append((messages | added, delivery))
     return out
@@ -74,13 +83,17 @@ def processed_one_and_send_another(
     again: bool = False,
 ) -> list[tuple[Messages, bool]]:
     """``ProcessedOneAndSendAnother``: the reply is delivered or lost; disabled if already sent
-    (``again``: unless that earlier reply is no longer in flight; see
-    :func:`send_messages_to_ensemble`)."""
-    if reply in counts and (not again or counts[reply] == DELIVERED):
+    (``again``: sent again, as :func:`send_messages_to_ensemble` sends a message again)."""
+    if reply in counts and not again:
         return []
     base = message_processed(messages, received, counts[received])
     if again and reply in counts:
-        base = base - {(reply, counts[reply])}
+        earlier = counts[reply]
+        base = base - {(reply, earlier)}
+        if earlier >= DELIVERED:
+            # The earlier answer is still in flight (a client ignores an answer of a bookie
+            # outside its ensemble, and the spec never consumes it): this one joins it.
+            return [(base | {(reply, earlier + 1)}, True)]
     return [(base | {(reply, DELIVERED)}, True), (base | {(reply, LOST)}, False)]
 
 

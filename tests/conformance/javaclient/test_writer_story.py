@@ -168,3 +168,28 @@ def test_a_run_the_client_did_not_finish_is_undecided_never_clean() -> None:
     judgement = judge(unclosed)
     assert judgement.outcome.verdict == "undecided"
     assert "not closed (BKTimeout: x)" in (judgement.outcome.error or "")
+
+
+def test_a_client_that_gives_up_with_not_enough_bookies_loses_nothing() -> None:
+    # Real 4.17.3, E=3 WQ=2 AQ=2: e0 lost to b2, e1 lost to b2 and b3. The client replaced b2
+    # by the spare b4 in the metadata, then found no bookie for b3 (b2, the only one left,
+    # had failed), failed every add with NotEnoughBookies and closed the ledger empty: the
+    # model's writer, whose change shows only in the metadata, explains it.
+    runs = [r for _p, r in RECORDED if all(o.code == -6 for o in r.outcomes)]
+    assert {r.shape.key() for r in runs} == {"3/2/2", "2/1/1"}
+    for record in runs:
+        judgement = judge(record)
+        assert judgement.outcome.verdict == "clean", judgement.outcome.divergences
+        assert record.closed_last_entry == -1 and judgement.ensemble_changes == 1
+
+
+def test_an_answer_ignored_while_its_bookie_was_out_does_not_block_the_next() -> None:
+    # b2's late answer to e1 reached the client after b2 left the ensemble (ignored); b2 came
+    # back and answered e1's resend: the same answer, sent again while the first still lingers.
+    record = next(
+        r
+        for _p, r in RECORDED
+        if r.segments == [(0, (0, 1, 2))] and len(r.frames) > 12 and r.shape.ensemble == 3
+    )
+    judgement = judge(record)
+    assert judgement.outcome.verdict == "clean" and judgement.ensemble_changes == 2

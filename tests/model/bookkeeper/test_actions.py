@@ -652,3 +652,27 @@ def test_partial_ensemble_changes_replace_timed_out_bookies_one_at_a_time() -> N
     s = take(partial, s, step("ClientResendsPendingAddOp", client="c1", entry=2)).state
     (second,) = [t for t in successors(partial, s) if t.label.action == "ClientChangesEnsemble"]
     assert second.state.meta_fragments[0].order == (1, 3, 2)
+
+
+def test_an_answer_sent_again_while_the_first_is_in_flight_joins_it() -> None:
+    from model.bookkeeper.messaging import processed_one_and_send_another, send_messages_to_ensemble
+    from model.bookkeeper.records import ADD_ENTRY_REQUEST, AddEntryRequest
+
+    add = AddEntryRequest(ADD_ENTRY_REQUEST, 1, 0, Entry(1, 1), 0, False)
+    in_flight = frozenset({(add, DELIVERED)})
+    counts = dict(in_flight)
+    assert send_messages_to_ensemble(in_flight, counts, [add]) == []
+    ((messages, delivery),) = send_messages_to_ensemble(in_flight, counts, [add], again=True)
+    assert messages == frozenset({(add, 2)}) and delivery == ((add, True),)
+    processed = frozenset({(add, PROCESSED)})
+    again = send_messages_to_ensemble(processed, dict(processed), [add], again=True)
+    assert sorted(dict(m)[add] for m, _ in again) == [LOST, DELIVERED]
+    reply_in_flight = frozenset({(add, DELIVERED), ("reply", DELIVERED)})
+    out = processed_one_and_send_another(
+        reply_in_flight,
+        dict(reply_in_flight),
+        add,
+        "reply",
+        again=True,  # type: ignore[arg-type]
+    )
+    assert out == [(frozenset({(add, PROCESSED), ("reply", 2)}), True)]
