@@ -16,7 +16,9 @@ from model.bookkeeper.actions import (
     writeset,
 )
 from model.bookkeeper.config import ConfigError, ModelConfig
+from model.bookkeeper.messaging import processed_one_and_send_another, send_messages_to_ensemble
 from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
     CLIENT_WITHDRAWN,
     DELIVERED,
     FENCING_PHASE,
@@ -27,6 +29,7 @@ from model.bookkeeper.records import (
     STATUS_CLOSED,
     STATUS_IN_RECOVERY,
     STATUS_OPEN,
+    AddEntryRequest,
     Entry,
     Fragment,
     State,
@@ -655,9 +658,6 @@ def test_partial_ensemble_changes_replace_timed_out_bookies_one_at_a_time() -> N
 
 
 def test_an_answer_sent_again_while_the_first_is_in_flight_joins_it() -> None:
-    from model.bookkeeper.messaging import processed_one_and_send_another, send_messages_to_ensemble
-    from model.bookkeeper.records import ADD_ENTRY_REQUEST, AddEntryRequest
-
     add = AddEntryRequest(ADD_ENTRY_REQUEST, 1, 0, Entry(1, 1), 0, False)
     in_flight = frozenset({(add, DELIVERED)})
     counts = dict(in_flight)
