@@ -43,7 +43,13 @@ from adapters.javaclient import (
     JvmOptions,
     distribution_version,
 )
-from adapters.netproxy import BookieProxy, NetProxyError, ProxyGroup
+from adapters.netproxy import (
+    BookieProxy,
+    DeliveryRecord,
+    FrameRecord,
+    NetProxyError,
+    ProxyGroup,
+)
 from adapters.netproxy.routing import (
     RoutingMethod,
     proxied_ensemble,
@@ -155,6 +161,13 @@ def _metadata(ensemble: Sequence[str]) -> LedgerMetadata:
         digest_type=DigestType.CRC32,
         password=PASSWORD,
     )
+
+
+def deliveries_of(group: ProxyGroup, frames: Sequence[FrameRecord]) -> dict[int, DeliveryRecord]:
+    """The proxies' deliveries of ``frames`` only: the group's log holds every example's of
+    the session, which a record of one example neither needs nor should grow with."""
+    wanted = {frame.frame_id for frame in frames}
+    return {fid: d for fid, d in group.deliveries().items() if fid in wanted}
 
 
 def _settle(group: ProxyGroup, timeout: float) -> None:
@@ -324,11 +337,12 @@ class RecoverySession:
         metadata, _version = store.read(ledger_id)
         closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
         answers.update({(a.entry, a.bookie): add(a.bookie, a.entry, lac) for a in writer.after()})
+        frames = self.group.frames(since=mark)
         return RecoveryRecord(
             ledger_id=ledger_id,
             bookie_of_proxy={name: index for index, name in enumerate(self.proxies)},
-            frames=self.group.frames(since=mark),
-            deliveries=self.group.deliveries(),
+            frames=frames,
+            deliveries=deliveries_of(self.group, frames),
             writer=writer,
             writer_answers=answers,
             closed_last_entry=closed,
@@ -376,6 +390,7 @@ __all__ = [
     "JavaScenarioRun",
     "RecoverySession",
     "ScenarioUndecided",
+    "deliveries_of",
     "expected_verdict",
     "run_recovery",
     "writer_add",

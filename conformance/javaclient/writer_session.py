@@ -57,7 +57,7 @@ from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import LedgerState
 from conformance.errors import ConformanceError
-from conformance.javaclient.scenario import ScenarioUndecided
+from conformance.javaclient.scenario import ScenarioUndecided, deliveries_of
 from conformance.javaclient.search import ScheduleController, unapplied_reason
 from conformance.javaclient.writer_plans import FIRST_WRITER_RELEASE, WriterRunPlan, WriterShape
 from conformance.javaclient.writer_story import WriterJudgement, WriterRecord, judge
@@ -237,13 +237,14 @@ class WriterSession:
         closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
         addresses = {model_index[b]: endpoints.bookies[b] for b in self.bookie_ids}
         stored = _stored_entries(ledger.ledger_id, entries, addresses, options.request_timeout)
+        frames = self.group.frames(since=mark)
         return WriterRecord(
             ledger_id=ledger.ledger_id,
             shape=shape,
             entries=entries,
             bookie_of_proxy=bookie_of_proxy,
-            frames=self.group.frames(since=mark),
-            deliveries=self.group.deliveries(),
+            frames=frames,
+            deliveries=deliveries_of(self.group, frames),
             outcomes=outcomes,
             segments=segments,
             closed_last_entry=closed,

@@ -4,10 +4,13 @@ through the proxies, a dropped add makes it change its ensemble, the run judges 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from conformance.javaclient.plans import DROP, FrameSchedule
+from conformance.javaclient.scenario import deliveries_of
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_session import (
     WriterRefused,
@@ -47,3 +50,13 @@ def test_a_dropped_add_makes_the_client_replace_that_bookie_in_place(
     assert second.record.segments == [(0, (0, 3, 2))]
     assert second.record.closed_last_entry == 2
     assert 3 in second.record.stored[0] and 1 not in second.record.stored[0]
+
+
+def test_a_record_keeps_the_deliveries_of_its_own_frames_only() -> None:
+    class Group:
+        def deliveries(self) -> dict[int, Any]:
+            return {1: "old example", 7: "this one", 8: "this one too"}
+
+    frames = [SimpleNamespace(frame_id=7), SimpleNamespace(frame_id=8)]
+    kept = deliveries_of(Group(), frames)  # type: ignore[arg-type]
+    assert kept == {7: "this one", 8: "this one too"}
