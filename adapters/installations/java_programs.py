@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.errors import AdapterError
 from adapters.user_state import exclusive_lock
 
 COMPILE_TIMEOUT = 120.0
@@ -40,9 +41,10 @@ class JavaProgram:
         return Path(*self.class_name.split(".")).with_suffix(".class")
 
 
-class JavaCompileError(Exception):
+class JavaCompileError(AdapterError):
     """The program could not be compiled (the message says why); callers re-raise it as their
-    own error, whose remedy they know."""
+    own error, whose remedy they know (the bookie host's is a cluster error, the add
+    recorder's a Java-client error)."""
 
 
 def cache_key(program: JavaProgram, jars: Sequence[Path], javac: str) -> str:
