@@ -5,8 +5,10 @@ configuration (3 servers, MaxTransactionNum 2, MaxEpoch 2, MaxTimeoutFailures 1,
 every fix), with and without symmetry reduction over servers, and for the same bounds without
 timeouts (seed 003's traces need none). ``--compare`` also times the BookKeeper model's BFS
 (``benchmarks/model_bfs.py``'s first configuration, 285,773 states) and the Zab model on the
-same number of states, and prints the ratio of their rates. Numbers only: nothing here asserts
-on time.
+same number of states, and prints the ratio of their rates; then both models' uniform
+simulation (TLC's simulation mode: whole walks of at most 100 states, every fix, so no walk
+stops early on a violation) in steps/s and their ratio. Numbers only: nothing here asserts on
+time.
 
     python benchmarks/zab_model.py [--only must-show|no-timeout] [--symmetry off|on|both]
                                    [--compare]
@@ -22,8 +24,9 @@ import time
 
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively as check_bookkeeper
+from model.bookkeeper.explore import simulate_randomly as simulate_bookkeeper
 from model.zab.protocol.config import ZabConfig
-from model.zab.protocol.explore import check_exhaustively
+from model.zab.protocol.explore import check_exhaustively, simulate_randomly
 
 CONFIGS = {
     "must-show": ZabConfig(
@@ -36,6 +39,8 @@ CONFIGS = {
 
 BOOKKEEPER_FIRST = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
 BOOKKEEPER_FIRST_STATES = 285_773
+SIMULATION_WALKS = 3_000
+SIMULATION_DEPTH = 100
 
 
 def run(cfg: ZabConfig, symmetry: bool, max_states: int | None = None) -> float:
@@ -89,6 +94,49 @@ def main() -> None:
         print(f"Zab model, first {BOOKKEEPER_FIRST_STATES:,} states of must-show:")
         zab = run(CONFIGS["must-show"], False, max_states=BOOKKEEPER_FIRST_STATES)
         print(f"Zab/BookKeeper rate ratio: {zab / bookkeeper:.2f}")
+        compare_simulation()
+
+
+def compare_simulation() -> None:
+    """Steps/s of uniform simulation, the other fast path, for both models."""
+    rates = []
+    for name, simulate in (
+        (f"BookKeeper model ({BOOKKEEPER_FIRST.describe()})", _bookkeeper_walks),
+        (f"Zab model ({CONFIGS['must-show'].describe()})", _zab_walks),
+    ):
+        started = time.perf_counter()
+        walks, steps, broken = simulate()
+        elapsed = time.perf_counter() - started
+        rates.append(steps / elapsed)
+        print(
+            f"{name}: uniform simulation, {walks:,} walks of at most {SIMULATION_DEPTH} states, "
+            f"{steps:,} steps in {elapsed:.1f} s, {steps / elapsed:,.0f} steps/s"
+            f"{'; VIOLATION' if broken else ''}",
+            flush=True,
+        )
+    print(f"Zab/BookKeeper simulation rate ratio: {rates[1] / rates[0]:.2f}")
+
+
+def _bookkeeper_walks() -> tuple[int, int, bool]:
+    result = simulate_bookkeeper(
+        BOOKKEEPER_FIRST,
+        seed=0,
+        depth=SIMULATION_DEPTH,
+        walks=SIMULATION_WALKS,
+        strategy="uniform",
+    )
+    return result.walks, result.steps, result.violation is not None
+
+
+def _zab_walks() -> tuple[int, int, bool]:
+    result = simulate_randomly(
+        CONFIGS["must-show"],
+        seed=0,
+        depth=SIMULATION_DEPTH,
+        walks=SIMULATION_WALKS,
+        strategy="uniform",
+    )
+    return result.walks, result.steps, result.violation is not None
 
 
 if __name__ == "__main__":

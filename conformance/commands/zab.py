@@ -39,7 +39,9 @@ EXIT_UNDECIDED = 2
 
 def register(subparsers: Any) -> None:
     zab = subparsers.add_parser("zab", help="Zab conformance of a real ZooKeeper ensemble")
-    commands = zab.add_subparsers(dest="zab_command", metavar="{run,scenarios}", required=True)
+    commands = zab.add_subparsers(
+        dest="zab_command", metavar="{run,scenarios,model}", required=True
+    )
     run = commands.add_parser(
         "run",
         help="run a generated workload under faults and check the Zab properties",

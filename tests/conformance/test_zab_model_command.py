@@ -59,3 +59,10 @@ def test_bad_configuration_is_undecided(capsys: pytest.CaptureFixture[str]) -> N
 def test_unknown_naive_reading_is_a_usage_error() -> None:
     with pytest.raises(SystemExit):
         main(["zab", "model", "check", "--naive", "4"])
+
+
+def test_zab_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["zab", "--help"])
+    assert stopped.value.code == 0
+    assert "{run,scenarios,model}" in capsys.readouterr().out

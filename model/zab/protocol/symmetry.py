@@ -1,8 +1,10 @@
 """Symmetry reduction over servers: the spec's ``Server`` as a symmetrical set of model values.
 
 ``permute`` renames every server in a state; ``canonical_fingerprint`` gives all the states of
-an orbit the same fingerprint (the smallest hash over the renamings), so the breadth-first
-explorer keeps one state per orbit, as TLC does with a symmetry set.
+an orbit the same fingerprint, so the breadth-first explorer keeps one state per orbit, as TLC
+does with a symmetry set. It sorts the servers by a signature that names no server and hashes
+only the renamings that sort them (ties in every order), not all ``n!``: most states tell their
+servers apart, and the renamed hash is what a state costs under symmetry.
 
 Soundness: the spec treats servers alike. The election oracle is one server id that any looking
 server may take (``UpdateLeader``); quorums are sizes; every ``\\E i, j \\in Server`` ranges
@@ -184,11 +186,90 @@ def permuted_hash(s: State, p: Permutation) -> int:
     )
 
 
-def canonical_fingerprint(s: State) -> int:
-    """The smallest hash over the orbit of ``s``: equal for every member of the orbit.
+def _signature(s: State, k: int, n: int, lengths: list[int]) -> tuple[object, ...]:
+    """What server ``k`` is, in terms that renaming servers does not change: its own variables,
+    sizes and counts, and whether the oracle and the last action name it, but no server id.
+    Renaming ``k`` to ``perm[k]`` gives ``perm[k]`` this signature in the renamed state.
+    ``lengths`` are the channels' lengths, ``msgs``' order."""
+    history = s.history[k]
+    return (
+        s.state[k],
+        s.zab_state[k],
+        s.accepted_epoch[k],
+        s.current_epoch[k],
+        len(history),
+        history[-1].zxid if history else (0, 0),
+        s.last_committed[k],
+        s.send_counter[k],
+        s.learners[k].bit_count(),
+        s.connect_info[k] == NULL,
+        s.leader_oracle == k,
+        sum(lengths[k * n : k * n + n]),
+        sum(lengths[k::n]),
+        tuple(v == k for v in s.recorder.pc[1:]),
+    )
 
-    Each candidate equals ``hash(permute(s, p))`` (tested), computed without building it.
+
+@cache
+def _by_perm(servers: int) -> dict[tuple[int, ...], Permutation]:
+    identity = tuple(range(servers))
+    table = tuple(range(1 << servers))
+    return {identity: (identity, identity, table), **{p[0]: p for p in permutations(servers)}}
+
+
+@cache
+def _candidates(order: tuple[int, ...], ties: tuple[int, ...]) -> tuple[Permutation | None, ...]:
+    """The renamings that put the servers in ``order`` (``order[position]`` the old server),
+    servers of one tie group (``ties[position]`` its group) in any order among their
+    positions; ``None`` stands for the identity."""
+    n = len(order)
+    positions: dict[int, list[int]] = {}
+    for pos, tie in enumerate(ties):
+        positions.setdefault(tie, []).append(pos)
+    table = _by_perm(n)
+    out: list[Permutation | None] = []
+    groups = list(positions.values())
+    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
+        perm = [0] * n
+        for group, arranged in zip(groups, choice, strict=True):
+            for pos, source in zip(group, arranged, strict=True):
+                perm[order[source]] = pos
+        key = tuple(perm)
+        out.append(None if key == tuple(range(n)) else table[key])
+    return tuple(out)
+
+
+def canonical_fingerprint(s: State) -> int:
+    """One fingerprint for every member of the orbit of ``s``.
+
+    Servers are sorted by ``_signature``; the candidates are the renamings that sort them,
+    servers with equal signatures taking each other's places in every order, and the
+    fingerprint is the smallest hash among the renamed states. The set of renamed states is the
+    same from every member of an orbit, so the minimum is too; and it is the hash of a member
+    of the orbit, so two orbits differ (up to a hash collision, as with any fingerprint). Most
+    states tell their servers apart, so this hashes one or two renamings where trying every
+    permutation hashes ``n!``.
     """
+    n = len(s.state)
+    lengths = [len(channel) for channel in s.msgs]
+    signatures = [_signature(s, k, n, lengths) for k in range(n)]
+    order = sorted(range(n), key=signatures.__getitem__)
+    ties = [0] * n
+    for pos in range(1, n):
+        same = signatures[order[pos]] == signatures[order[pos - 1]]
+        ties[pos] = ties[pos - 1] if same else ties[pos - 1] + 1
+    best: int | None = None
+    for p in _candidates(tuple(order), tuple(ties)):
+        h = hash(s) if p is None else permuted_hash(s, p)
+        if best is None or h < best:
+            best = h
+    assert best is not None
+    return best
+
+
+def orbit_min_fingerprint(s: State) -> int:
+    """The smallest hash over the whole orbit of ``s``: the plain definition, which tries every
+    permutation. Kept to test ``canonical_fingerprint`` against."""
     best = hash(s)
     for p in permutations(len(s.state)):
         h = permuted_hash(s, p)
