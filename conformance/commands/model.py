@@ -20,8 +20,10 @@ from conformance.commands.model_check import (
     add_search_options,
     run_exhaustive,
     run_simulation,
+    search_mode,
 )
 from conformance.commands.options import add_model_options, config_from_args
+from conformance.parallel_bfs import ParallelBreadthFirst
 from conformance.spill import spilling
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ConfigError, ModelConfig
@@ -73,6 +75,13 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)),
         file=out,
     )
+    if args.simulate and args.workers > 1:
+        print(
+            "bkconform model check: --workers is for the breadth-first search; "
+            "a simulation runs in one process",
+            file=sys.stderr,
+        )
+        return EXIT_UNDECIDED
     if args.simulate:
         return _simulate(cfg, args, out)
     return _exhaustive(cfg, args, out)
@@ -86,8 +95,9 @@ def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
             max_states=args.max_states or None,
             progress=progress,
             new_level=spilling(),
+            search=ParallelBreadthFirst(args.workers),
         ),
-        mode="with symmetry reduction" if args.symmetry else "no symmetry reduction",
+        mode=search_mode("" if args.symmetry else None, args.workers),
         quiet=args.quiet,
         out=out,
         print_violation=lambda violation: _print_violation(cfg, violation, out),

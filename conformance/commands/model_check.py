@@ -45,8 +45,33 @@ def add_search_options(
     )
     search.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     search.add_argument("--seconds", type=float, default=seconds_default, help=seconds_help)
+    search.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="processes for the breadth-first search, each with its share of the seen set "
+        "(default 1; the result does not depend on it)",
+    )
     search.add_argument("--quiet", action="store_true", help="no progress lines")
     return search
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def search_mode(symmetry: str | None, workers: int) -> str:
+    """How a breadth-first search runs, for its first line."""
+    reduction = (
+        f"with symmetry reduction{symmetry}" if symmetry is not None else "no symmetry reduction"
+    )
+    return reduction + (f", {workers} worker processes" if workers > 1 else "")
 
 
 #: Runs the search, calling back with its progress.

@@ -22,7 +22,9 @@ from conformance.commands.model_check import (
     add_search_options,
     run_exhaustive,
     run_simulation,
+    search_mode,
 )
+from conformance.parallel_bfs import ParallelBreadthFirst
 from conformance.spill import spilling
 from model.search.bfs import Violation
 from model.zab.protocol.actions import Label
@@ -134,6 +136,13 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for number in sorted(cfg.naive):
         print(f"Naive reading {number}: {NAIVE_READINGS[number]}", file=out)
     print("Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)), file=out)
+    if args.simulate and args.workers > 1:
+        print(
+            "bkconform zab model check: --workers is for the breadth-first search; "
+            "a simulation runs in one process",
+            file=sys.stderr,
+        )
+        return EXIT_UNDECIDED
     if args.simulate:
         return _simulate(cfg, args, out)
     return _exhaustive(cfg, args, out)
@@ -147,8 +156,9 @@ def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
             max_states=args.max_states or None,
             progress=progress,
             new_level=spilling(),
+            search=ParallelBreadthFirst(args.workers),
         ),
-        mode="with symmetry reduction over servers" if args.symmetry else "no symmetry reduction",
+        mode=search_mode(" over servers" if args.symmetry else None, args.workers),
         quiet=args.quiet,
         out=out,
         print_violation=lambda violation: _print_violation(cfg, violation, out),

@@ -11,7 +11,15 @@ from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_fingerprint
-from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
+from model.search.bfs import (
+    BreadthFirst,
+    Level,
+    ListLevel,
+    Progress,
+    SearchResult,
+    Step,
+    breadth_first,
+)
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
@@ -44,6 +52,7 @@ def check_exhaustively(
     invariants: tuple[Invariant, ...] | None = None,
     progress: Callable[[Progress], None] | None = None,
     new_level: Callable[[], Level[State]] = ListLevel,
+    search: BreadthFirst = breadth_first,
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
     reduction over bookies and clients)."""
@@ -53,7 +62,7 @@ def check_exhaustively(
         def canonical(state: State) -> Hashable:
             return canonical_fingerprint(cfg, state)
 
-    return breadth_first(
+    return search(
         init_state(cfg),
         _successors(cfg),
         _check(cfg, invariants if invariants is not None else invariants_for(cfg)),

@@ -85,6 +85,26 @@ class ListLevel(Generic[S]):
         self._items = []
 
 
+class BreadthFirst(Protocol):
+    """A breadth-first search with ``breadth_first``'s signature: ``breadth_first`` itself, or
+    one that spreads the work (``conformance.parallel_bfs``). Explorers take one, so that the
+    model stays free of processes."""
+
+    def __call__(
+        self,
+        init: S,
+        successors: Successors[S, L],
+        check: Check[S],
+        *,
+        canonical: Canonical[S] | None = None,
+        max_states: int | None = None,
+        max_depth: int | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        progress_every: int = 100_000,
+        new_level: Callable[[], Level[S]] = ...,
+    ) -> SearchResult[S, L]: ...
+
+
 def breadth_first(
     init: S,
     successors: Successors[S, L],
@@ -159,7 +179,7 @@ def breadth_first(
                 if broken:
                     frontier.close()
                     next_frontier.close()
-                    trace = _trace(fp, init, parent_of, successors, fingerprint)
+                    trace = rebuild_trace(fp, init, parent_of.__getitem__, successors, fingerprint)
                     return result(False, depth + 1, Violation(broken, trace), "violation")
                 if max_states is not None and len(parent_of) >= max_states:
                     frontier.close()
@@ -175,19 +195,20 @@ def breadth_first(
     return result(True, depth, None, "exhausted")
 
 
-def _trace(
+def rebuild_trace(
     last: int,
     init: S,
-    parent_of: dict[int, int | None],
+    parent_of: Callable[[int], int | None],
     successors: Successors[S, L],
     fingerprint: Callable[[S], int],
 ) -> list[Step[S, L]]:
-    """Rebuild the path to ``last`` by replaying successors along its fingerprints."""
+    """Rebuild the path to ``last`` by replaying successors along its fingerprints
+    (``parent_of`` gives a seen state's parent, None for the initial state)."""
     path: list[int] = []
     node: int | None = last
     while node is not None:
         path.append(node)
-        node = parent_of[node]
+        node = parent_of(node)
     path.reverse()
     steps: list[Step[S, L]] = [Step(None, init)]
     state = init

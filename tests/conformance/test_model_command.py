@@ -98,3 +98,25 @@ def test_bad_configuration_is_a_clear_error(
 ) -> None:
     assert main(["model", "check", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+SECOND = ["--bookies", "3", "--clients", "1", "--wq", "2", "--aq", "1", "--send-limit", "2"]
+
+
+def test_two_workers_give_the_same_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "check", *SECOND, "--workers", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "no symmetry reduction, 2 worker processes" in out
+    assert "21147 distinct states" in out and "depth 19" in out
+
+
+def test_workers_with_a_simulation_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "check", *SECOND, "--simulate", "--workers", "2"]) == 2
+    assert "--workers is for the breadth-first search" in capsys.readouterr().err
+
+
+def test_workers_below_one_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["model", "check", *SECOND, "--workers", "0"])
+    assert stopped.value.code == 2
+    assert "must be at least 1" in capsys.readouterr().err

@@ -7,7 +7,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Sequence
 
-from model.search.bfs import Level, ListLevel, Progress, SearchResult, Step, breadth_first
+from model.search.bfs import (
+    BreadthFirst,
+    Level,
+    ListLevel,
+    Progress,
+    SearchResult,
+    Step,
+    breadth_first,
+)
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
@@ -51,10 +59,11 @@ def check_exhaustively(
     progress: Callable[[Progress], None] | None = None,
     progress_every: int = 100_000,
     new_level: Callable[[], Level[State]] = ListLevel,
+    search: BreadthFirst = breadth_first,
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC's model checking does
     (optionally with symmetry reduction over servers)."""
-    return breadth_first(
+    return search(
         initial_state(cfg),
         successor_function(cfg),
         check_function(cfg, invariants),

@@ -1,0 +1,402 @@
+"""Breadth-first search split into shards by fingerprint: the deterministic core of the
+multi-process search (``conformance.parallel_bfs`` runs each shard in a worker process).
+
+Each shard owns the fingerprints ``fp % shards == index``: their part of the seen set. States
+stay in the shard that generated them; only fingerprints travel. A level takes four steps,
+each shard doing its own part of each:
+
+1. **expand**: the shard's states of the level each give their successors; those not known
+   to be seen become candidates, and their (fingerprint, key, parent) are proposed to the
+   fingerprint's owner;
+2. **decide**: each owner takes every proposal for its fingerprints, keeps those not seen,
+   the smallest key winning, records them as seen, and tells each shard which it won;
+3. **keep**: each shard keeps the candidates it won, ordered by key: its part of the next
+   level; it checks the invariants on them in that order;
+4. **renumber**: each shard learns the place of its states in the whole next level. Then the
+   driver may move states from a shard with many to one with few (``give``, ``take``), so
+   that the work stays even.
+
+The result is the single-process search's (``model.search.bfs``), state for state. A
+candidate's key is (place of its parent in the level, index among the parent's successors):
+the order in which the single-process search would have met it. Where several candidates share
+a fingerprint (a state met twice, or, under symmetry, two members of one orbit) the smallest
+key wins, as the single-process search keeps the first it meets; where several new states
+break an invariant, the one with the smallest key is the violation, the one the single-process
+search would have stopped at. So counts, depth and the counterexample trace do not depend on
+the number of shards, even where symmetry reduction is not quite sound (an orbit's
+representative is always the same state). Invariants must be symmetric, as TLC requires.
+
+The search stops at the end of the level that holds a violation (the single-process search
+stops at the state), so it counts more states on the way to a violation.
+
+Pure: no processes, no clock, no files (a caller may pass disk-backed levels).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from model.search.bfs import (
+    Check,
+    Level,
+    ListLevel,
+    Progress,
+    SearchResult,
+    Step,
+    Successors,
+    Violation,
+    rebuild_trace,
+)
+
+S = TypeVar("S", bound=Hashable)
+L = TypeVar("L")
+
+#: A key is ``parent_rank << KEY_BITS | successor_index``: a state has fewer successors.
+KEY_BITS = 20
+
+
+@dataclass(frozen=True)
+class FirstViolation:
+    key: int
+    fingerprint: int
+    invariants: list[str]
+
+
+def _triples(values: array[int]) -> Iterator[tuple[int, int, int]]:
+    it = iter(values)
+    return zip(it, it, it, strict=True)
+
+
+class Shard(Generic[S, L]):
+    """One shard's part of the seen set and of the level, and the steps of a level.
+    Proposals, decisions and keys travel as ``array("q")``."""
+
+    def __init__(
+        self,
+        index: int,
+        shards: int,
+        successors: Successors[S, L],
+        check: Check[S],
+        fingerprint: Callable[[S], int],
+        new_level: Callable[[], Level[S]] = ListLevel,
+    ) -> None:
+        self.index = index
+        self.shards = shards
+        self._successors = successors
+        self._check = check
+        self._fingerprint = fingerprint
+        self._new_level = new_level
+        #: The owned fingerprints seen, each with its parent's (None: the initial state).
+        self.seen: dict[int, int | None] = {}
+        #: Fingerprints of other shards this shard proposed: seen there since.
+        self._proposed: set[int] = set()
+        self._level: Level[S] = new_level()
+        self._ranks = array("q")
+        self._candidates: dict[int, tuple[int, int, S]] = {}
+        self._keys = array("q")
+        self.generated = 0
+
+    def start(self, fingerprint: int, state: S) -> None:
+        """The initial state, on the shard that owns it: the level of rank 0."""
+        self.seen[fingerprint] = None
+        self._level.append((fingerprint, state))
+        self._ranks.append(0)
+
+    @property
+    def level_size(self) -> int:
+        return len(self._level)
+
+    def expand(self) -> list[array[int]]:
+        """Step 1. Returns the proposals per owner: (fingerprint, key, parent) triples."""
+        shards, seen, proposed = self.shards, self.seen, self._proposed
+        fingerprint, candidates = self._fingerprint, self._candidates
+        for (parent, state), rank in zip(self._level, self._ranks, strict=True):
+            base = rank << KEY_BITS
+            options = self._successors(state)
+            self.generated += len(options)
+            for n, (_label, succ) in enumerate(options):
+                fp = fingerprint(succ)
+                if fp in seen or fp in proposed:
+                    continue
+                current = candidates.get(fp)
+                if current is None or (base | n) < current[0]:
+                    candidates[fp] = (base | n, parent, succ)
+        outgoing = [array("q") for _ in range(shards)]
+        me = self.index
+        for fp, (key, parent, _state) in candidates.items():
+            owner = fp % shards
+            outgoing[owner].extend((fp, key, parent))
+            if owner != me:
+                proposed.add(fp)
+        return outgoing
+
+    def decide(self, proposals: Sequence[array[int]]) -> list[array[int]]:
+        """Step 2, on the owner: the winners per proposing shard (fingerprints)."""
+        seen = self.seen
+        best: dict[int, tuple[int, int, int]] = {}
+        for source, triples in enumerate(proposals):
+            for fp, key, parent in _triples(triples):
+                if fp in seen:
+                    continue
+                current = best.get(fp)
+                if current is None or key < current[0]:
+                    best[fp] = (key, parent, source)
+        won = [array("q") for _ in range(self.shards)]
+        for fp, (_key, parent, source) in best.items():
+            seen[fp] = parent
+            won[source].append(fp)
+        return won
+
+    def keep(self, won: Sequence[array[int]]) -> tuple[array[int], FirstViolation | None]:
+        """Step 3. Returns the keys of this shard's part of the next level, in order, and its
+        first violation."""
+        candidates = self._candidates
+        kept = sorted((candidates[fp][0], fp, candidates[fp][2]) for part in won for fp in part)
+        self._candidates = {}
+        self._level.close()
+        self._level = self._new_level()
+        first: FirstViolation | None = None
+        keys = array("q")
+        for key, fp, state in kept:
+            self._level.append((fp, state))
+            keys.append(key)
+            if first is None:
+                broken = self._check(state)
+                if broken:
+                    first = FirstViolation(key, fp, broken)
+        self._keys = keys
+        return keys, first
+
+    def renumber(self, keys_by_shard: Sequence[Sequence[int]]) -> None:
+        """Step 4: a state's rank is its place among every shard's keys (all distinct)."""
+        others = [keys for k, keys in enumerate(keys_by_shard) if k != self.index]
+        ranks = array("q")
+        for place, key in enumerate(self._keys):
+            ranks.append(place + sum(bisect_left(other, key) for other in others))
+        self._ranks = ranks
+        self._keys = array("q")
+
+    def give(self, count: int) -> list[tuple[int, int, S]]:
+        """The last ``count`` states of the level (rank, fingerprint, state), for another
+        shard; this shard keeps the rest."""
+        items = list(zip(self._ranks, self._level, strict=True))
+        keep, given = items[: len(items) - count], items[len(items) - count :]
+        self._refill(keep)
+        return [(rank, fp, state) for rank, (fp, state) in given]
+
+    def take(self, moved: Sequence[tuple[int, int, S]]) -> None:
+        """States another shard gave, merged into the level by rank."""
+        ours = (
+            (rank, fp, state) for rank, (fp, state) in zip(self._ranks, self._level, strict=True)
+        )
+        merged = [
+            (rank, (fp, state)) for rank, fp, state in heapq.merge(ours, moved, key=lambda x: x[0])
+        ]
+        self._refill(merged)
+
+    def _refill(self, items: list[tuple[int, tuple[int, S]]]) -> None:
+        self._level.close()
+        self._level = self._new_level()
+        self._ranks = array("q")
+        for rank, item in items:
+            self._level.append(item)
+            self._ranks.append(rank)
+
+    def parent_of(self, fingerprint: int) -> int | None:
+        return self.seen[fingerprint]
+
+    def close_all(self) -> None:
+        self._level.close()
+
+
+class ShardHandle(Protocol):
+    """How the driver reaches a shard: in this process, or in a worker. A command is sent to
+    every shard before any answer is awaited, so that workers run side by side. The commands
+    are the steps' names; what travels (an ``array("q")`` or its bytes, states or their
+    pickle) is the handle's business, the driver only passes it on."""
+
+    def send(self, command: str, argument: Any = None) -> None: ...
+
+    def receive(self) -> Any: ...
+
+
+def perform(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
+    """One command on a shard in this process. ``expand``: (proposals per owner, generated);
+    ``decide``: winners per proposer; ``keep``: (keys, count, first violation)."""
+    if command == "expand":
+        return shard.expand(), shard.generated
+    if command == "decide":
+        return shard.decide(argument)
+    if command == "keep":
+        keys, first = shard.keep(argument)
+        return keys, len(keys), first
+    if command == "renumber":
+        shard.renumber(argument)
+        return None
+    if command == "give":
+        return shard.give(argument)
+    if command == "take":
+        shard.take(argument)
+        return None
+    if command == "parent":
+        return shard.parent_of(argument)
+    raise ValueError(f"unknown command {command!r}")
+
+
+class InProcessShard:
+    """A shard called directly (the tests): ``send`` performs, ``receive`` answers."""
+
+    def __init__(self, shard: Shard[Any, Any]) -> None:
+        self.shard = shard
+        self._answer: Any = None
+
+    def send(self, command: str, argument: Any = None) -> None:
+        self._answer = perform(self.shard, command, argument)
+
+    def receive(self) -> Any:
+        return self._answer
+
+
+def _everywhere(
+    handles: Sequence[ShardHandle], command: str, arguments: Sequence[Any]
+) -> list[Any]:
+    for handle, argument in zip(handles, arguments, strict=True):
+        handle.send(command, argument)
+    return [handle.receive() for handle in handles]
+
+
+def _call(handle: ShardHandle, command: str, argument: Any = None) -> Any:
+    handle.send(command, argument)
+    return handle.receive()
+
+
+#: Moving states evens the shards out when the largest holds this much more than its share.
+REBALANCE_OVER = 1.1
+
+
+def search_levels(
+    init: S,
+    successors: Successors[S, L],
+    check: Check[S],
+    fingerprint: Callable[[S], int],
+    handles: Sequence[ShardHandle],
+    *,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> SearchResult[S, L]:
+    """The level loop over shards, the owner of the initial state holding it
+    (``Shard.start``). ``max_states`` is checked at the end of a level: the search stops after
+    the level that reaches it."""
+    shards = len(handles)
+    distinct, generated, depth = 1, 1, 1
+
+    def result(complete: bool, violation: Violation[S, L] | None, why: str) -> SearchResult[S, L]:
+        return SearchResult(distinct, depth, generated, complete, violation, why)
+
+    broken = check(init)
+    if broken:
+        return result(False, Violation(broken, [Step(None, init)]), "violation")
+    sizes = [0] * shards
+    sizes[fingerprint(init) % shards] = 1
+    level_size = 1
+    while level_size:
+        if max_depth is not None and depth >= max_depth:
+            return result(False, None, f"depth limit {max_depth} reached")
+        expanded = _everywhere(handles, "expand", [None] * shards)
+        generated = 1 + sum(made for _proposals, made in expanded)
+        won = _everywhere(
+            handles,
+            "decide",
+            [[expanded[source][0][owner] for source in range(shards)] for owner in range(shards)],
+        )
+        kept = _everywhere(
+            handles,
+            "keep",
+            [[won[owner][index] for owner in range(shards)] for index in range(shards)],
+        )
+        keys = [part for part, _count, _first in kept]
+        sizes = [int(count) for _part, count, _first in kept]
+        level_size = sum(sizes)
+        found = [first for _part, _count, first in kept if first is not None]
+        distinct += level_size
+        if found:
+            first = min(found, key=lambda v: v.key)
+            trace = rebuild_trace(
+                first.fingerprint,
+                init,
+                lambda fp: _call(handles[fp % shards], "parent", fp),
+                successors,
+                fingerprint,
+            )
+            depth += 1
+            return result(False, Violation(first.invariants, trace), "violation")
+        _everywhere(handles, "renumber", [keys] * shards)
+        if level_size:
+            depth += 1
+            _rebalance(handles, sizes)
+        if progress is not None:
+            progress(Progress(distinct, depth, level_size))
+        if max_states is not None and distinct >= max_states and level_size:
+            return result(False, None, f"state limit {max_states} reached")
+    return result(True, None, "exhausted")
+
+
+def _rebalance(handles: Sequence[ShardHandle], sizes: list[int]) -> None:
+    """Move states from the fullest shards to the emptiest until none holds more than
+    ``REBALANCE_OVER`` times its share. Which shard expands a state changes no result."""
+    share = sum(sizes) / len(sizes)
+    while True:
+        big = max(range(len(sizes)), key=sizes.__getitem__)
+        small = min(range(len(sizes)), key=sizes.__getitem__)
+        if sizes[big] <= max(REBALANCE_OVER * share, share + 1):
+            return
+        count = min(sizes[big] - int(share), int(share) + 1 - sizes[small])
+        if count <= 0:
+            return
+        _call(handles[small], "take", _call(handles[big], "give", count))
+        sizes[big] -= count
+        sizes[small] += count
+
+
+def sharded_breadth_first(
+    init: S,
+    successors: Successors[S, L],
+    check: Check[S],
+    *,
+    shards: int,
+    canonical: Callable[[S], Hashable] | None = None,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    new_level: Callable[[], Level[S]] = ListLevel,
+) -> SearchResult[S, L]:
+    """The sharded search with every shard in this process: the same result as
+    ``breadth_first`` whatever ``shards`` is (tested), as the multi-process search's is."""
+    key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
+
+    def fingerprint(state: S) -> int:
+        return hash(key(state))
+
+    parts = [Shard(k, shards, successors, check, fingerprint, new_level) for k in range(shards)]
+    root = fingerprint(init)
+    parts[root % shards].start(root, init)
+    try:
+        return search_levels(
+            init,
+            successors,
+            check,
+            fingerprint,
+            [InProcessShard(part) for part in parts],
+            max_states=max_states,
+            max_depth=max_depth,
+            progress=progress,
+        )
+    finally:
+        for part in parts:
+            part.close_all()
