@@ -175,15 +175,174 @@ def _permuted_hash(
     )
 
 
-def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
-    """The smallest hash over the orbit of ``s``: equal for every member of the orbit.
-
-    Each candidate equals ``hash(permute(s, ...))`` (tested), computed without building the
-    permuted state.
-    """
+def orbit_min_fingerprint(cfg: ModelConfig, s: State) -> int:
+    """The smallest hash over the whole orbit of ``s`` (every renaming): the reference that
+    ``canonical_fingerprint`` must agree with orbit for orbit (tests only: 12 hashes a state
+    for 3 bookies and 2 clients)."""
     best = hash(s)
     for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
         h = _permuted_hash(s, bmap, cmap, table)
         if h < best:
             best = h
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Signatures: what a bookie or client looks like without naming any other bookie or client
+# --------------------------------------------------------------------------------------------
+
+
+def _client_own(c: ClientState) -> int:
+    # The client's values that name no bookie and no client.
+    return hash(
+        (
+            c.meta_version,
+            c.status,
+            c.lap,
+            c.lac,
+            c.curr_read_entry,
+            c.recovery_phase,
+            c.last_recoverable_entry,
+            len(c.fragments),
+            c.curr_fragment is None,
+        )
+    )
+
+
+def _client_masks(c: ClientState) -> tuple[int, ...]:
+    # Every bookie set of a client, in an order that names nobody (field, then position).
+    return (
+        c.fenced,
+        c.recovery_ensemble,
+        *c.confirmed,
+        *[f.ensemble for f in c.fragments],
+        0 if c.curr_fragment is None else c.curr_fragment.ensemble,
+    )
+
+
+def signatures(s: State) -> tuple[list[int], list[int]]:
+    """A key per bookie and per client that renaming leaves with its owner.
+
+    ``sig(permute(s, b, c))[b[k]] == sig(s)[k]`` for every renaming (tested): each key is
+    built from the owner's own values and from how it relates to the others' *own* values,
+    never from an index. Sums of hashes make the contributions of messages and masks a
+    multiset, so their order (the order of ids) does not matter. Keys are ints, only compared
+    for order and equality: two different signatures with the same hash merely tie.
+    """
+    nb = len(s.b_fenced)
+    bookie_own = [
+        hash((s.b_entries[b], s.b_fenced[b], s.b_lac[b], s.b_limbo[b])) for b in range(nb)
+    ]
+    client_own = [_client_own(c) for c in s.clients]
+    bsig = bookie_own[:]
+    csig = client_own[:]
+    for message, count in s.messages:
+        kind_rest = (message[0], count, message[3:])
+        b = message[1]
+        cid = message[2]
+        bsig[b] += hash((kind_rest, client_own[cid]))
+        csig[cid] += hash((kind_rest, bookie_own[b]))
+    for i, c in enumerate(s.clients):
+        own = client_own[i]
+        masks = _client_masks(c)
+        # Which of the client's sets each bookie is in (a bit per set, in the sets' order).
+        for b in range(nb):
+            bits = 0
+            for m in masks:
+                bits = bits + bits + (m >> b & 1)
+            if bits:
+                bsig[b] += hash((own, bits))
+        for op in c.pending_add_ops:
+            h = hash((op.entry, op.fragment_id, own))
+            for b in range(nb):
+                if op.ensemble >> b & 1:
+                    bsig[b] += h
+        for r in c.read_responses:
+            h = hash((r.kind, r.entry, r.fence, r.code))
+            bsig[r.bookie] += hash((h, own))
+            csig[i] += hash((h, bookie_own[r.bookie]))
+        csig[i] += hash(
+            (
+                tuple(m.bit_count() for m in masks),
+                frozenset((op.entry, op.fragment_id) for op in c.pending_add_ops),
+            )
+        )
+    for j, f in enumerate(s.meta_fragments):
+        h = hash((j, f.id, f.first_entry_id))
+        for b in range(nb):
+            if f.ensemble >> b & 1:
+                bsig[b] += h
+    return bsig, csig
+
+
+@cache
+def _ranked(order: tuple[int, ...], ties: tuple[bool, ...]) -> tuple[tuple[int, ...], ...]:
+    """Every renaming (``map[old] = new``) that sends ``order`` (indexes sorted by key) to
+    0..n-1 up to ties: ``ties[i]`` says position ``i + 1`` has the same key as position ``i``,
+    and positions with equal keys may take each other's place."""
+    groups: list[list[int]] = [[0]]
+    for i, tied in enumerate(ties, start=1):
+        if tied:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out = []
+    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
+        positions = [p for chosen in choice for p in chosen]
+        mapping = [0] * len(order)
+        for i, old in enumerate(order):
+            mapping[old] = positions[i]
+        out.append(tuple(mapping))
+    return tuple(out)
+
+
+@cache
+def _table(bmap: tuple[int, ...]) -> tuple[int, ...]:
+    n = len(bmap)
+    return tuple(sum(1 << bmap[b] for b in range(n) if mask >> b & 1) for mask in range(1 << n))
+
+
+#: A candidate renaming; None is the identity (hash the state itself).
+_Candidate = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None
+
+
+@cache
+def _candidates(
+    border: tuple[int, ...],
+    bties: tuple[bool, ...],
+    corder: tuple[int, ...],
+    cties: tuple[bool, ...],
+) -> tuple[_Candidate, ...]:
+    bmaps = _ranked(border, bties)
+    cmaps = _ranked(corder, cties)
+    identity_b = tuple(range(len(border)))
+    identity_c = tuple(range(len(corder)))
+    return tuple(
+        None if bmap == identity_b and cmap == identity_c else (bmap, cmap, _table(bmap))
+        for bmap in bmaps
+        for cmap in cmaps
+    )
+
+
+def _sorted_with_ties(keys: list[int]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    order = tuple(sorted(range(len(keys)), key=keys.__getitem__))
+    return order, tuple(keys[order[i]] == keys[order[i - 1]] for i in range(1, len(order)))
+
+
+def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
+    """A fingerprint equal for every member of the orbit of ``s``, and (hash collisions
+    aside) for no other state.
+
+    The smallest hash over the orbit members whose bookies, and clients, are in ascending
+    order of signature; usually one, so one hash instead of one per renaming. Each candidate
+    equals ``hash(permute(s, ...))`` (tested), computed without building the permuted state.
+    """
+    bsig, csig = signatures(s)
+    candidates = _candidates(*_sorted_with_ties(bsig), *_sorted_with_ties(csig))
+    best: int | None = None
+    for candidate in candidates:
+        h = hash(s) if candidate is None else _permuted_hash(s, *candidate)
+        if best is None or h < best:
+            best = h
+    assert best is not None
     return best
