@@ -12,10 +12,12 @@ As with TLC, symmetry is only sound when the spec treats bookies and clients ali
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import cache
 
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import (
+    KIND_NAMES,
     ClientState,
     Fragment,
     Message,
@@ -117,14 +119,24 @@ def permute(
     )
 
 
-def _plain_fragment(
-    f: Fragment | None, table: tuple[int, ...], bmap: tuple[int, ...]
-) -> tuple[object, ...] | None:
-    return None if f is None else (f.id, table[f.ensemble], f.first_entry_id, _order(f.order, bmap))
+def _plain_fragments(
+    fragments: tuple[Fragment, ...], table: tuple[int, ...], bmap: tuple[int, ...]
+) -> tuple[tuple[object, ...], ...]:
+    # Unpacked and inlined (no call per fragment): this runs for every candidate renaming.
+    return tuple(
+        [
+            (i, table[e], first, tuple([bmap[b] for b in o]) if o else ())
+            for i, e, first, o in fragments
+        ]
+    )
 
 
-def _plain_message(m: Message, bmap: tuple[int, ...], cmap: tuple[int, ...]) -> tuple[object, ...]:
-    return (m[0], bmap[m[1]], cmap[m[2]], *m[3:])
+@cache
+def _inverse(mapping: tuple[int, ...]) -> tuple[int, ...]:
+    out = [0] * len(mapping)
+    for old, new in enumerate(mapping):
+        out[new] = old
+    return tuple(out)
 
 
 def _permuted_hash(
@@ -133,44 +145,59 @@ def _permuted_hash(
     """``hash(permute(s, ...))`` without building the permuted state.
 
     A NamedTuple hashes as the plain tuple of its fields, so plain tuples give the same value
-    at a fraction of the cost: this is what makes symmetry reduction affordable.
+    at a fraction of the cost: this is what makes symmetry reduction affordable. Written
+    flat (comprehensions, no helper call per message or fragment): it is the inner loop.
     """
     clients: list[tuple[object, ...]] = [()] * len(s.clients)
     for c in s.clients:
-        clients[cmap[c.id]] = (
-            cmap[c.id],
+        new_id = cmap[c.id]
+        curr = c.curr_fragment
+        ro = c.recovery_order
+        clients[new_id] = (
+            new_id,
             c.meta_version,
             c.status,
-            tuple(_plain_fragment(f, table, bmap) for f in c.fragments),
-            _plain_fragment(c.curr_fragment, table, bmap),
+            _plain_fragments(c.fragments, table, bmap),
+            None
+            if curr is None
+            else (
+                curr.id,
+                table[curr.ensemble],
+                curr.first_entry_id,
+                tuple([bmap[b] for b in curr.order]) if curr.order else (),
+            ),
             frozenset(
-                (op.entry, op.fragment_id, table[op.ensemble], _order(op.order, bmap))
-                for op in c.pending_add_ops
+                [
+                    (entry, fid, table[e], tuple([bmap[b] for b in o]) if o else ())
+                    for entry, fid, e, o in c.pending_add_ops
+                ]
             ),
             c.lap,
             c.lac,
-            tuple(table[m] for m in c.confirmed),
+            tuple([table[m] for m in c.confirmed]),
             table[c.fenced],
             table[c.recovery_ensemble],
             c.curr_read_entry,
-            frozenset(_plain_message(r, bmap, cmap) for r in c.read_responses),
+            frozenset([(r[0], bmap[r[1]], cmap[r[2]], *r[3:]) for r in c.read_responses]),
             c.recovery_phase,
             c.last_recoverable_entry,
-            _order(c.recovery_order, bmap),
+            tuple([bmap[b] for b in ro]) if ro else (),
         )
+    inv = _inverse(bmap)
+    entries, fenced, lac, limbo = s.b_entries, s.b_fenced, s.b_lac, s.b_limbo
     return hash(
         (
             s.meta_status,
-            tuple(_plain_fragment(f, table, bmap) for f in s.meta_fragments),
+            _plain_fragments(s.meta_fragments, table, bmap),
             s.meta_last_entry,
             s.meta_version,
-            _by_map(s.b_entries, bmap),
-            _by_map(s.b_fenced, bmap),
-            _by_map(s.b_lac, bmap),
-            _by_map(s.b_limbo, bmap),
+            tuple([entries[b] for b in inv]),
+            tuple([fenced[b] for b in inv]),
+            tuple([lac[b] for b in inv]),
+            tuple([limbo[b] for b in inv]),
             s.crashes,
             tuple(clients),
-            frozenset((_plain_message(m, bmap, cmap), count) for m, count in s.messages),
+            frozenset([((m[0], bmap[m[1]], cmap[m[2]], *m[3:]), n) for m, n in s.messages]),
         )
     )
 
@@ -302,6 +329,9 @@ def _table(bmap: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sum(1 << bmap[b] for b in range(n) if mask >> b & 1) for mask in range(1 << n))
 
 
+#: What bookies and clients are sorted by: a quick key, or a quick key and a signature.
+_Key = int | tuple[int, int]
+
 #: A candidate renaming; None is the identity (hash the state itself).
 _Candidate = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None
 
@@ -324,9 +354,61 @@ def _candidates(
     )
 
 
-def _sorted_with_ties(keys: list[int]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+def _sorted_with_ties(keys: Sequence[_Key]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     order = tuple(sorted(range(len(keys)), key=keys.__getitem__))
     return order, tuple(keys[order[i]] == keys[order[i - 1]] for i in range(1, len(order)))
+
+
+#: ``_WEIGHT[count][kind]``: what a message of that kind and delivery count (1, 0 or -1: the
+#: last row) adds to the quick key of its bookie and of its client. Six bits a (kind, count),
+#: so the sum counts each up to 63 (beyond, sums may merely tie: still invariant).
+_WEIGHT = tuple(
+    tuple(1 << 6 * (3 * kind + row) for kind in range(len(KIND_NAMES))) for row in range(3)
+)
+
+
+def quick_keys(s: State) -> tuple[list[int], list[int]]:
+    """Cheap keys with the same invariance as :func:`signatures`: each bookie's and client's
+    own values and how many messages of each kind and delivery count it has.
+
+    Enough to tell the bookies and clients apart in nearly every state of the Defect-1 search
+    (under 7% tie, and the full signatures break almost none of those ties: they are true
+    automorphisms), at a fifth of the signatures' cost.
+    """
+    nb = len(s.b_fenced)
+    bsum = [0] * nb
+    csum = [0] * len(s.clients)
+    weight = _WEIGHT
+    for m, n in s.messages:
+        w = weight[n][m[0]]
+        bsum[m[1]] += w
+        csum[m[2]] += w
+    entries, fenced, lac, limbo = s.b_entries, s.b_fenced, s.b_lac, s.b_limbo
+    return (
+        [hash((entries[b], fenced[b], lac[b], limbo[b], bsum[b])) for b in range(nb)],
+        [
+            hash(
+                (
+                    c.meta_version,
+                    c.status,
+                    c.lap,
+                    c.lac,
+                    c.curr_read_entry,
+                    c.recovery_phase,
+                    c.last_recoverable_entry,
+                    len(c.fragments),
+                    len(c.pending_add_ops),
+                    len(c.read_responses),
+                    csum[i],
+                )
+            )
+            for i, c in enumerate(s.clients)
+        ],
+    )
+
+
+def _has_tie(keys: list[int]) -> bool:
+    return len(set(keys)) < len(keys)
 
 
 def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
@@ -334,11 +416,19 @@ def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
     aside) for no other state.
 
     The smallest hash over the orbit members whose bookies, and clients, are in ascending
-    order of signature; usually one, so one hash instead of one per renaming. Each candidate
+    order of their keys; usually one, so one hash instead of one per renaming. Each candidate
     equals ``hash(permute(s, ...))`` (tested), computed without building the permuted state.
     """
-    bsig, csig = signatures(s)
-    candidates = _candidates(*_sorted_with_ties(bsig), *_sorted_with_ties(csig))
+    quick_b, quick_c = quick_keys(s)
+    bkeys: Sequence[_Key] = quick_b
+    ckeys: Sequence[_Key] = quick_c
+    if _has_tie(quick_b) or _has_tie(quick_c):
+        # Whether the quick keys tie is itself the same for the whole orbit, so the choice
+        # of keys is too. The signatures only ever split a tie of the quick keys.
+        bsig, csig = signatures(s)
+        bkeys = list(zip(quick_b, bsig, strict=True))
+        ckeys = list(zip(quick_c, csig, strict=True))
+    candidates = _candidates(*_sorted_with_ties(bkeys), *_sorted_with_ties(ckeys))
     best: int | None = None
     for candidate in candidates:
         h = hash(s) if candidate is None else _permuted_hash(s, *candidate)

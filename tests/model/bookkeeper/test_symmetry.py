@@ -18,6 +18,7 @@ from model.bookkeeper.symmetry import (
     canonical_fingerprint,
     orbit_min_fingerprint,
     permute,
+    quick_keys,
     signatures,
 )
 from model.search.bfs import SearchResult, breadth_first
@@ -161,13 +162,15 @@ def test_signatures_go_with_their_owner_and_the_fingerprint_with_the_orbit(
     assert len(states) > 100
     for s in states:
         assert [c.id for c in s.clients] == list(range(cfg.clients))
-        bsig, csig = signatures(s)
+        keys = (signatures(s), quick_keys(s))
         fingerprint = canonical_fingerprint(cfg, s)
         for bmap, cmap, table in _permutations(cfg.bookies, cfg.clients):
             renamed = permute(s, bmap, cmap, table)
-            rbsig, rcsig = signatures(renamed)
-            assert [rbsig[bmap[b]] for b in range(cfg.bookies)] == bsig
-            assert [rcsig[cmap[c]] for c in range(cfg.clients)] == csig
+            for (bkeys, ckeys), (rbkeys, rckeys) in zip(
+                keys, (signatures(renamed), quick_keys(renamed)), strict=True
+            ):
+                assert [rbkeys[bmap[b]] for b in range(cfg.bookies)] == bkeys
+                assert [rckeys[cmap[c]] for c in range(cfg.clients)] == ckeys
             assert canonical_fingerprint(cfg, renamed) == fingerprint
 
 
