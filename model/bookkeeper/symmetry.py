@@ -354,9 +354,25 @@ def _candidates(
     )
 
 
+_TWO_IN_ORDER = ((0, 1), (False,))
+_TWO_REVERSED = ((1, 0), (False,))
+_TWO_TIED = ((0, 1), (True,))
+
+
 def _sorted_with_ties(keys: Sequence[_Key]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-    order = tuple(sorted(range(len(keys)), key=keys.__getitem__))
-    return order, tuple(keys[order[i]] == keys[order[i - 1]] for i in range(1, len(order)))
+    """The indexes in ascending order of key, and for each next position whether its key
+    equals the previous one's."""
+    if len(keys) == 2:  # two clients: the usual case, without a sort
+        first, second = keys
+        return (
+            _TWO_IN_ORDER
+            if first < second  # type: ignore[operator]
+            else _TWO_REVERSED
+            if second < first  # type: ignore[operator]
+            else _TWO_TIED
+        )
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return tuple(order), tuple([keys[order[i]] == keys[order[i - 1]] for i in range(1, len(order))])
 
 
 #: ``_WEIGHT[count][kind]``: what a message of that kind and delivery count (1, 0 or -1: the
@@ -429,6 +445,9 @@ def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
         bkeys = list(zip(quick_b, bsig, strict=True))
         ckeys = list(zip(quick_c, csig, strict=True))
     candidates = _candidates(*_sorted_with_ties(bkeys), *_sorted_with_ties(ckeys))
+    if len(candidates) == 1:
+        only = candidates[0]
+        return hash(s) if only is None else _permuted_hash(s, *only)
     best: int | None = None
     for candidate in candidates:
         h = hash(s) if candidate is None else _permuted_hash(s, *candidate)
