@@ -314,6 +314,9 @@ def signatures(s: State) -> tuple[list[int], list[int]]:
             h = hash((r.kind, r.entry, r.fence, r.code))
             bsig[r.bookie] += hash((h, own))
             csig[i] += hash((h, bookie_own[r.bookie]))
+        # A striped ensemble's positions name bookies; a bookie's position does not.
+        for pos, b in enumerate(c.recovery_order):
+            bsig[b] += hash((own, pos))
         csig[i] += hash(
             (
                 tuple(m.bit_count() for m in masks),
@@ -325,6 +328,8 @@ def signatures(s: State) -> tuple[list[int], list[int]]:
         for b in range(nb):
             if f.ensemble >> b & 1:
                 bsig[b] += h
+        for pos, b in enumerate(f.order):
+            bsig[b] += hash((h, pos))
     return bsig, csig
 
 
