@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from model.bookkeeper import explore
 from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
@@ -211,6 +212,13 @@ def test_the_reduced_search_finds_what_the_whole_orbit_minimum_finds(
         reference.depth,
         reference.complete,
     )
+    # The explorer's own symmetric search (which memoises fingerprints) agrees too.
+    explored = check_exhaustively(cfg, symmetry=True, max_depth=max_depth)
+    assert (explored.distinct_states, explored.depth, explored.complete) == (
+        reference.distinct_states,
+        reference.depth,
+        reference.complete,
+    )
 
 
 @pytest.mark.slow
@@ -221,3 +229,12 @@ def test_the_reduced_search_finds_what_the_whole_orbit_minimum_finds_on_b2_c2() 
     assert ours.complete and reference.complete
     assert (ours.distinct_states, ours.depth) == (reference.distinct_states, reference.depth)
     assert (ours.distinct_states, ours.depth) == (71_528, 28)
+
+
+def test_a_full_fingerprint_memo_is_cleared_without_changing_the_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explore, "_MEMO_SIZE", 64)
+    cfg = ModelConfig(bookies=3, clients=1, write_quorum=2, ack_quorum=1, send_limit=2)
+    reduced = check_exhaustively(cfg, symmetry=True)
+    assert reduced.complete and (reduced.distinct_states, reduced.depth) == (7_107, 19)
