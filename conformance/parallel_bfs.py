@@ -35,7 +35,7 @@ from model.search.bfs import (
     Successors,
     breadth_first,
 )
-from model.search.sharded_bfs import Shard, perform, search_levels
+from model.search.sharded_bfs import NO_LIMIT, Shard, perform, search_levels
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -47,6 +47,25 @@ _STOP_TIMEOUT_S = 5.0
 
 class ParallelSearchError(ConformanceError):
     """A worker of the parallel search failed or died."""
+
+
+class _SharedRankLimit:
+    """The shards' ``RankLimit`` in shared memory. ``lower`` is not atomic: a race can keep
+    the larger of two ranks, which only makes a worker expand more, never skip a parent that
+    could lead to the first violation."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def get(self) -> int:
+        return int(self._value.value)
+
+    def lower(self, rank: int) -> None:
+        if rank < self._value.value:
+            self._value.value = rank
+
+    def reset(self) -> None:
+        self._value.value = NO_LIMIT
 
 
 def _serve(conn: Connection, shard: Shard[Any, Any]) -> None:
@@ -184,12 +203,13 @@ class ParallelBreadthFirst:
             return hash(key(state))
 
         context = multiprocessing.get_context("fork")
+        limit = _SharedRankLimit(context.Value("q", NO_LIMIT, lock=False))
         root = fingerprint(init)
         handles: list[_ProcessShard] = []
         try:
             for index in range(self.workers):
                 shard: Shard[S, L] = Shard(
-                    index, self.workers, successors, check, fingerprint, new_level
+                    index, self.workers, successors, check, fingerprint, limit, new_level
                 )
                 if root % self.workers == index:
                     shard.start(root, init)
@@ -207,6 +227,7 @@ class ParallelBreadthFirst:
                 check,
                 fingerprint,
                 handles,
+                limit,
                 max_states=max_states,
                 max_depth=max_depth,
                 progress=progress,

@@ -20,6 +20,7 @@ from model.search.bfs import (
     Step,
     breadth_first,
 )
+from model.search.memo import remembering
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
@@ -43,12 +44,6 @@ def _check(cfg: ModelConfig, invariants: tuple[Invariant, ...]) -> Callable[[Sta
     return check
 
 
-#: Canonical fingerprints remembered by a symmetric search (cleared when full). In the
-#: Defect-1 search 64Ki entries (a few MB) catch all of the 56% repeats a whole-search memo
-#: catches.
-_MEMO_SIZE = 1 << 16
-
-
 def check_exhaustively(
     cfg: ModelConfig,
     *,
@@ -64,22 +59,7 @@ def check_exhaustively(
     reduction over bookies and clients)."""
     canonical: Callable[[State], Hashable] | None = None
     if symmetry:
-        memo: dict[int, int] = {}
-
-        def canonical(state: State) -> Hashable:
-            # Over half the states a breadth-first search generates are a concrete state it
-            # generated shortly before (the same successor of another parent): a small memo
-            # keyed by the state's hash skips their canonicalisation. Keyed by hash as the
-            # search without symmetry keys its seen set, assuming as it does that two states
-            # (here, within the memo's window) never share a 64-bit hash.
-            h = hash(state)
-            fingerprint = memo.get(h)
-            if fingerprint is None:
-                if len(memo) >= _MEMO_SIZE:
-                    memo.clear()
-                fingerprint = memo[h] = canonical_fingerprint(cfg, state)
-            return fingerprint
-
+        canonical = remembering(lambda state: canonical_fingerprint(cfg, state))
     return search(
         init_state(cfg),
         _successors(cfg),

@@ -26,8 +26,9 @@ search would have stopped at. So counts, depth and the counterexample trace do n
 the number of shards, even where symmetry reduction is not quite sound (an orbit's
 representative is always the same state). Invariants must be symmetric, as TLC requires.
 
-The search stops at the end of the level that holds a violation (the single-process search
-stops at the state), so it counts more states on the way to a violation.
+Once a shard meets a violating candidate, no shard expands a parent ranked after its parent
+(``RankLimit``), and the search stops after that level: it may count more states than the
+single-process search on the way to a violation, never a different violation.
 
 Pure: no processes, no clock, no files (a caller may pass disk-backed levels).
 """
@@ -60,6 +61,37 @@ L = TypeVar("L")
 KEY_BITS = 20
 
 
+NO_LIMIT = (1 << 62) - 1
+
+
+class RankLimit(Protocol):
+    """The rank past which no shard need expand in this level: the parent of a violating
+    candidate already met. Shared by the shards of one search (across processes: shared
+    memory, set by the driver at each level's start)."""
+
+    def get(self) -> int: ...
+
+    def lower(self, rank: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+class LocalRankLimit:
+    """A ``RankLimit`` for shards in one process."""
+
+    def __init__(self) -> None:
+        self.value = NO_LIMIT
+
+    def get(self) -> int:
+        return self.value
+
+    def lower(self, rank: int) -> None:
+        self.value = min(self.value, rank)
+
+    def reset(self) -> None:
+        self.value = NO_LIMIT
+
+
 @dataclass(frozen=True)
 class FirstViolation:
     key: int
@@ -83,6 +115,7 @@ class Shard(Generic[S, L]):
         successors: Successors[S, L],
         check: Check[S],
         fingerprint: Callable[[S], int],
+        limit: RankLimit,
         new_level: Callable[[], Level[S]] = ListLevel,
     ) -> None:
         self.index = index
@@ -90,6 +123,7 @@ class Shard(Generic[S, L]):
         self._successors = successors
         self._check = check
         self._fingerprint = fingerprint
+        self._limit = limit
         self._new_level = new_level
         #: The owned fingerprints seen, each with its parent's (None: the initial state).
         self.seen: dict[int, int | None] = {}
@@ -98,6 +132,8 @@ class Shard(Generic[S, L]):
         self._level: Level[S] = new_level()
         self._ranks = array("q")
         self._candidates: dict[int, tuple[int, int, S]] = {}
+        #: The candidates that break invariants, and which.
+        self._broken: dict[int, list[str]] = {}
         self._keys = array("q")
         self.generated = 0
 
@@ -112,10 +148,18 @@ class Shard(Generic[S, L]):
         return len(self._level)
 
     def expand(self) -> list[array[int]]:
-        """Step 1. Returns the proposals per owner: (fingerprint, key, parent) triples."""
+        """Step 1. Returns the proposals per owner: (fingerprint, key, parent) triples.
+
+        Candidates are checked here, so that a violation stops the level early: a violating
+        candidate is new (a state seen before that broke an invariant would have ended the
+        search), so the first violation of the level has a key at most its key, and no shard
+        need expand a parent of a higher rank. The level is kept in rank order."""
         shards, seen, proposed = self.shards, self.seen, self._proposed
-        fingerprint, candidates = self._fingerprint, self._candidates
+        fingerprint, candidates, check = self._fingerprint, self._candidates, self._check
+        limit = self._limit
         for (parent, state), rank in zip(self._level, self._ranks, strict=True):
+            if rank > limit.get():
+                break
             base = rank << KEY_BITS
             options = self._successors(state)
             self.generated += len(options)
@@ -124,7 +168,13 @@ class Shard(Generic[S, L]):
                 if fp in seen or fp in proposed:
                     continue
                 current = candidates.get(fp)
-                if current is None or (base | n) < current[0]:
+                if current is None:
+                    candidates[fp] = (base | n, parent, succ)
+                    broken = check(succ)
+                    if broken:
+                        self._broken[fp] = broken
+                        limit.lower(rank)
+                elif (base | n) < current[0]:
                     candidates[fp] = (base | n, parent, succ)
         outgoing = [array("q") for _ in range(shards)]
         me = self.index
@@ -155,9 +205,10 @@ class Shard(Generic[S, L]):
     def keep(self, won: Sequence[array[int]]) -> tuple[array[int], FirstViolation | None]:
         """Step 3. Returns the keys of this shard's part of the next level, in order, and its
         first violation."""
-        candidates = self._candidates
+        candidates, broken = self._candidates, self._broken
         kept = sorted((candidates[fp][0], fp, candidates[fp][2]) for part in won for fp in part)
         self._candidates = {}
+        self._broken = {}
         self._level.close()
         self._level = self._new_level()
         first: FirstViolation | None = None
@@ -165,10 +216,8 @@ class Shard(Generic[S, L]):
         for key, fp, state in kept:
             self._level.append((fp, state))
             keys.append(key)
-            if first is None:
-                broken = self._check(state)
-                if broken:
-                    first = FirstViolation(key, fp, broken)
+            if first is None and fp in broken:
+                first = FirstViolation(key, fp, broken[fp])
         self._keys = keys
         return keys, first
 
@@ -285,6 +334,7 @@ def search_levels(
     check: Check[S],
     fingerprint: Callable[[S], int],
     handles: Sequence[ShardHandle],
+    limit: RankLimit,
     *,
     max_states: int | None = None,
     max_depth: int | None = None,
@@ -308,6 +358,7 @@ def search_levels(
     while level_size:
         if max_depth is not None and depth >= max_depth:
             return result(False, None, f"depth limit {max_depth} reached")
+        limit.reset()
         expanded = _everywhere(handles, "expand", [None] * shards)
         generated = 1 + sum(made for _proposals, made in expanded)
         won = _everywhere(
@@ -383,7 +434,10 @@ def sharded_breadth_first(
     def fingerprint(state: S) -> int:
         return hash(key(state))
 
-    parts = [Shard(k, shards, successors, check, fingerprint, new_level) for k in range(shards)]
+    limit = LocalRankLimit()
+    parts = [
+        Shard(k, shards, successors, check, fingerprint, limit, new_level) for k in range(shards)
+    ]
     root = fingerprint(init)
     parts[root % shards].start(root, init)
     try:
@@ -393,6 +447,7 @@ def sharded_breadth_first(
             check,
             fingerprint,
             [InProcessShard(part) for part in parts],
+            limit,
             max_states=max_states,
             max_depth=max_depth,
             progress=progress,

@@ -16,6 +16,7 @@ from model.search.bfs import (
     Step,
     breadth_first,
 )
+from model.search.memo import remembering
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
@@ -67,7 +68,7 @@ def check_exhaustively(
         initial_state(cfg),
         successor_function(cfg),
         check_function(cfg, invariants),
-        canonical=canonical_fingerprint if symmetry else None,
+        canonical=remembering(canonical_fingerprint) if symmetry else None,
         max_states=max_states,
         max_depth=max_depth,
         progress=progress,

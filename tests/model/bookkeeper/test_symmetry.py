@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from model.bookkeeper import explore
 from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
@@ -22,6 +21,7 @@ from model.bookkeeper.symmetry import (
     quick_keys,
     signatures,
 )
+from model.search import memo
 from model.search.bfs import SearchResult, breadth_first
 
 CFG = ModelConfig(bookies=3, clients=2, write_quorum=2, ack_quorum=1)
@@ -234,7 +234,7 @@ def test_the_reduced_search_finds_what_the_whole_orbit_minimum_finds_on_b2_c2() 
 def test_a_full_fingerprint_memo_is_cleared_without_changing_the_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(explore, "_MEMO_SIZE", 64)
+    monkeypatch.setattr(memo, "MEMO_SIZE", 64)
     cfg = ModelConfig(bookies=3, clients=1, write_quorum=2, ack_quorum=1, send_limit=2)
     reduced = check_exhaustively(cfg, symmetry=True)
     assert reduced.complete and (reduced.distinct_states, reduced.depth) == (7_107, 19)
