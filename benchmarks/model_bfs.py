@@ -107,7 +107,7 @@ def run(name: str, symmetry: bool, workers: int, seconds: float | None) -> None:
             cfg,
             symmetry=symmetry,
             progress=progress,
-            new_level=spilling(),
+            new_level=spilling(workers=workers),
             search=ParallelBreadthFirst(workers),
         )
     except OutOfTime:

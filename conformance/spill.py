@@ -58,6 +58,11 @@ class SpillingLevel(Generic[S]):
             self._file = None
 
 
-def spilling(spill_over: int = DEFAULT_SPILL_OVER) -> Callable[[], SpillingLevel[S]]:
-    """A level factory for ``breadth_first(new_level=...)``."""
-    return lambda: SpillingLevel(spill_over)
+def spilling(
+    spill_over: int = DEFAULT_SPILL_OVER, *, workers: int = 1
+) -> Callable[[], SpillingLevel[S]]:
+    """A level factory for ``breadth_first(new_level=...)``. With ``workers`` processes each
+    keeps its share of ``spill_over`` in memory (each holds two levels at a time, as the single
+    process does: the one it reads and the one it writes), so memory does not grow with them."""
+    share = max(1, spill_over // workers)
+    return lambda: SpillingLevel(share)

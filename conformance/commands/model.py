@@ -94,7 +94,7 @@ def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
             symmetry=args.symmetry,
             max_states=args.max_states or None,
             progress=progress,
-            new_level=spilling(),
+            new_level=spilling(workers=args.workers),
             search=ParallelBreadthFirst(args.workers),
         ),
         mode=search_mode("" if args.symmetry else None, args.workers),

@@ -155,7 +155,7 @@ def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
             symmetry=args.symmetry,
             max_states=args.max_states or None,
             progress=progress,
-            new_level=spilling(),
+            new_level=spilling(workers=args.workers),
             search=ParallelBreadthFirst(args.workers),
         ),
         mode=search_mode(" over servers" if args.symmetry else None, args.workers),

@@ -131,7 +131,10 @@ class Shard(Generic[S, L]):
         self._proposed: set[int] = set()
         self._level: Level[S] = new_level()
         self._ranks = array("q")
-        self._candidates: dict[int, tuple[int, int, S]] = {}
+        #: This level's candidates: fingerprint -> (key, parent); their states are in
+        #: ``_met``, in the order met, which is the order of their keys.
+        self._candidates: dict[int, tuple[int, int]] = {}
+        self._met: Level[S] = new_level()
         #: The candidates that break invariants, and which.
         self._broken: dict[int, list[str]] = {}
         self._keys = array("q")
@@ -153,10 +156,14 @@ class Shard(Generic[S, L]):
         Candidates are checked here, so that a violation stops the level early: a violating
         candidate is new (a state seen before that broke an invariant would have ended the
         search), so the first violation of the level has a key at most its key, and no shard
-        need expand a parent of a higher rank. The level is kept in rank order."""
+        need expand a parent of a higher rank.
+
+        The level is in rank order, so keys grow as states are met: the first candidate met
+        for a fingerprint has this shard's smallest key for it, and candidates' states can be
+        stored as they come (on disk past the level's limit) in key order."""
         shards, seen, proposed = self.shards, self.seen, self._proposed
         fingerprint, candidates, check = self._fingerprint, self._candidates, self._check
-        limit = self._limit
+        limit, met = self._limit, self._met
         for (parent, state), rank in zip(self._level, self._ranks, strict=True):
             if rank > limit.get():
                 break
@@ -167,18 +174,16 @@ class Shard(Generic[S, L]):
                 fp = fingerprint(succ)
                 if fp in seen or fp in proposed:
                     continue
-                current = candidates.get(fp)
-                if current is None:
-                    candidates[fp] = (base | n, parent, succ)
+                if fp not in candidates:
+                    candidates[fp] = (base | n, parent)
+                    met.append((fp, succ))
                     broken = check(succ)
                     if broken:
                         self._broken[fp] = broken
                         limit.lower(rank)
-                elif (base | n) < current[0]:
-                    candidates[fp] = (base | n, parent, succ)
         outgoing = [array("q") for _ in range(shards)]
         me = self.index
-        for fp, (key, parent, _state) in candidates.items():
+        for fp, (key, parent) in candidates.items():
             owner = fp % shards
             outgoing[owner].extend((fp, key, parent))
             if owner != me:
@@ -205,19 +210,24 @@ class Shard(Generic[S, L]):
     def keep(self, won: Sequence[array[int]]) -> tuple[array[int], FirstViolation | None]:
         """Step 3. Returns the keys of this shard's part of the next level, in order, and its
         first violation."""
-        candidates, broken = self._candidates, self._broken
-        kept = sorted((candidates[fp][0], fp, candidates[fp][2]) for part in won for fp in part)
-        self._candidates = {}
-        self._broken = {}
+        candidates, broken, met = self._candidates, self._broken, self._met
+        wins = {fp for part in won for fp in part}
         self._level.close()
-        self._level = self._new_level()
+        self._level = level = self._new_level()
         first: FirstViolation | None = None
         keys = array("q")
-        for key, fp, state in kept:
-            self._level.append((fp, state))
+        for fp, state in met:  # in key order
+            if fp not in wins:
+                continue
+            key = candidates[fp][0]
+            level.append((fp, state))
             keys.append(key)
             if first is None and fp in broken:
                 first = FirstViolation(key, fp, broken[fp])
+        met.close()
+        self._met = self._new_level()
+        self._candidates = {}
+        self._broken = {}
         self._keys = keys
         return keys, first
 
@@ -233,34 +243,44 @@ class Shard(Generic[S, L]):
     def give(self, count: int) -> list[tuple[int, int, S]]:
         """The last ``count`` states of the level (rank, fingerprint, state), for another
         shard; this shard keeps the rest."""
-        items = list(zip(self._ranks, self._level, strict=True))
-        keep, given = items[: len(items) - count], items[len(items) - count :]
-        self._refill(keep)
-        return [(rank, fp, state) for rank, (fp, state) in given]
+        stay = len(self._level) - count
+        given: list[tuple[int, int, S]] = []
+
+        def staying() -> Iterator[tuple[int, tuple[int, S]]]:
+            for place, (rank, item) in enumerate(zip(self._ranks, self._level, strict=True)):
+                if place < stay:
+                    yield rank, item
+                else:
+                    given.append((rank, *item))
+
+        self._refill(staying())
+        return given
 
     def take(self, moved: Sequence[tuple[int, int, S]]) -> None:
         """States another shard gave, merged into the level by rank."""
         ours = (
             (rank, fp, state) for rank, (fp, state) in zip(self._ranks, self._level, strict=True)
         )
-        merged = [
+        self._refill(
             (rank, (fp, state)) for rank, fp, state in heapq.merge(ours, moved, key=lambda x: x[0])
-        ]
-        self._refill(merged)
+        )
 
-    def _refill(self, items: list[tuple[int, tuple[int, S]]]) -> None:
-        self._level.close()
-        self._level = self._new_level()
-        self._ranks = array("q")
+    def _refill(self, items: Iterator[tuple[int, tuple[int, S]]]) -> None:
+        """The level made of ``items`` (read while the old level is still open)."""
+        level: Level[S] = self._new_level()
+        ranks = array("q")
         for rank, item in items:
-            self._level.append(item)
-            self._ranks.append(rank)
+            level.append(item)
+            ranks.append(rank)
+        self._level.close()
+        self._level, self._ranks = level, ranks
 
     def parent_of(self, fingerprint: int) -> int | None:
         return self.seen[fingerprint]
 
     def close_all(self) -> None:
         self._level.close()
+        self._met.close()
 
 
 class ShardHandle(Protocol):

@@ -10,6 +10,7 @@ import signal
 import pytest
 
 from conformance.parallel_bfs import ParallelBreadthFirst, ParallelSearchError
+from conformance.spill import spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.search.bfs import breadth_first
@@ -92,3 +93,12 @@ def test_the_first_fidelity_configuration_on_two_workers() -> None:
     cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
     result = check_exhaustively(cfg, search=ParallelBreadthFirst(2))
     assert result.complete and (result.distinct_states, result.depth) == (285_773, 28)
+
+
+def test_levels_spilled_to_disk_give_the_same_counts() -> None:
+    # A tiny spill limit sends the level, the candidates met and moved states through the
+    # pickled files.
+    result = check_exhaustively(
+        SECOND, search=ParallelBreadthFirst(2), new_level=spilling(100, workers=2)
+    )
+    assert result.complete and (result.distinct_states, result.depth) == (21_147, 19)
