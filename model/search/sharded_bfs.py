@@ -129,12 +129,16 @@ class Shard(Generic[S, L]):
         self.seen: dict[int, int | None] = {}
         #: Fingerprints of other shards this shard proposed: seen there since.
         self._proposed: set[int] = set()
+        #: The level: the states in ``_level`` whose fingerprint is in ``_members`` (all of
+        #: them when None), in rank order; ``_ranks`` has one rank per member.
         self._level: Level[S] = new_level()
+        self._members: set[int] | None = None
         self._ranks = array("q")
         #: This level's candidates: fingerprint -> (key, parent); their states are in
         #: ``_met``, in the order met, which is the order of their keys.
         self._candidates: dict[int, tuple[int, int]] = {}
         self._met: Level[S] = new_level()
+        self._met_fingerprints = array("q")  # the same order, in memory
         #: The candidates that break invariants, and which.
         self._broken: dict[int, list[str]] = {}
         self._keys = array("q")
@@ -148,7 +152,16 @@ class Shard(Generic[S, L]):
 
     @property
     def level_size(self) -> int:
-        return len(self._level)
+        return len(self._ranks)
+
+    def _states(self) -> Iterator[tuple[int, S]]:
+        members = self._members
+        if members is None:
+            yield from self._level
+            return
+        for item in self._level:
+            if item[0] in members:
+                yield item
 
     def expand(self) -> list[array[int]]:
         """Step 1. Returns the proposals per owner: (fingerprint, key, parent) triples.
@@ -163,8 +176,8 @@ class Shard(Generic[S, L]):
         stored as they come (on disk past the level's limit) in key order."""
         shards, seen, proposed = self.shards, self.seen, self._proposed
         fingerprint, candidates, check = self._fingerprint, self._candidates, self._check
-        limit, met = self._limit, self._met
-        for (parent, state), rank in zip(self._level, self._ranks, strict=True):
+        limit, met, met_fingerprints = self._limit, self._met, self._met_fingerprints
+        for (parent, state), rank in zip(self._states(), self._ranks, strict=True):
             if rank > limit.get():
                 break
             base = rank << KEY_BITS
@@ -177,6 +190,7 @@ class Shard(Generic[S, L]):
                 if fp not in candidates:
                     candidates[fp] = (base | n, parent)
                     met.append((fp, succ))
+                    met_fingerprints.append(fp)
                     broken = check(succ)
                     if broken:
                         self._broken[fp] = broken
@@ -212,20 +226,21 @@ class Shard(Generic[S, L]):
         first violation."""
         candidates, broken, met = self._candidates, self._broken, self._met
         wins = {fp for part in won for fp in part}
+        # The states met become the level, those lost filtered out as it is read: copying
+        # the winners would write a spilled level to disk twice.
         self._level.close()
-        self._level = level = self._new_level()
+        self._level, self._members = met, wins
+        self._met = self._new_level()
+        met_fingerprints, self._met_fingerprints = self._met_fingerprints, array("q")
         first: FirstViolation | None = None
         keys = array("q")
-        for fp, state in met:  # in key order
+        for fp in met_fingerprints:  # in key order
             if fp not in wins:
                 continue
             key = candidates[fp][0]
-            level.append((fp, state))
             keys.append(key)
             if first is None and fp in broken:
                 first = FirstViolation(key, fp, broken[fp])
-        met.close()
-        self._met = self._new_level()
         self._candidates = {}
         self._broken = {}
         self._keys = keys
@@ -243,11 +258,11 @@ class Shard(Generic[S, L]):
     def give(self, count: int) -> list[tuple[int, int, S]]:
         """The last ``count`` states of the level (rank, fingerprint, state), for another
         shard; this shard keeps the rest."""
-        stay = len(self._level) - count
+        stay = len(self._ranks) - count
         given: list[tuple[int, int, S]] = []
 
         def staying() -> Iterator[tuple[int, tuple[int, S]]]:
-            for place, (rank, item) in enumerate(zip(self._ranks, self._level, strict=True)):
+            for place, (rank, item) in enumerate(zip(self._ranks, self._states(), strict=True)):
                 if place < stay:
                     yield rank, item
                 else:
@@ -259,7 +274,7 @@ class Shard(Generic[S, L]):
     def take(self, moved: Sequence[tuple[int, int, S]]) -> None:
         """States another shard gave, merged into the level by rank."""
         ours = (
-            (rank, fp, state) for rank, (fp, state) in zip(self._ranks, self._level, strict=True)
+            (rank, fp, state) for rank, (fp, state) in zip(self._ranks, self._states(), strict=True)
         )
         self._refill(
             (rank, (fp, state)) for rank, fp, state in heapq.merge(ours, moved, key=lambda x: x[0])
@@ -273,7 +288,7 @@ class Shard(Generic[S, L]):
             level.append(item)
             ranks.append(rank)
         self._level.close()
-        self._level, self._ranks = level, ranks
+        self._level, self._ranks, self._members = level, ranks, None
 
     def parent_of(self, fingerprint: int) -> int | None:
         return self.seen[fingerprint]
