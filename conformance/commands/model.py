@@ -21,6 +21,7 @@ from conformance.commands.model_check import (
     run_exhaustive,
     run_simulation,
     search_mode,
+    simulation_refused,
 )
 from conformance.commands.options import add_model_options, config_from_args
 from conformance.parallel_bfs import ParallelBreadthFirst
@@ -75,12 +76,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)),
         file=out,
     )
-    if args.simulate and args.workers > 1:
-        print(
-            "bkconform model check: --workers is for the breadth-first search; "
-            "a simulation runs in one process",
-            file=sys.stderr,
-        )
+    if simulation_refused(args, "model check"):
         return EXIT_UNDECIDED
     if args.simulate:
         return _simulate(cfg, args, out)

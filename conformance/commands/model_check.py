@@ -4,6 +4,7 @@ search or a random simulation, and the exit code they give, whichever spec is se
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -64,6 +65,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def simulation_refused(args: argparse.Namespace, command: str) -> bool:
+    """A simulation runs in one process: ``--workers`` above 1 with ``--simulate`` is refused,
+    with a line saying so."""
+    if args.simulate and args.workers > 1:
+        print(
+            f"bkconform {command}: --workers is for the breadth-first search; "
+            "a simulation runs in one process",
+            file=sys.stderr,
+        )
+        return True
+    return False
 
 
 def search_mode(symmetry: str | None, workers: int) -> str:

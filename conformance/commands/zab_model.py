@@ -23,6 +23,7 @@ from conformance.commands.model_check import (
     run_exhaustive,
     run_simulation,
     search_mode,
+    simulation_refused,
 )
 from conformance.parallel_bfs import ParallelBreadthFirst
 from conformance.spill import spilling
@@ -136,12 +137,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for number in sorted(cfg.naive):
         print(f"Naive reading {number}: {NAIVE_READINGS[number]}", file=out)
     print("Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)), file=out)
-    if args.simulate and args.workers > 1:
-        print(
-            "bkconform zab model check: --workers is for the breadth-first search; "
-            "a simulation runs in one process",
-            file=sys.stderr,
-        )
+    if simulation_refused(args, "zab model check"):
         return EXIT_UNDECIDED
     if args.simulate:
         return _simulate(cfg, args, out)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from model.errors import ModelError
 from model.search.bfs import (
     Check,
     Level,
@@ -182,6 +183,8 @@ class Shard(Generic[S, L]):
                 break
             base = rank << KEY_BITS
             options = self._successors(state)
+            if len(options) >> KEY_BITS:
+                raise ModelError(f"a state with {len(options)} successors: keys hold fewer")
             self.generated += len(options)
             for n, (_label, succ) in enumerate(options):
                 fp = fingerprint(succ)

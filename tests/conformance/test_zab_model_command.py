@@ -66,3 +66,15 @@ def test_zab_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> Non
         main(["zab", "--help"])
     assert stopped.value.code == 0
     assert "{run,scenarios,model}" in capsys.readouterr().out
+
+
+def test_two_workers_give_the_same_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*SMALL, "--symmetry", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "with symmetry reduction over servers, 2 worker processes" in out
+    assert "3656 distinct states found" in out and "depth 32" in out
+
+
+def test_workers_with_a_simulation_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*SMALL, "--simulate", "--workers", "2"]) == 2
+    assert "zab model check: --workers is for the breadth-first search" in capsys.readouterr().err
