@@ -2,16 +2,16 @@
 multi-process search (``conformance.parallel_bfs`` runs each shard in a worker process).
 
 Each shard owns the fingerprints ``fp % shards == index``: their part of the seen set. States
-stay in the shard that generated them; only fingerprints travel. A level takes four steps,
-each shard doing its own part of each:
+stay in the shard that generated them; only fingerprints, keys and ranks travel. A level takes
+four steps, each shard doing its own part of each:
 
 1. **expand**: the shard's states of the level each give their successors; those not known
-   to be seen become candidates, and their (fingerprint, key, parent) are proposed to the
-   fingerprint's owner;
+   to be seen become candidates, checked against the invariants as they are met, and their
+   (fingerprint, key, parent) are proposed to the fingerprint's owner;
 2. **decide**: each owner takes every proposal for its fingerprints, keeps those not seen,
    the smallest key winning, records them as seen, and tells each shard which it won;
 3. **keep**: each shard keeps the candidates it won, ordered by key: its part of the next
-   level; it checks the invariants on them in that order;
+   level; it reports the first of them (by key) that breaks an invariant;
 4. **renumber**: each shard learns the place of its states in the whole next level. Then the
    driver may move states from a shard with many to one with few (``give``, ``take``), so
    that the work stays even.
@@ -150,10 +150,6 @@ class Shard(Generic[S, L]):
         self.seen[fingerprint] = None
         self._level.append((fingerprint, state))
         self._ranks.append(0)
-
-    @property
-    def level_size(self) -> int:
-        return len(self._ranks)
 
     def _states(self) -> Iterator[tuple[int, S]]:
         members = self._members
