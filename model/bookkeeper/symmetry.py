@@ -14,8 +14,8 @@ how it relates to the others' *own* values (never an index), so renaming a state
 each key to the renamed owner, ``key(pi(s))[pi(k)] == key(s)[k]`` (tested on random
 reachable states). Then the members of an orbit with sorted keys are the same set whichever
 member one starts from, and so is the smallest hash among them. Candidates are the renamings
-that sort the keys, permuting freely within ties (``_ranked``, cached per order and tie
-pattern).
+that sort the keys, permuting freely within ties (``model.search.renamings``, cached per order and
+tie pattern).
 
 Two levels of key, because a key must cost less than the hashes it saves:
 
@@ -51,6 +51,7 @@ from model.bookkeeper.records import (
     ReadResponse,
     State,
 )
+from model.search.renamings import mask_table, sorted_with_ties, sorting_renamings
 
 _Permutation = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
@@ -60,10 +61,7 @@ def _permutations(bookies: int, clients: int) -> tuple[_Permutation, ...]:
     """(bookie map, client map, bitmask table) for every non-identity permutation pair."""
     out = []
     for bmap in itertools.permutations(range(bookies)):
-        table = tuple(
-            sum(1 << bmap[b] for b in range(bookies) if mask >> b & 1)
-            for mask in range(1 << bookies)
-        )
+        table = mask_table(bmap)
         for cmap in itertools.permutations(range(clients)):
             if bmap == tuple(range(bookies)) and cmap == tuple(range(clients)):
                 continue
@@ -333,33 +331,6 @@ def signatures(s: State) -> tuple[list[int], list[int]]:
     return bsig, csig
 
 
-@cache
-def _ranked(order: tuple[int, ...], ties: tuple[bool, ...]) -> tuple[tuple[int, ...], ...]:
-    """Every renaming (``map[old] = new``) that sends ``order`` (indexes sorted by key) to
-    0..n-1 up to ties: ``ties[i]`` says position ``i + 1`` has the same key as position ``i``,
-    and positions with equal keys may take each other's place."""
-    groups: list[list[int]] = [[0]]
-    for i, tied in enumerate(ties, start=1):
-        if tied:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    out = []
-    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
-        positions = [p for chosen in choice for p in chosen]
-        mapping = [0] * len(order)
-        for i, old in enumerate(order):
-            mapping[old] = positions[i]
-        out.append(tuple(mapping))
-    return tuple(out)
-
-
-@cache
-def _table(bmap: tuple[int, ...]) -> tuple[int, ...]:
-    n = len(bmap)
-    return tuple(sum(1 << bmap[b] for b in range(n) if mask >> b & 1) for mask in range(1 << n))
-
-
 #: What bookies and clients are sorted by: a quick key, or a quick key and a signature.
 _Key = int | tuple[int, int]
 
@@ -374,36 +345,15 @@ def _candidates(
     corder: tuple[int, ...],
     cties: tuple[bool, ...],
 ) -> tuple[_Candidate, ...]:
-    bmaps = _ranked(border, bties)
-    cmaps = _ranked(corder, cties)
+    bmaps = sorting_renamings(border, bties)
+    cmaps = sorting_renamings(corder, cties)
     identity_b = tuple(range(len(border)))
     identity_c = tuple(range(len(corder)))
     return tuple(
-        None if bmap == identity_b and cmap == identity_c else (bmap, cmap, _table(bmap))
+        None if bmap == identity_b and cmap == identity_c else (bmap, cmap, mask_table(bmap))
         for bmap in bmaps
         for cmap in cmaps
     )
-
-
-_TWO_IN_ORDER = ((0, 1), (False,))
-_TWO_REVERSED = ((1, 0), (False,))
-_TWO_TIED = ((0, 1), (True,))
-
-
-def _sorted_with_ties(keys: Sequence[_Key]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-    """The indexes in ascending order of key, and for each next position whether its key
-    equals the previous one's."""
-    if len(keys) == 2:  # two clients: the usual case, without a sort
-        first, second = keys
-        return (
-            _TWO_IN_ORDER
-            if first < second  # type: ignore[operator]
-            else _TWO_REVERSED
-            if second < first  # type: ignore[operator]
-            else _TWO_TIED
-        )
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    return tuple(order), tuple([keys[order[i]] == keys[order[i - 1]] for i in range(1, len(order))])
 
 
 #: ``_WEIGHT[count][kind]``: what a message of that kind and delivery count (1, 0 or -1: the
@@ -475,7 +425,7 @@ def canonical_fingerprint(cfg: ModelConfig, s: State) -> int:
         bsig, csig = signatures(s)
         bkeys = list(zip(quick_b, bsig, strict=True))
         ckeys = list(zip(quick_c, csig, strict=True))
-    candidates = _candidates(*_sorted_with_ties(bkeys), *_sorted_with_ties(ckeys))
+    candidates = _candidates(*sorted_with_ties(bkeys), *sorted_with_ties(ckeys))
     if len(candidates) == 1:
         only = candidates[0]
         return hash(s) if only is None else _permuted_hash(s, *only)

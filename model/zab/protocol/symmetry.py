@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from functools import cache
 
+from model.search.renamings import mask_table, sorted_with_ties, sorting_renamings
 from model.zab.protocol.records import (
     ACKEPOCH,
     NEWLEADER,
@@ -48,11 +49,7 @@ def permutations(servers: int) -> tuple[Permutation, ...]:
         if perm == identity:
             continue
         inverse = tuple(perm.index(k) for k in range(servers))
-        table = tuple(
-            sum(1 << perm[b] for b in range(servers) if mask >> b & 1)
-            for mask in range(1 << servers)
-        )
-        out.append((perm, inverse, table))
+        out.append((perm, inverse, mask_table(perm)))
     return tuple(out)
 
 
@@ -218,25 +215,14 @@ def _by_perm(servers: int) -> dict[tuple[int, ...], Permutation]:
 
 
 @cache
-def _candidates(order: tuple[int, ...], ties: tuple[int, ...]) -> tuple[Permutation | None, ...]:
-    """The renamings that put the servers in ``order`` (``order[position]`` the old server),
-    servers of one tie group (``ties[position]`` its group) in any order among their
-    positions; ``None`` stands for the identity."""
-    n = len(order)
-    positions: dict[int, list[int]] = {}
-    for pos, tie in enumerate(ties):
-        positions.setdefault(tie, []).append(pos)
-    table = _by_perm(n)
-    out: list[Permutation | None] = []
-    groups = list(positions.values())
-    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
-        perm = [0] * n
-        for group, arranged in zip(groups, choice, strict=True):
-            for pos, source in zip(group, arranged, strict=True):
-                perm[order[source]] = pos
-        key = tuple(perm)
-        out.append(None if key == tuple(range(n)) else table[key])
-    return tuple(out)
+def _candidates(order: tuple[int, ...], ties: tuple[bool, ...]) -> tuple[Permutation | None, ...]:
+    """The renamings that sort the servers (``model.search.renamings``) with their inverses
+    and mask tables; ``None`` stands for the identity."""
+    by_perm = _by_perm(len(order))
+    identity = tuple(range(len(order)))
+    return tuple(
+        None if perm == identity else by_perm[perm] for perm in sorting_renamings(order, ties)
+    )
 
 
 def canonical_fingerprint(s: State) -> int:
@@ -253,13 +239,8 @@ def canonical_fingerprint(s: State) -> int:
     n = len(s.state)
     lengths = [len(channel) for channel in s.msgs]
     signatures = [_signature(s, k, n, lengths) for k in range(n)]
-    order = sorted(range(n), key=signatures.__getitem__)
-    ties = [0] * n
-    for pos in range(1, n):
-        same = signatures[order[pos]] == signatures[order[pos - 1]]
-        ties[pos] = ties[pos - 1] if same else ties[pos - 1] + 1
     best: int | None = None
-    for p in _candidates(tuple(order), tuple(ties)):
+    for p in _candidates(*sorted_with_ties(signatures)):
         h = hash(s) if p is None else permuted_hash(s, p)
         if best is None or h < best:
             best = h
