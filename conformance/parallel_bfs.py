@@ -34,8 +34,9 @@ from model.search.bfs import (
     SearchResult,
     Successors,
     breadth_first,
+    fingerprint_function,
 )
-from model.search.sharded_bfs import NO_LIMIT, Shard, perform, search_levels
+from model.search.sharded_bfs import NO_LIMIT, RankLimit, Shard, perform, search_levels
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -47,25 +48,6 @@ _STOP_TIMEOUT_S = 5.0
 
 class ParallelSearchError(ConformanceError):
     """A worker of the parallel search failed or died."""
-
-
-class _SharedRankLimit:
-    """The shards' ``RankLimit`` in shared memory. ``lower`` is not atomic: a race can keep
-    the larger of two ranks, which only makes a worker expand more, never skip a parent that
-    could lead to the first violation."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def get(self) -> int:
-        return int(self._value.value)
-
-    def lower(self, rank: int) -> None:
-        if rank < self._value.value:
-            self._value.value = rank
-
-    def reset(self) -> None:
-        self._value.value = NO_LIMIT
 
 
 def _serve(conn: Connection, shard: Shard[Any, Any]) -> None:
@@ -197,13 +179,9 @@ class ParallelBreadthFirst:
                 progress_every=progress_every,
                 new_level=new_level,
             )
-        key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
-
-        def fingerprint(state: S) -> int:
-            return hash(key(state))
-
+        fingerprint = fingerprint_function(canonical)
         context = multiprocessing.get_context("fork")
-        limit = _SharedRankLimit(context.Value("q", NO_LIMIT, lock=False))
+        limit = RankLimit(context.Value("q", NO_LIMIT, lock=False))
         root = fingerprint(init)
         handles: list[_ProcessShard] = []
         try:

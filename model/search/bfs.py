@@ -85,6 +85,19 @@ class ListLevel(Generic[S]):
         self._items = []
 
 
+def fingerprint_function(canonical: Canonical[S] | None) -> Callable[[S], int]:
+    """A state's fingerprint: the hash of the state, or of its ``canonical`` representative
+    under a symmetry."""
+    if canonical is None:
+        return hash
+    key = canonical
+
+    def fingerprint(state: S) -> int:
+        return hash(key(state))
+
+    return fingerprint
+
+
 class BreadthFirst(Protocol):
     """A breadth-first search with ``breadth_first``'s signature: ``breadth_first`` itself, or
     one that spreads the work (``conformance.parallel_bfs``). Explorers take one, so that the
@@ -133,11 +146,7 @@ def breadth_first(
     large levels on disk, as TLC keeps its queue (``conformance.spill``); memory then holds
     only the fingerprints.
     """
-    key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
-
-    def fingerprint(state: S) -> int:
-        return hash(key(state))
-
+    fingerprint = fingerprint_function(canonical)
     root = fingerprint(init)
     parent_of: dict[int, int | None] = {root: None}
     generated = 1

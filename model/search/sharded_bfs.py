@@ -52,6 +52,7 @@ from model.search.bfs import (
     Step,
     Successors,
     Violation,
+    fingerprint_function,
     rebuild_trace,
 )
 
@@ -65,32 +66,37 @@ KEY_BITS = 20
 NO_LIMIT = (1 << 62) - 1
 
 
-class RankLimit(Protocol):
-    """The rank past which no shard need expand in this level: the parent of a violating
-    candidate already met. Shared by the shards of one search (across processes: shared
-    memory, set by the driver at each level's start)."""
+class Cell(Protocol):
+    """Where a ``RankLimit`` keeps its value: a plain attribute, or shared memory
+    (``multiprocessing.Value``) for shards in several processes."""
 
-    def get(self) -> int: ...
-
-    def lower(self, rank: int) -> None: ...
-
-    def reset(self) -> None: ...
+    value: int
 
 
-class LocalRankLimit:
-    """A ``RankLimit`` for shards in one process."""
-
+class _LocalCell:
     def __init__(self) -> None:
         self.value = NO_LIMIT
 
+
+class RankLimit:
+    """The rank past which no shard need expand in this level: the parent of a violating
+    candidate already met. Shared by the shards of one search, reset by the driver at each
+    level's start. ``lower`` is not atomic across processes: a race can keep the larger of
+    two ranks, which only makes a shard expand more, never skip a parent that could lead to
+    the first violation."""
+
+    def __init__(self, cell: Cell | None = None) -> None:
+        self._cell: Cell = cell if cell is not None else _LocalCell()
+
     def get(self) -> int:
-        return self.value
+        return int(self._cell.value)
 
     def lower(self, rank: int) -> None:
-        self.value = min(self.value, rank)
+        if rank < self._cell.value:
+            self._cell.value = rank
 
     def reset(self) -> None:
-        self.value = NO_LIMIT
+        self._cell.value = NO_LIMIT
 
 
 @dataclass(frozen=True)
@@ -386,8 +392,6 @@ def search_levels(
     broken = check(init)
     if broken:
         return result(False, Violation(broken, [Step(None, init)]), "violation")
-    sizes = [0] * shards
-    sizes[fingerprint(init) % shards] = 1
     level_size = 1
     while level_size:
         if max_depth is not None and depth >= max_depth:
@@ -463,12 +467,8 @@ def sharded_breadth_first(
 ) -> SearchResult[S, L]:
     """The sharded search with every shard in this process: the same result as
     ``breadth_first`` whatever ``shards`` is (tested), as the multi-process search's is."""
-    key: Callable[[S], Hashable] = canonical if canonical is not None else (lambda s: s)
-
-    def fingerprint(state: S) -> int:
-        return hash(key(state))
-
-    limit = LocalRankLimit()
+    fingerprint = fingerprint_function(canonical)
+    limit = RankLimit()
     parts = [
         Shard(k, shards, successors, check, fingerprint, limit, new_level) for k in range(shards)
     ]
