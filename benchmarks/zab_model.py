@@ -100,43 +100,24 @@ def main() -> None:
 def compare_simulation() -> None:
     """Steps/s of uniform simulation, the other fast path, for both models."""
     rates = []
-    for name, simulate in (
-        (f"BookKeeper model ({BOOKKEEPER_FIRST.describe()})", _bookkeeper_walks),
-        (f"Zab model ({CONFIGS['must-show'].describe()})", _zab_walks),
+    for name, simulate, cfg in (
+        ("BookKeeper model", simulate_bookkeeper, BOOKKEEPER_FIRST),
+        ("Zab model", simulate_randomly, CONFIGS["must-show"]),
     ):
         started = time.perf_counter()
-        walks, steps, broken = simulate()
+        result = simulate(
+            cfg, seed=0, depth=SIMULATION_DEPTH, walks=SIMULATION_WALKS, strategy="uniform"
+        )
         elapsed = time.perf_counter() - started
-        rates.append(steps / elapsed)
+        rates.append(result.steps / elapsed)
         print(
-            f"{name}: uniform simulation, {walks:,} walks of at most {SIMULATION_DEPTH} states, "
-            f"{steps:,} steps in {elapsed:.1f} s, {steps / elapsed:,.0f} steps/s"
-            f"{'; VIOLATION' if broken else ''}",
+            f"{name} ({cfg.describe()}): uniform simulation, {result.walks:,} walks of at most "
+            f"{SIMULATION_DEPTH} states, {result.steps:,} steps in {elapsed:.1f} s, "
+            f"{result.steps / elapsed:,.0f} steps/s"
+            f"{'; VIOLATION' if result.violation is not None else ''}",
             flush=True,
         )
     print(f"Zab/BookKeeper simulation rate ratio: {rates[1] / rates[0]:.2f}")
-
-
-def _bookkeeper_walks() -> tuple[int, int, bool]:
-    result = simulate_bookkeeper(
-        BOOKKEEPER_FIRST,
-        seed=0,
-        depth=SIMULATION_DEPTH,
-        walks=SIMULATION_WALKS,
-        strategy="uniform",
-    )
-    return result.walks, result.steps, result.violation is not None
-
-
-def _zab_walks() -> tuple[int, int, bool]:
-    result = simulate_randomly(
-        CONFIGS["must-show"],
-        seed=0,
-        depth=SIMULATION_DEPTH,
-        walks=SIMULATION_WALKS,
-        strategy="uniform",
-    )
-    return result.walks, result.steps, result.violation is not None
 
 
 if __name__ == "__main__":
