@@ -36,7 +36,15 @@ from model.search.bfs import (
     breadth_first,
     fingerprint_function,
 )
-from model.search.sharded_bfs import NO_LIMIT, RankLimit, Shard, perform, search_levels
+from model.search.collector import young_collections_only
+from model.search.sharded_bfs import (
+    NO_LIMIT,
+    ROUND_PARENTS,
+    RankLimit,
+    Shard,
+    perform,
+    search_levels,
+)
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -53,15 +61,16 @@ class ParallelSearchError(ConformanceError):
 def _serve(conn: Connection, shard: Shard[Any, Any]) -> None:
     """A worker's loop: one reply per command, ``("ok", value)`` or ``("error", text)``."""
     try:
-        while True:
-            command, argument = conn.recv()
-            if command == "stop":
-                return
-            try:
-                conn.send(("ok", _handle(shard, command, argument)))
-            except Exception:
-                conn.send(("error", traceback.format_exc()))
-                return
+        with young_collections_only():
+            while True:
+                command, argument = conn.recv()
+                if command == "stop":
+                    return
+                try:
+                    conn.send(("ok", _handle(shard, command, argument)))
+                except Exception:
+                    conn.send(("error", traceback.format_exc()))
+                    return
     except (EOFError, KeyboardInterrupt):
         return  # the driver is gone or interrupted: nothing to report to
     finally:
@@ -80,7 +89,7 @@ def _arrays(blobs: list[bytes]) -> list[array[int]]:
 
 def _handle(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
     """``perform``, with arrays travelling as bytes and moved states as one pickle."""
-    if command in ("decide", "keep", "renumber"):
+    if command in ("decide", "accept", "renumber"):
         argument = _arrays(argument)
     elif command == "take":
         argument = pickle.loads(argument)
@@ -91,8 +100,8 @@ def _handle(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
     if command == "decide":
         return [part.tobytes() for part in answer]
     if command == "keep":
-        keys, count, first = answer
-        return keys.tobytes(), count, first
+        keys, count = answer
+        return keys.tobytes(), count
     if command == "give":
         return pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
     return answer
@@ -147,12 +156,16 @@ class _ProcessShard:
 
 class ParallelBreadthFirst:
     """A drop-in for ``model.search.bfs.breadth_first`` that uses ``workers`` processes
-    (``workers=1``: ``breadth_first`` itself, in this process)."""
+    (``workers=1``: ``breadth_first`` itself, in this process). Each level is expanded in
+    rounds of ``round_parents`` parents (``model.search.sharded_bfs.search_levels``)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, *, round_parents: int = ROUND_PARENTS) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
+        if round_parents < 1:
+            raise ValueError(f"round_parents must be at least 1, not {round_parents}")
         self.workers = workers
+        self.round_parents = round_parents
 
     def __call__(
         self,
@@ -209,6 +222,7 @@ class ParallelBreadthFirst:
                 max_states=max_states,
                 max_depth=max_depth,
                 progress=progress,
+                round_parents=self.round_parents,
             )
         finally:
             for handle in handles:

@@ -18,10 +18,19 @@ S = TypeVar("S")
 #: States kept in memory before a level spills (~2.4 GB of BookKeeper model states).
 DEFAULT_SPILL_OVER = 2_000_000
 
+#: States pickled together. One pickle per state cost 36 us a model state (write and read)
+#: and 690 bytes; per 256, 4.6 us and 137 bytes, because a batch's pickle shares the
+#: sub-records its states share (a parent's unchanged bookies and clients) and the per-call
+#: overhead is paid once. The spilled levels of a large search were a third of its time.
+BATCH = 256
+
 
 class SpillingLevel(Generic[S]):
-    def __init__(self, spill_over: int = DEFAULT_SPILL_OVER) -> None:
+    def __init__(self, spill_over: int = DEFAULT_SPILL_OVER, batch: int = BATCH) -> None:
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
         self._spill_over = spill_over
+        self._batch = batch
         self._items: list[tuple[int, S]] = []
         self._file: IO[bytes] | None = None
         self._count = 0
@@ -31,25 +40,37 @@ class SpillingLevel(Generic[S]):
 
     def append(self, item: tuple[int, S]) -> None:
         self._count += 1
+        items = self._items
+        items.append(item)
         if self._file is not None:
-            pickle.dump(item, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-            return
-        self._items.append(item)
-        if len(self._items) > self._spill_over:
+            if len(items) >= self._batch:
+                self._write(items)
+                self._items = []
+        elif len(items) > self._spill_over:
             # Lives as long as the level; close() deletes it.
             self._file = tempfile.TemporaryFile(prefix="bkconform-bfs-", suffix=".level")  # noqa: SIM115
-            for kept in self._items:
-                pickle.dump(kept, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+            for start in range(0, len(items), self._batch):
+                self._write(items[start : start + self._batch])
             self._items = []
+
+    def _write(self, batch: list[tuple[int, S]]) -> None:
+        assert self._file is not None
+        pickle.dump(batch, self._file, protocol=pickle.HIGHEST_PROTOCOL)
 
     def __iter__(self) -> Iterator[tuple[int, S]]:
         if self._file is None:
             yield from self._items
             return
+        # The states of the last, partial batch are still in memory: they come last.
         self._file.flush()
         self._file.seek(0)
-        for _ in range(self._count):
-            yield pickle.load(self._file)
+        read = 0
+        on_disk = self._count - len(self._items)
+        while read < on_disk:
+            batch = pickle.load(self._file)
+            read += len(batch)
+            yield from batch
+        yield from self._items
 
     def close(self) -> None:
         self._items = []

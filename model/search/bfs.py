@@ -15,6 +15,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from model.search.collector import young_collections_only
+
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
 
@@ -146,6 +148,31 @@ def breadth_first(
     large levels on disk, as TLC keeps its queue (``conformance.spill``); memory then holds
     only the fingerprints.
     """
+    with young_collections_only():
+        return _breadth_first(
+            init,
+            successors,
+            check,
+            canonical,
+            max_states,
+            max_depth,
+            progress,
+            progress_every,
+            new_level,
+        )
+
+
+def _breadth_first(
+    init: S,
+    successors: Successors[S, L],
+    check: Check[S],
+    canonical: Canonical[S] | None,
+    max_states: int | None,
+    max_depth: int | None,
+    progress: Callable[[Progress], None] | None,
+    progress_every: int,
+    new_level: Callable[[], Level[S]],
+) -> SearchResult[S, L]:
     fingerprint = fingerprint_function(canonical)
     root = fingerprint(init)
     parent_of: dict[int, int | None] = {root: None}

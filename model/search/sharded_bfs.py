@@ -55,6 +55,7 @@ from model.search.bfs import (
     fingerprint_function,
     rebuild_trace,
 )
+from model.search.collector import young_collections_only
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -141,9 +142,13 @@ class Shard(Generic[S, L]):
         self._level: Level[S] = new_level()
         self._members: set[int] | None = None
         self._ranks = array("q")
-        #: This level's candidates: fingerprint -> (key, parent); their states are in
-        #: ``_met``, in the order met, which is the order of their keys.
-        self._candidates: dict[int, tuple[int, int]] = {}
+        #: This level's candidates: fingerprint -> key; their states are in ``_met``, in the
+        #: order met, which is the order of their keys; ``_wins``: those this shard won.
+        self._candidates: dict[int, int] = {}
+        self._wins: set[int] = set()
+        #: Where the level's reading stopped at the end of the last round.
+        self._cursor: Iterator[tuple[int, tuple[int, S]]] | None = None
+        self._next: tuple[int, tuple[int, S]] | None = None
         self._met: Level[S] = new_level()
         self._met_fingerprints = array("q")  # the same order, in memory
         #: The candidates that break invariants, and which.
@@ -166,8 +171,19 @@ class Shard(Generic[S, L]):
             if item[0] in members:
                 yield item
 
-    def expand(self) -> list[array[int]]:
-        """Step 1. Returns the proposals per owner: (fingerprint, key, parent) triples.
+    def _ranked(self) -> Iterator[tuple[int, tuple[int, S]]]:
+        """This level's (rank, (fingerprint, state)), in rank order, read once across the
+        level's rounds: the first one past a round's end waits in ``_next``."""
+        if self._next is not None:
+            item, self._next = self._next, None
+            yield item
+        if self._cursor is None:
+            self._cursor = zip(self._ranks, self._states(), strict=True)
+        yield from self._cursor
+
+    def expand(self, until: int = NO_LIMIT) -> list[array[int]]:
+        """Step 1, for this shard's states of the level ranked below ``until`` not yet
+        expanded (a round). Returns the proposals per owner: (fingerprint, key, parent).
 
         Candidates are checked here, so that a violation stops the level early: a violating
         candidate is new (a state seen before that broke an invariant would have ended the
@@ -176,12 +192,16 @@ class Shard(Generic[S, L]):
 
         The level is in rank order, so keys grow as states are met: the first candidate met
         for a fingerprint has this shard's smallest key for it, and candidates' states can be
-        stored as they come (on disk past the level's limit) in key order."""
+        stored as they come (on disk past the level's limit) in key order. A candidate met in
+        an earlier round of the level is not proposed again: its key there was smaller."""
         shards, seen, proposed = self.shards, self.seen, self._proposed
         fingerprint, candidates, check = self._fingerprint, self._candidates, self._check
         limit, met, met_fingerprints = self._limit, self._met, self._met_fingerprints
-        for (parent, state), rank in zip(self._states(), self._ranks, strict=True):
-            if rank > limit.get():
+        outgoing = [array("q") for _ in range(shards)]
+        me = self.index
+        for rank, (parent, state) in self._ranked():
+            if rank >= until or rank > limit.get():
+                self._next = (rank, (parent, state))
                 break
             base = rank << KEY_BITS
             options = self._successors(state)
@@ -190,27 +210,25 @@ class Shard(Generic[S, L]):
             self.generated += len(options)
             for n, (_label, succ) in enumerate(options):
                 fp = fingerprint(succ)
-                if fp in seen or fp in proposed:
+                if fp in seen or fp in proposed or fp in candidates:
                     continue
-                if fp not in candidates:
-                    candidates[fp] = (base | n, parent)
-                    met.append((fp, succ))
-                    met_fingerprints.append(fp)
-                    broken = check(succ)
-                    if broken:
-                        self._broken[fp] = broken
-                        limit.lower(rank)
-        outgoing = [array("q") for _ in range(shards)]
-        me = self.index
-        for fp, (key, parent) in candidates.items():
-            owner = fp % shards
-            outgoing[owner].extend((fp, key, parent))
-            if owner != me:
-                proposed.add(fp)
+                key = base | n
+                candidates[fp] = key
+                met.append((fp, succ))
+                met_fingerprints.append(fp)
+                owner = fp % shards
+                outgoing[owner].extend((fp, key, parent))
+                if owner != me:
+                    proposed.add(fp)
+                broken = check(succ)
+                if broken:
+                    self._broken[fp] = broken
+                    limit.lower(rank)
         return outgoing
 
     def decide(self, proposals: Sequence[array[int]]) -> list[array[int]]:
-        """Step 2, on the owner: the winners per proposing shard (fingerprints)."""
+        """Step 2, on the owner: the winners per proposing shard (fingerprints). A proposal
+        of a later round loses to one of an earlier round, seen by then: its key is larger."""
         seen = self.seen
         best: dict[int, tuple[int, int, int]] = {}
         for source, triples in enumerate(proposals):
@@ -226,30 +244,40 @@ class Shard(Generic[S, L]):
             won[source].append(fp)
         return won
 
-    def keep(self, won: Sequence[array[int]]) -> tuple[array[int], FirstViolation | None]:
-        """Step 3. Returns the keys of this shard's part of the next level, in order, and its
-        first violation."""
-        candidates, broken, met = self._candidates, self._broken, self._met
-        wins = {fp for part in won for fp in part}
+    def accept(self, won: Sequence[array[int]]) -> tuple[int, FirstViolation | None]:
+        """Step 3, after each round: the candidates this shard won in it. Returns how many,
+        and the first of them (by key) that breaks an invariant."""
+        candidates, broken, wins = self._candidates, self._broken, self._wins
+        count = 0
+        first: FirstViolation | None = None
+        for part in won:
+            for fp in part:
+                wins.add(fp)
+                count += 1
+                if fp in broken and (first is None or candidates[fp] < first.key):
+                    first = FirstViolation(candidates[fp], fp, broken[fp])
+        return count, first
+
+    def keep(self) -> array[int]:
+        """Step 4, at the level's end: the candidates won become this shard's part of the next
+        level, ordered by key. Returns their keys, in order."""
+        candidates, wins = self._candidates, self._wins
         # The states met become the level, those lost filtered out as it is read: copying
         # the winners would write a spilled level to disk twice.
         self._level.close()
-        self._level, self._members = met, wins
+        self._level, self._members = self._met, wins
         self._met = self._new_level()
         met_fingerprints, self._met_fingerprints = self._met_fingerprints, array("q")
-        first: FirstViolation | None = None
         keys = array("q")
         for fp in met_fingerprints:  # in key order
-            if fp not in wins:
-                continue
-            key = candidates[fp][0]
-            keys.append(key)
-            if first is None and fp in broken:
-                first = FirstViolation(key, fp, broken[fp])
+            if fp in wins:
+                keys.append(candidates[fp])
         self._candidates = {}
         self._broken = {}
+        self._wins = set()
+        self._cursor, self._next = None, None
         self._keys = keys
-        return keys, first
+        return keys
 
     def renumber(self, keys_by_shard: Sequence[Sequence[int]]) -> None:
         """Step 4: a state's rank is its place among every shard's keys (all distinct)."""
@@ -315,15 +343,18 @@ class ShardHandle(Protocol):
 
 
 def perform(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
-    """One command on a shard in this process. ``expand``: (proposals per owner, generated);
-    ``decide``: winners per proposer; ``keep``: (keys, count, first violation)."""
+    """One command on a shard in this process. ``expand`` (until a rank): (proposals per
+    owner, generated so far); ``decide``: winners per proposer; ``accept``: (count, first
+    violation); ``keep``: (keys of the shard's part of the next level, their count)."""
     if command == "expand":
-        return shard.expand(), shard.generated
+        return shard.expand(argument), shard.generated
     if command == "decide":
         return shard.decide(argument)
+    if command == "accept":
+        return shard.accept(argument)
     if command == "keep":
-        keys, first = shard.keep(argument)
-        return keys, len(keys), first
+        keys = shard.keep()
+        return keys, len(keys)
     if command == "renumber":
         shard.renumber(argument)
         return None
@@ -367,6 +398,10 @@ def _call(handle: ShardHandle, command: str, argument: Any = None) -> Any:
 #: Moving states evens the shards out when the largest holds this much more than its share.
 REBALANCE_OVER = 1.1
 
+#: A level is expanded in rounds of this many parents (by rank), so that progress, the state
+#: limit and a violation are seen within a level, not only at its end.
+ROUND_PARENTS = 1 << 16
+
 
 def search_levels(
     init: S,
@@ -379,10 +414,14 @@ def search_levels(
     max_states: int | None = None,
     max_depth: int | None = None,
     progress: Callable[[Progress], None] | None = None,
+    round_parents: int = ROUND_PARENTS,
 ) -> SearchResult[S, L]:
     """The level loop over shards, the owner of the initial state holding it
-    (``Shard.start``). ``max_states`` is checked at the end of a level: the search stops after
-    the level that reaches it."""
+    (``Shard.start``). Each level is expanded in rounds of ``round_parents`` parents;
+    ``max_states`` is checked after each round: the search stops after the round that
+    reaches it."""
+    if round_parents < 1:
+        raise ValueError(f"round_parents must be at least 1, not {round_parents}")
     shards = len(handles)
     distinct, generated, depth = 1, 1, 1
 
@@ -397,42 +436,50 @@ def search_levels(
         if max_depth is not None and depth >= max_depth:
             return result(False, None, f"depth limit {max_depth} reached")
         limit.reset()
-        expanded = _everywhere(handles, "expand", [None] * shards)
-        generated = 1 + sum(made for _proposals, made in expanded)
-        won = _everywhere(
-            handles,
-            "decide",
-            [[expanded[source][0][owner] for source in range(shards)] for owner in range(shards)],
-        )
-        kept = _everywhere(
-            handles,
-            "keep",
-            [[won[owner][index] for owner in range(shards)] for index in range(shards)],
-        )
-        keys = [part for part, _count, _first in kept]
-        sizes = [int(count) for _part, count, _first in kept]
-        level_size = sum(sizes)
-        found = [first for _part, _count, first in kept if first is not None]
-        distinct += level_size
-        if found:
-            first = min(found, key=lambda v: v.key)
-            trace = rebuild_trace(
-                first.fingerprint,
-                init,
-                lambda fp: _call(handles[fp % shards], "parent", fp),
-                successors,
-                fingerprint,
+        next_size = 0
+        for until in range(round_parents, level_size + round_parents, round_parents):
+            expanded = _everywhere(handles, "expand", [until] * shards)
+            generated = 1 + sum(made for _proposals, made in expanded)
+            won = _everywhere(
+                handles,
+                "decide",
+                [
+                    [expanded[source][0][owner] for source in range(shards)]
+                    for owner in range(shards)
+                ],
             )
-            depth += 1
-            return result(False, Violation(first.invariants, trace), "violation")
+            accepted = _everywhere(
+                handles,
+                "accept",
+                [[won[owner][index] for owner in range(shards)] for index in range(shards)],
+            )
+            new = sum(count for count, _first in accepted)
+            next_size += new
+            distinct += new
+            found = [first for _count, first in accepted if first is not None]
+            if found:
+                first = min(found, key=lambda v: v.key)
+                trace = rebuild_trace(
+                    first.fingerprint,
+                    init,
+                    lambda fp: _call(handles[fp % shards], "parent", fp),
+                    successors,
+                    fingerprint,
+                )
+                depth += 1
+                return result(False, Violation(first.invariants, trace), "violation")
+            if progress is not None:
+                progress(Progress(distinct, depth, next_size))
+            if max_states is not None and distinct >= max_states and new:
+                depth += 1
+                return result(False, None, f"state limit {max_states} reached")
+        kept = _everywhere(handles, "keep", [None] * shards)
+        keys = [part for part, _count in kept]
         _everywhere(handles, "renumber", [keys] * shards)
+        level_size = next_size
         if level_size:
             depth += 1
-            _rebalance(handles, sizes)
-        if progress is not None:
-            progress(Progress(distinct, depth, level_size))
-        if max_states is not None and distinct >= max_states and level_size:
-            return result(False, None, f"state limit {max_states} reached")
+            _rebalance(handles, [int(count) for _part, count in kept])
     return result(True, None, "exhausted")
 
 
@@ -464,6 +511,7 @@ def sharded_breadth_first(
     max_depth: int | None = None,
     progress: Callable[[Progress], None] | None = None,
     new_level: Callable[[], Level[S]] = ListLevel,
+    round_parents: int = ROUND_PARENTS,
 ) -> SearchResult[S, L]:
     """The sharded search with every shard in this process: the same result as
     ``breadth_first`` whatever ``shards`` is (tested), as the multi-process search's is."""
@@ -475,17 +523,19 @@ def sharded_breadth_first(
     root = fingerprint(init)
     parts[root % shards].start(root, init)
     try:
-        return search_levels(
-            init,
-            successors,
-            check,
-            fingerprint,
-            [InProcessShard(part) for part in parts],
-            limit,
-            max_states=max_states,
-            max_depth=max_depth,
-            progress=progress,
-        )
+        with young_collections_only():
+            return search_levels(
+                init,
+                successors,
+                check,
+                fingerprint,
+                [InProcessShard(part) for part in parts],
+                limit,
+                max_states=max_states,
+                max_depth=max_depth,
+                progress=progress,
+                round_parents=round_parents,
+            )
     finally:
         for part in parts:
             part.close_all()

@@ -3,6 +3,7 @@ with every worker stopped when one fails or dies."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -14,6 +15,7 @@ from conformance.spill import spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.search.bfs import breadth_first
+from model.search.collector import NEVER
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.explore import check_exhaustively as check_zab
 
@@ -82,9 +84,32 @@ def test_same_counts_as_the_plain_search_on_a_small_graph() -> None:
     assert (parallel.distinct_states, parallel.depth) == (plain.distinct_states, plain.depth)
 
 
+def test_rounds_of_a_few_parents_give_the_same_counts_and_report_within_levels() -> None:
+    plain = breadth_first(0, ring, lambda s: [])
+    reports: list[int] = []
+    parallel = ParallelBreadthFirst(2, round_parents=7)(
+        0, ring, lambda s: [], progress=lambda p: reports.append(p.distinct_states)
+    )
+    assert (parallel.distinct_states, parallel.depth) == (plain.distinct_states, plain.depth)
+    assert len(reports) > plain.depth  # several reports in some levels
+    assert reports == sorted(reports) and reports[-1] == plain.distinct_states
+
+
+def test_workers_expand_without_full_collections() -> None:
+    def successors(s: int) -> list[tuple[str, int]]:
+        if gc.get_threshold()[2] != NEVER:
+            raise AssertionError(f"a worker runs with the collector at {gc.get_threshold()}")
+        return ring(s)
+
+    result = ParallelBreadthFirst(2)(0, successors, lambda s: [])
+    assert result.complete
+
+
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ParallelBreadthFirst(0)
+    with pytest.raises(ValueError, match="round_parents"):
+        ParallelBreadthFirst(2, round_parents=0)
 
 
 @pytest.mark.slow

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import pickle
+
+import pytest
+
 from conformance.spill import SpillingLevel, spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
@@ -15,12 +20,40 @@ def ring(n: int):  # type: ignore[no-untyped-def]
     return successors
 
 
-def test_a_spilled_level_reads_back_everything_in_order() -> None:
-    level: SpillingLevel[str] = SpillingLevel(spill_over=2)
-    for i in range(7):
+@pytest.mark.parametrize("batch", [1, 2, 3, 256])
+@pytest.mark.parametrize("count", [0, 2, 3, 7, 12, 600])
+def test_a_spilled_level_reads_back_everything_in_order(batch: int, count: int) -> None:
+    level: SpillingLevel[str] = SpillingLevel(spill_over=2, batch=batch)
+    for i in range(count):
         level.append((i, f"s{i}"))
-    assert len(level) == 7 and list(level) == [(i, f"s{i}") for i in range(7)]
+    expected = [(i, f"s{i}") for i in range(count)]
+    assert len(level) == count and list(level) == expected
+    assert list(level) == expected  # read again: the level is read once per use, not consumed
     level.close()
+    assert list(level) == []
+
+
+def test_states_go_to_disk_a_batch_at_a_time() -> None:
+    level: SpillingLevel[tuple[int, ...]] = SpillingLevel(spill_over=10, batch=4)
+    shared = (1, 2, 3)
+    for i in range(30):
+        level.append((i, shared))
+    assert level._file is not None
+    level._file.flush()
+    level._file.seek(0)
+    batches = []
+    with contextlib.suppress(EOFError):
+        while True:
+            batches.append(pickle.load(level._file))
+    # The first 11 went at the spill, then batches of 4; the last 3 wait in memory.
+    assert [len(b) for b in batches] == [4, 4, 3, 4, 4, 4, 4]
+    assert list(level) == [(i, shared) for i in range(30)]
+    level.close()
+
+
+def test_a_batch_must_hold_a_state() -> None:
+    with pytest.raises(ValueError, match="batch"):
+        SpillingLevel(batch=0)
 
 
 def test_spilling_search_equals_the_in_memory_one() -> None:

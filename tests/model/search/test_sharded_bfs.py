@@ -40,23 +40,31 @@ def summary(result: SearchResult[int, str]) -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("shards", [1, 2, 3, 5])
-def test_unsound_merging_keeps_the_same_representatives(seed: int, shards: int) -> None:
+@pytest.mark.parametrize(("shards", "round_parents"), [(1, 3), (2, 1), (2, 5), (3, 64), (5, 2)])
+def test_unsound_merging_keeps_the_same_representatives(
+    seed: int, shards: int, round_parents: int
+) -> None:
     """``s % 37`` merges states that do not behave alike: which member is kept decides what
-    is reachable, so equal counts mean the same member was kept every time."""
+    is reachable, so equal counts mean the same member was kept every time, whether a level
+    is expanded at once or in rounds of a few parents."""
     graph = random_graph(seed)
     plain = breadth_first(0, graph, lambda s: [], canonical=lambda s: s % 37)
     sharded = sharded_breadth_first(
-        0, graph, lambda s: [], shards=shards, canonical=lambda s: s % 37
+        0,
+        graph,
+        lambda s: [],
+        shards=shards,
+        canonical=lambda s: s % 37,
+        round_parents=round_parents,
     )
     assert summary(sharded) == summary(plain)
     assert plain.complete
 
 
 @pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("shards", [2, 3])
+@pytest.mark.parametrize(("shards", "round_parents"), [(2, 1 << 16), (3, 1 << 16), (2, 1), (3, 4)])
 def test_the_violation_and_its_trace_are_the_first_the_plain_search_meets(
-    seed: int, shards: int
+    seed: int, shards: int, round_parents: int
 ) -> None:
     graph = random_graph(seed)
 
@@ -64,14 +72,14 @@ def test_the_violation_and_its_trace_are_the_first_the_plain_search_meets(
         return ["Bad"] if s % 23 == 5 else []
 
     plain = breadth_first(0, graph, check)
-    sharded = sharded_breadth_first(0, graph, check, shards=shards)
+    sharded = sharded_breadth_first(0, graph, check, shards=shards, round_parents=round_parents)
     assert (plain.violation is None) == (sharded.violation is None)
     if plain.violation is not None and sharded.violation is not None:
         assert sharded.depth == plain.depth
         assert [(s.label, s.state) for s in sharded.violation.trace] == [
             (s.label, s.state) for s in plain.violation.trace
         ]
-        # It finishes the violating level: it may count more on the way, never fewer.
+        # It finishes the violating round: it may count more on the way, never fewer.
         assert sharded.distinct_states >= plain.distinct_states
 
 
@@ -88,6 +96,32 @@ def test_a_violating_initial_state_and_the_limits() -> None:
     limited = sharded_breadth_first(0, graph, lambda s: [], shards=2, max_states=20)
     assert not limited.complete and "state limit" in limited.stopped_reason
     assert limited.distinct_states >= 20
+    with pytest.raises(ValueError, match="round_parents"):
+        sharded_breadth_first(0, graph, lambda s: [], shards=2, round_parents=0)
+
+
+def test_rounds_report_progress_and_stop_at_the_state_limit_within_a_level() -> None:
+    # A tree of fanout 3: level k holds 3**(k-1) states.
+    def tree(s: int) -> list[tuple[str, int]]:
+        return [(f"{s}.{k}", 3 * s + k) for k in (1, 2, 3)] if s < 3**7 else []
+
+    reports: list[tuple[int, int, int]] = []
+    limited = sharded_breadth_first(
+        0,
+        tree,
+        lambda s: [],
+        shards=2,
+        max_states=200,
+        round_parents=10,
+        progress=lambda p: reports.append((p.distinct_states, p.depth, p.queue)),
+    )
+    # Levels 1..5 hold 1 + 3 + 9 + 27 + 81 = 121 states; level 6 (243) is made 30 at a time
+    # from rounds of 10 parents of level 5: the limit is met in its third round.
+    assert limited.distinct_states == 121 + 90
+    assert not limited.complete and limited.depth == 6
+    assert reports[-3:] == [(151, 5, 30), (181, 5, 60), (211, 5, 90)]
+    # Each round reports: the 27 parents of level 4 take 3 rounds of 10.
+    assert sum(1 for _distinct, depth, _queue in reports if depth == 4) == 3
 
 
 def test_states_are_moved_to_the_shard_that_has_few() -> None:
@@ -99,9 +133,9 @@ def test_states_are_moved_to_the_shard_that_has_few() -> None:
     sizes: list[tuple[int, ...]] = []
     original = Shard.keep
 
-    def spy(self: Shard[int, str], won: object) -> object:  # type: ignore[type-arg]
-        answer = original(self, won)  # type: ignore[arg-type]
-        sizes.append((self.index, len(answer[0])))
+    def spy(self: Shard[int, str]) -> object:
+        answer = original(self)
+        sizes.append((self.index, len(answer)))
         return answer
 
     Shard.keep = spy  # type: ignore[method-assign, assignment]
