@@ -89,15 +89,15 @@ def _arrays(blobs: list[bytes]) -> list[array[int]]:
 
 def _handle(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
     """``perform``, with arrays travelling as bytes and moved states as one pickle."""
-    if command in ("decide", "accept", "renumber"):
+    if command in ("decide", "keep", "renumber"):
         argument = _arrays(argument)
     elif command == "take":
         argument = pickle.loads(argument)
     answer = perform(shard, command, argument)
     if command == "expand":
-        proposals, generated = answer
-        return [part.tobytes() for part in proposals], generated
-    if command == "decide":
+        proposals, generated, broken = answer
+        return [part.tobytes() for part in proposals], generated, broken
+    if command == "settle":
         return [part.tobytes() for part in answer]
     if command == "keep":
         keys, count = answer

@@ -2,17 +2,24 @@
 multi-process search (``conformance.parallel_bfs`` runs each shard in a worker process).
 
 Each shard owns the fingerprints ``fp % shards == index``: their part of the seen set. States
-stay in the shard that generated them; only fingerprints, keys and ranks travel. A level takes
-four steps, each shard doing its own part of each:
+stay in the shard that generated them; only fingerprints, keys and ranks travel. A level is
+expanded in rounds, each shard expanding the same share of its states in each (states cluster
+by rank in the shards that made them, so rounds by rank would leave one shard idle). A round
+takes two steps, each shard doing its own part of each:
 
-1. **expand**: the shard's states of the level each give their successors; those not known
+1. **expand**: the shard's states of the round each give their successors; those not known
    to be seen become candidates, checked against the invariants as they are met, and their
    (fingerprint, key, parent) are proposed to the fingerprint's owner;
-2. **decide**: each owner takes every proposal for its fingerprints, keeps those not seen,
-   the smallest key winning, records them as seen, and tells each shard which it won;
-3. **keep**: each shard keeps the candidates it won, ordered by key: its part of the next
-   level; it reports the first of them (by key) that breaks an invariant;
-4. **renumber**: each shard learns the place of its states in the whole next level. Then the
+2. **decide**: each owner takes every proposal for its fingerprints, drops those seen in an
+   earlier level and keeps, for each of the others, the smallest key of the level so far.
+
+The number of new states is known after each round (it does not depend on who wins them):
+the driver reports progress and checks the state limit. At the level's end:
+
+3. **settle**: each owner records its leaders as seen and tells each shard which it won;
+4. **keep**: each shard keeps the candidates it won, ordered by key: its part of the next
+   level;
+5. **renumber**: each shard learns the place of its states in the whole next level. Then the
    driver may move states from a shard with many to one with few (``give``, ``take``), so
    that the work stays even.
 
@@ -27,7 +34,8 @@ the number of shards, even where symmetry reduction is not quite sound (an orbit
 representative is always the same state). Invariants must be symmetric, as TLC requires.
 
 Once a shard meets a violating candidate, no shard expands a parent ranked after its parent
-(``RankLimit``), and the search stops after that level: it may count more states than the
+(``RankLimit``); the driver has every shard expand the rest of the level up to that rank and
+takes the smallest of the shards' first violations. It may count more states than the
 single-process search on the way to a violation, never a different violation.
 
 Pure: no processes, no clock, no files (a caller may pass disk-backed levels).
@@ -40,6 +48,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Generic, Protocol, TypeVar
 
 from model.errors import ModelError
@@ -143,12 +152,14 @@ class Shard(Generic[S, L]):
         self._members: set[int] | None = None
         self._ranks = array("q")
         #: This level's candidates: fingerprint -> key; their states are in ``_met``, in the
-        #: order met, which is the order of their keys; ``_wins``: those this shard won.
+        #: order met, which is the order of their keys.
         self._candidates: dict[int, int] = {}
-        self._wins: set[int] = set()
-        #: Where the level's reading stopped at the end of the last round.
+        #: As owner, this level's best proposal of each new fingerprint so far:
+        #: fingerprint -> (key, parent, proposing shard).
+        self._best: dict[int, tuple[int, int, int]] = {}
+        #: The level's states read so far, across rounds, and where the reading stands.
         self._cursor: Iterator[tuple[int, tuple[int, S]]] | None = None
-        self._next: tuple[int, tuple[int, S]] | None = None
+        self._read = 0
         self._met: Level[S] = new_level()
         self._met_fingerprints = array("q")  # the same order, in memory
         #: The candidates that break invariants, and which.
@@ -171,37 +182,34 @@ class Shard(Generic[S, L]):
             if item[0] in members:
                 yield item
 
-    def _ranked(self) -> Iterator[tuple[int, tuple[int, S]]]:
-        """This level's (rank, (fingerprint, state)), in rank order, read once across the
-        level's rounds: the first one past a round's end waits in ``_next``."""
-        if self._next is not None:
-            item, self._next = self._next, None
-            yield item
-        if self._cursor is None:
-            self._cursor = zip(self._ranks, self._states(), strict=True)
-        yield from self._cursor
-
-    def expand(self, until: int = NO_LIMIT) -> list[array[int]]:
-        """Step 1, for this shard's states of the level ranked below ``until`` not yet
-        expanded (a round). Returns the proposals per owner: (fingerprint, key, parent).
+    def expand(self, portion: tuple[int, int] = (1, 1)) -> tuple[list[array[int]], bool]:
+        """Step 1, for a round: this shard's states of the level up to ``portion`` (k, n) of
+        them, k/n of the way through its level, not yet expanded. Returns the proposals per
+        owner, (fingerprint, key, parent) triples, and whether it has met a candidate that
+        breaks an invariant in this level.
 
         Candidates are checked here, so that a violation stops the level early: a violating
         candidate is new (a state seen before that broke an invariant would have ended the
         search), so the first violation of the level has a key at most its key, and no shard
-        need expand a parent of a higher rank.
+        need expand a parent of a higher rank (``RankLimit``).
 
         The level is in rank order, so keys grow as states are met: the first candidate met
         for a fingerprint has this shard's smallest key for it, and candidates' states can be
-        stored as they come (on disk past the level's limit) in key order. A candidate met in
-        an earlier round of the level is not proposed again: its key there was smaller."""
+        stored as they come (on disk past the level's limit) in key order. A fingerprint is
+        proposed once a level: in a later round its key would be larger."""
+        part, parts = portion
         shards, seen, proposed = self.shards, self.seen, self._proposed
         fingerprint, candidates, check = self._fingerprint, self._candidates, self._check
         limit, met, met_fingerprints = self._limit, self._met, self._met_fingerprints
         outgoing = [array("q") for _ in range(shards)]
         me = self.index
-        for rank, (parent, state) in self._ranked():
-            if rank >= until or rank > limit.get():
-                self._next = (rank, (parent, state))
+        if self._cursor is None:
+            self._cursor = zip(self._ranks, self._states(), strict=True)
+        total = len(self._ranks)
+        for rank, (parent, state) in islice(self._cursor, total * part // parts - self._read):
+            self._read += 1
+            if rank > limit.get():
+                self._read = total  # the ranks only grow: nothing left is needed
                 break
             base = rank << KEY_BITS
             options = self._successors(state)
@@ -224,44 +232,53 @@ class Shard(Generic[S, L]):
                 if broken:
                     self._broken[fp] = broken
                     limit.lower(rank)
-        return outgoing
+        return outgoing, bool(self._broken)
 
-    def decide(self, proposals: Sequence[array[int]]) -> list[array[int]]:
-        """Step 2, on the owner: the winners per proposing shard (fingerprints). A proposal
-        of a later round loses to one of an earlier round, seen by then: its key is larger."""
-        seen = self.seen
-        best: dict[int, tuple[int, int, int]] = {}
+    def decide(self, proposals: Sequence[array[int]]) -> int:
+        """Step 2, on the owner: the proposals of a round for its fingerprints; those seen in
+        an earlier level lose, and of the others the smallest key of the level so far leads.
+        Returns how many fingerprints are new to the level: the count of new states does not
+        depend on who wins them."""
+        seen, best = self.seen, self._best
+        new = 0
         for source, triples in enumerate(proposals):
             for fp, key, parent in _triples(triples):
                 if fp in seen:
                     continue
                 current = best.get(fp)
-                if current is None or key < current[0]:
+                if current is None:
                     best[fp] = (key, parent, source)
+                    new += 1
+                elif key < current[0]:
+                    best[fp] = (key, parent, source)
+        return new
+
+    def first_violation(self) -> FirstViolation | None:
+        """This shard's candidate of the level, of the smallest key, that breaks an invariant
+        (once every parent up to the ``RankLimit`` is expanded, the level's first violation is
+        the smallest of the shards' answers: any other candidate of its fingerprint has a
+        larger key)."""
+        if not self._broken:
+            return None
+        fp = min(self._broken, key=self._candidates.__getitem__)
+        return FirstViolation(self._candidates[fp], fp, self._broken[fp])
+
+    def settle(self) -> list[array[int]]:
+        """Step 3, on the owner, at the level's end: the leaders win; they are recorded as
+        seen, with their parents. Returns the winners per proposing shard."""
+        seen = self.seen
         won = [array("q") for _ in range(self.shards)]
-        for fp, (_key, parent, source) in best.items():
+        for fp, (_key, parent, source) in self._best.items():
             seen[fp] = parent
             won[source].append(fp)
+        self._best = {}
         return won
 
-    def accept(self, won: Sequence[array[int]]) -> tuple[int, FirstViolation | None]:
-        """Step 3, after each round: the candidates this shard won in it. Returns how many,
-        and the first of them (by key) that breaks an invariant."""
-        candidates, broken, wins = self._candidates, self._broken, self._wins
-        count = 0
-        first: FirstViolation | None = None
-        for part in won:
-            for fp in part:
-                wins.add(fp)
-                count += 1
-                if fp in broken and (first is None or candidates[fp] < first.key):
-                    first = FirstViolation(candidates[fp], fp, broken[fp])
-        return count, first
-
-    def keep(self) -> array[int]:
-        """Step 4, at the level's end: the candidates won become this shard's part of the next
-        level, ordered by key. Returns their keys, in order."""
-        candidates, wins = self._candidates, self._wins
+    def keep(self, won: Sequence[array[int]]) -> array[int]:
+        """Step 4: the candidates this shard won become its part of the next level, ordered
+        by key. Returns their keys, in order."""
+        candidates = self._candidates
+        wins = {fp for part in won for fp in part}
         # The states met become the level, those lost filtered out as it is read: copying
         # the winners would write a spilled level to disk twice.
         self._level.close()
@@ -274,13 +291,12 @@ class Shard(Generic[S, L]):
                 keys.append(candidates[fp])
         self._candidates = {}
         self._broken = {}
-        self._wins = set()
-        self._cursor, self._next = None, None
+        self._cursor, self._read = None, 0
         self._keys = keys
         return keys
 
     def renumber(self, keys_by_shard: Sequence[Sequence[int]]) -> None:
-        """Step 4: a state's rank is its place among every shard's keys (all distinct)."""
+        """Step 5: a state's rank is its place among every shard's keys (all distinct)."""
         others = [keys for k, keys in enumerate(keys_by_shard) if k != self.index]
         ranks = array("q")
         for place, key in enumerate(self._keys):
@@ -322,6 +338,7 @@ class Shard(Generic[S, L]):
             ranks.append(rank)
         self._level.close()
         self._level, self._ranks, self._members = level, ranks, None
+        self._cursor, self._read = None, 0
 
     def parent_of(self, fingerprint: int) -> int | None:
         return self.seen[fingerprint]
@@ -343,17 +360,21 @@ class ShardHandle(Protocol):
 
 
 def perform(shard: Shard[Any, Any], command: str, argument: Any) -> Any:
-    """One command on a shard in this process. ``expand`` (until a rank): (proposals per
-    owner, generated so far); ``decide``: winners per proposer; ``accept``: (count, first
-    violation); ``keep``: (keys of the shard's part of the next level, their count)."""
+    """One command on a shard in this process. ``expand`` (a portion): (proposals per owner,
+    generated so far, whether a violation was met); ``decide``: how many are new;
+    ``first_violation``; ``settle``: winners per proposer; ``keep``: (keys of the shard's
+    part of the next level, their count)."""
     if command == "expand":
-        return shard.expand(argument), shard.generated
+        proposals, broken = shard.expand(argument)
+        return proposals, shard.generated, broken
     if command == "decide":
         return shard.decide(argument)
-    if command == "accept":
-        return shard.accept(argument)
+    if command == "first_violation":
+        return shard.first_violation()
+    if command == "settle":
+        return shard.settle()
     if command == "keep":
-        keys = shard.keep()
+        keys = shard.keep(argument)
         return keys, len(keys)
     if command == "renumber":
         shard.renumber(argument)
@@ -398,8 +419,8 @@ def _call(handle: ShardHandle, command: str, argument: Any = None) -> Any:
 #: Moving states evens the shards out when the largest holds this much more than its share.
 REBALANCE_OVER = 1.1
 
-#: A level is expanded in rounds of this many parents (by rank), so that progress, the state
-#: limit and a violation are seen within a level, not only at its end.
+#: A level is expanded in rounds of about this many parents, so that progress, the state limit
+#: and a violation are seen within a level, not only at its end.
 ROUND_PARENTS = 1 << 16
 
 
@@ -417,9 +438,10 @@ def search_levels(
     round_parents: int = ROUND_PARENTS,
 ) -> SearchResult[S, L]:
     """The level loop over shards, the owner of the initial state holding it
-    (``Shard.start``). Each level is expanded in rounds of ``round_parents`` parents;
-    ``max_states`` is checked after each round: the search stops after the round that
-    reaches it."""
+    (``Shard.start``). A level of N states is expanded in N / ``round_parents`` rounds
+    (rounded up), each shard expanding the same share of its states in each, so that they
+    work side by side; ``max_states`` is checked after each round: the search stops after
+    the round that reaches it."""
     if round_parents < 1:
         raise ValueError(f"round_parents must be at least 1, not {round_parents}")
     shards = len(handles)
@@ -427,6 +449,18 @@ def search_levels(
 
     def result(complete: bool, violation: Violation[S, L] | None, why: str) -> SearchResult[S, L]:
         return SearchResult(distinct, depth, generated, complete, violation, why)
+
+    def expand_and_decide(portion: tuple[int, int]) -> tuple[int, bool]:
+        """One round: new states, and whether any shard has met a violation."""
+        nonlocal generated
+        expanded = _everywhere(handles, "expand", [portion] * shards)
+        generated = 1 + sum(made for _proposals, made, _broken in expanded)
+        new = _everywhere(
+            handles,
+            "decide",
+            [[expanded[source][0][owner] for source in range(shards)] for owner in range(shards)],
+        )
+        return sum(new), any(broken for _proposals, _made, broken in expanded)
 
     broken = check(init)
     if broken:
@@ -437,28 +471,20 @@ def search_levels(
             return result(False, None, f"depth limit {max_depth} reached")
         limit.reset()
         next_size = 0
-        for until in range(round_parents, level_size + round_parents, round_parents):
-            expanded = _everywhere(handles, "expand", [until] * shards)
-            generated = 1 + sum(made for _proposals, made in expanded)
-            won = _everywhere(
-                handles,
-                "decide",
-                [
-                    [expanded[source][0][owner] for source in range(shards)]
-                    for owner in range(shards)
-                ],
-            )
-            accepted = _everywhere(
-                handles,
-                "accept",
-                [[won[owner][index] for owner in range(shards)] for index in range(shards)],
-            )
-            new = sum(count for count, _first in accepted)
+        rounds = -(-level_size // round_parents)
+        for part in range(1, rounds + 1):
+            new, violated = expand_and_decide((part, rounds))
+            if violated and part < rounds:
+                # The rest of the level up to the violating parent's rank: every candidate
+                # of a smaller key is then met.
+                more, _ = expand_and_decide((rounds, rounds))
+                new += more
             next_size += new
             distinct += new
-            found = [first for _count, first in accepted if first is not None]
-            if found:
-                first = min(found, key=lambda v: v.key)
+            if violated:
+                found = _everywhere(handles, "first_violation", [None] * shards)
+                first = min((f for f in found if f is not None), key=lambda v: v.key)
+                _everywhere(handles, "settle", [None] * shards)  # parents recorded
                 trace = rebuild_trace(
                     first.fingerprint,
                     init,
@@ -473,7 +499,12 @@ def search_levels(
             if max_states is not None and distinct >= max_states and new:
                 depth += 1
                 return result(False, None, f"state limit {max_states} reached")
-        kept = _everywhere(handles, "keep", [None] * shards)
+        won = _everywhere(handles, "settle", [None] * shards)
+        kept = _everywhere(
+            handles,
+            "keep",
+            [[won[owner][index] for owner in range(shards)] for index in range(shards)],
+        )
         keys = [part for part, _count in kept]
         _everywhere(handles, "renumber", [keys] * shards)
         level_size = next_size

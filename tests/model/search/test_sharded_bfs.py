@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from itertools import pairwise
 
 import pytest
 
@@ -115,11 +116,14 @@ def test_rounds_report_progress_and_stop_at_the_state_limit_within_a_level() -> 
         round_parents=10,
         progress=lambda p: reports.append((p.distinct_states, p.depth, p.queue)),
     )
-    # Levels 1..5 hold 1 + 3 + 9 + 27 + 81 = 121 states; level 6 (243) is made 30 at a time
-    # from rounds of 10 parents of level 5: the limit is met in its third round.
-    assert limited.distinct_states == 121 + 90
+    # Levels 1..5 hold 1 + 3 + 9 + 27 + 81 = 121 states; level 6 (243) is made from the 81
+    # parents of level 5 in 9 rounds, each shard expanding a ninth of its part in each: about
+    # 27 states a round. The search stops after the round that reaches 200.
     assert not limited.complete and limited.depth == 6
-    assert reports[-3:] == [(151, 5, 30), (181, 5, 60), (211, 5, 90)]
+    assert 200 <= limited.distinct_states <= 200 + 3 * 10
+    level_5 = [(distinct, queue) for distinct, depth, queue in reports if depth == 5]
+    assert level_5[-1] == (limited.distinct_states, limited.distinct_states - 121)
+    assert len(level_5) == 3 and all(20 <= b - a <= 30 for (a, _), (b, _) in pairwise(level_5))
     # Each round reports: the 27 parents of level 4 take 3 rounds of 10.
     assert sum(1 for _distinct, depth, _queue in reports if depth == 4) == 3
 
@@ -133,8 +137,8 @@ def test_states_are_moved_to_the_shard_that_has_few() -> None:
     sizes: list[tuple[int, ...]] = []
     original = Shard.keep
 
-    def spy(self: Shard[int, str]) -> object:
-        answer = original(self)
+    def spy(self: Shard[int, str], won: object) -> object:
+        answer = original(self, won)  # type: ignore[arg-type]
         sizes.append((self.index, len(answer)))
         return answer
 
@@ -177,3 +181,30 @@ def test_defect_1_gives_the_plain_search_trace() -> None:
     assert sharded.violation.invariants == plain.violation.invariants
     assert [s.state for s in sharded.violation.trace] == [s.state for s in plain.violation.trace]
     assert len(sharded.violation.trace) == 14
+
+
+def test_every_round_gives_both_shards_work() -> None:
+    # States stay where they were made, so each shard's states cluster by rank; a round
+    # takes the same share of each shard's states, so both work in every round instead of
+    # taking turns.
+    def chain(s: int) -> list[tuple[str, int]]:
+        return [(f"{s}+{k}", s * 10 + k) for k in range(3)] if s < 10**12 else []
+
+    per_round: list[tuple[int, int]] = []
+    original = Shard.expand
+
+    def spy(self: Shard[int, str], portion: tuple[int, int] = (1, 1)) -> object:
+        before = self.generated
+        answer = original(self, portion)
+        per_round.append((self.index, self.generated - before))
+        return answer
+
+    Shard.expand = spy  # type: ignore[method-assign, assignment]
+    try:
+        sharded_breadth_first(1, chain, lambda s: [], shards=2, max_depth=9, round_parents=100)
+    finally:
+        Shard.expand = original  # type: ignore[method-assign]
+    rounds = list(zip(per_round[::2], per_round[1::2], strict=True))
+    full = [(a, b) for (_i, a), (_j, b) in rounds if a + b >= 270]
+    assert len(full) > 20
+    assert all(min(a, b) >= 0.4 * (a + b) for a, b in full)
