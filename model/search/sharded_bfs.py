@@ -206,7 +206,9 @@ class Shard(Generic[S, L]):
         if self._cursor is None:
             self._cursor = zip(self._ranks, self._states(), strict=True)
         total = len(self._ranks)
-        for rank, (parent, state) in islice(self._cursor, total * part // parts - self._read):
+        for rank, (parent, state) in islice(
+            self._cursor, max(0, total * part // parts - self._read)
+        ):
             self._read += 1
             if rank > limit.get():
                 self._read = total  # the ranks only grow: nothing left is needed
