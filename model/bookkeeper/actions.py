@@ -97,7 +97,7 @@ class Transition(NamedTuple):
 # The actions' names, who takes them and what they write: model.bookkeeper.action_table.
 
 # The successors the search makes most often, built without ``_replace`` (model.replacer says
-# why); the rarer ones keep ``_replace``.
+# why; called with keywords, as ``_replace`` is); the rarer ones keep ``_replace``.
 _with_messages = replacer(State, "messages")
 _with_clients = replacer(State, "clients", "messages")
 _with_fenced = replacer(State, "b_fenced", "messages")
@@ -318,7 +318,9 @@ def _bookie_sends_add_confirmed_response(
         label = Label(
             "BookieSendsAddConfirmedResponse", bookie=b, received=msg, sent=((reply, delivered),)
         )
-        out.append(Transition(label, _with_stored(s, b_entries, b_lac, messages)))
+        out.append(
+            Transition(label, _with_stored(s, b_entries=b_entries, b_lac=b_lac, messages=messages))
+        )
 
 
 def _bookie_sends_add_fenced_response(
@@ -337,7 +339,7 @@ def _bookie_sends_add_fenced_response(
             received=msg,
             sent=((reply, delivered),),
         )
-        out.append(Transition(label, _with_messages(s, messages)))
+        out.append(Transition(label, _with_messages(s, messages=messages)))
 
 
 def _bookie_sends_fencing_read_lac_response(
@@ -355,7 +357,7 @@ def _bookie_sends_fencing_read_lac_response(
         label = Label(
             "BookieSendsFencingReadLacResponse", bookie=b, received=msg, sent=((reply, delivered),)
         )
-        out.append(Transition(label, _with_fenced(s, b_fenced, messages)))
+        out.append(Transition(label, _with_fenced(s, b_fenced=b_fenced, messages=messages)))
 
 
 def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transition]) -> None:
@@ -378,11 +380,11 @@ def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transitio
             sent=((reply, True),),
             detail=(("ignored_by_client", 1),),
         )
-        out.append(Transition(label, _with_fenced(s, b_fenced, messages)))
+        out.append(Transition(label, _with_fenced(s, b_fenced=b_fenced, messages=messages)))
         return
     for messages, delivered in processed_one_and_send_another(s.messages, ctx.counts, msg, reply):
         label = Label("BookieSendsReadResponse", bookie=b, received=msg, sent=((reply, delivered),))
-        out.append(Transition(label, _with_fenced(s, b_fenced, messages)))
+        out.append(Transition(label, _with_fenced(s, b_fenced=b_fenced, messages=messages)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,7 +451,7 @@ def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transi
         s.messages, ctx.counts, msgs, again=cfg.ensembles_may_repeat
     ):
         label = Label("ClientSendsAddEntryRequests", client=c.id, sent=delivery)
-        out.append(Transition(label, _with_clients(s, clients, messages)))
+        out.append(Transition(label, _with_clients(s, clients=clients, messages=messages)))
 
 
 def _receive_add_confirmed_response(
@@ -485,15 +487,17 @@ def _receive_add_confirmed_response(
             for op in c.pending_add_ops
             if _confirmations(confirmed, op.entry.id) < cfg.ack_quorum or op.entry.id > lac
         )
-        client = _with_confirmations(c, confirmed, lac if lac > c.lac else c.lac, pending)
+        client = _with_confirmations(
+            c, confirmed=confirmed, lac=lac if lac > c.lac else c.lac, pending_add_ops=pending
+        )
         label = Label(action, client=c.id, received=msg)
         out.append(
             Transition(
                 label,
                 _with_clients(
                     s,
-                    _set_client(s, client),
-                    message_processed(s.messages, msg, ctx.counts[msg]),
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
                 ),
             )
         )
@@ -526,8 +530,8 @@ def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Tr
                 label,
                 _with_clients(
                     s,
-                    _set_client(s, client),
-                    message_processed(s.messages, msg, ctx.counts[msg]),
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
                 ),
             )
         )
@@ -621,7 +625,7 @@ def _replace_failed(
         detail=(("failed", failed), ("ensemble", new_ensemble), ("first_entry_id", first_entry_id)),
     )
     if recovery:
-        successor = _with_clients(s, _set_client(s, client), messages)
+        successor = _with_clients(s, clients=_set_client(s, client), messages=messages)
     else:
         successor = s._replace(
             clients=_set_client(s, client),
@@ -661,7 +665,7 @@ def _resend_pending_add_op(
             s.messages, ctx.counts, msgs, again=cfg.ensembles_may_repeat
         ):
             label = Label(action, client=c.id, sent=delivery, detail=(("entry", op.entry.id),))
-            out.append(Transition(label, _with_clients(s, clients, messages)))
+            out.append(Transition(label, _with_clients(s, clients=clients, messages=messages)))
 
 
 def _client_closes_ledger_success(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
@@ -752,9 +756,9 @@ def _client_receives_fencing_read_lac_response(
             lac = msg.lac if msg.lac > floor else floor
             client = _with_fenced_lac(
                 c,
-                c.fenced | 1 << msg.bookie,
-                lac if lac > c.lac else c.lac,
-                lac if lac > c.lap else c.lap,
+                fenced=c.fenced | 1 << msg.bookie,
+                lac=lac if lac > c.lac else c.lac,
+                lap=lac if lac > c.lap else c.lap,
             )
         else:
             client = c
@@ -764,8 +768,8 @@ def _client_receives_fencing_read_lac_response(
                 label,
                 _with_clients(
                     s,
-                    _set_client(s, client),
-                    message_processed(s.messages, msg, ctx.counts[msg]),
+                    clients=_set_client(s, client),
+                    messages=message_processed(s.messages, msg, ctx.counts[msg]),
                 ),
             )
         )
@@ -786,7 +790,9 @@ def _client_sends_recovery_read_requests(ctx: _Ctx, c: ClientState, out: list[Tr
     else:
         return
     next_entry_id = c.lap + 1
-    client = _with_read_started(c, READ_WRITE_PHASE, next_entry_id, 0)
+    client = _with_read_started(
+        c, recovery_phase=READ_WRITE_PHASE, curr_read_entry=next_entry_id, fenced=0
+    )
     clients = _set_client(s, client)
     msgs = [
         ReadRequest(READ_REQUEST, b, c.id, next_entry_id, cfg.recovery_reads_fence)
@@ -799,7 +805,7 @@ def _client_sends_recovery_read_requests(ctx: _Ctx, c: ClientState, out: list[Tr
             sent=delivery,
             detail=(("entry", next_entry_id),),
         )
-        out.append(Transition(label, _with_clients(s, clients, messages)))
+        out.append(Transition(label, _with_clients(s, clients=clients, messages=messages)))
 
 
 def _read_status(ctx: _Ctx, c: ClientState, responses: frozenset[ReadResponse]) -> int:
@@ -839,7 +845,7 @@ def _client_receives_recovery_read_response(
         status = _read_status(ctx, c, responses)
         processed = message_processed(s.messages, msg, ctx.counts[msg])
         if status == NEED_MORE_RESPONSES:
-            client = _with_read_responses(c, responses)
+            client = _with_read_responses(c, read_responses=responses)
             messages = processed
         else:
             # ReadPositive/ReadNegative/ReadUnknown assign messages' through
@@ -864,7 +870,11 @@ def _client_receives_recovery_read_response(
                     Entry(c.lap + 1, msg.entry.data), curr.id, curr.ensemble, curr.order
                 )
                 client = _with_entry_recovered(
-                    c, None, frozenset(), c.lap + 1, c.pending_add_ops | {op}
+                    c,
+                    curr_read_entry=None,
+                    read_responses=frozenset(),
+                    lap=c.lap + 1,
+                    pending_add_ops=c.pending_add_ops | {op},
                 )
             elif status == NO_SUCH_ENTRY:
                 client = c._replace(
@@ -888,7 +898,9 @@ def _client_receives_recovery_read_response(
             received=msg,
             detail=(("outcome", status),),
         )
-        out.append(Transition(label, _with_clients(s, _set_client(s, client), messages)))
+        out.append(
+            Transition(label, _with_clients(s, clients=_set_client(s, client), messages=messages))
+        )
 
 
 def _not_sent_write(ctx: _Ctx, c: ClientState, op: PendingAddOp) -> bool:
@@ -925,7 +937,7 @@ def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) 
                 sent=delivery,
                 detail=(("entry", op.entry.id),),
             )
-            out.append(Transition(label, _with_messages(s, messages)))
+            out.append(Transition(label, _with_messages(s, messages=messages)))
 
 
 def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:

@@ -63,3 +63,10 @@ def test_the_function_says_what_it_replaces() -> None:
     replace = replacer(Point, "x", "y")
     assert replace.__name__ == "replace_x_y"
     assert "x, y" in (replace.__doc__ or "")
+
+
+def test_values_by_keyword_in_any_order() -> None:
+    replace = replacer(Point, "x", "z")
+    assert replace(Point(1, 2, 3), z=30, x=10) == Point(10, 2, 30)
+    with pytest.raises(TypeError):
+        replace(Point(1, 2, 3), x=10)  # every replaced field must be given
