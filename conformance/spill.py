@@ -1,9 +1,10 @@
 """A breadth-first level that spills to disk, as TLC keeps its queue on disk.
 
 Up to ``spill_over`` states stay in memory; past that the level goes to a temporary file of
-pickles and is read back one state at a time. With the search's fingerprints, memory then
-holds about 100 bytes per seen state instead of the states of a whole level (the depth-17
-level of Bookies=3, WQ=3, AQ=2 alone is ~10 M states, ~22 GB in memory).
+pickles, ``BATCH`` states a pickle, and is read back a batch at a time. With the search's
+fingerprints, memory then holds about 100 bytes per seen state instead of the states of a
+whole level (the depth-17 level of Bookies=3, WQ=3, AQ=2 alone is ~10 M states, ~22 GB in
+memory).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ DEFAULT_SPILL_OVER = 2_000_000
 #: States pickled together. One pickle per state cost 36 us a model state (write and read)
 #: and 690 bytes; per 256, 4.6 us and 137 bytes, because a batch's pickle shares the
 #: sub-records its states share (a parent's unchanged bookies and clients) and the per-call
-#: overhead is paid once. The spilled levels of a large search were a third of its time.
+#: overhead is paid once. By these costs, per-state pickles took about a third of the time of
+#: the Defect-1 search without symmetry (benchmarks/profiles/).
 BATCH = 256
 
 
