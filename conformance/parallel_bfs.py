@@ -58,19 +58,19 @@ class ParallelSearchError(ConformanceError):
     """A worker of the parallel search failed or died."""
 
 
+@young_collections_only()
 def _serve(conn: Connection, shard: Shard[Any, Any]) -> None:
     """A worker's loop: one reply per command, ``("ok", value)`` or ``("error", text)``."""
     try:
-        with young_collections_only():
-            while True:
-                command, argument = conn.recv()
-                if command == "stop":
-                    return
-                try:
-                    conn.send(("ok", _handle(shard, command, argument)))
-                except Exception:
-                    conn.send(("error", traceback.format_exc()))
-                    return
+        while True:
+            command, argument = conn.recv()
+            if command == "stop":
+                return
+            try:
+                conn.send(("ok", _handle(shard, command, argument)))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
+                return
     except (EOFError, KeyboardInterrupt):
         return  # the driver is gone or interrupted: nothing to report to
     finally:

@@ -120,6 +120,7 @@ class BreadthFirst(Protocol):
     ) -> SearchResult[S, L]: ...
 
 
+@young_collections_only()
 def breadth_first(
     init: S,
     successors: Successors[S, L],
@@ -148,31 +149,6 @@ def breadth_first(
     large levels on disk, as TLC keeps its queue (``conformance.spill``); memory then holds
     only the fingerprints.
     """
-    with young_collections_only():
-        return _breadth_first(
-            init,
-            successors,
-            check,
-            canonical,
-            max_states,
-            max_depth,
-            progress,
-            progress_every,
-            new_level,
-        )
-
-
-def _breadth_first(
-    init: S,
-    successors: Successors[S, L],
-    check: Check[S],
-    canonical: Canonical[S] | None,
-    max_states: int | None,
-    max_depth: int | None,
-    progress: Callable[[Progress], None] | None,
-    progress_every: int,
-    new_level: Callable[[], Level[S]],
-) -> SearchResult[S, L]:
     fingerprint = fingerprint_function(canonical)
     root = fingerprint(init)
     parent_of: dict[int, int | None] = {root: None}

@@ -23,7 +23,8 @@ NEVER = 1 << 30
 
 @contextmanager
 def young_collections_only() -> Iterator[None]:
-    """No full collections inside the block; the collector's thresholds restored after it."""
+    """No full collections inside the block (or the decorated function); the collector's
+    thresholds restored after it."""
     before = gc.get_threshold()
     young = max(before[0], YOUNG_THRESHOLD) if before[0] else 0  # 0: collection is off
     gc.set_threshold(young, before[1], NEVER)

@@ -533,6 +533,7 @@ def _rebalance(handles: Sequence[ShardHandle], sizes: list[int]) -> None:
         sizes[small] += count
 
 
+@young_collections_only()
 def sharded_breadth_first(
     init: S,
     successors: Successors[S, L],
@@ -556,19 +557,18 @@ def sharded_breadth_first(
     root = fingerprint(init)
     parts[root % shards].start(root, init)
     try:
-        with young_collections_only():
-            return search_levels(
-                init,
-                successors,
-                check,
-                fingerprint,
-                [InProcessShard(part) for part in parts],
-                limit,
-                max_states=max_states,
-                max_depth=max_depth,
-                progress=progress,
-                round_parents=round_parents,
-            )
+        return search_levels(
+            init,
+            successors,
+            check,
+            fingerprint,
+            [InProcessShard(part) for part in parts],
+            limit,
+            max_states=max_states,
+            max_depth=max_depth,
+            progress=progress,
+            round_parents=round_parents,
+        )
     finally:
         for part in parts:
             part.close_all()
