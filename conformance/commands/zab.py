@@ -7,7 +7,10 @@ the network (partition: network namespaces, needs root; skipped with the reason 
 then reads every server's transaction log and checks the Zab properties and the client
 guarantees.
 A run directory ``<runs-dir>/<UTC time>-zab/`` keeps results.json, history.jsonl and the
-servers' data and logs.
+servers' data and logs. It is written as the run goes: results.json says running (undecided)
+until the end, and history.jsonl gets every client invoke and completion, leader sample and
+fault event as it happens, then the servers' logged transactions; a run killed midway leaves
+its history and reads undecided.
 
 Exit codes: 0 = every property held; 1 = a finding (an anomaly, with evidence); 2 = could not
 decide (ZooKeeper missing or not starting, or nothing to check).
@@ -24,17 +27,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adapters.cluster.errors import ClusterError
+from adapters.process_records import reap_orphans_once
 from adapters.zookeeper.errors import MetadataError
 from conformance.commands import zab_model
 from conformance.rundir import new_run_dir
+from conformance.verdict import Verdict
 from conformance.zab.faults import SCENARIOS, scenario_steps
 from conformance.zab.program import FAULT_KINDS, random_program
-from conformance.zab.rundir import exit_code, verdict_name, write_run
+from conformance.zab.rundir import ZabRunWriter
 from conformance.zab.runner import RunOutcome, RunSettings, run_program
 
-EXIT_OK = 0
-EXIT_FINDING = 1
-EXIT_UNDECIDED = 2
+EXIT_OK = Verdict.CLEAN.exit_code
+EXIT_FINDING = Verdict.VIOLATION.exit_code
+EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 
 
 def register(subparsers: Any) -> None:
@@ -134,6 +139,8 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
         program = type(program)(
             program.clients, program.keys, program.ops, scenario_steps(args.scenario, args.ops)
         )
+    for reaped in reap_orphans_once():
+        print(f"bkconform: a run that died left {reaped.describe()}", file=sys.stderr)
     run_dir = new_run_dir(args.runs_dir.resolve(), "zab")
     config = {
         "servers": args.servers,
@@ -153,19 +160,23 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
     settings = RunSettings(
         servers=args.servers, op_timeout=args.op_timeout, faults=faults, rate=args.rate
     )
-    try:
-        with _kazoo_log(run_dir / "kazoo.log"):
-            outcome = run_program(
-                program,
-                run_dir / "cluster",
-                settings,
-                on_progress=lambda message: print(message, file=out, flush=True),
-            )
-    except (ClusterError, MetadataError) as exc:
-        print(f"bkconform zab run: could not run the ensemble: {exc}", file=sys.stderr)
-        return EXIT_UNDECIDED
-    config["client_servers"] = {str(k): v for k, v in outcome.client_servers.items()}
-    write_run(run_dir, outcome, config)
+    with ZabRunWriter(run_dir, config) as writer:
+        writer.start()
+        try:
+            with _kazoo_log(run_dir / "kazoo.log"):
+                outcome = run_program(
+                    program,
+                    run_dir / "cluster",
+                    settings,
+                    on_progress=lambda message: print(message, file=out, flush=True),
+                    stream=writer,
+                )
+        except (ClusterError, MetadataError) as exc:
+            print(f"bkconform zab run: could not run the ensemble: {exc}", file=sys.stderr)
+            writer.fail(f"could not run the ensemble: {exc}")
+            return EXIT_UNDECIDED
+        writer.config["client_servers"] = {str(k): v for k, v in outcome.client_servers.items()}
+        writer.finish(outcome)
     return report(outcome, run_dir, out)
 
 
@@ -182,7 +193,7 @@ def report(outcome: RunOutcome, run_dir: Path, out: TextIO) -> int:
         f"{sizes['fault_events']} fault events",
         file=out,
     )
-    for result in outcome.verdict.results:
+    for result in outcome.report.results:
         print(
             f"  {result.name:<26} {result.valid!s:<8} checked {result.checked}"
             + (f", {result.anomalies} anomalies" if result.anomalies else ""),
@@ -197,6 +208,5 @@ def report(outcome: RunOutcome, run_dir: Path, out: TextIO) -> int:
         + f"; {outcome.timings.get('ops_per_second', 0.0):.0f} ops/s",
         file=out,
     )
-    valid = outcome.verdict.valid
-    print(f"Verdict: {verdict_name(valid)} ({run_dir / 'results.json'})", file=out)
-    return exit_code(valid)
+    print(f"Verdict: {outcome.verdict} ({run_dir / 'results.json'})", file=out)
+    return outcome.verdict.exit_code

@@ -6,10 +6,14 @@ ordering guarantees are per session). Every request is bounded by ``op_timeout``
 empty, a multi that rolled back), which change nothing; ``unknown`` for a write whose fate the
 client cannot know (timeout, connection or session lost). A read or sync that gets no answer
 changed nothing, so it is a ``fail``.
+
+The :class:`Recorder` keeps every completed operation and, when given callbacks, hands each
+invocation and completion on as it happens (the run directory streams them to disk).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -32,16 +36,31 @@ from model.zab.history import ClientOp, OpKind, Outcome
 _DEFINITE = (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError, RolledBackError)
 
 
-class Recorder:
-    """The client operations of a run, appended from many threads."""
+OpCallback = Callable[[ClientOp], None]
 
-    def __init__(self) -> None:
+
+class Recorder:
+    """The client operations of a run, appended from many threads. ``on_invoke`` gets each
+    operation as it is invoked (its outcome still unknown), ``on_complete`` as it completes;
+    both are called on the client's thread."""
+
+    def __init__(
+        self, *, on_invoke: OpCallback | None = None, on_complete: OpCallback | None = None
+    ) -> None:
         self._lock = threading.Lock()
         self.ops: list[ClientOp] = []
+        self._on_invoke = on_invoke
+        self._on_complete = on_complete
+
+    def invoked(self, op: ClientOp) -> None:
+        if self._on_invoke is not None:
+            self._on_invoke(op)
 
     def record(self, op: ClientOp) -> None:
         with self._lock:
             self.ops.append(op)
+        if self._on_complete is not None:
+            self._on_complete(op)
 
     @property
     def completed(self) -> int:
@@ -75,10 +94,11 @@ class Client:
     def _wait(self, result: Any, what: str) -> Any:
         return wait(result, timeout=self.op_timeout, operation=what)
 
-    def execute(self, op: PlannedOp) -> ClientOp:
-        """Run one operation and describe what the client observed."""
+    def execute(self, op: PlannedOp, on_invoke: OpCallback | None = None) -> ClientOp:
+        """Run one operation and describe what the client observed. ``on_invoke`` is told of
+        the operation as invoked, before the request goes out: what is known then, with the
+        outcome ``unknown``."""
         invoked = time.monotonic()
-        fields: dict[str, Any] = {}
         kind: OpKind = op.kind
         expected = self.versions.get(op.path, -1) if op.conditional else -1
         base: dict[str, Any] = {}
@@ -88,6 +108,21 @@ class Client:
             base.update(tag=op.tag, data=op.tag.encode())
         if op.kind == "multi":
             base["sub_ops"] = self._multi_plan(op)
+        pending = ClientOp(
+            index=op.index,
+            process=self.process,
+            kind=kind,
+            path=op.path,
+            outcome="unknown",
+            invoke_time=invoked,
+            complete_time=invoked,
+            session=self.session(),
+            **base,
+        )
+        if on_invoke is not None:
+            on_invoke(pending)
+        outcome: Outcome
+        fields: dict[str, Any]
         try:
             outcome, fields = self._perform(op, expected)
         except _DEFINITE as exc:
@@ -97,16 +132,12 @@ class Client:
         except (MetadataError, KazooException) as exc:
             outcome = "unknown" if op.kind in ("create", "set", "delete", "multi") else "fail"
             fields = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-        return ClientOp(
-            index=op.index,
-            process=self.process,
-            kind=kind,
-            path=op.path,
+        return dataclasses.replace(
+            pending,
             outcome=outcome,
-            invoke_time=invoked,
             complete_time=time.monotonic(),
             session=self.session(),
-            **{**base, **fields},
+            **fields,
         )
 
     def _perform(self, op: PlannedOp, expected: int) -> tuple[Outcome, dict[str, Any]]:
@@ -193,6 +224,6 @@ def run_client(
                 if delay > 0 and stop.wait(delay):
                     return
                 next_start = max(next_start + interval, time.monotonic() - interval)
-            recorder.record(client.execute(op))
+            recorder.record(client.execute(op, recorder.invoked))
     except BaseException as exc:  # reported to the runner, which decides the verdict
         on_error(exc)

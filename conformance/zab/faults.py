@@ -91,12 +91,14 @@ class FaultEvent:
 
 @dataclass
 class FaultInjector:
-    """Runs the steps on its own thread; :meth:`stop` heals whatever it left broken."""
+    """Runs the steps on its own thread; :meth:`finish` heals whatever it left broken.
+    ``on_event`` gets each event as it is recorded (on the thread that recorded it)."""
 
     ensemble: ZooKeeperEnsemble
     steps: tuple[FaultStep, ...]
     progress: Callable[[], int]
     restart_timeout: float = 60.0
+    on_event: Callable[[FaultEvent], None] | None = None
     events: list[FaultEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -140,7 +142,10 @@ class FaultInjector:
         self._killed.clear()
 
     def _event(self, step: str, verb: str, server: str | None, detail: str = "") -> None:
-        self.events.append(FaultEvent(time.monotonic(), step, verb, server, detail))
+        event = FaultEvent(time.monotonic(), step, verb, server, detail)
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
 
     def _run(self) -> None:
         for step in self.steps:

@@ -2,6 +2,14 @@
 sampling the leader, heal, wait for the servers to converge, stop them, read their logs, and
 judge the whole history.
 
+The run's verdict is the project's one verdict (:class:`conformance.verdict.Verdict`): the
+checkers' report (:class:`model.zab.checkers.CheckReport`) read as clean, violation or
+undecided, and undecided whenever the harness could not carry the run out as asked.
+
+While the run goes, every client invoke and completion, leader sample and fault event is also
+handed to a :class:`HistoryStream` (the run directory's writer) as it happens, so that a run
+killed midway leaves its history up to then.
+
 Every wait is bounded; the ensemble, the clients and the helper threads are stopped on every
 exit path (``finally``), including errors and interrupts.
 """
@@ -11,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.cluster.network_namespaces import partitions_supported
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
@@ -22,11 +30,12 @@ from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.zookeeper.client import zookeeper_session
 from adapters.zookeeper.observe import LeaderSampler, server_status
 from adapters.zookeeper.txnlog import LoggedTxn, read_server
+from conformance.verdict import Verdict
 from conformance.zab.clients import Client, Recorder, run_client
 from conformance.zab.faults import FaultEvent, FaultInjector
 from conformance.zab.program import ROOT, FaultStep, Program
-from model.zab.checkers import Verdict, check
-from model.zab.history import Change, History, LeaderSample, ServerLog, Txn
+from model.zab.checkers import CheckReport, check
+from model.zab.history import Change, ClientOp, History, LeaderSample, ServerLog, Txn
 
 _CHANGE_KINDS = {"create": "create", "set": "set", "delete": "delete", "check": "check"}
 
@@ -45,10 +54,50 @@ class RunSettings:
     a pinned reader would); odd-numbered ones may use any server."""
 
 
+class HistoryStream(Protocol):
+    """Where a run hands each part of its history as it happens (from the client, sampler
+    and fault threads: implementations must be thread-safe)."""
+
+    def invoked(self, op: ClientOp) -> None:
+        """A client invokes ``op`` (what is known then: its outcome is still unknown)."""
+
+    def completed(self, op: ClientOp) -> None:
+        """``op`` completed (ok, fail or unknown)."""
+
+    def leader(self, sample: LeaderSample) -> None:
+        """A server answered ``srvr`` as the leader."""
+
+    def fault(self, event: FaultEvent) -> None:
+        """The fault injector did something (or found nothing to do it to)."""
+
+
+class StreamingSampler(LeaderSampler):
+    """A :class:`LeaderSampler` that also hands every leader sample to ``on_sample`` as it is
+    taken (on the sampler's thread)."""
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, tuple[str, int]],
+        on_sample: Callable[[LeaderSample], None],
+    ) -> None:
+        super().__init__(endpoints)
+        self._on_sample = on_sample
+
+    def sample_once(self) -> None:
+        # Only this thread appends to ``samples``: what it appended is what is new.
+        seen = len(self.samples)
+        super().sample_once()
+        for status in self.samples[seen:]:
+            self._on_sample(LeaderSample(status.time, status.server, status.zxid))
+
+
 @dataclass
 class RunOutcome:
     history: History
+    report: CheckReport
+    """Every checker's result, as the checkers judged the history."""
     verdict: Verdict
+    """The run's verdict: the report's, or undecided where the harness broke down."""
     fault_events: list[FaultEvent]
     timings: dict[str, float]
     notes: list[str] = field(default_factory=list)
@@ -106,11 +155,13 @@ def read_server_logs(ensemble: ZooKeeperEnsemble) -> tuple[tuple[ServerLog, ...]
     return tuple(logs), notes
 
 
-def undecided_if(verdict: Verdict, harness_errors: list[str]) -> Verdict:
-    """A clean verdict over a run whose clients or faults broke down is not clean: the history
-    may be incomplete or the faults may not have happened. Findings stay findings."""
-    if verdict.valid is True and harness_errors:
-        return Verdict("unknown", verdict.results)
+def run_verdict(report: CheckReport, harness_errors: list[str]) -> Verdict:
+    """The run's verdict: the checkers' report read in the one vocabulary, except that a clean
+    report over a run whose clients or faults broke down is undecided (the history may be
+    incomplete or the faults may not have happened). Findings stay findings."""
+    verdict = Verdict.of_validity(report.valid)
+    if verdict is Verdict.CLEAN and harness_errors:
+        return Verdict.UNDECIDED
     return verdict
 
 
@@ -169,7 +220,10 @@ def run_program(
     *,
     install: ZooKeeperInstall | None = None,
     on_progress: Callable[[str], None] | None = None,
+    stream: HistoryStream | None = None,
 ) -> RunOutcome:
+    """Run ``program`` on a fresh ensemble under ``work_dir``; ``stream`` gets the history as
+    it happens (the servers' logs are only read at the end, into the outcome)."""
     say = on_progress or (lambda _message: None)
     timings: dict[str, float] = {}
     notes: list[str] = []
@@ -187,12 +241,15 @@ def run_program(
     ensemble = ZooKeeperEnsemble(
         install, work_dir.resolve(), size=settings.servers, partitions=wants_partitions
     )
-    recorder = Recorder()
+    recorder = (
+        Recorder(on_invoke=stream.invoked, on_complete=stream.completed) if stream else Recorder()
+    )
     clients: list[Client] = []
     stop = threading.Event()
     errors: list[str] = []
     injector: FaultInjector | None = None
     sampler: LeaderSampler | None = None
+    on_fault = stream.fault if stream else None
     started = time.monotonic()
     client_servers: dict[int, str] = {}
     try:
@@ -203,7 +260,8 @@ def run_program(
         # hub namespace when partitions are on); threads started inside inherit it.
         with ensemble.network(), zookeeper_session(ensemble.connect_string, timeout=30) as admin:
             admin.ensure_path(ROOT)
-        sampler = LeaderSampler(ensemble.client_endpoints())
+        endpoints = ensemble.client_endpoints()
+        sampler = StreamingSampler(endpoints, stream.leader) if stream else LeaderSampler(endpoints)
         with ensemble.network():
             sampler.__enter__()
         client_servers = assign_servers(ensemble, program.clients, settings.pin_clients)
@@ -216,7 +274,7 @@ def run_program(
                 connect_string = ensemble.connect_string
             with ensemble.network():
                 clients.append(Client(process, connect_string, settings.op_timeout))
-        injector = FaultInjector(ensemble, steps, lambda: recorder.completed)
+        injector = FaultInjector(ensemble, steps, lambda: recorder.completed, on_event=on_fault)
         interval = program.clients / settings.rate if settings.rate > 0 else 0.0
 
         def client_failed(exc: BaseException) -> None:
@@ -282,12 +340,13 @@ def run_program(
         for s in (sampler.leader_samples() if sampler else [])
     )
     history = History(logs, leaders, tuple(recorder.snapshot()), tuple(notes), f"{ROOT}/")
-    verdict = undecided_if(check(history), harness_errors)
+    report = check(history)
     timings["check_s"] = time.monotonic() - check_started
     timings["total_s"] = time.monotonic() - started
     return RunOutcome(
         history,
-        verdict,
+        report,
+        run_verdict(report, harness_errors),
         injector.events if injector else [],
         timings,
         notes,

@@ -597,9 +597,11 @@ CLIENT_CHECKERS: tuple[Callable[[Index], CheckResult], ...] = (
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """All checkers' results: valid is False if any found an anomaly, "unknown" if none
-    could judge anything (or a required one could not), else True."""
+class CheckReport:
+    """All checkers' results and their validity together: valid is False if any found an
+    anomaly, "unknown" if a required one (:data:`REQUIRED`) could not judge anything, else
+    True. Not a run's verdict: the runner (``conformance.zab.runner``) makes that, in the
+    project's one vocabulary, from this and from how the run went."""
 
     valid: Validity
     results: tuple[CheckResult, ...]
@@ -611,7 +613,7 @@ class Verdict:
 REQUIRED = ("PrefixConsistency", "TotalOrder", "AcknowledgedWritesDurable")
 
 
-def check(history: History) -> Verdict:
+def check(history: History) -> CheckReport:
     index = Index(history)
     results = tuple(checker(index) for checker in SERVER_CHECKERS + CLIENT_CHECKERS)
     valid: Validity
@@ -621,4 +623,4 @@ def check(history: History) -> Verdict:
         valid = "unknown"
     else:
         valid = True
-    return Verdict(valid, results)
+    return CheckReport(valid, results)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from adapters.cluster.network_namespaces import partitions_supported
 from conformance.cli import main
+from conformance.verdict import Verdict
 from conformance.zab.faults import SCENARIOS
 from conformance.zab.program import Program, programs, random_program
 from conformance.zab.runner import RunSettings, run_program
@@ -116,7 +117,7 @@ def _netns_list() -> list[str]:
 def test_drawn_programs_hold_on_a_real_ensemble(program: Program, runs_dir: Path) -> None:
     work_dir = runs_dir / f"example-{abs(hash(program)) % 10**8}"
     outcome = run_program(program, work_dir, RunSettings(servers=3, rate=40))
-    assert outcome.verdict.valid is not False, outcome.verdict.to_json()
+    assert not outcome.verdict.finding, outcome.report.to_json()
     assert len(outcome.history.ops) == len(program.ops)
 
 
@@ -157,7 +158,7 @@ def test_real_history_mutated_is_flagged(runs_dir: Path) -> None:
     program = random_program(11, ops=80, clients=3)
     outcome = run_program(program, runs_dir / "real", RunSettings(servers=3, rate=0))
     history = outcome.history
-    assert outcome.verdict.valid is True, outcome.verdict.to_json()
+    assert outcome.verdict is Verdict.CLEAN, outcome.report.to_json()
     acked = next(op for op in history.ops if op.outcome == "ok" and op.kind == "create")
     lost = dataclasses.replace(
         history,

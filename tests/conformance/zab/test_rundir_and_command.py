@@ -11,9 +11,10 @@ import pytest
 from conformance.cli import main
 from conformance.commands.zab import list_scenarios, parse_faults, report
 from conformance.rundir import new_run_dir
+from conformance.verdict import Verdict
 from conformance.zab.faults import FaultEvent
 from conformance.zab.rundir import write_run
-from conformance.zab.runner import RunOutcome, shortfalls, undecided_if
+from conformance.zab.runner import RunOutcome, run_verdict, shortfalls
 from model.zab.checkers import check
 from model.zab.history import Change, ClientOp, History, LeaderSample, ServerLog, Txn
 
@@ -22,7 +23,7 @@ E1 = 1 << 32
 
 def outcome(*, lose_a_write: bool = False, empty: bool = False) -> RunOutcome:
     txns = (Txn(E1 | 1, "d1", "create2", 9, (Change("create", "/zab/k0", b"w0", 0),)),)
-    ops = (
+    ops: tuple[ClientOp, ...] = (
         ClientOp(0, 0, "create", "/zab/k0", "ok", 1.0, 1.1, 9, "w0", b"w0", zxid=E1 | 1),
         ClientOp(1, 0, "read", "/zab/k0", "ok", 1.2, 1.3, 9, value=b"w0", mzxid=E1 | 1),
     )
@@ -31,7 +32,9 @@ def outcome(*, lose_a_write: bool = False, empty: bool = False) -> RunOutcome:
     servers = tuple(ServerLog(f"zk{i}", () if empty else txns) for i in (1, 2, 3))
     history = History(servers, (LeaderSample(1.0, "zk1", E1),), () if empty else ops)
     events = [FaultEvent(1.25, "kill follower", "kill", "zk2")]
-    return RunOutcome(history, check(history), events, {"workload_s": 1.0}, zookeeper="test")
+    report = check(history)
+    verdict = Verdict.of_validity(report.valid)
+    return RunOutcome(history, report, verdict, events, {"workload_s": 1.0}, zookeeper="test")
 
 
 def test_run_directory_holds_results_and_history(tmp_path: Path) -> None:
@@ -40,6 +43,7 @@ def test_run_directory_holds_results_and_history(tmp_path: Path) -> None:
     assert new_run_dir(tmp_path, "zab") != run_dir  # same second: a suffix keeps both
     write_run(run_dir, outcome(), {"seed": 3, "servers": 3})
     results = json.loads((run_dir / "results.json").read_text())
+    assert results["state"] == "finished"
     assert results["verdict"] == "clean" and results["exit_code"] == 0
     assert results["valid"] is True and results["seed"] == 3
     assert results["history"]["client_ops"] == 2
@@ -92,22 +96,24 @@ def test_scenarios_are_listed() -> None:
 
 
 def test_harness_errors_turn_a_clean_verdict_undecided_but_keep_findings() -> None:
-    clean = outcome().verdict
-    assert undecided_if(clean, []).valid is True
-    assert undecided_if(clean, ["client crashed: KeyError"]).valid == "unknown"
-    finding = outcome(lose_a_write=True).verdict
-    assert undecided_if(finding, ["client crashed: KeyError"]).valid is False
+    clean = outcome().report
+    assert run_verdict(clean, []) is Verdict.CLEAN
+    assert run_verdict(clean, ["client crashed: KeyError"]) is Verdict.UNDECIDED
+    finding = outcome(lose_a_write=True).report
+    assert run_verdict(finding, ["client crashed: KeyError"]) is Verdict.VIOLATION
+    nothing = outcome(empty=True).report
+    assert run_verdict(nothing, []) is Verdict.UNDECIDED
 
 
 def test_skipped_faults_and_non_convergence_make_a_clean_run_undecided() -> None:
-    clean = outcome().verdict
+    clean = outcome().report
     skipped = shortfalls([], [], ["partition: network namespaces not permitted here: EPERM"])
     assert skipped == [
         "requested fault not injected: partition: network namespaces not permitted here: EPERM"
     ]
-    assert undecided_if(clean, skipped).valid == "unknown"
+    assert run_verdict(clean, skipped) is Verdict.UNDECIDED
     stuck = shortfalls(["servers did not converge within 60s: zk1=down"], [], [])
-    assert undecided_if(clean, stuck).valid == "unknown"
+    assert run_verdict(clean, stuck) is Verdict.UNDECIDED
     healing = shortfalls([], ["resume zk1 while healing: gone"], [])
-    assert undecided_if(clean, healing).valid == "unknown"
+    assert run_verdict(clean, healing) is Verdict.UNDECIDED
     assert shortfalls([], [], []) == []

@@ -1,5 +1,5 @@
 """The Zab checkers: a correct history passes every one; each mutation is flagged by the
-checker that owns it (and the verdict turns False)."""
+checker that owns it (and the report's validity turns False)."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def anomalies(history: History, checker: str) -> list[str]:
 
 
 def test_correct_history_passes_every_checker() -> None:
-    verdict = check(correct())
-    assert verdict.valid is True
-    assert {r.name: r.valid for r in verdict.results} == {r.name: True for r in verdict.results}
-    assert len(verdict.results) == 12
+    report = check(correct())
+    assert report.valid is True
+    assert {r.name: r.valid for r in report.results} == {r.name: True for r in report.results}
+    assert len(report.results) == 12
 
 
 def test_lost_acknowledged_write_is_flagged() -> None:

@@ -82,7 +82,7 @@ def judged(checker: Callable[[Index], CheckResult], observed: History) -> CheckR
     return checker(Index(observed))
 
 
-# Results and the verdict -------------------------------------------------------------------
+# Results and the report --------------------------------------------------------------------
 
 
 def test_check_result_to_json_carries_validity_counts_and_evidence() -> None:
@@ -96,7 +96,7 @@ def test_check_result_to_json_carries_validity_counts_and_evidence() -> None:
     }
 
 
-def test_verdict_to_json_names_every_checker_and_the_overall_validity() -> None:
+def test_check_report_to_json_names_every_checker_and_the_overall_validity() -> None:
     observed = history(
         everywhere(create(E1 | 1, "/a", b"w1")),
         op(0, 0, "create", "/a", tag="w1", data=b"w1", zxid=E1 | 1),
