@@ -35,7 +35,7 @@ from conformance.operations import (
     operation_record,
 )
 from conformance.targets.base import Target, TargetError, TargetSnapshot
-from conformance.verdict import exit_code_for, run_verdict
+from conformance.verdict import Verdict, run_verdict
 from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
 from model.bookkeeper.actions import Label, Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
@@ -76,7 +76,7 @@ class StepRecord:
 class Outcome:
     """``verdict``: clean, violation, divergence or undecided (the target failed us)."""
 
-    verdict: str
+    verdict: Verdict
     steps: list[StepRecord]
     trace: list[Step[State, Label]]
     violations: list[str] = field(default_factory=list)
@@ -90,7 +90,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return exit_code_for(self.verdict)
+        return self.verdict.exit_code
 
 
 class Execution:
@@ -252,7 +252,7 @@ class Execution:
             violations=bool(self.violations),
             divergences=bool(self.divergences),
             error=bool(self.error),
-        ).value
+        )
         failure = self.failure if self.error else None
         cause = failure.cause if failure is not None else None
         return Outcome(

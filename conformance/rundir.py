@@ -42,7 +42,7 @@ from typing import IO, Any, Self
 from adapters.installations.system import SystemUnderTest
 from adapters.process_records import describe_self, liveness
 from conformance.engine import Outcome, StepRecord
-from conformance.verdict import exit_code_for
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
@@ -153,7 +153,7 @@ class RunWriter:
         self.started = _utc_now()
         self._history = (self.path / HISTORY).open("w", encoding="utf-8")
         self.state = RUNNING
-        self._write_results(Outcome("undecided", [], []), {})
+        self._write_results(Outcome(Verdict.UNDECIDED, [], []), {})
         return self
 
     def step(self, example: Example, phase: str | None, record: StepRecord) -> None:
@@ -217,7 +217,7 @@ class RunWriter:
         error = f"the run was interrupted: {reason}"
         summary = {"lines": self.lines, "examples": self._count_examples(), "story": None}
         self._write_results(
-            Outcome("undecided", [], [], error=error),
+            Outcome(Verdict.UNDECIDED, [], [], error=error),
             {"finished": _utc_now(), "history": summary},
         )
 
@@ -283,7 +283,9 @@ class RunWriter:
             return  # nothing was found: no story to tell
         cfg, name, path = self.cfg, self.name, self.path
         (path / "trace.txt").write_text(numbered_trace(cfg, outcome.trace) + "\n")
-        findings = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
+        findings = ", ".join(
+            outcome.violations + ([Verdict.DIVERGENCE] if outcome.divergences else [])
+        )
         title = f"{name} ({cfg.describe()})"
         note = f"VERDICT: {outcome.verdict}" + (f" ({findings})" if findings else "")
         (path / "sequence.txt").write_text(
@@ -336,8 +338,8 @@ def read_results(path: Path) -> dict[str, Any]:
     results["state"] = state
     if state == FINISHED:
         return results
-    results["verdict"] = "undecided"
-    results["exit_code"] = exit_code_for("undecided")
+    results["verdict"] = Verdict.UNDECIDED
+    results["exit_code"] = Verdict.UNDECIDED.exit_code
     where = f"pid {process.get('pid')} on {process.get('host')}"
     if state == DIED:
         results["error"] = (

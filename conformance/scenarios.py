@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from conformance.engine import Execution, Outcome, StepRecord
 from conformance.targets.base import Target
+from conformance.verdict import Verdict
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import Interleaving
@@ -33,8 +34,8 @@ class Scenario:
         """The model configuration with the scenario's protection on or off."""
         return self.interleaving.protected if protected else self.interleaving.unprotected
 
-    def expected_verdict(self, protected: bool) -> str:
-        return "clean" if protected else "violation"
+    def expected_verdict(self, protected: bool) -> Verdict:
+        return Verdict.CLEAN if protected else Verdict.VIOLATION
 
 
 SCENARIOS = {

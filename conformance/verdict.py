@@ -44,7 +44,10 @@ class Verdict(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.value]
+        """0 clean, 1 a finding (violation or divergence), 2 undecided."""
+        if self.valid is None:
+            return 2
+        return 0 if self.valid else 1
 
     @property
     def finding(self) -> bool:
@@ -75,10 +78,6 @@ SEVERITY: tuple[Verdict, ...] = (
     Verdict.UNDECIDED,
     Verdict.CLEAN,
 )
-#: The names, in the order of ``SEVERITY``.
-VERDICT_ORDER: tuple[str, ...] = tuple(v.value for v in SEVERITY)
-VERDICTS: tuple[str, ...] = ("clean", "violation", "divergence", "undecided")
-EXIT_CODES: dict[str, int] = {"clean": 0, "violation": 1, "divergence": 1, "undecided": 2}
 
 
 def exit_code_for(verdict: str | Verdict) -> int:

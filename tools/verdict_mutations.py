@@ -105,9 +105,9 @@ MUTATIONS = (
     Mutation(
         "search-divergence-exits-0",
         "conformance/search/verdict.py",
-        "    def exit_code(self) -> int:\n        return exit_code_for(self.verdict)\n",
+        "    def exit_code(self) -> int:\n        return self.verdict.exit_code\n",
         "    def exit_code(self) -> int:\n"
-        '        return 0 if self.verdict == "divergence" else exit_code_for(self.verdict)\n',
+        "        return 0 if self.verdict is Verdict.DIVERGENCE else self.verdict.exit_code\n",
         (
             "tests/conformance/search/test_verdict.py",
             "tests/conformance/test_verdicts.py",

@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from conformance.verdict import Verdict
 from model.search.bfs import Progress, SearchResult, Violation
 from model.search.simulation import SimulationResult
 from model.search.strategies import STRATEGIES
 
-EXIT_OK = 0
-EXIT_VIOLATION = 1
-EXIT_UNDECIDED = 2
+EXIT_OK = Verdict.CLEAN.exit_code
+EXIT_VIOLATION = Verdict.VIOLATION.exit_code
+EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 
 
 def add_search_options(

@@ -44,8 +44,9 @@ from conformance.distributed.shard import (
 from conformance.rundir import new_run_dir, system_header
 from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import system_under_test
+from conformance.verdict import Verdict
 
-EXIT_UNDECIDED = 2
+EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 BUDGETS: dict[str, SearchSettings] = {"shard": SHARD_BUDGET, **PROFILES}
 
 

@@ -52,10 +52,11 @@ from conformance.search.runner import (
 )
 from conformance.search.verdict import SearchReport
 from conformance.targets.base import TargetError, system_under_test
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 
-EXIT_UNDECIDED = 2
+EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 
 
 def register(subparsers: Any) -> None:
@@ -245,7 +246,7 @@ def reap_leftovers() -> None:
 
 def _finish_undecided(writer: RunWriter, error: str) -> None:
     """The target failed before the run decided anything: the run directory says so."""
-    writer.finish(Outcome("undecided", [], [], error=error), story=None)
+    writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=error), story=None)
 
 
 def _write(

@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
             described = target.describe()
         except TargetError as exc:
             print(f"could not decide: {exc}", file=sys.stderr)
-            writer.finish(Outcome("undecided", [], [], error=str(exc)), story=None)
-            return 2
+            writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=str(exc)), story=None)
+            return Verdict.UNDECIDED.exit_code
         finally:
             target.close()
         writer.example_done(1)
@@ -123,7 +123,7 @@ def observed_answers(outcome: Outcome) -> str:
 def _report(outcome: Outcome, cfg: Any, name: str, run_dir: Path) -> None:
     print(f"{len(outcome.steps)} steps run. Observed answers: {observed_answers(outcome)}")
     print_findings(outcome)
-    if Verdict.named(outcome.verdict).finding:
+    if outcome.verdict.finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(
             sequence_diagram(

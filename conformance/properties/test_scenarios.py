@@ -19,7 +19,7 @@ def test_scenario_gives_its_expected_verdict(name: str, protected: bool, bk_targ
     bk_target.open(cfg)
     outcome = run_scenario(scenario, bk_target, protected=protected)
     expected = scenario.expected_verdict(protected)
-    assert outcome.verdict == expected, (
+    assert outcome.verdict is expected, (
         f"{name} ({'protected' if protected else scenario.switch_flag}): expected {expected}, "
         f"got {outcome.verdict}\n"
         f"violations: {outcome.violations}\ndivergences: {outcome.divergences}\n"

@@ -12,6 +12,7 @@ import pytest
 from conformance.scenarios import SCENARIOS
 from conformance.search.runner import SearchSettings, run_search
 from conformance.targets.base import Target
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import sequence_diagram
 
@@ -36,7 +37,7 @@ def test_search_finds_nothing_when_protected(
     cfg = CONFIGURATIONS[name]
     bk_target.open(cfg)
     report = run_search(cfg, bk_target, bk_search)
-    assert report.verdict != "undecided", report.error
+    assert report.verdict is not Verdict.UNDECIDED, report.error
     assert report.examples > 0, "nothing was checked"
     if report.finding is not None:
         outcome = report.finding.run.outcome

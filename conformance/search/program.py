@@ -21,7 +21,6 @@ from conformance.engine import Execution, Outcome, StepRecord
 from conformance.search.choices import Chooser
 from conformance.search.danger import danger
 from conformance.targets.base import Target
-from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import Label, Transition, successors
 from model.bookkeeper.config import ModelConfig
@@ -150,7 +149,7 @@ class ExampleRun:
 
     @property
     def finding(self) -> bool:
-        return Verdict.named(self.outcome.verdict).finding
+        return self.outcome.verdict.finding
 
     def __repr__(self) -> str:  # what Hypothesis prints for a failing example
         return (

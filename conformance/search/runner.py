@@ -43,6 +43,7 @@ from conformance.search.danger import danger
 from conformance.search.program import ExampleRun, encode_trace, run_example
 from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target
+from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
@@ -230,7 +231,7 @@ class _Search:
         if self.on_example is not None:
             self.on_example(self.phase, run)
         target(float(run.max_danger), label="danger")
-        if run.outcome.verdict == "undecided":
+        if run.outcome.verdict is Verdict.UNDECIDED:
             # A target error stops the search, retriable or not: the search itself never tries
             # again; whoever ran it decides on the error's flag (a shard retries the whole
             # attempt: conformance/distributed/shard.py).
@@ -389,7 +390,7 @@ def run_search(
     # Hypothesis deletes runs of choices; a message's send, delivery and receipt are apart in
     # the trace. Causal deletion on the model proposes shorter traces; the target decides.
     for _ in range(MINIMISE_ROUNDS):
-        if found is None or found.outcome.verdict != "violation":
+        if found is None or found.outcome.verdict is not Verdict.VIOLATION:
             break
         shorter = minimise(cfg, found.outcome.trace)
         if len(shorter) >= len(found.outcome.trace):

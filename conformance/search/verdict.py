@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from conformance.search.choices import to_blob
 from conformance.search.program import ExampleRun
-from conformance.verdict import exit_code_for
+from conformance.verdict import Verdict
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Finding:
 
 @dataclass
 class SearchReport:
-    verdict: str  # clean, violation, divergence or undecided
+    verdict: Verdict
     finding: Finding | None
     examples: int
     steps: int  # on the target
@@ -39,7 +39,7 @@ class SearchReport:
 
     @property
     def exit_code(self) -> int:
-        return exit_code_for(self.verdict)
+        return self.verdict.exit_code
 
     @property
     def steps_per_second(self) -> float:
@@ -69,13 +69,13 @@ def conclude(
     target ``error`` that stopped it (if any) and the ``budget`` it had, in words."""
     if found is None:
         if error is not None:
-            verdict, reason = "undecided", error
+            verdict, reason = Verdict.UNDECIDED, error
         elif tally.examples == 0:
             # Clean means something was checked and passed; nothing ran on the target here.
-            verdict = "undecided"
+            verdict = Verdict.UNDECIDED
             reason = f"nothing was checked: no example ran on the target (time budget {budget})"
         else:
-            verdict, reason = "clean", None
+            verdict, reason = Verdict.CLEAN, None
         return SearchReport(
             verdict,
             None,

@@ -35,6 +35,7 @@ from conformance.rundir import (
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import SearchSettings, run_search
 from conformance.targets.model_target import ModelTarget
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 
 SYSTEM = SystemUnderTest("recorded bookies", "recorded client", "recorded ZooKeeper")
@@ -73,7 +74,7 @@ def test_start_writes_results_as_running_and_undecided(tmp_path: Path) -> None:
         results = read_results(tmp_path)
         assert results["state"] == RUNNING and results["verdict"] == "undecided"
         assert "has not finished" in results["error"]
-        writer.finish(Outcome("clean", [], []), story=None)
+        writer.finish(Outcome(Verdict.CLEAN, [], []), story=None)
 
 
 def test_each_step_is_on_disk_as_soon_as_it_is_judged(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_each_step_is_on_disk_as_soon_as_it_is_judged(tmp_path: Path) -> None:
         ]
         assert lines[1]["action"] == "ClientSendsAdd"
         assert lines[1]["description"] == "ClientSendsAdd #2"
-        writer.finish(Outcome("clean", [], []), story=None)
+        writer.finish(Outcome(Verdict.CLEAN, [], []), story=None)
     results = read_results(tmp_path)
     assert results["state"] == FINISHED and results["verdict"] == "clean"
     assert results["exit_code"] == 0 and results["finished"].endswith("Z")
@@ -235,7 +236,7 @@ def test_a_run_of_another_host_or_an_earlier_boot(tmp_path: Path) -> None:
         rebooted = {**raw, "process": {**raw["process"], "boot_id": "an-earlier-boot"}}
         (tmp_path / RESULTS).write_text(json.dumps(rebooted))
         assert read_results(tmp_path)["state"] == DIED
-        writer.finish(Outcome("clean", [], []), story=None)
+        writer.finish(Outcome(Verdict.CLEAN, [], []), story=None)
     assert read_results(tmp_path)["state"] == FINISHED
 
 
@@ -250,7 +251,7 @@ def test_run_directories_written_before_streaming_read_as_finished(tmp_path: Pat
 
 
 def test_write_run_writes_a_judged_run_at_once(tmp_path: Path) -> None:
-    outcome = Outcome("clean", [_record(1), _record(2)], [])
+    outcome = Outcome(Verdict.CLEAN, [_record(1), _record(2)], [])
     write_run(
         tmp_path,
         name="after-the-fact",

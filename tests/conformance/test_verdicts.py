@@ -15,7 +15,7 @@ from conformance.engine import Execution, Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search.runner import SearchSettings, run_search
 from conformance.search.verdict import SearchReport
-from conformance.verdict import EXIT_CODES, VERDICTS, exit_code_for
+from conformance.verdict import Verdict, exit_code_for
 from model.bookkeeper.action_table import ACTION_TABLE, WriteEnd
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import LIES, Lie, LyingTarget, path_to
@@ -31,11 +31,16 @@ def _scenario(target: LyingTarget, name: str = "defect1-fencing", protected: boo
 
 
 def test_exit_codes_are_0_clean_1_finding_2_anything_else() -> None:
-    assert EXIT_CODES == {"clean": 0, "violation": 1, "divergence": 1, "undecided": 2}
-    assert [exit_code_for(v) for v in VERDICTS] == [0, 1, 1, 2]
+    assert {v.value: v.exit_code for v in Verdict} == {
+        "clean": 0,
+        "violation": 1,
+        "divergence": 1,
+        "undecided": 2,
+    }
+    assert [exit_code_for(v.value) for v in Verdict] == [0, 1, 1, 2]
     assert exit_code_for("error") == exit_code_for("") == 2
-    for verdict in VERDICTS:
-        code = exit_code_for(verdict)
+    for verdict in Verdict:
+        code = verdict.exit_code
         assert Outcome(verdict, [], []).exit_code == code
         assert SearchReport(verdict, None, 1, 1, 0.0).exit_code == code
 

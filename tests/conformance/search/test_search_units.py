@@ -26,6 +26,7 @@ from conformance.search.runner import (
     replay_choices,
 )
 from conformance.targets.model_target import ModelTarget
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 
 CFG = ModelConfig()
@@ -221,7 +222,7 @@ def test_steps_are_counted_without_a_progress_callback() -> None:
 # _Search.example
 
 
-def _outcome(verdict: str, steps: int, error: str | None = None) -> Outcome:
+def _outcome(verdict: Verdict, steps: int, error: str | None = None) -> Outcome:
     records = [StepRecord(i + 1, "ClientCreatesLedger", "step") for i in range(steps)]
     return Outcome(verdict, records, [], error=error)
 
@@ -267,7 +268,7 @@ def _draw(strategy: object) -> int:
 
 
 def test_an_idle_search_runs_and_draws_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeRunner([_outcome("clean", 2)])
+    fake = FakeRunner([_outcome(Verdict.CLEAN, 2)])
     targeted = _patch(monkeypatch, fake)
     clock = FakeClock()
     state = new_search(clock)
@@ -280,7 +281,7 @@ def test_an_idle_search_runs_and_draws_nothing(monkeypatch: pytest.MonkeyPatch) 
 def test_a_clean_example_is_counted_shown_and_targeted_on_its_danger(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake = FakeRunner([_outcome("clean", 2)], steps=2, danger=4)
+    fake = FakeRunner([_outcome(Verdict.CLEAN, 2)], steps=2, danger=4)
     targeted = _patch(monkeypatch, fake)
     seen: list[tuple[str, ExampleRun]] = []
     state = new_search(FakeClock(), on_example=lambda phase, run: seen.append((phase, run)))
@@ -302,7 +303,7 @@ def test_a_clean_example_is_counted_shown_and_targeted_on_its_danger(
 def test_an_undecided_example_stops_the_search_with_its_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _patch(monkeypatch, FakeRunner([_outcome("undecided", 1, error="bookie b2: timed out")]))
+    _patch(monkeypatch, FakeRunner([_outcome(Verdict.UNDECIDED, 1, error="bookie b2: timed out")]))
     state = new_search(FakeClock())
     state.example(_draw)
     assert state.error == "bookie b2: timed out"
@@ -312,7 +313,7 @@ def test_an_undecided_example_stops_the_search_with_its_error(
 def test_a_finding_keeps_the_search_going_past_its_budget_to_shrink(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _patch(monkeypatch, FakeRunner([_outcome("violation", 5)]))
+    _patch(monkeypatch, FakeRunner([_outcome(Verdict.VIOLATION, 5)]))
     clock = FakeClock(1.0)
     state = new_search(clock, budget=10.0)
     clock.now = 3.0
@@ -327,7 +328,7 @@ def test_a_finding_keeps_the_search_going_past_its_budget_to_shrink(
 
 def test_the_best_finding_is_the_first_of_the_shortest(monkeypatch: pytest.MonkeyPatch) -> None:
     lengths = [5, 5, 3, 7, 3]
-    _patch(monkeypatch, FakeRunner([_outcome("divergence", n) for n in lengths]))
+    _patch(monkeypatch, FakeRunner([_outcome(Verdict.DIVERGENCE, n) for n in lengths]))
     clock = FakeClock()
     state = new_search(clock)
     runs = []
