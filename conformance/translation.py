@@ -28,7 +28,6 @@ from conformance.observations import Observation
 from model.bookkeeper.records import (
     STATUS_CLOSED,
     STATUS_IN_RECOVERY,
-    STATUS_NAMES,
     STATUS_OPEN,
     Fragment,
     bookies_of,
@@ -206,9 +205,3 @@ def with_spec_metadata(
         last_entry_id=bk_entry_id(last_entry) if closed else -1,
         length=ledger_length(last_entry) if closed else 0,
     )
-
-
-def status_name(status: int | None) -> str:
-    """The spec's name of a ledger status (``OPEN``, ``IN_RECOVERY``, ``CLOSED``, ``Nil``),
-    which is also BookKeeper's ``LedgerState`` name."""
-    return STATUS_NAMES[status]

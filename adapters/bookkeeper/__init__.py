@@ -2,7 +2,7 @@
 
 Modules, lowest layer first: ``errors``, ``status``, ``framing`` (length prefix), ``v3`` / ``v2``
 (message codecs), ``codec`` (protocol detection), ``entry`` (bodies and digests), ``connection``
-and ``client`` (asyncio clients for one bookie), ``ensemble`` (fan-out helpers).
+and ``client`` (asyncio clients for one bookie).
 """
 
 from adapters.bookkeeper.client import (

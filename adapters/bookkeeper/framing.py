@@ -46,11 +46,6 @@ class FrameDecoder:
         self.max_frame_size = max_frame_size
         self._buffer = bytearray()
 
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet returned as a complete frame."""
-        return len(self._buffer)
-
     def feed(self, data: bytes) -> list[bytes]:
         """Append ``data`` and return the payloads of every frame it completes, in order."""
         buffer = self._buffer

@@ -25,10 +25,6 @@ class StatusCode(enum.IntEnum):
     EUNKNOWNLEDGERSTATE = 507
 
     @property
-    def wire_name(self) -> str:
-        return self.name
-
-    @property
     def v2(self) -> V2ReturnCode:
         return V2ReturnCode[self.name]
 

@@ -39,9 +39,6 @@ class BookKeeperVersion:
         major, minor, patch, suffix = found.groups()
         return cls(int(major), int(minor), int(patch), suffix or "")
 
-    def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
-        return (self.major, self.minor, self.patch) >= (major, minor, patch)
-
     def __str__(self) -> str:
         base = f"{self.major}.{self.minor}.{self.patch}"
         return f"{base}-{self.suffix}" if self.suffix else base

@@ -191,10 +191,6 @@ class ProxyCore:
     def open_connections(self) -> int:
         return sum(1 for c in self._connections.values() if not c.closed)
 
-    @property
-    def task_count(self) -> int:
-        return len(self._tasks)
-
     # -- rules ------------------------------------------------------------------------------
 
     def add_rule(self, rule: Rule) -> int:

@@ -126,12 +126,6 @@ class _Reader:
         except UnicodeDecodeError as exc:
             raise TxnLogError(f"{self.where}: path is not UTF-8: {raw!r}") from exc
 
-    def skip_acls(self) -> None:
-        for _ in range(max(self.int32(), 0)):
-            self.int32()  # perms
-            self.ustring()  # scheme
-            self.ustring()  # id
-
 
 def _changes(type_code: int, body: _Reader) -> tuple[tuple[LoggedChange, ...], bool]:
     """The znode changes of one record, and whether it is a failed (error) txn."""

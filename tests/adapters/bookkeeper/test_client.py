@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from adapters.bookkeeper import v2, v3
-from adapters.bookkeeper.client import BookieClient, V2BookieClient
-from adapters.bookkeeper.ensemble import fence_ledger, write_entry_to_ensemble
+from adapters.bookkeeper.client import LAST_ADD_CONFIRMED, BookieClient, V2BookieClient
 from adapters.bookkeeper.entry import DigestType, master_key, package_entry
 from adapters.bookkeeper.errors import (
     CloseReason,
@@ -114,9 +113,9 @@ async def test_client_sends_exactly_the_requested_frames() -> None:
         await reader.read()
 
     async with fake_bookie(handler) as port, await BookieClient.connect("127.0.0.1", port) as c:
-        results = await fence_ledger([c], 7, KEY)
+        fenced = await c.read(7, LAST_ADD_CONFIRMED, fence=True, master_key=KEY)
         recovery = await c.read(7, 3, fence=True, master_key=KEY, priority=100)
-    assert [r.status for r in results] == [StatusCode.ENOENTRY]  # type: ignore[union-attr]
+    assert fenced.status is StatusCode.ENOENTRY
     assert recovery.status is StatusCode.ENOENTRY
     fence, recovery_read = received
     assert fence.readRequest.flag == pb.ReadRequest.FENCE_LEDGER
@@ -243,23 +242,3 @@ async def test_v2_client_matches_by_op_and_ids() -> None:
         )  # fmt: skip
     assert (add0.status, add0.entry_id, add1.entry_id) == (StatusCode.EOK, 0, 1)
     assert (read.status, read.entry_id, read.body) == (StatusCode.ENOENTRY, 5, None)
-
-
-@async_test()
-async def test_write_entry_to_ensemble_reports_each_bookie() -> None:
-    async def ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        request = v3.decode_request((await read_requests(reader, 1))[0])
-        writer.write(add_response(request))
-        await writer.drain()
-        await reader.read()
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()
-
-    async with fake_bookie(ok) as p1, fake_bookie(silent) as p2:
-        c1 = await BookieClient.connect("127.0.0.1", p1)
-        c2 = await BookieClient.connect("127.0.0.1", p2, request_timeout=0.05)
-        async with c1, c2:
-            outcomes = await write_entry_to_ensemble([c1, c2], 7, 0, KEY, body(0))
-    assert outcomes[0].status is StatusCode.EOK  # type: ignore[union-attr]
-    assert isinstance(outcomes[1], RequestTimeout)

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.bookkeeper.client import BookieClient
-from adapters.bookkeeper.ensemble import fence_ledger, recovery_read, write_entry_to_ensemble
+from adapters.bookkeeper.client import LAST_ADD_CONFIRMED, AddResult, BookieClient, ReadResult
 from adapters.bookkeeper.entry import (
     DigestType as WireDigestType,
 )
@@ -28,6 +27,7 @@ from adapters.bookkeeper.entry import (
     verify_entry,
 )
 from adapters.bookkeeper.status import StatusCode
+from adapters.bookkeeper.v3 import HIGH_PRIORITY
 from adapters.cluster import (
     BookieSettings,
     LedgerStorage,
@@ -130,12 +130,43 @@ async def connect_all(
     return clients
 
 
+async def add_to_all(
+    clients: Sequence[BookieClient],
+    ledger_id: int,
+    entry_id: int,
+    body: bytes,
+    *,
+    recovery: bool = False,
+) -> list[AddResult]:
+    """ADD_ENTRY of one body to every bookie at once; recovery adds at priority 100."""
+    priority = HIGH_PRIORITY if recovery else None
+    calls = (
+        c.add(ledger_id, entry_id, KEY, body, recovery=recovery, priority=priority) for c in clients
+    )
+    return list(await asyncio.gather(*calls))
+
+
+async def fence_all(clients: Sequence[BookieClient], ledger_id: int) -> list[ReadResult]:
+    """The Java client's fence: READ_ENTRY(-1, FENCE_LEDGER, masterKey) to every bookie."""
+    calls = (c.read(ledger_id, LAST_ADD_CONFIRMED, fence=True, master_key=KEY) for c in clients)
+    return list(await asyncio.gather(*calls))
+
+
+async def recovery_read(
+    clients: Sequence[BookieClient], ledger_id: int, entry_id: int
+) -> list[ReadResult]:
+    """A fencing recovery read of ``entry_id`` from every bookie, at priority 100."""
+    calls = (
+        c.read(ledger_id, entry_id, fence=True, master_key=KEY, priority=HIGH_PRIORITY)
+        for c in clients
+    )
+    return list(await asyncio.gather(*calls))
+
+
 async def write_entries(clients: Sequence[BookieClient], ledger_id: int, count: int) -> None:
     for entry_id in range(count):
-        results = await write_entry_to_ensemble(
-            clients, ledger_id, entry_id, KEY, entry_body(ledger_id, entry_id)
-        )
-        assert [getattr(r, "status", r) for r in results] == [StatusCode.EOK] * len(clients)
+        results = await add_to_all(clients, ledger_id, entry_id, entry_body(ledger_id, entry_id))
+        assert [r.status for r in results] == [StatusCode.EOK] * len(clients)
 
 
 async def read_statuses(
@@ -163,10 +194,10 @@ def test_ledger_life_write_read_fence_recover_close(cluster: LocalCluster) -> No
             # Recovery: IN_RECOVERY first, then fence every bookie of the last ensemble.
             metadata, _ = store.read(ledger_id)
             _, recovery_version = store.mark_in_recovery(ledger_id, metadata, version)
-            fenced = await fence_ledger(clients, ledger_id, KEY)
+            fenced = await fence_all(clients, ledger_id)
             lacs = []
             for answer in fenced:
-                assert not isinstance(answer, Exception) and answer.status is StatusCode.EOK
+                assert answer.status is StatusCode.EOK
                 assert answer.body is not None
                 lacs.append(parse_entry(answer.body, WireDigestType.CRC32).last_add_confirmed)
             lac = max(lacs)
@@ -174,24 +205,20 @@ def test_ledger_life_write_read_fence_recover_close(cluster: LocalCluster) -> No
 
             # The writer is fenced out: a normal add is refused everywhere.
             late = len(PAYLOADS)
-            refused = await write_entry_to_ensemble(
-                clients, ledger_id, late, KEY, entry_body(ledger_id, 4)
-            )
-            assert [getattr(r, "status", r) for r in refused] == [StatusCode.EFENCED] * 3
+            refused = await add_to_all(clients, ledger_id, late, entry_body(ledger_id, 4))
+            assert [r.status for r in refused] == [StatusCode.EFENCED] * 3
 
             # Recovery reads from LAC+1 until an entry is missing everywhere; re-add what is found.
             entry_id = lac + 1
             while True:
-                answers = await recovery_read(clients, ledger_id, entry_id, KEY)
-                statuses = [getattr(a, "status", a) for a in answers]
+                answers = await recovery_read(clients, ledger_id, entry_id)
+                statuses = [a.status for a in answers]
                 if all(s in (StatusCode.ENOENTRY, StatusCode.ENOLEDGER) for s in statuses):
                     break
-                found = next(a for a in answers if getattr(a, "status", None) is StatusCode.EOK)
-                assert not isinstance(found, Exception) and found.body is not None
-                added = await write_entry_to_ensemble(
-                    clients, ledger_id, entry_id, KEY, found.body, recovery=True
-                )
-                assert [getattr(r, "status", r) for r in added] == [StatusCode.EOK] * 3
+                found = next(a for a in answers if a.status is StatusCode.EOK)
+                assert found.body is not None
+                added = await add_to_all(clients, ledger_id, entry_id, found.body, recovery=True)
+                assert [r.status for r in added] == [StatusCode.EOK] * 3
                 entry_id += 1
             return entry_id - 1, recovery_version
 
@@ -289,7 +316,7 @@ def test_limbo_after_an_unclean_journal_less_crash(
                     "fence read": (
                         await client.read(ledger_id, -1, fence=True, master_key=KEY)
                     ).status,
-                    "recovery read": (await recovery_read([client], ledger_id, 0, KEY))[0].status,  # type: ignore[union-attr]
+                    "recovery read": (await recovery_read([client], ledger_id, 0))[0].status,
                     "read lac": (await client.read_lac(ledger_id)).status,
                     "normal add": (
                         await client.add(ledger_id, 3, KEY, entry_body(ledger_id, 3))
