@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,7 @@ def qualify_command(args: argparse.Namespace) -> int:
     print(system_header(system_under_test(target_spec.build())), flush=True)
     findings = 0
 
-    def progress(row: dict[str, Any], done: int, total: int) -> None:
+    def progress(row: Mapping[str, Any], done: int, total: int) -> None:
         nonlocal findings
         findings += row["findings"]
         if not args.quiet:
