@@ -85,7 +85,14 @@ from conformance.javaclient.plans import (
 )
 from conformance.javaclient.story import SPEC_CONFIG
 from conformance.translation import bk_entry_id
-from model.bookkeeper.action_table import Actor, spec_action
+from model.bookkeeper.action_table import (
+    Actor,
+    Move,
+    Phase,
+    actions_where,
+    add_answer,
+    the_action,
+)
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
@@ -108,43 +115,40 @@ from model.bookkeeper.records import (
     bookie_name,
 )
 
-_WRITER = 0
-_RECOVERER = 1
-_BOOKIE_ACTIONS = frozenset(
-    {
-        "BookieSendsAddConfirmedResponse",
-        "BookieSendsAddFencedResponse",
-        "BookieSendsFencingReadLacResponse",
-        "BookieSendsReadResponse",
-    }
+#: The model's clients as the harness plays them: c1 is the writer w1 (the harness's own
+#: writer), c2 the Java client under test, which recovers the ledger.
+_WRITER = 0  # w1
+_RECOVERER = 1  # the recovering client
+
+# The actions are named by what they are (model.bookkeeper.action_table), never spelled out.
+#: Every bookie answer: adds (confirmed or fenced), fencing read-LAC and recovery reads.
+_BOOKIE_ACTIONS = actions_where(actor=Actor.BOOKIE)
+#: A bookie processing an add: BookieSendsAddConfirmedResponse, BookieSendsAddFencedResponse.
+_ADD_PROCESSED = actions_where(actor=Actor.BOOKIE, phase=Phase.ADD)
+#: w1 creates the ledger, sends its adds and takes their answers (confirmed or fenced): no
+#: ensemble change, no resend, no close.
+_WRITER_ACTIONS = actions_where(actor=Actor.CLIENT, phase=(Phase.CREATE, Phase.ADD), recovery=False)
+#: The recovering client's actions but its ensemble changes and resends (not in the harness's
+#: repertoire): it fences, reads, writes back, takes the write-backs' answers and closes.
+_RECOVERY_ACTIONS = actions_where(
+    actor=Actor.CLIENT,
+    phase=(Phase.FENCING, Phase.READ, Phase.ADD, Phase.CLOSE),
+    recovery=True,
 )
-_ADD_PROCESSED = frozenset({"BookieSendsAddConfirmedResponse", "BookieSendsAddFencedResponse"})
-_WRITER_ACTIONS = frozenset(
-    {
-        "ClientCreatesLedger",
-        "ClientSendsAddEntryRequests",
-        "ClientReceivesAddConfirmedResponse",
-        "ClientReceivesAddFencedResponse",
-    }
-)
-_START = "ClientStartsRecovery"
-_READS = "ClientSendsRecoveryReadRequests"
-_READ_ANSWER = "ClientReceivesRecoveryReadResponse"
-_WRITE_BACK = "ClientWritesBackEntry"
-_RECOVERY_ACTIONS = frozenset(
-    {
-        _START,
-        "ClientReceivesFencingReadLacResponse",
-        _READS,
-        _READ_ANSWER,
-        _WRITE_BACK,
-        "RecoveryClientReceivesAddConfirmedResponse",
-        "RecoveryClientClosesLedger",
-    }
-)
-# The names above are the spec's (a renamed action fails here, at import).
-assert all(spec_action(a).actor is Actor.BOOKIE for a in _BOOKIE_ACTIONS)
-assert all(spec_action(a).actor is Actor.CLIENT for a in _WRITER_ACTIONS | _RECOVERY_ACTIONS)
+#: ClientSendsAddEntryRequests.
+_ADDS = the_action(actor=Actor.CLIENT, phase=Phase.ADD, move=Move.SEND, recovery=False)
+#: ClientStartsRecovery (it writes IN_RECOVERY and sends the fence reads).
+_START = the_action(actor=Actor.CLIENT, phase=Phase.FENCING, move=Move.SEND, recovery=True)
+#: ClientReceivesFencingReadLacResponse.
+_FENCE_ANSWER = the_action(actor=Actor.CLIENT, phase=Phase.FENCING, move=Move.RECEIVE)
+#: ClientSendsRecoveryReadRequests.
+_READS = the_action(actor=Actor.CLIENT, phase=Phase.READ, move=Move.SEND)
+#: ClientReceivesRecoveryReadResponse.
+_READ_ANSWER = the_action(actor=Actor.CLIENT, phase=Phase.READ, move=Move.RECEIVE)
+#: ClientWritesBackEntry.
+_WRITE_BACK = the_action(actor=Actor.CLIENT, phase=Phase.ADD, move=Move.SEND, recovery=True)
+#: RecoveryClientReceivesAddConfirmedResponse.
+_WRITE_BACK_ANSWER = add_answer(Actor.CLIENT, fenced=False, recovery=True)
 
 _Trace = list[tuple[Label, State]]
 
@@ -191,10 +195,10 @@ def _in_repertoire(shape: _Shape, state: State, label: Label, pending: Message |
     """Whether the harness can make the step ``label`` from ``state`` happen (``pending``:
     the least request of the recovering client still to be delivered, which goes first)."""
     action = label.action
-    if pending is not None:
-        return action in _BOOKIE_ACTIONS and label.received == pending and not label.lost
     if action in _BOOKIE_ACTIONS:
-        if label.lost:
+        # The proxies drop requests only (a bookie's answer is never lost), and a request of
+        # the recovering client still to be delivered goes first.
+        if label.lost or (pending is not None and label.received != pending):
             return False
         msg = label.received
         if isinstance(msg, AddEntryRequest) and msg.cid == _WRITER and msg.entry.id > shape.acked:
@@ -202,10 +206,10 @@ def _in_repertoire(shape: _Shape, state: State, label: Label, pending: Message |
                 return state.clients[_WRITER].lap == shape.total
             return state.meta_status == STATUS_CLOSED
         return True
-    if label.client == _WRITER:
-        if action not in _WRITER_ACTIONS:
-            return False
-        if action == "ClientSendsAddEntryRequests":
+    if pending is not None:
+        return False
+    if label.client == _WRITER and action in _WRITER_ACTIONS:
+        if action == _ADDS:
             writer = state.clients[_WRITER]
             entry = writer.lap + 1
             if entry <= shape.acked:
@@ -216,29 +220,24 @@ def _in_repertoire(shape: _Shape, state: State, label: Label, pending: Message |
         if isinstance(msg, AddEntryResponse) and msg.entry.id > shape.acked:
             return state.meta_status == STATUS_CLOSED
         return True
-    if label.client == _RECOVERER:
-        if action not in _RECOVERY_ACTIONS:
-            return False
+    if label.client == _RECOVERER and action in _RECOVERY_ACTIONS:
+        recoverer = state.clients[_RECOVERER]
         if action == _START:
             return state.clients[_WRITER].lap == shape.total
-        if action == "ClientReceivesFencingReadLacResponse":
+        if action == _FENCE_ANSWER:
             # A late fencing answer is only consumed: leave it (it changes nothing else). No
             # plan holds a fencing answer: take them in one order.
-            return state.clients[
-                _RECOVERER
-            ].recovery_phase == FENCING_PHASE and label.received == _least_answer(
+            return recoverer.recovery_phase == FENCING_PHASE and label.received == _least_answer(
                 state, FENCE_RESPONSE
             )
         if action == _READS:
             # A write-back and the next entry's reads commute: write back first.
             return not _write_back_enabled(state)
-        if action == "RecoveryClientReceivesAddConfirmedResponse":
+        if action == _WRITE_BACK_ANSWER:
             # No plan holds a write-back's answer: take them in one order, once the reads
             # are over (they commute with the reads: docs/javaclient-scenario.md, issue 15).
-            return state.clients[
-                _RECOVERER
-            ].last_recoverable_entry is not None and label.received == _least_answer(
-                state, ADD_ENTRY_RESPONSE
+            return recoverer.last_recoverable_entry is not None and label.received == (
+                _least_answer(state, ADD_ENTRY_RESPONSE)
             )
         return True
     return False
@@ -374,7 +373,7 @@ def _plan_of(
     phases: dict[tuple[int, str], str] = {}
     decisions: dict[FrameKey, Choice] = {}
     for i, lb in enumerate(labels):
-        if lb.action == "ClientSendsAddEntryRequests" and lb.client == _WRITER:
+        if lb.action == _ADDS and lb.client == _WRITER:
             for msg, ok in lb.sent:
                 assert isinstance(msg, AddEntryRequest)
                 if msg.entry.id <= shape.acked:

@@ -33,23 +33,44 @@ from dataclasses import dataclass
 from conformance.javaclient.plans import DROP, FrameSchedule
 from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_story import writer_config
+from model.bookkeeper.action_table import (
+    Actor,
+    AddAnswer,
+    Move,
+    Phase,
+    actions_where,
+    add_answer,
+    the_action,
+)
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import ADD_ENTRY_REQUEST, State, bookie_name
 
-#: The writer's actions the harness can make happen (no crash: bookies stay up; the close
-#: only after every entry was sent).
-_WRITER_ACTIONS = frozenset(
-    {
-        "ClientCreatesLedger",
-        "ClientSendsAddEntryRequests",
-        "ClientReceivesAddConfirmedResponse",
-        "ClientChangesEnsemble",
-        "ClientResendsPendingAddOp",
-        "BookieSendsAddConfirmedResponse",
-    }
+#: The model's one client, the writer.
+_WRITER = 0
+
+# The actions are named by what they are (model.bookkeeper.action_table), never spelled out.
+#: The writer's actions the harness can make happen: the creation, the adds and their
+#: confirmations (the bookies' and the writer's), the ensemble changes and the resends. No
+#: crash (bookies stay up), no close (only after every entry was sent), no fenced answer (no
+#: one recovers the ledger, so no bookie is fenced).
+_WRITER_ACTIONS = actions_where(
+    phase=(Phase.CREATE, Phase.ADD, Phase.ENSEMBLE_CHANGE), recovery=False
+) - actions_where(answer=AddAnswer.FENCED)
+#: The writer's sends (all of them adds): ClientSendsAddEntryRequests, ClientResendsPendingAddOp.
+_SENDS = actions_where(actor=Actor.CLIENT, move=Move.SEND, recovery=False)
+#: ClientCreatesLedger.
+_CREATE = the_action(phase=Phase.CREATE)
+#: BookieSendsAddConfirmedResponse.
+_BOOKIE_CONFIRMS = add_answer(Actor.BOOKIE, fenced=False)
+#: ClientChangesEnsemble.
+_CHANGE = the_action(
+    actor=Actor.CLIENT, phase=Phase.ENSEMBLE_CHANGE, move=Move.NONE, recovery=False
 )
-_SENDS = frozenset({"ClientSendsAddEntryRequests", "ClientResendsPendingAddOp"})
+#: ClientResendsPendingAddOp.
+_RESEND = the_action(
+    actor=Actor.CLIENT, phase=Phase.ENSEMBLE_CHANGE, move=Move.SEND, recovery=False
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +92,8 @@ def _lost_in(label: Label) -> frozenset[tuple[str, int]]:
 
 def _danger(cfg: ModelConfig, before: State, label: Label, after: State, changes: int) -> int:
     """What ``label`` adds to a trace's score (see the module docstring)."""
-    c1 = before.clients[0]
-    if label.action == "ClientChangesEnsemble":
+    c1 = before.clients[_WRITER]
+    if label.action == _CHANGE:
         score = 2 if len(c1.pending_add_ops) >= 2 else 1
         if changes >= 1:
             score += 2
@@ -80,10 +101,11 @@ def _danger(cfg: ModelConfig, before: State, label: Label, after: State, changes
         if any(f.ensemble == ensemble for f in before.meta_fragments):
             score += 2  # a bookie the ledger dropped comes back
         return score
-    if label.action == "ClientResendsPendingAddOp":
+    if label.action == _RESEND:
         # An answer of the replaced bookie still in flight to the client.
         in_flight = any(
-            count > 0 and m.kind != ADD_ENTRY_REQUEST and m.cid == 0 for m, count in after.messages
+            count > 0 and m.kind != ADD_ENTRY_REQUEST and m.cid == _WRITER
+            for m, count in after.messages
         )
         return 1 if in_flight else 0
     return 0
@@ -99,7 +121,7 @@ def _explore(
     queue: deque[tuple[State, _Node]] = deque()
     seen: set[State] = set()
     for t in start:
-        if t.label.action == "ClientCreatesLedger":
+        if t.label.action == _CREATE:
             queue.append((t.state, _Node(frozenset(), 0, 0)))
             seen.add(t.state)
     while queue and time.monotonic() < deadline:
@@ -108,9 +130,7 @@ def _explore(
             label = t.label
             if label.action not in _WRITER_ACTIONS:
                 continue
-            if label.action == "BookieSendsAddConfirmedResponse" and any(
-                not delivered for _m, delivered in label.sent
-            ):
+            if label.action == _BOOKIE_CONFIRMS and label.lost:
                 continue  # the proxies drop requests, never answers
             lost = node.lost | _lost_in(label) if label.action in _SENDS else node.lost
             if len(lost) > max_faults:
@@ -118,7 +138,7 @@ def _explore(
             if t.state in seen:
                 continue
             seen.add(t.state)
-            changes = node.changes + (label.action == "ClientChangesEnsemble")
+            changes = node.changes + (label.action == _CHANGE)
             score = max(node.score, _danger(cfg, state, label, t.state, node.changes))
             child = _Node(lost, changes, score)
             if score > 0 and lost:
