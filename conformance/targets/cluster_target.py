@@ -47,6 +47,7 @@ from conformance.operations import (
     WriteMetadata,
 )
 from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
+from model.bookkeeper.action_table import Phase, the_action
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest
 
@@ -54,6 +55,8 @@ PASSWORD = b"bkconform"
 KEY = master_key(PASSWORD)
 DIGEST = WireDigestType.CRC32
 T = TypeVar("T")
+#: ClientCreatesLedger: the action a CreateLedger operation carries out (named in errors).
+_CREATES_LEDGER = the_action(phase=Phase.CREATE)
 
 
 def resolve_bookies(chosen: BookieChoice | None) -> BookieChoice:
@@ -151,7 +154,7 @@ class ClusterTarget(abc.ABC):
         if isinstance(op, Deliver):
             return self._run(self._deliver(op.request))
         if isinstance(op, CreateLedger):
-            return self._write_metadata("ClientCreatesLedger", lambda: self._create(op))
+            return self._write_metadata(_CREATES_LEDGER, lambda: self._create(op))
         if isinstance(op, WriteMetadata):
             return self._write_metadata(op.action, lambda: self._compare_and_set(op))
         if isinstance(op, Crash):
