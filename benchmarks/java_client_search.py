@@ -21,12 +21,15 @@ import tempfile
 from pathlib import Path
 
 from adapters.installations.bookkeeper import install
-from conformance.javaclient.search_run import SearchRunOptions, SearchRunResult, search_run
+from conformance.javaclient.recovery_role import RecoveryRole
+from conformance.javaclient.run import SearchRunOptions, SearchRunResult, search_run
 
 
 def _run(home: Path, seed: int, budget: float, guidance: bool) -> SearchRunResult:
     run_dir = Path(tempfile.mkdtemp(prefix=f"bkconform-bench-java-{seed}-"))
-    options = SearchRunOptions(home, run_dir, seed=seed, seconds=budget, model_guidance=guidance)
+    options = SearchRunOptions(
+        home, run_dir, RecoveryRole(), seed=seed, seconds=budget, model_guidance=guidance
+    )
     return search_run(options)
 
 

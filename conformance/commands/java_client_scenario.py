@@ -21,15 +21,16 @@ from conformance.commands.console import print_findings
 from conformance.commands.options import bookie_choice_from_args
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
+from conformance.javaclient.model_replay import Judgement
+from conformance.javaclient.run import java_client_system
 from conformance.javaclient.scenario import (
     NAME,
     JavaScenarioOptions,
-    ScenarioUndecided,
     expected_verdict,
     run_recovery,
 )
-from conformance.javaclient.search_run import java_client_system
-from conformance.javaclient.story import SPEC_CONFIG, Judgement, judge
+from conformance.javaclient.session import RunUndecided
+from conformance.javaclient.story import SPEC_CONFIG, judge
 from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.verdict import Verdict
 from model.bookkeeper.render import sequence_diagram
@@ -84,7 +85,7 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         home = check_arguments(args)
     except CannotRun as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
-        return 2
+        return Verdict.UNDECIDED.exit_code
     version = distribution_version(home)
     expected = expected_verdict(version)
     print(f"Scenario {NAME}: Defect 1's recipe with the real Java client {version} as w2")
@@ -106,11 +107,11 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         writer.start()
         try:
             run = run_recovery(JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir))
-        except ScenarioUndecided as exc:
+        except RunUndecided as exc:
             print(f"could not decide: {exc}", file=sys.stderr)
-            writer.finish(Outcome("undecided", [], [], error=str(exc)), story=None)
+            writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=str(exc)), story=None)
             print(f"Run directory: {run_dir}")
-            return 2
+            return Verdict.UNDECIDED.exit_code
         judgement = judge(run.record)
         outcome = judgement.outcome
         frames = [frame.describe() for frame in run.record.frames]
@@ -138,17 +139,17 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
             story=1,
         )
     _report(judgement, frames, run_dir, expected)
-    return outcome.exit_code
+    return outcome.verdict.exit_code
 
 
-def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: str) -> None:
+def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: Verdict) -> None:
     outcome = judgement.outcome
     print("Frame log (the Java client's frames, as the proxies decoded them):")
     for line in frames:
         print(f"  {line}")
     print(f"{len(outcome.steps)} model steps replayed.")
     print_findings(outcome)
-    if Verdict.named(outcome.verdict).finding:
+    if outcome.verdict.finding:
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(
             sequence_diagram(

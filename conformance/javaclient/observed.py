@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, FrameRecord, Operation
 from conformance.errors import ConformanceError
+from model.bookkeeper.action_table import Actor, AddAnswer, Move, the_action
+from model.bookkeeper.action_table import Phase as ProtocolPhase
 
 
 class FrameKind(enum.Enum):
@@ -185,12 +187,67 @@ def recovery_reads_fenced(events: Sequence[JavaEvent]) -> bool | None:
     return fenced * 2 >= len(reads)
 
 
+#: The part of the protocol each kind of frame belongs to (the action table's phases).
+PROTOCOL_PHASE: Mapping[FrameKind, ProtocolPhase] = {
+    FrameKind.FENCE_READ: ProtocolPhase.FENCING,
+    FrameKind.RECOVERY_READ: ProtocolPhase.READ,
+    FrameKind.RECOVERY_ADD: ProtocolPhase.ADD,
+    FrameKind.ADD: ProtocolPhase.ADD,
+}
+
+
+def _answer(kind: FrameKind, status: StatusCode | None) -> AddAnswer | None:
+    """An add's answer as the spec tells them apart (fenced, or confirmed); None for reads.
+    Any other status is no answer of the spec's bookie: the judges report it before asking."""
+    if PROTOCOL_PHASE[kind] is not ProtocolPhase.ADD:
+        return None
+    return AddAnswer.FENCED if status is StatusCode.EFENCED else AddAnswer.CONFIRMED
+
+
+def send_action(kind: FrameKind) -> str:
+    """The spec's action in which a client first sends a request of ``kind`` (the writer's
+    adds; the recovering client's fence reads, recovery reads and write-backs)."""
+    return the_action(
+        actor=Actor.CLIENT,
+        phase=PROTOCOL_PHASE[kind],
+        move=Move.SEND,
+        recovery=kind is not FrameKind.ADD,
+    )
+
+
+def answer_action(kind: FrameKind, status: StatusCode | None) -> str:
+    """The spec's action in which a bookie processes a request of ``kind`` and answers
+    ``status``."""
+    return the_action(
+        actor=Actor.BOOKIE,
+        phase=PROTOCOL_PHASE[kind],
+        move=Move.ANSWER,
+        answer=_answer(kind, status),
+    )
+
+
+def receive_action(kind: FrameKind, status: StatusCode | None) -> str:
+    """The spec's action in which the client takes a bookie's answer ``status`` to a request
+    of ``kind``."""
+    return the_action(
+        actor=Actor.CLIENT,
+        phase=PROTOCOL_PHASE[kind],
+        move=Move.RECEIVE,
+        answer=_answer(kind, status),
+        recovery=kind is not FrameKind.ADD,
+    )
+
+
 __all__ = [
+    "PROTOCOL_PHASE",
     "ForeignFrame",
     "FrameKind",
     "JavaEvent",
     "Phase",
+    "answer_action",
     "frame_kind",
     "java_events",
+    "receive_action",
     "recovery_reads_fenced",
+    "send_action",
 ]

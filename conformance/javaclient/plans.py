@@ -274,6 +274,7 @@ class RecoveryPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "role": "recovery",
             "writer": self.writer.to_json(),
             "schedule": self.schedule.to_json(),
             "origin": self.origin,
@@ -281,8 +282,15 @@ class RecoveryPlan:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecoveryPlan:
-        if not isinstance(data, Mapping) or "writer" not in data or "schedule" not in data:
-            raise PlanError(f"not a recovery plan (needs 'writer' and 'schedule'): {data!r}")
+        if (
+            not isinstance(data, Mapping)
+            or data.get("role", "recovery") != "recovery"
+            or "writer" not in data
+            or "schedule" not in data
+        ):
+            raise PlanError(
+                f"not a recovery plan (needs 'writer' and 'schedule', role 'recovery'): {data!r}"
+            )
         return cls(
             WriterPlan.from_json(data["writer"]),
             FrameSchedule.from_json(data["schedule"]),

@@ -24,12 +24,13 @@ HOLD_MARGIN_S = 0.5
 
 
 class ScheduleError(ConformanceError, ValueError):
-    """A schedule that names a proxy the run does not have."""
+    """A schedule that names a bookie the run does not have."""
 
 
 @dataclass(frozen=True)
 class ScheduledRule:
-    proxy: str
+    #: The model's name of the bookie whose proxy applies the rule (b1..).
+    bookie: str
     match: FrameMatch
     action: Action
     times: int | None = 1
@@ -42,7 +43,7 @@ class ScheduledRule:
             fields.append(f"entry {self.match.entry_id}")
         if self.match.flags:
             fields.append("+" + ",".join(sorted(f.value for f in self.match.flags)))
-        return f"{self.proxy}: {' '.join(fields)} -> {self.action}"
+        return f"{self.bookie}: {' '.join(fields)} -> {self.action}"
 
 
 def fence_read(ledger_id: int) -> FrameMatch:
@@ -68,12 +69,14 @@ def defect1_schedule(ledger_id: int, speculative_read_timeout_ms: int) -> tuple[
 
 
 def install(proxies: Mapping[str, BookieProxy], schedule: Sequence[ScheduledRule]) -> list[int]:
-    """Add each rule to its proxy (in order); returns the rule ids."""
-    missing = sorted({rule.proxy for rule in schedule} - set(proxies))
+    """Add each rule to the proxy of its bookie (``proxies``: the model's bookie name -> the
+    proxy standing in for it), in order; returns the rule ids."""
+    missing = sorted({rule.bookie for rule in schedule} - set(proxies))
     if missing:
-        raise ScheduleError(f"the schedule names proxies {missing}; the run has {sorted(proxies)}")
+        raise ScheduleError(f"the schedule names bookies {missing}; the run has {sorted(proxies)}")
     return [
-        proxies[rule.proxy].add_rule(rule.match, rule.action, times=rule.times) for rule in schedule
+        proxies[rule.bookie].add_rule(rule.match, rule.action, times=rule.times)
+        for rule in schedule
     ]
 
 

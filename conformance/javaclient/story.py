@@ -30,25 +30,28 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
-from conformance.engine import Execution, Outcome
-from conformance.errors import ConformanceError
+from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
 from conformance.javaclient.observed import (
     FrameKind,
     JavaEvent,
     Phase,
+    answer_action,
     java_events,
+    receive_action,
     recovery_reads_fenced,
+    send_action,
 )
 from conformance.javaclient.plans import BOOKIES, WriterAdd, WriterPlan
 from conformance.observations import Observation
+from model.bookkeeper.action_table import Actor, WriteEnd, add_answer, the_action
+from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, fencing_coverage, successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
 from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
     DELIVERED,
@@ -58,30 +61,34 @@ from model.bookkeeper.records import (
     STATUS_OPEN,
     FenceResponse,
     Message,
-    State,
     bookie_name,
 )
 from model.bookkeeper.render import describe_message
-from model.bookkeeper.scripted import ScriptedStep, enabled, step, take
-from model.search.scripted import ScriptError
+from model.bookkeeper.scripted import enabled, step
 
 #: The spec's configuration for Defect 1 (E = WQ = 3, AQ = 2), with the protection on.
 SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 WRITER = "c1"
 RECOVERER = "c2"
-#: The recovering client receives a confirmation of its write-back (recovery add).
-RECOVERY_ADD_RECEIVED = "RecoveryClientReceivesAddConfirmedResponse"
+#: The recovering client's requests, each sent in its own action of the spec.
+_RECOVERY_KINDS = frozenset({FrameKind.FENCE_READ, FrameKind.RECOVERY_READ, FrameKind.RECOVERY_ADD})
 #: What the engine calls each kind of answer the proxies see.
 _ANSWER_KINDS = {
     FrameKind.FENCE_READ: "fence",
     FrameKind.RECOVERY_READ: "read",
     FrameKind.RECOVERY_ADD: "add",
 }
-_SEND_ACTIONS = {
-    FrameKind.FENCE_READ: "ClientStartsRecovery",
-    FrameKind.RECOVERY_READ: "ClientSendsRecoveryReadRequests",
-    FrameKind.RECOVERY_ADD: "ClientWritesBackEntry",
-}
+#: w1's part of the story, in the spec's actions (each found by what it is in the action
+#: table): ClientCreatesLedger, ClientSendsAddEntryRequests, and the recovering client's
+#: RecoveryClientClosesLedger.
+_CREATE = the_action(actor=Actor.CLIENT, phase=ProtocolPhase.CREATE)
+_SEND_ADDS = send_action(FrameKind.ADD)
+_RECOVERY_CLOSE = the_action(
+    actor=Actor.CLIENT, phase=ProtocolPhase.CLOSE, recovery=True, write_ends=WriteEnd.SUCCEEDS
+)
+#: The recovering client's one receive action for its write-backs, whatever the answer (the
+#: writer's ClientReceivesAddConfirmedResponse is enabled only on an OPEN ledger).
+_WRITE_BACK_CONFIRMED = add_answer(Actor.CLIENT, fenced=False, recovery=True)
 
 
 @dataclass(frozen=True)
@@ -107,58 +114,13 @@ class RecoveryRecord:
     recovered_at: float | None = None
 
 
-@dataclass
-class Judgement:
-    outcome: Outcome
-    #: The configuration the story ran under (the client's observed behaviour).
-    cfg: ModelConfig
-    #: Whether the Java client's recovery reads carried FENCE_LEDGER (None: it sent none).
-    reads_fenced: bool | None
-    #: The frame-level findings against the spec's client (also in ``outcome.divergences``).
-    frame_divergences: list[str] = field(default_factory=list)
-
-
-class _Stuck(ConformanceError):
-    """The model allows no step for what happened: the replay cannot go on."""
-
-
-class _Story:
-    """The engine fed with what was observed: each event becomes the model step it is, taken
-    by :meth:`Execution.apply_observed` (its answer judged against the model's prediction, the
-    invariants checked after it), instead of a step chosen and invoked on a target."""
+class _Story(ModelReplay):
+    """The model fed with what was observed (:class:`ModelReplay`), and what the SPEC's
+    client (``spec_cfg``) would do at each point, for the frame check."""
 
     def __init__(self, cfg: ModelConfig, spec_cfg: ModelConfig) -> None:
-        self.cfg = cfg
+        super().__init__(cfg)
         self.spec_cfg = spec_cfg
-        self.execution = Execution(cfg, None)
-        self.frame_divergences: list[str] = []
-        self.notes: list[str] = []
-
-    @property
-    def state(self) -> State:
-        return self.execution.state
-
-    # -- steps --------------------------------------------------------------------------------
-
-    def take(
-        self,
-        scripted: ScriptedStep,
-        *,
-        request: str | None = None,
-        observed: Observation | None = None,
-    ) -> Label:
-        try:
-            transition = take(self.cfg, self.state, scripted)
-        except ScriptError as exc:
-            what = request or f"{scripted.action}"
-            finding = f"the model allows no step for {what}: {exc}"
-            self.execution.no_step(str(scripted.action), finding, request=request)
-            raise _Stuck(finding) from None
-        self.execution.apply_observed(transition, observed=observed, request=request)
-        return transition.label
-
-    def diverge(self, finding: str) -> None:
-        self.execution.add_divergence(finding)
 
     def recipients(self, action: str, entry: int | None) -> set[int]:
         """The bookies the model's c2 would message in ``action`` now (under ``cfg``)."""
@@ -280,7 +242,7 @@ class _JavaReplay:
                 if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
                     self.settle_fencing(_spec_entry(event))
                 self.sent_event(event)
-            elif event.kind not in _SEND_ACTIONS:
+            elif event.kind not in _RECOVERY_KINDS:
                 continue  # reported when it was sent
             elif event.phase is Phase.ANSWERED:
                 self.answered(event)
@@ -290,7 +252,7 @@ class _JavaReplay:
     def sent_event(self, event: JavaEvent) -> None:
         story = self.story
         frame = f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}"
-        if event.kind not in _SEND_ACTIONS:  # a writer's add, or no protocol request
+        if event.kind not in _RECOVERY_KINDS:  # a writer's add, or no protocol request
             story.frame_divergences.append(
                 f"{frame}: {event.frame.info.describe()}: the spec's recovering client sends "
                 "no such request"
@@ -298,7 +260,7 @@ class _JavaReplay:
             return
         entry = _spec_entry(event)
         batch = (event.kind, entry)
-        action = _SEND_ACTIONS[event.kind]
+        action = send_action(event.kind)
         if batch not in self.started:
             self.started[batch] = story.spec_requests(action, entry)
             lost = story.recipients(action, entry) & self.dropped(event.kind, entry)
@@ -332,17 +294,21 @@ class _JavaReplay:
         status = event.status
         bookie = bookie_name(event.bookie)
         lost = set() if event.delivered else {bookie}
-        if event.kind is FrameKind.FENCE_READ:
-            scripted = step("BookieSendsFencingReadLacResponse", bookie=bookie, lost=lost)
-        elif event.kind is FrameKind.RECOVERY_READ:
-            scripted = step("BookieSendsReadResponse", bookie=bookie, entry=entry, lost=lost)
-            if self.decided(entry) and not enabled(story.cfg, story.state, scripted):
-                self.ignore(event, "answered after the client decided")
-                return
-        else:
-            # The real answer picks which of the model's two outcomes to take.
-            action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
-            scripted = step(action, bookie=bookie, entry=entry, lost=lost, sender=RECOVERER)
+        # An add's real answer picks which of the model's two outcomes to take.
+        scripted = step(
+            answer_action(event.kind, status),
+            bookie=bookie,
+            entry=entry,
+            lost=lost,
+            sender=RECOVERER if event.kind is FrameKind.RECOVERY_ADD else None,
+        )
+        if (
+            event.kind is FrameKind.RECOVERY_READ
+            and self.decided(entry)
+            and not enabled(story.cfg, story.state, scripted)
+        ):
+            self.ignore(event, "answered after the client decided")
+            return
         story.take(
             scripted,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
@@ -355,8 +321,13 @@ class _JavaReplay:
             return
         entry = _spec_entry(event)
         peer = bookie_name(event.bookie)
+        action = (
+            _WRITE_BACK_CONFIRMED
+            if event.kind is FrameKind.RECOVERY_ADD
+            else receive_action(event.kind, event.status)
+        )
+        scripted = step(action, client=RECOVERER, peer=peer, entry=entry)
         if event.kind is FrameKind.FENCE_READ:
-            scripted = step("ClientReceivesFencingReadLacResponse", client=RECOVERER, peer=peer)
             c2 = story.state.clients[1]
             fencing = c2.recovery_phase == FENCING_PHASE
             if not fencing and not enabled(story.cfg, story.state, scripted):
@@ -368,21 +339,14 @@ class _JavaReplay:
                 self.fence_answers.append(event)
                 return
         elif event.kind is FrameKind.RECOVERY_READ:
-            scripted = step(
-                "ClientReceivesRecoveryReadResponse", client=RECOVERER, peer=peer, entry=entry
-            )
             if self.decided(entry) and not enabled(story.cfg, story.state, scripted):
                 self.ignore(event, "reached the client after it decided; ignored")
                 return
-        else:
-            # A write-back's confirmation: the recovering client's own receive action (the
-            # writer's, ClientReceivesAddConfirmedResponse, is enabled only on an OPEN ledger).
-            scripted = step(RECOVERY_ADD_RECEIVED, client=RECOVERER, peer=peer, entry=entry)
-            if not self.writing_back(entry) and not enabled(story.cfg, story.state, scripted):
-                # An ack quorum had confirmed it already (the model's op is done; the ledger
-                # may be closed): the real client, like the spec's, has no use for it.
-                self.ignore(event, "reached the client after the write-back completed; ignored")
-                return
+        elif not self.writing_back(entry) and not enabled(story.cfg, story.state, scripted):
+            # An ack quorum had confirmed it already (the model's op is done; the ledger
+            # may be closed): the real client, like the spec's, has no use for it.
+            self.ignore(event, "reached the client after the write-back completed; ignored")
+            return
         story.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
 
     def settle_fencing(self, first_read: int | None) -> None:
@@ -405,7 +369,7 @@ class _JavaReplay:
             if event in chosen:
                 story.take(
                     step(
-                        "ClientReceivesFencingReadLacResponse",
+                        receive_action(event.kind, event.status),
                         client=RECOVERER,
                         peer=bookie_name(event.bookie),
                     ),
@@ -478,18 +442,18 @@ def _writer_add(
     status = answers.get((bk_entry, bookie))
     if status is None:
         story.notes.append(f"w1's add of e{bk_entry} to {bookie} was never sent")
-        raise _Stuck(f"w1's add of e{bk_entry} to {bookie} was never sent")
+        raise Stuck(f"w1's add of e{bk_entry} to {bookie} was never sent")
     if status not in (StatusCode.EOK, StatusCode.EFENCED):
         story.diverge(
             f"w1's add of e{bk_entry} to {bookie} got {status.name}; the model's bookie "
             "confirms it or answers EFENCED"
         )
-        raise _Stuck(f"w1's add to {bookie} answered {status.name}")
+        raise Stuck(f"w1's add to {bookie} answered {status.name}")
     confirmed = status is StatusCode.EOK
     entry = translation.spec_entry_id(bk_entry)
     story.take(
         step(
-            "BookieSendsAddConfirmedResponse" if confirmed else "BookieSendsAddFencedResponse",
+            add_answer(Actor.BOOKIE, fenced=not confirmed),
             bookie=bookie,
             entry=entry,
             sender=WRITER,
@@ -503,7 +467,7 @@ def _writer_add(
         return
     story.take(
         step(
-            ADD_ANSWER_RECEIVED[0] if confirmed else ADD_ANSWER_RECEIVED[1],
+            add_answer(Actor.CLIENT, fenced=not confirmed),
             client=WRITER,
             peer=bookie,
             entry=entry,
@@ -544,20 +508,27 @@ def judge(
     )
     story = _Story(cfg, spec_cfg)
     try:
-        story.take(step("ClientCreatesLedger", client=WRITER), request="w1 writes the metadata")
+        story.take(step(_CREATE, client=WRITER), request="w1 writes the metadata")
         for bk_entry in range(acked):
             entry = translation.spec_entry_id(bk_entry)
-            story.take(step("ClientSendsAddEntryRequests", client=WRITER))
+            story.take(step(_SEND_ADDS, client=WRITER))
             for bookie in BOOKIES:
                 story.take(
-                    step("BookieSendsAddConfirmedResponse", bookie=bookie, entry=entry),
+                    step(add_answer(Actor.BOOKIE, fenced=False), bookie=bookie, entry=entry),
                     request=f"w1 adds e{bk_entry} to {bookie} (direct)",
                     observed=translation.add_observation(StatusCode.EOK),
                 )
-                story.take(step(ADD_ANSWER_RECEIVED[0], client=WRITER, peer=bookie, entry=entry))
+                story.take(
+                    step(
+                        add_answer(Actor.CLIENT, fenced=False),
+                        client=WRITER,
+                        peer=bookie,
+                        entry=entry,
+                    )
+                )
         for bk_entry in record.writer.entry_ids:
             lost = record.writer.lost(bk_entry)
-            story.take(step("ClientSendsAddEntryRequests", client=WRITER, lost=lost))
+            story.take(step(_SEND_ADDS, client=WRITER, lost=lost))
         for add in record.writer.before():
             _writer_add(story, add, record.writer_answers)
         replay = _JavaReplay(story, events)
@@ -567,7 +538,7 @@ def judge(
             replay.settle_fencing(None)  # the client sent no recovery read
         if record.closed_last_entry is not None:
             story.take(
-                step("RecoveryClientClosesLedger", client=RECOVERER),
+                step(_RECOVERY_CLOSE, client=RECOVERER),
                 request=f"the Java client closes the ledger at {record.closed_last_entry}",
                 observed=Observation("metadata", "OK", success=True),
             )
@@ -585,13 +556,11 @@ def judge(
             replay.settle_fencing(None)
         for add in record.writer.after():
             _writer_add(story, add, record.writer_answers)
-    except _Stuck:
+    except Stuck:
         pass
-    for finding in story.frame_divergences:
-        story.execution.add_divergence(finding, on_last_step=False)
-    notes = [_fence_note(fenced), *story.notes]
-    outcome = story.execution.finish(note="\n".join(notes))
-    return Judgement(outcome, cfg, fenced, list(story.frame_divergences))
+    story.notes.insert(0, _fence_note(fenced))
+    outcome = story.finish()
+    return Judgement(outcome, cfg, list(story.frame_divergences), reads_fenced=fenced)
 
 
 def _fence_note(fenced: bool | None) -> str:
@@ -604,7 +573,6 @@ def _fence_note(fenced: bool | None) -> str:
 
 __all__ = [
     "SPEC_CONFIG",
-    "Judgement",
     "RecoveryRecord",
     "judge",
 ]

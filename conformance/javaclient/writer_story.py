@@ -54,19 +54,39 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
-from conformance.engine import Execution, Outcome
-from conformance.errors import ConformanceError
-from conformance.javaclient.observed import FrameKind, JavaEvent, Phase, java_events
+from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
+from conformance.javaclient.observed import (
+    FrameKind,
+    JavaEvent,
+    Phase,
+    answer_action,
+    java_events,
+    receive_action,
+    send_action,
+)
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
+from conformance.verdict import Verdict
+from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
+from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.interleavings import ADD_ANSWER_RECEIVED, ADD_ANSWERED
-from model.bookkeeper.records import STATUS_OPEN, PendingAddOp, State, bookie_name
-from model.bookkeeper.scripted import ScriptedStep, enabled, step, take
-from model.search.scripted import ScriptError
+from model.bookkeeper.records import STATUS_OPEN, PendingAddOp, bookie_name
+from model.bookkeeper.scripted import enabled, step
 
 WRITER = "c1"
+#: The writer's actions, each found by what it is in the action table.
+_CREATE = the_action(actor=Actor.CLIENT, phase=ProtocolPhase.CREATE)  # ClientCreatesLedger
+_SEND_ADDS = send_action(FrameKind.ADD)  # ClientSendsAddEntryRequests
+_CHANGE = the_action(  # ClientChangesEnsemble
+    actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.NONE, recovery=False
+)
+_RESEND = the_action(  # ClientResendsPendingAddOp
+    actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.SEND, recovery=False
+)
+_CLOSE = the_action(  # ClientClosesLedgerSuccess
+    actor=Actor.CLIENT, phase=ProtocolPhase.CLOSE, recovery=False, write_ends=WriteEnd.SUCCEEDS
+)
 
 
 @dataclass(frozen=True)
@@ -94,16 +114,6 @@ class WriterRecord:
     stored: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-@dataclass
-class WriterJudgement:
-    outcome: Outcome
-    cfg: ModelConfig
-    frame_divergences: list[str] = field(default_factory=list)
-    #: Coverage of the run: ensemble changes the client made, model actions taken.
-    ensemble_changes: int = 0
-    actions: dict[str, int] = field(default_factory=dict)
-
-
 def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
     """The model's configuration of a writer run."""
     return ModelConfig(
@@ -121,10 +131,6 @@ def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
     )
 
 
-class _Stuck(ConformanceError):
-    """The model allows no step for what happened: the replay cannot go on."""
-
-
 class _Kind(enum.IntEnum):
     FRAME = 0
     CALLBACK = 1
@@ -136,20 +142,17 @@ class _Callback:
     outcome: AddOutcome
 
 
-class _WriterReplay:
+class _WriterReplay(ModelReplay):
     def __init__(
         self, record: WriterRecord, cfg: ModelConfig, prescribed: Sequence[int] = ()
     ) -> None:
+        super().__init__(cfg)
         self.record = record
-        self.cfg = cfg
         #: The failed sets (bitmasks) of the first ensemble changes, if prescribed; at each
         #: change the sets the model offered, and the one taken.
         self.prescribed = list(prescribed)
         self.options: list[list[int]] = []
         self.chosen: list[int] = []
-        self.execution = Execution(cfg, None)
-        self.frame_divergences: list[str] = []
-        self.notes: list[str] = []
         self.ignored: set[int] = set()
         #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
         self.expected: dict[tuple[int, int], int] = {}
@@ -157,27 +160,10 @@ class _WriterReplay:
         self.changed_at = 0.0
         self.events: Sequence[JavaEvent] = ()
 
-    @property
-    def state(self) -> State:
-        return self.execution.state
-
-    def take(
-        self, scripted: ScriptedStep, *, request: str, observed: Observation | None = None
-    ) -> Label:
-        try:
-            transition = take(self.cfg, self.state, scripted)
-        except ScriptError as exc:
-            finding = f"the model allows no step for {request}: {exc}"
-            self.execution.no_step(str(scripted.action), finding, request=request)
-            raise _Stuck(finding) from None
-        self.execution.apply_observed(transition, observed=observed, request=request)
-        self._expect(transition.label)
-        return transition.label
-
-    def _expect(self, label: Label) -> None:
+    def taken(self, label: Label) -> None:
         """The adds the model's writer just sent: each must show as one frame at a proxy
         (a dropped frame too)."""
-        if label.action not in ("ClientSendsAddEntryRequests", "ClientResendsPendingAddOp"):
+        if label.action not in (_SEND_ADDS, _RESEND):
             return
         for message, _delivered in label.sent:
             key = (message.entry.id, message.bookie)  # type: ignore[union-attr]
@@ -223,7 +209,7 @@ class _WriterReplay:
         candidates = [
             t
             for t in successors(self.cfg, self.state)
-            if t.label.action == "ClientChangesEnsemble" and t.label.client == 0
+            if t.label.action == _CHANGE and t.label.client == 0
         ]
         if not candidates:
             return False
@@ -292,7 +278,7 @@ class _WriterReplay:
                 members = self._writer_fragment_members(sent)
                 self.take(
                     step(
-                        "ClientSendsAddEntryRequests",
+                        _SEND_ADDS,
                         client=WRITER,
                         lost=self._lost_for(bk_sent, members, self.changed_at),
                     ),
@@ -379,7 +365,7 @@ class _WriterReplay:
 
     def _resend_one(self, entry: int, request: str, lost: set[str]) -> None:
         self.take(
-            step("ClientResendsPendingAddOp", client=WRITER, entry=entry, lost=lost),
+            step(_RESEND, client=WRITER, entry=entry, lost=lost),
             request=request,
         )
 
@@ -393,11 +379,10 @@ class _WriterReplay:
                 f"{bookie} answered the add of e{event.entry_id} {status}: the model's bookie "
                 "confirms it or answers EFENCED"
             )
-            raise _Stuck(f"{bookie} answered {status}")
-        action = ADD_ANSWERED[1] if status is StatusCode.EFENCED else ADD_ANSWERED[0]
+            raise Stuck(f"{bookie} answered {status}")
         self.take(
             step(
-                action,
+                answer_action(event.kind, status),
                 bookie=bookie,
                 entry=entry,
                 lost=set() if event.delivered else {bookie},
@@ -411,9 +396,8 @@ class _WriterReplay:
         assert event.entry_id is not None
         entry = translation.spec_entry_id(event.entry_id)
         peer = bookie_name(event.bookie)
-        confirmed = event.status is StatusCode.EOK
         scripted = step(
-            ADD_ANSWER_RECEIVED[0] if confirmed else ADD_ANSWER_RECEIVED[1],
+            receive_action(event.kind, event.status),
             client=WRITER,
             peer=peer,
             entry=entry,
@@ -465,7 +449,7 @@ class _WriterReplay:
                 break
             self.resend_all()
         self.take(
-            step("ClientClosesLedgerSuccess", client=WRITER),
+            step(_CLOSE, client=WRITER),
             request=f"the Java client closes the ledger at {record.closed_last_entry}",
             observed=Observation("metadata", "OK", success=True),
         )
@@ -530,7 +514,7 @@ def _segments_text(segments: Sequence[tuple[int, tuple[int, ...]]]) -> str:
 MAX_STORIES = 64
 
 
-def judge(record: WriterRecord) -> WriterJudgement:
+def judge(record: WriterRecord) -> Judgement:
     """Replay ``record`` as the model's story and judge it (see the module docstring).
 
     Where the model offers several ensemble changes (a subset of the timed-out bookies first,
@@ -539,7 +523,7 @@ def judge(record: WriterRecord) -> WriterJudgement:
     model explains it. If none does, the spec's own story (every timed-out bookie replaced at
     once, where it can be) is the one reported."""
     first, options, chosen = _story(record, ())
-    if first.outcome.verdict != "divergence" or not options:
+    if first.verdict is not Verdict.DIVERGENCE or not options:
         return first
     queue: deque[tuple[tuple[int, ...], list[list[int]], list[int]]] = deque(
         [((), options, chosen)]
@@ -554,7 +538,7 @@ def judge(record: WriterRecord) -> WriterJudgement:
                 alternative = (*chosen[:index], mask)
                 judgement, more, taken = _story(record, alternative)
                 told += 1
-                if judgement.outcome.verdict == "clean":
+                if judgement.verdict is Verdict.CLEAN:
                     return judgement
                 queue.append((alternative, more, taken))
     return first
@@ -562,14 +546,14 @@ def judge(record: WriterRecord) -> WriterJudgement:
 
 def _story(
     record: WriterRecord, prescribed: Sequence[int]
-) -> tuple[WriterJudgement, list[list[int]], list[int]]:
+) -> tuple[Judgement, list[list[int]], list[int]]:
     cfg = writer_config(record.shape, record.entries)
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
     replay = _WriterReplay(record, cfg, prescribed)
     try:
         replay.take(
-            step("ClientCreatesLedger", client=WRITER),
+            step(_CREATE, client=WRITER),
             request="the Java client creates the ledger (first ensemble: b1..b"
             f"{record.shape.ensemble} by position)",
         )
@@ -580,7 +564,7 @@ def _story(
         )
         replay.close()
         replay.run([e for e in events if cut is not None and e.at > cut], [])
-    except _Stuck:
+    except Stuck:
         pass
     missing = [o for o in record.outcomes if o.code is None]
     unfinished = []
@@ -600,25 +584,17 @@ def _story(
         # divergence found before still stands).
         replay.execution.error = "; ".join(unfinished)
     replay.check_readable()
-    for finding in replay.frame_divergences:
-        replay.execution.add_divergence(finding, on_last_step=False)
-    outcome = replay.execution.finish(note="\n".join(replay.notes) or None)
-    actions: dict[str, int] = {}
-    for record_step in outcome.steps:
-        actions[record_step.action] = actions.get(record_step.action, 0) + 1
-    judgement = WriterJudgement(
-        outcome,
+    judgement = Judgement(
+        replay.finish(),
         cfg,
         list(replay.frame_divergences),
         ensemble_changes=replay.ensemble_changes,
-        actions=actions,
     )
     return judgement, replay.options, replay.chosen
 
 
 __all__ = [
     "WRITER",
-    "WriterJudgement",
     "WriterRecord",
     "judge",
     "writer_config",

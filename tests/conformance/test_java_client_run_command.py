@@ -4,7 +4,6 @@ against real BookKeeper 4.11.1 and the default version (cluster, slow)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +15,10 @@ from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import BookieProxy, ProxyGroup
 from conformance.cli import main
 from conformance.commands import java_client_run as command
-from conformance.javaclient import search_run
-from conformance.javaclient.plans import WriterPlan
+from conformance.javaclient import roles, run
 from conformance.javaclient.recording import load_record
-from conformance.javaclient.scenario import Arrangement
+from conformance.javaclient.recovery_role import RecoveryRole
+from conformance.javaclient.role import Arrangement
 from conformance.javaclient.story import RecoveryRecord, judge
 from conformance.rundir import read_results
 from tests.bookkeeper_fixtures import installed_home
@@ -63,7 +62,8 @@ def test_the_writer_role_needs_a_client_that_resolves_bookie_ids(
     runs = tmp_path / "runs"
     argv = [*RUN, "--target", "local", "--role", "writer", "--bookkeeper-home", str(home)]
     assert main([*argv, "--runs-dir", str(runs)]) == 2
-    assert "needs BookKeeper >= 4.12.0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "(BookKeeper >= 4.12.0)" in err and "--role recovery" in err
     assert not runs.exists()
 
 
@@ -73,13 +73,11 @@ def test_role_needs_the_java_client(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 class _Session:
-    """Stands in for a RecoverySession: every plan gets the recorded 4.11-like (or 4.14+-like)
-    run. Checks the command's plumbing, not the Java client."""
+    """Stands in for a ClientSession: its proxy group only (the role below starts nothing)."""
 
     def __init__(self, options: Any) -> None:
         self.group = ProxyGroup(call_timeout=5.0)
         self.proxies: dict[str, BookieProxy] = {}
-        self.routing_method = argparse.Namespace(value="stand-in")
 
     def __enter__(self) -> _Session:
         self.group.__enter__()
@@ -88,15 +86,20 @@ class _Session:
     def __exit__(self, *exc: object) -> None:
         self.group.__exit__(None, None, None)
 
-    def routes(self) -> dict[str, str]:
-        return {}
+    def describe(self) -> dict[str, str]:
+        return {"routing": "stand-in"}
 
-    def recover(self, arrange: Arrangement, writer: WriterPlan) -> RecoveryRecord:
-        with arrange(11):
-            pass
-        return defect1_record(reads_fence=_Session.reads_fence)
+
+class _RecordedRecovery(RecoveryRole):
+    """Every plan gets the recorded 4.11-like (or 4.14+-like) run. Checks the command's
+    plumbing, not the Java client."""
 
     reads_fence = False
+
+    def perform(self, session: Any, plan: Any, arrange: Arrangement) -> RecoveryRecord:
+        with arrange(11, {}):
+            pass
+        return defect1_record(reads_fence=_RecordedRecovery.reads_fence)
 
 
 def _system(home: Path, version: str) -> SystemUnderTest:
@@ -106,8 +109,9 @@ def _system(home: Path, version: str) -> SystemUnderTest:
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "bk"
-    monkeypatch.setattr(search_run, "RecoverySession", _Session)
-    for module in (command, search_run):
+    monkeypatch.setattr(run, "ClientSession", _Session)
+    monkeypatch.setattr(roles, "RecoveryRole", _RecordedRecovery)
+    for module in (command, run):
         monkeypatch.setattr(module, "distribution_version", lambda home: "4.11.1")
         monkeypatch.setattr(module, "java_client_system", _system)
     monkeypatch.setattr(command, "check_run_arguments", lambda args: home)
@@ -117,7 +121,7 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
 def test_a_finding_is_written_as_a_replayable_run_directory(
     stand_in: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _Session.reads_fence = False
+    _RecordedRecovery.reads_fence = False
     argv = [*STAND_IN, "--target", "local", "--max-examples", "3", "--runs-dir", str(stand_in)]
     assert main([*argv, "--quiet"]) == 1
     (run_dir,) = stand_in.iterdir()
@@ -135,7 +139,7 @@ def test_a_finding_is_written_as_a_replayable_run_directory(
 
 
 def test_a_clean_search_exits_0_and_nothing_run_is_undecided(stand_in: Path) -> None:
-    _Session.reads_fence = True
+    _RecordedRecovery.reads_fence = True
     argv = [*STAND_IN, "--target", "local", "--runs-dir", str(stand_in), "--quiet"]
     assert main([*argv, "--max-examples", "3"]) == 0
     assert main([*argv, "--seconds", "0"]) == 2
@@ -146,7 +150,7 @@ def test_a_clean_search_exits_0_and_nothing_run_is_undecided(stand_in: Path) -> 
 def test_replay_refuses_a_run_with_no_finding(
     stand_in: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _Session.reads_fence = True
+    _RecordedRecovery.reads_fence = True
     assert (
         main([*STAND_IN, "--target", "local", "--max-examples", "1", "--runs-dir", str(stand_in)])
         == 0

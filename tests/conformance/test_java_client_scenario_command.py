@@ -17,11 +17,11 @@ from conformance.commands import java_client_scenario as command
 from conformance.javaclient.scenario import (
     JavaScenarioOptions,
     JavaScenarioRun,
-    ScenarioUndecided,
     expected_verdict,
     run_recovery,
 )
 from conformance.javaclient.schedule import defect1_schedule
+from conformance.javaclient.session import RunUndecided
 from conformance.rundir import read_history, read_results, story_steps
 from tests.conformance.javaclient.recorded import defect1_record
 
@@ -169,7 +169,7 @@ def test_the_real_java_client_against_real_bookies(
 
 def test_a_run_that_cannot_start_is_undecided(tmp_path: Path) -> None:
     options = JavaScenarioOptions(bookkeeper_home=tmp_path / "nothing", log_dir=tmp_path)
-    with pytest.raises(ScenarioUndecided, match=r"DistributionError: .* no bookkeeper-server jar"):
+    with pytest.raises(RunUndecided, match=r"DistributionError: .* no bookkeeper-server jar"):
         run_recovery(options)
 
 
@@ -180,9 +180,7 @@ def test_a_distribution_that_cannot_run_bookies_leaves_nothing_behind(tmp_path: 
     home = _distribution(tmp_path / "bk", "4.11.1", launcher=False)
     work = tmp_path / "cluster"
     options = JavaScenarioOptions(bookkeeper_home=home, log_dir=tmp_path, work_dir=work)
-    with pytest.raises(
-        ScenarioUndecided, match=r"BookKeeperNotFound: .*no executable bin/bookkeeper"
-    ):
+    with pytest.raises(RunUndecided, match=r"BookKeeperNotFound: .*no executable bin/bookkeeper"):
         run_recovery(options)
     assert processes_matching(f"{work}/") == []
 
@@ -238,7 +236,7 @@ def test_a_run_that_could_not_decide_leaves_an_undecided_run_directory(
     home = _distribution(tmp_path / "bk", "4.17.4")
 
     def cannot_run(options: JavaScenarioOptions) -> JavaScenarioRun:
-        raise ScenarioUndecided("BookKeeperNotFound: no bookies")
+        raise RunUndecided("BookKeeperNotFound: no bookies")
 
     monkeypatch.setattr(command, "run_recovery", cannot_run)
     runs = tmp_path / "runs"

@@ -21,7 +21,7 @@ from adapters.netproxy import (
     ProxyGroup,
 )
 from adapters.refbookie.server import BookieServer
-from conformance.javaclient.scenario import writer_add
+from conformance.javaclient.recovery_role import writer_add
 from conformance.javaclient.schedule import (
     HOLD_MARGIN_S,
     ScheduleError,
@@ -29,6 +29,7 @@ from conformance.javaclient.schedule import (
     install,
 )
 from conformance.javaclient.story import RecoveryRecord, judge
+from conformance.verdict import Verdict
 from tests.conformance.javaclient.recorded import recipe_answers, recipe_writer
 from tests.conformance.javaclient.standin import LEDGER, recover_like_java
 
@@ -39,11 +40,11 @@ def _info(direction: Direction, entry: int, *flags: FrameFlag) -> FrameInfo:
 
 def test_the_defect_1_schedule_names_frames_by_meaning() -> None:
     drop, hold = defect1_schedule(LEDGER, 300)
-    assert (drop.proxy, drop.action, drop.times) == ("b3", Drop(), 1)
+    assert (drop.bookie, drop.action, drop.times) == ("b3", Drop(), 1)
     assert drop.match.matches(_info(Direction.REQUEST, -1, FrameFlag.FENCE_LEDGER))
     assert not drop.match.matches(_info(Direction.REQUEST, 0, FrameFlag.FENCE_LEDGER))
     assert not drop.match.matches(_info(Direction.REQUEST, -1))
-    assert (hold.proxy, hold.action) == ("b2", Hold(release_after=0.3 + HOLD_MARGIN_S))
+    assert (hold.bookie, hold.action) == ("b2", Hold(release_after=0.3 + HOLD_MARGIN_S))
     # b2's answer to the recovery read of e0, whether or not the read fenced.
     assert hold.match.matches(_info(Direction.RESPONSE, 0))
     assert hold.match.matches(_info(Direction.RESPONSE, 0, FrameFlag.FENCE_LEDGER))
@@ -52,13 +53,13 @@ def test_the_defect_1_schedule_names_frames_by_meaning() -> None:
     assert drop.describe() == "b3: request READ_ENTRY entry -1 +FENCE_LEDGER -> Drop()"
 
 
-def test_installing_needs_every_named_proxy() -> None:
+def test_installing_needs_the_proxy_of_every_named_bookie() -> None:
     with ProxyGroup(call_timeout=5.0) as group:
-        b1 = group.add("b1", "127.0.0.1", 9)
-        with pytest.raises(ScheduleError, match=r"names proxies \['b2', 'b3'\]"):
+        b1 = group.add("p1", "127.0.0.1", 9)
+        with pytest.raises(ScheduleError, match=r"names bookies \['b2', 'b3'\]"):
             install({"b1": b1}, defect1_schedule(LEDGER, 300))
         assert b1.rules() == []
-        proxies = {name: group.add(name, "127.0.0.1", 9) for name in ("b2", "b3")}
+        proxies = {name: group.add(f"p{name[1]}", "127.0.0.1", 9) for name in ("b2", "b3")}
         ids = install({"b1": b1, **proxies}, defect1_schedule(LEDGER, 300))
         assert len(ids) == 2
         assert [rule.action for _id, rule, _left in proxies["b3"].rules()] == [Drop()]
@@ -92,7 +93,7 @@ def test_the_schedule_on_real_frames_gives_the_verdict(
     judgement = judge(record)
     assert judgement.reads_fenced is fence_reads
     if fence_reads:
-        assert judgement.outcome.verdict == "clean", judgement.outcome.divergences
+        assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     else:
         assert judgement.outcome.violations == ["NoDivergenceBetweenClientAndMetaData"]
         assert sum("without FENCE_LEDGER" in d for d in judgement.outcome.divergences) == 3

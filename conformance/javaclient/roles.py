@@ -1,0 +1,72 @@
+"""The roles the real Java client plays, by name, and the model's plans for them in a process
+of their own.
+
+``python -m conformance.javaclient.roles --role writer --shape 3/2/2 --seed 0 --budget 10``
+prints the role's model-guided plans as JSON: a search starts it while its cluster and JVM
+start (in a thread the explorer would hold this interpreter's lock for most of its budget, and
+on a loaded machine the ZooKeeper client's heartbeats then came too late: sessions expired).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from conformance.javaclient.plans import PlanError
+from conformance.javaclient.recovery_role import RecoveryRole
+from conformance.javaclient.role import Role
+from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
+from conformance.javaclient.writer_role import WriterRole
+
+#: The roles a run can ask for, by name.
+ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name)
+#: What a role is when the command line does not say.
+DEFAULT_ROLE = RecoveryRole.name
+
+
+def role_named(name: str, shape: WriterShape | None = None) -> Role[Any, Any]:
+    """The role of that name (``shape``: the writer's ledger; default the first of
+    ``DEFAULT_SHAPES``); :class:`PlanError` for a name that is none, or a shape given to a
+    role that has none."""
+    if name == RecoveryRole.name:
+        if shape is not None:
+            raise PlanError(
+                "the recovering role runs E=WQ=3 AQ=2 (Defect 1's ledger); it takes no shape"
+            )
+        return RecoveryRole()
+    if name == WriterRole.name:
+        return WriterRole(shape or DEFAULT_SHAPES[0])
+    raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}")
+
+
+def role_of_plan(data: Any) -> Role[Any, Any]:
+    """The role a recorded plan is for (plans before roles were recorded are recovery plans)."""
+    if not isinstance(data, dict):
+        raise PlanError(f"not a plan: {data!r}")
+    name = data.get("role", RecoveryRole.name)
+    shape = WriterShape.parse(str(data["shape"])) if "shape" in data else None
+    return role_named(str(name), shape)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="a role's model-guided plans, as JSON")
+    parser.add_argument("--role", choices=ROLE_NAMES, default=DEFAULT_ROLE)
+    parser.add_argument("--shape", type=WriterShape.parse, default=None, help="E/WQ/AQ")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", type=float, default=None, help="seconds")
+    args = parser.parse_args(argv)
+    role = role_named(args.role, args.shape)
+    budget = role.guidance_budget_s if args.budget is None else args.budget
+    plans = role.guided_plans(args.seed, budget)
+    json.dump([plan.to_json() for plan in plans], sys.stdout)
+    return 0
+
+
+__all__ = ["DEFAULT_ROLE", "ROLE_NAMES", "role_named", "role_of_plan"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,424 @@
+"""One search or replay of the real Java client, written as a run directory: the same for
+every role.
+
+What ``bkconform run --client java [--role R]`` does, and each shard of the version matrix
+(:mod:`conformance.distributed.java_matrix`): the model's explorer proposes the role's plans in
+a process of its own while a local cluster of the release, its proxies and its Java client
+start; the search runs (:func:`~conformance.javaclient.search.search`); the run directory
+streams as for every run (``results.json`` running from the start, ``history.jsonl`` with each
+example's judged steps, ``examples.jsonl`` with each example's plan, verdict and the role's
+facts); every example that was not clean keeps its frames and record under ``frames/``; a
+finding is written with its plan (``plan.json``, what ``bkconform replay`` runs again), record
+(``record.json``, to judge again offline), frames (``frames.txt``) and diagram, and
+``results.json`` carries the coverage the examples reached (``java_search.coverage``). Nothing
+is printed here: ``say`` gets the progress lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from adapters.installations.system import (
+    BookieChoice,
+    SystemUnderTest,
+    describe_java_client,
+    describe_zookeeper,
+)
+from adapters.installations.zookeeper import locate_zookeeper
+from adapters.javaclient import distribution_version
+from conformance.engine import Outcome
+from conformance.errors import ConformanceError
+from conformance.javaclient.role import Example, Role
+from conformance.javaclient.search import SearchResult, run_plan, search
+from conformance.javaclient.session import (
+    INFRASTRUCTURE_ERRORS,
+    ClientSession,
+    SessionOptions,
+)
+from conformance.rundir import FINDING, RunWriter
+from conformance.verdict import Verdict
+
+CLIENT = "java"
+PLAN_FILE = "plan.json"
+#: The shrunk finding's run as observed (:mod:`conformance.javaclient.recording`).
+RECORD_FILE = "record.json"
+FRAMES_FILE = "frames.txt"
+EXAMPLES_FILE = "examples.jsonl"
+#: How much longer than its own budget the model's explorer may take before it is a bug.
+GUIDANCE_GRACE_S = 90.0
+
+
+class GuidanceError(ConformanceError, RuntimeError):
+    """The model's explorer failed or did not answer in time (a bug: never retried)."""
+
+
+#: What makes a run undecided instead of raising (the guidance's failure included: the run
+#: says why and decides nothing).
+RUN_ERRORS: tuple[type[Exception], ...] = (GuidanceError, *INFRASTRUCTURE_ERRORS)
+
+
+def java_client_system(home: Path, version: str) -> SystemUnderTest:
+    """Bookies of ``home``, its Java client, and the local ZooKeeper."""
+    try:
+        install = locate_zookeeper()
+        zookeeper = describe_zookeeper(install.classpath, install.source)
+    except Exception as exc:
+        zookeeper = f"unknown ({exc})"
+    return SystemUnderTest(
+        BookieChoice.bookkeeper(home).describe(), describe_java_client(version), zookeeper
+    )
+
+
+def session_options(role: Role[Any, Any], home: Path, run_dir: Path) -> SessionOptions:
+    return SessionOptions(bookkeeper_home=home, log_dir=run_dir, layout=role.layout())
+
+
+def write_example(
+    run_dir: Path, role: Role[Any, Any], example: Example[Any, Any], stem: str
+) -> None:
+    """``<stem>.txt`` (the frames and the client's story) and ``<stem>.json`` (the record)."""
+    (run_dir / f"{stem}.txt").write_text(role.frame_lines(example.record))
+    record = role.record_to_json(example.record)
+    (run_dir / f"{stem}.json").write_text(json.dumps(record) + "\n")
+
+
+@dataclass(frozen=True)
+class SearchRunOptions:
+    home: Path
+    run_dir: Path
+    role: Role[Any, Any]
+    seed: int = 0
+    #: The time budget (None: ``max_examples`` only).
+    seconds: float | None = 300.0
+    max_examples: int = 10_000
+    model_guidance: bool = True
+    #: Progress lines (the command prints them; a shard keeps them quiet).
+    say: Callable[[str], None] = field(default=lambda line: None, compare=False)
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "client": CLIENT,
+            **self.role.settings(),
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "max_examples": self.max_examples,
+            "model_guidance": self.model_guidance,
+        }
+
+
+@dataclass
+class SearchRunResult:
+    run_dir: Path
+    version: str
+    system: SystemUnderTest
+    outcome: Outcome
+    stats: dict[str, Any]
+    #: The shrunk finding's plan, and the plan as found (None: no finding).
+    finding_plan: Any = None
+    found_plan: Any = None
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.outcome.verdict
+
+    def summary(self) -> dict[str, Any]:
+        """What a matrix row keeps of the run."""
+        outcome, stats = self.outcome, self.stats
+        system = self.system
+        return {
+            "verdict": outcome.verdict,
+            "run_dir": str(self.run_dir),
+            "bookkeeper": self.version,
+            "system": f"{system.bookies}; {system.client}; {system.zookeeper}",
+            "violations": list(outcome.violations),
+            "divergences": len(outcome.divergences),
+            "error": outcome.error,
+            "examples": stats.get("examples", 0),
+            "guided_examples": stats.get("guided_examples", 0),
+            "first_finding_example": stats.get("first_finding_example"),
+            "seconds_to_first_finding_from_start": stats.get("seconds_to_first_finding_from_start"),
+            "finding_plan": None if self.finding_plan is None else self.finding_plan.to_json(),
+            "coverage": stats.get("coverage"),
+        }
+
+
+def _target(role: Role[Any, Any], version: str) -> dict[str, str]:
+    return {"target": "local", "bookkeeper": version, "client": CLIENT, "role": role.name}
+
+
+def search_run(options: SearchRunOptions) -> SearchRunResult:
+    """One search on a fresh cluster of ``options.home``, written to ``options.run_dir``. A
+    cluster, proxy, JVM or ZooKeeper failure is an undecided result, never an exception."""
+    home, run_dir, say, role = options.home, options.run_dir, options.say, options.role
+    version = str(distribution_version(home))
+    system = java_client_system(home, version)
+    writer = RunWriter(
+        run_dir,
+        name="run-java",
+        cfg=role.config(),
+        target=_target(role, version),
+        system=system,
+        extra={"search": options.settings()},
+    )
+    started = time.monotonic()
+    with writer, contextlib.ExitStack() as stack:
+        writer.start()
+        planned = (
+            stack.enter_context(_Guidance(role, options.seed)) if options.model_guidance else None
+        )
+        with (run_dir / EXAMPLES_FILE).open("w", encoding="utf-8") as examples_log:
+            sink = _ExampleSink(writer, role, examples_log, started, say)
+            guided: list[Any] = []
+            try:
+                with ClientSession(session_options(role, home, run_dir)) as session:
+                    if planned is not None:
+                        guided = planned.result()
+                        say(f"Model explorer: {len(guided)} {role.name} plans")
+                    result = search(
+                        session,
+                        role,
+                        max_examples=options.max_examples,
+                        seconds=options.seconds,
+                        seed=options.seed,
+                        guided=guided,
+                        on_example=sink,
+                    )
+                    described = session.describe()
+            except RUN_ERRORS as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                outcome = Outcome(Verdict.UNDECIDED, [], [], error=error)
+                writer.finish(outcome, story=None)
+                return SearchRunResult(run_dir, version, system, outcome, {"error": error})
+        return _finish(writer, role, result, described, len(guided), started, version, system)
+
+
+class _Guidance:
+    """``python -m conformance.javaclient.roles`` in a process of its own; killed on exit if
+    it is still running."""
+
+    def __init__(self, role: Role[Any, Any], seed: int) -> None:
+        self.role = role
+        self.seed = seed
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> _Guidance:
+        settings = self.role.settings()
+        command = [
+            sys.executable,
+            "-m",
+            "conformance.javaclient.roles",
+            "--role",
+            self.role.name,
+            "--seed",
+            str(self.seed),
+            "--budget",
+            str(self.role.guidance_budget_s),
+        ]
+        if "shape" in settings:
+            command += ["--shape", str(settings["shape"])]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        return self
+
+    def result(self) -> list[Any]:
+        assert self.process is not None
+        timeout = self.role.guidance_budget_s + GUIDANCE_GRACE_S
+        try:
+            out, err = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise GuidanceError(
+                f"the model's explorer gave no plans within {timeout:.0f} s"
+            ) from exc
+        if self.process.returncode != 0:
+            raise GuidanceError(
+                f"the model's explorer exited {self.process.returncode}: {err.strip()[-2000:]}"
+            )
+        return [self.role.plan_from_json(item) for item in json.loads(out)]
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+class _ExampleSink:
+    """Each example as it ends: its steps to history.jsonl, its line to examples.jsonl, and
+    (when it was not clean) its frames and record to frames/."""
+
+    def __init__(
+        self,
+        writer: RunWriter,
+        role: Role[Any, Any],
+        log: IO[str],
+        started: float,
+        say: Callable[[str], None],
+    ) -> None:
+        self.writer, self.role, self.log, self.started, self.say = writer, role, log, started, say
+
+    def __call__(self, number: int, run: Example[Any, Any]) -> None:
+        writer = self.writer
+        judgement = run.judgement
+        if judgement is not None:
+            for step in judgement.outcome.steps:
+                writer.step(number, None, step)
+        writer.example_done(number)
+        facts = self.role.example_facts(run)
+        entry = {
+            "example": number,
+            "verdict": run.verdict,
+            "seconds": round(run.seconds, 3),
+            "at": round(time.monotonic() - self.started, 3),
+            "plan": run.plan.to_json(),
+            "unapplied": run.unapplied,
+            **facts,
+            "violations": judgement.outcome.violations if judgement else [],
+            "divergences": judgement.outcome.divergences if judgement else [],
+        }
+        self.log.write(json.dumps(entry) + "\n")
+        self.log.flush()
+        if run.verdict is not Verdict.CLEAN:
+            # What the proxies saw, for every example that was not clean (the shrunk finding's
+            # own is frames.txt).
+            frames_dir = writer.path / "frames"
+            frames_dir.mkdir(exist_ok=True)
+            write_example(frames_dir, self.role, run, f"example-{number}")
+        changes = "" if judgement is None else f"; {judgement.ensemble_changes} ensemble changes"
+        self.say(
+            f"  example {number}: {run.verdict} ({run.plan.origin}{changes}; {run.seconds:.1f} s)"
+        )
+
+
+def _finish(
+    writer: RunWriter,
+    role: Role[Any, Any],
+    result: SearchResult[Any, Any],
+    described: dict[str, str],
+    guided_plans: int,
+    started: float,
+    version: str,
+    system: SystemUnderTest,
+) -> SearchRunResult:
+    run_dir = writer.path
+    # From the start to the search's: cluster, proxies, JVM (and the model's explorer).
+    startup = max(0.0, time.monotonic() - started - result.seconds)
+    stats: dict[str, Any] = {
+        "startup_seconds": round(startup, 3),
+        "examples": result.examples,
+        "guided_examples": result.guided_examples,
+        "guided_plans": guided_plans,
+        "verdicts": {str(verdict): count for verdict, count in sorted(result.verdicts.items())},
+        "stopped": result.stopped,
+        "search_seconds": round(result.seconds, 3),
+        "errors": result.errors,
+        "coverage": result.coverage.as_dict(),
+    }
+    finding = result.finding
+    if finding is None:
+        error = None
+        if result.verdict is Verdict.UNDECIDED:
+            error = "; ".join(result.errors) or "no example was judged clean within the budget"
+        outcome = Outcome(result.verdict, [], [], error=error)
+        writer.finish(outcome, target=described, extra={"java_search": stats}, story=None)
+        return SearchRunResult(run_dir, version, system, outcome, stats)
+    shrunk = finding.shrunk
+    judgement = shrunk.judgement
+    assert judgement is not None
+    stats.update(
+        {
+            "first_finding_example": finding.example,
+            "seconds_to_first_finding": round(finding.seconds_to_find, 3),
+            "seconds_to_first_finding_from_start": round(startup + finding.seconds_to_find, 3),
+            "found_plan": finding.found.plan.to_json(),
+            "shrink_runs": finding.shrink_runs,
+        }
+    )
+    (run_dir / PLAN_FILE).write_text(json.dumps(shrunk.plan.to_json(), indent=2) + "\n")
+    (run_dir / FRAMES_FILE).write_text(role.frame_lines(shrunk.record))
+    (run_dir / RECORD_FILE).write_text(json.dumps(role.record_to_json(shrunk.record)) + "\n")
+    writer.finish(
+        judgement.outcome,
+        cfg=judgement.cfg,
+        target=described,
+        extra={
+            "java_search": stats,
+            "finding_plan": shrunk.plan.to_json(),
+            **role.finding_facts(judgement),
+        },
+        story=FINDING,
+    )
+    return SearchRunResult(
+        run_dir,
+        version,
+        system,
+        judgement.outcome,
+        stats,
+        finding_plan=shrunk.plan,
+        found_plan=finding.found.plan,
+    )
+
+
+def replay_run(role: Role[Any, Any], plan: Any, home: Path, run_dir: Path, source: Path) -> Outcome:
+    """``plan`` once on a fresh cluster of ``home``, written to ``run_dir`` as a replay of
+    ``source``; a cluster, proxy, JVM or ZooKeeper failure, or a schedule not applied, is an
+    undecided outcome (with its error), never an exception."""
+    version = str(distribution_version(home))
+    writer = RunWriter(
+        run_dir,
+        name="replay-java",
+        cfg=role.config(),
+        target=_target(role, version),
+        system=java_client_system(home, version),
+        extra={"replayed_from": str(source), "finding_plan": plan.to_json()},
+    )
+    with writer:
+        writer.start()
+        try:
+            with ClientSession(session_options(role, home, run_dir)) as session:
+                run = run_plan(session, role, plan)
+        except RUN_ERRORS as exc:
+            outcome = Outcome(Verdict.UNDECIDED, [], [], error=f"{type(exc).__name__}: {exc}")
+            writer.finish(outcome, story=None)
+            return outcome
+        if run.judgement is None:
+            outcome = Outcome(
+                Verdict.UNDECIDED, [], [], error=run.unapplied or "the run was not judged"
+            )
+            writer.finish(outcome, story=None)
+            return outcome
+        outcome = run.judgement.outcome
+        for step in outcome.steps:
+            writer.step(1, None, step)
+        writer.example_done(1)
+        (run_dir / FRAMES_FILE).write_text(role.frame_lines(run.record))
+        (run_dir / RECORD_FILE).write_text(json.dumps(role.record_to_json(run.record)) + "\n")
+        writer.finish(
+            outcome, cfg=run.judgement.cfg, extra=role.finding_facts(run.judgement), story=1
+        )
+    return outcome
+
+
+__all__ = [
+    "CLIENT",
+    "EXAMPLES_FILE",
+    "FRAMES_FILE",
+    "PLAN_FILE",
+    "RECORD_FILE",
+    "RUN_ERRORS",
+    "GuidanceError",
+    "SearchRunOptions",
+    "SearchRunResult",
+    "java_client_system",
+    "replay_run",
+    "search_run",
+    "session_options",
+    "write_example",
+]

@@ -1,0 +1,301 @@
+"""One Java-client session for every role: a local cluster of one BookKeeper release, a frame
+proxy per bookie, the routing that sends the client through the proxies, and the release's own
+Java client in a JVM (with the add recorder when the role needs its callbacks).
+
+What differs between roles is a :class:`SessionLayout` value (how many bookies, the client's
+timeouts, whether the add recorder is loaded, whether a client that cannot be routed through
+the proxies may still play by having the metadata name the proxies). Everything a session starts
+(processes, proxies, routing changes, the JVM) stops on every exit path.
+
+Proxies are named p1..pN in the order of the bookies' ids (:attr:`ClientSession.proxies`);
+which model bookie a proxy stands for is the role's to say (the recovering client's are fixed,
+the writer's follow the ledger's first ensemble), and every record keeps that mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.bookkeeper.errors import WireError
+from adapters.cluster import ClusterError, Endpoints, LocalCluster, LocalClusterOptions
+from adapters.javaclient import (
+    BookKeeperJavaClient,
+    BookKeeperVersion,
+    ClientOptions,
+    JavaClientError,
+    JvmOptions,
+    distribution_version,
+)
+from adapters.javaclient.pipelined_adds import recorder_classes
+from adapters.netproxy import BookieProxy, DeliveryRecord, FrameRecord, NetProxyError, ProxyGroup
+from adapters.netproxy.routing import (
+    RoutingMethod,
+    proxied_ensemble,
+    route_through_proxies,
+    routing_method_for_version,
+)
+from adapters.zookeeper.errors import MetadataError
+from adapters.zookeeper.ledger_store import LedgerStore
+from conformance.errors import ConformanceError
+
+#: The first release whose client resolves bookie ids through their registrations, so that the
+#: proxies can stand in for the bookies without anybody writing the ledger's metadata for it.
+FIRST_ROUTABLE_RELEASE = BookKeeperVersion(4, 12, 0)
+#: How long a session waits, after a run, for the proxies to let go of every held frame.
+SETTLE_S = 2.0
+
+
+class RunUndecided(ConformanceError):
+    """The run could not be carried out (cluster, JVM, proxies, ZooKeeper): no verdict."""
+
+
+class SessionRefused(ConformanceError, ValueError):
+    """A session this release cannot have (the message says why and what can be run)."""
+
+
+#: What makes a run undecided instead of a finding: the harness or the cluster failed.
+INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
+    ClusterError,
+    NetProxyError,
+    MetadataError,
+    JavaClientError,
+    WireError,
+    RunUndecided,
+)
+
+
+@dataclass(frozen=True)
+class SessionLayout:
+    """What a role needs of its session."""
+
+    bookies: int
+    #: The client's ``speculativeReadTimeout``, ``readEntryTimeout`` and ``addEntryTimeout``
+    #: (None: the release's default).
+    speculative_read_timeout_ms: int | None = None
+    read_entry_timeout_s: int | None = None
+    add_entry_timeout_s: int | None = None
+    #: Load the add recorder (timestamped ``asyncAddEntry`` callbacks) into the JVM.
+    records_adds: bool = False
+    #: A client older than :data:`FIRST_ROUTABLE_RELEASE` may play if the ledger's metadata
+    #: names the proxies (only a role that writes the metadata itself can do that).
+    metadata_may_name_proxies: bool = False
+    #: Why a release that cannot be routed is refused (said with the refusal).
+    refusal_hint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.bookies < 1:
+            raise SessionRefused(f"a session runs at least one bookie, not {self.bookies}")
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    bookkeeper_home: Path
+    #: Where the JVM's log goes (the run directory).
+    log_dir: Path
+    layout: SessionLayout
+    java_call_timeout: float = 60.0
+    request_timeout: float = 10.0
+    work_dir: Path | None = None
+
+
+def routing_refusal(version: BookKeeperVersion, layout: SessionLayout) -> str | None:
+    """Why a session of ``layout`` cannot route a client of ``version``, or None."""
+    if layout.metadata_may_name_proxies or version >= FIRST_ROUTABLE_RELEASE:
+        return None
+    return (
+        f"BookKeeper {version}: this role needs a client that resolves bookie ids "
+        f"(BookKeeper >= {FIRST_ROUTABLE_RELEASE}), so that its requests go through the "
+        f"proxies{'; ' + layout.refusal_hint if layout.refusal_hint else ''}"
+    )
+
+
+class ClientSession:
+    """The cluster, its proxies, the routing and the Java client, for many runs (each on a
+    ledger of its own).
+
+    ::
+
+        with ClientSession(options) as session:
+            example = run_plan(session, role, plan)
+    """
+
+    def __init__(self, options: SessionOptions) -> None:
+        self.options = options
+        self.layout = options.layout
+        self.version = distribution_version(options.bookkeeper_home)
+        refusal = routing_refusal(self.version, self.layout)
+        if refusal is not None:
+            raise SessionRefused(refusal)
+        method = routing_method_for_version(self.version)
+        # A client that cannot resolve ids connects to the ensemble's: the metadata names the
+        # proxies.
+        self.routing_method = (
+            method if method is RoutingMethod.REWRITE_SERVICE_INFO else RoutingMethod.PROXY_ENSEMBLE
+        )
+        self._stack = contextlib.ExitStack()
+        self.bookie_ids: list[str] = []
+        #: p1..pN, in the order of ``bookie_ids``.
+        self.proxies: dict[str, BookieProxy] = {}
+        self._group: ProxyGroup | None = None
+        self._cluster: LocalCluster | None = None
+        self._client: BookKeeperJavaClient | None = None
+
+    def __enter__(self) -> ClientSession:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stack.close()
+
+    def _start(self) -> None:
+        options, layout = self.options, self.layout
+        # Compiled (or found cached) before anything starts: a missing javac stops nothing.
+        jars = [recorder_classes(options.bookkeeper_home)] if layout.records_adds else []
+        cluster = self._stack.enter_context(
+            LocalCluster(
+                LocalClusterOptions(
+                    bookies=layout.bookies,
+                    bookkeeper_home=options.bookkeeper_home,
+                    use_bookkeeper_home_env=False,
+                    work_dir=options.work_dir,
+                )
+            )
+        )
+        group = self._stack.enter_context(ProxyGroup())
+        self._cluster, self._group = cluster, group
+        endpoints = cluster.endpoints()
+        self.bookie_ids = sorted(endpoints.bookies)[: layout.bookies]
+        if len(self.bookie_ids) < layout.bookies:
+            raise RunUndecided(
+                f"the cluster registered {len(self.bookie_ids)} bookies, not {layout.bookies}"
+            )
+        for index, bookie_id in enumerate(self.bookie_ids):
+            name = f"p{index + 1}"
+            self.proxies[name] = group.add(name, *endpoints.bookies[bookie_id])
+        if self.routing_method is RoutingMethod.REWRITE_SERVICE_INFO:
+            routing = route_through_proxies(
+                cluster.zookeeper_client,
+                endpoints.ledgers_root,
+                self.proxy_of_id(),
+                self.routing_method,
+            )
+            self._stack.enter_context(routing)
+            # Routed before the client starts, so that it never caches a bookie's own address.
+            routing.wait_routed(options.request_timeout)
+        client_options = ClientOptions(
+            endpoints.metadata_service_uri,
+            speculative_read_timeout_ms=layout.speculative_read_timeout_ms,
+            read_entry_timeout_s=layout.read_entry_timeout_s,
+            add_entry_timeout_s=layout.add_entry_timeout_s,
+        )
+        jvm = JvmOptions(
+            log_path=options.log_dir / "jvm.log", call_timeout=options.java_call_timeout
+        )
+        self._client = self._stack.enter_context(
+            BookKeeperJavaClient.launch(
+                client_options,
+                bookkeeper_home=options.bookkeeper_home,
+                jars=jars,
+                jvm_options=jvm,
+            )
+        )
+
+    # -- what the roles use ------------------------------------------------------------------
+
+    @property
+    def group(self) -> ProxyGroup:
+        if self._group is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        return self._group
+
+    @property
+    def client(self) -> BookKeeperJavaClient:
+        if self._client is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        return self._client
+
+    @property
+    def endpoints(self) -> Endpoints:
+        if self._cluster is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        return self._cluster.endpoints()
+
+    def ledger_store(self) -> LedgerStore:
+        """The ledgers' metadata in the cluster's ZooKeeper, read and written directly."""
+        if self._cluster is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        return LedgerStore(self._cluster.zookeeper_client, self.endpoints.ledgers_root)
+
+    def proxy_of_id(self) -> dict[str, BookieProxy]:
+        """Bookie id -> the proxy standing in for it."""
+        return dict(zip(self.bookie_ids, self.proxies.values(), strict=True))
+
+    def ensemble_ids(self) -> tuple[str, ...]:
+        """The ids a ledger's metadata names for the bookies, in order: their own when the
+        client is routed through the proxies, else the proxies' addresses."""
+        if self.routing_method is RoutingMethod.REWRITE_SERVICE_INFO:
+            return tuple(self.bookie_ids)
+        return tuple(proxied_ensemble(self.bookie_ids, self.proxy_of_id()))
+
+    def bookie_address(self, bookie_id: str) -> tuple[str, int]:
+        """Where the bookie itself listens (not its proxy)."""
+        return self.endpoints.bookies[bookie_id]
+
+    def routes(self) -> dict[str, str]:
+        return {
+            name: f"{bookie_id} via {proxy.address}"
+            for (name, proxy), bookie_id in zip(self.proxies.items(), self.bookie_ids, strict=True)
+        }
+
+    def describe(self) -> dict[str, str]:
+        """What a run directory records of the session."""
+        return {"routing": self.routing_method.value, **self.routes()}
+
+    def settle(self, timeout: float = SETTLE_S) -> None:
+        """Wait (bounded) until no proxy holds a frame, so the log shows every late answer;
+        a frame still held then is logged as never delivered."""
+        deadline = time.monotonic() + timeout
+        while any(proxy.held() for proxy in self.group.proxies.values()):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+    def frames_since(self, mark: int) -> tuple[list[FrameRecord], dict[int, DeliveryRecord]]:
+        """The frames the proxies saw after ``mark``, and their deliveries."""
+        frames = self.group.frames(since=mark)
+        return frames, deliveries_of(self.group, frames)
+
+
+def deliveries_of(group: ProxyGroup, frames: Sequence[FrameRecord]) -> dict[int, DeliveryRecord]:
+    """The proxies' deliveries of ``frames`` only: the group's log holds every example's of
+    the session, which a record of one example neither needs nor should grow with."""
+    wanted = {frame.frame_id for frame in frames}
+    return {fid: d for fid, d in group.deliveries().items() if fid in wanted}
+
+
+def model_bookie_names(bookie_of_proxy: Mapping[str, int]) -> dict[str, str]:
+    """Proxy name -> the model's name of the bookie behind it (b1 for index 0)."""
+    return {proxy: f"b{index + 1}" for proxy, index in bookie_of_proxy.items()}
+
+
+__all__ = [
+    "FIRST_ROUTABLE_RELEASE",
+    "INFRASTRUCTURE_ERRORS",
+    "SETTLE_S",
+    "ClientSession",
+    "RunUndecided",
+    "SessionLayout",
+    "SessionOptions",
+    "SessionRefused",
+    "deliveries_of",
+    "model_bookie_names",
+    "routing_refusal",
+]

@@ -1,0 +1,332 @@
+"""The writer: the real Java client creates a ledger, adds its entries pipelined, and closes it.
+
+A cluster of E + 1 bookies of one release (one spare, so every ensemble change has exactly one
+replacement, the model's and the client's alike), one frame proxy per bookie, the release's own
+client as the spec's writer ``c1``. One example (:meth:`WriterRole.perform`): the client creates
+a ledger of the plan's shape (only ZooKeeper is involved), whose first ensemble names the
+bookies of this run (b1..bE by position, the spare b{E+1}); then, with the proxies holding every
+request of the ledger for the controller, the client sends its adds pipelined
+(``asyncAddEntry``, callbacks timestamped in the JVM by the add recorder), waits for every
+callback (bounded), and closes the ledger. Each add's timeout is 1 s (``addEntryTimeout``), so a
+dropped add makes the client change its ensemble about a second later. Then the metadata is
+read back from ZooKeeper and every entry is read from every bookie directly (not through the
+proxies): a :class:`~.writer_story.WriterRecord`, judged by :func:`~.writer_story.judge`.
+
+Releases before 4.12 have no bookie-address resolver, so their clients connect to the ids the
+metadata names and cannot be routed through the proxies without the harness writing the
+metadata itself, which a writer run must not do: the session refuses them.
+
+Plans: Hypothesis draws 1..4 entries and up to ``max_faults`` decisions, each a drop or a hold
+of one add (bookie, entry), the bookie any of the cluster's (a bookie outside the entry's first
+write set gets the entry only after an ensemble change, which is what makes those decisions
+interesting); the model's danger plans come from :func:`~.writer_guidance.writer_guided_plans`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hypothesis import strategies as st
+
+from adapters.bookkeeper.client import BookieClient
+from adapters.bookkeeper.errors import WireError
+from adapters.bookkeeper.status import StatusCode
+from adapters.javaclient import BKError, JavaDigestType
+from adapters.javaclient.pipelined_adds import PipelinedAdds, code_name
+from adapters.zookeeper.metadata import LedgerState
+from conformance.javaclient.model_replay import Judgement
+from conformance.javaclient.plans import DROP, Choice, FrameKey, FrameSchedule, PlanError, hold
+from conformance.javaclient.recording import writer_record_from_json, writer_record_to_json
+from conformance.javaclient.role import Arrangement, Example, Role
+from conformance.javaclient.session import (
+    ClientSession,
+    RunUndecided,
+    SessionLayout,
+    model_bookie_names,
+)
+from conformance.javaclient.writer_guidance import writer_guided_plans
+from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_story import WriterRecord, judge, writer_config
+from conformance.targets.cluster_target import PASSWORD
+from model.bookkeeper.config import ModelConfig
+
+#: A held add is released at this fraction of the client's add timeout at the latest: a hold
+#: delays and reorders, it never makes the client time the add out. (An add the client timed
+#: out that still reaches its bookie later is outside the spec, where a message is delivered
+#: or lost; see docs/javaclient-search.md.)
+HOLD_FRACTION = 0.5
+
+
+@st.composite
+def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -> WriterRunPlan:
+    entries = draw(st.integers(1, MAX_ENTRIES))
+    keys = st.tuples(st.sampled_from(shape.names), st.integers(0, entries - 1))
+    chosen = draw(st.lists(keys, max_size=max_faults, unique=True))
+    choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold))
+    decisions: dict[FrameKey, Choice] = {
+        add_key(bookie, entry): draw(choices) for bookie, entry in chosen
+    }
+    delayed = draw(st.integers(0, entries - 1)) if entries > 1 and draw(st.booleans()) else 0
+    # Around the add timeout, which fires 1-2 s after the send (the client checks timeouts
+    # once a second): the delayed adds go out while the client changes its
+    # ensemble (#4097's window), or just before or after it.
+    delay_ms = draw(st.integers(700, 2500)) if delayed else 0
+    return WriterRunPlan(
+        shape, entries, FrameSchedule(decisions), delayed=delayed, delay_ms=delay_ms
+    )
+
+
+def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
+    """Each plan with one thing taken away: a fault, a hold made shorter, the delay, the last
+    entry."""
+    decisions = dict(plan.schedule.decisions)
+    for key in sorted(decisions):
+        rest = {k: c for k, c in decisions.items() if k != key}
+        yield dataclasses.replace(plan, schedule=FrameSchedule(rest))
+    for key, choice in sorted(decisions.items()):
+        if choice.action == "hold" and choice.after > 1:
+            shorter = {**decisions, key: hold(choice.after - 1)}
+            yield dataclasses.replace(plan, schedule=FrameSchedule(shorter))
+    if plan.delayed:
+        yield dataclasses.replace(plan, delayed=0, delay_ms=0)
+    if plan.entries > 1:
+        last = plan.entries - 1
+        kept = {k: c for k, c in decisions.items() if k.entry_id < last}
+        delayed = min(plan.delayed, last - 1)
+        yield WriterRunPlan(
+            plan.shape,
+            last,
+            FrameSchedule(kept),
+            plan.origin,
+            delayed=delayed,
+            delay_ms=plan.delay_ms if delayed else 0,
+        )
+
+
+def _payload(ledger_id: int, index: int) -> bytes:
+    return f"bkconform writer ledger {ledger_id} add {index}".encode()
+
+
+async def _read_all(
+    ledger_id: int, entries: int, addresses: Mapping[int, tuple[str, int]], timeout: float
+) -> dict[int, tuple[int, ...]]:
+    stored: dict[int, list[int]] = {entry: [] for entry in range(entries)}
+    for bookie, (host, port) in sorted(addresses.items()):
+        client = await BookieClient.connect(host, port, request_timeout=timeout)
+        try:
+            for entry in range(entries):
+                answer = await client.read(ledger_id, entry)
+                if answer.status is StatusCode.EOK and answer.body is not None:
+                    stored[entry].append(bookie)
+        finally:
+            await client.close()
+    return {entry: tuple(bookies) for entry, bookies in stored.items()}
+
+
+def stored_entries(
+    ledger_id: int, entries: int, addresses: Mapping[int, tuple[str, int]], timeout: float
+) -> dict[int, tuple[int, ...]]:
+    """Entry -> the model bookies that return it, read from each bookie directly."""
+    try:
+        return asyncio.run(_read_all(ledger_id, entries, addresses, timeout))
+    except WireError as exc:
+        raise RunUndecided(f"reading the entries back failed: {exc}") from exc
+
+
+class WriterRole(Role[WriterRunPlan, WriterRecord]):
+    """The Java client as the spec's writer on a ledger of ``shape``."""
+
+    name = "writer"
+    guidance_budget_s = 10.0
+
+    def __init__(
+        self,
+        shape: WriterShape,
+        *,
+        max_faults: int = 3,
+        add_entry_timeout_s: int = 1,
+        callbacks_timeout: float = 20.0,
+    ) -> None:
+        """``add_entry_timeout_s``: how soon a dropped add makes the client change its
+        ensemble; ``callbacks_timeout``: how long the client may take to call back every add
+        (an ensemble change, then resends)."""
+        self.shape = shape
+        self.max_faults = max_faults
+        self.add_entry_timeout_s = add_entry_timeout_s
+        self.callbacks_timeout = callbacks_timeout
+
+    def layout(self) -> SessionLayout:
+        return SessionLayout(
+            bookies=self.shape.bookies,
+            add_entry_timeout_s=self.add_entry_timeout_s,
+            records_adds=True,
+            refusal_hint="older clients can be searched as the recovering reader (--role recovery)",
+        )
+
+    def config(self) -> ModelConfig:
+        return writer_config(self.shape, MAX_ENTRIES)
+
+    def settings(self) -> dict[str, Any]:
+        return {"role": self.name, "shape": self.shape.key()}
+
+    def describe(self) -> str:
+        return f"writing ({self.shape.describe()}, {self.shape.bookies} bookies, one spare)"
+
+    @property
+    def max_hold_s(self) -> float:
+        return self.add_entry_timeout_s * HOLD_FRACTION
+
+    def plans(self) -> st.SearchStrategy[WriterRunPlan]:
+        return writer_run_plans(self.shape, self.max_faults)
+
+    def guided_plans(self, seed: int, budget_s: float) -> list[WriterRunPlan]:
+        # The danger plans are ordered by score, not drawn: the seed changes nothing here.
+        return writer_guided_plans(self.shape, budget_s=budget_s)
+
+    def smaller_plans(self, plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
+        return smaller_writer_plans(plan)
+
+    def plan_from_json(self, data: Mapping[str, Any]) -> WriterRunPlan:
+        plan = WriterRunPlan.from_json(data)
+        if plan.shape != self.shape:
+            raise PlanError(
+                f"the plan is for {plan.shape.describe()}; this run is {self.shape.describe()}"
+            )
+        return plan
+
+    def perform(
+        self, session: ClientSession, plan: WriterRunPlan, arrange: Arrangement
+    ) -> WriterRecord:
+        """One example on a fresh ledger (see the module docstring); the plan's last
+        ``delayed`` entries are added ``delay_ms`` after the others."""
+        shape = self.shape
+        if plan.shape != shape:
+            raise PlanError(
+                f"the plan is for {plan.shape.describe()}; the run is {shape.describe()}"
+            )
+        store = session.ledger_store()
+        ledger = session.client.create_ledger(
+            shape.ensemble, shape.write_quorum, shape.ack_quorum, JavaDigestType.CRC32, PASSWORD
+        )
+        metadata, _version = store.read(ledger.ledger_id)
+        first = metadata.segments[0].bookies
+        index_of_id = {bookie_id: i for i, bookie_id in enumerate(first)}
+        spare = iter(range(len(first), shape.bookies))
+        model_index = {
+            bookie_id: index_of_id[bookie_id] if bookie_id in index_of_id else next(spare)
+            for bookie_id in session.bookie_ids
+        }
+        bookie_of_proxy = {
+            proxy: model_index[bookie_id]
+            for proxy, bookie_id in zip(session.proxies, session.bookie_ids, strict=True)
+        }
+        mark = session.group.mark()
+        adds = PipelinedAdds(ledger, plan.entries)
+        closed_at: float | None = None
+        close_error: str | None = None
+        with arrange(ledger.ledger_id, model_bookie_names(bookie_of_proxy)):
+            for index in range(plan.entries):
+                if index == plan.entries - plan.delayed and plan.delay_ms > 0:
+                    time.sleep(plan.delay_ms / 1000)
+                adds.add(index, _payload(ledger.ledger_id, index))
+            adds.wait(self.callbacks_timeout)
+            try:
+                ledger.close()
+                closed_at = time.monotonic()
+            except BKError as exc:
+                close_error = f"{type(exc).__name__}: {exc}"
+            session.settle()
+        outcomes = adds.outcomes()
+        metadata, _version = store.read(ledger.ledger_id)
+        segments = [
+            (segment.first_entry_id, tuple(model_index[b] for b in segment.bookies))
+            for segment in metadata.segments
+        ]
+        closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+        addresses = {model_index[b]: session.bookie_address(b) for b in session.bookie_ids}
+        stored = stored_entries(
+            ledger.ledger_id, plan.entries, addresses, session.options.request_timeout
+        )
+        frames, deliveries = session.frames_since(mark)
+        return WriterRecord(
+            ledger_id=ledger.ledger_id,
+            shape=shape,
+            entries=plan.entries,
+            bookie_of_proxy=bookie_of_proxy,
+            frames=frames,
+            deliveries=deliveries,
+            outcomes=outcomes,
+            segments=segments,
+            closed_last_entry=closed,
+            closed_at=closed_at,
+            close_error=close_error,
+            stored=stored,
+        )
+
+    def judge(self, record: WriterRecord) -> Judgement:
+        return judge(record)
+
+    def record_to_json(self, record: WriterRecord) -> dict[str, Any]:
+        return writer_record_to_json(record)
+
+    def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
+        return writer_record_from_json(data)
+
+    def story_lines(self, record: WriterRecord) -> list[str]:
+        lines = []
+        for outcome in record.outcomes:
+            at = "" if outcome.at is None else f"{outcome.at:.3f} "
+            lines.append(f"{at}callback: {outcome.describe()}")
+        segments = "; ".join(
+            f"from e{first}: {','.join(f'b{b + 1}' for b in bookies)}"
+            for first, bookies in record.segments
+        )
+        lines.append(f"ensembles: {segments}")
+        if record.close_error:
+            lines.append(f"close failed: {record.close_error}")
+        else:
+            lines.append(f"closed at e{record.closed_last_entry} ({record.closed_at:.3f})")
+        stored = "; ".join(
+            f"e{entry}: {','.join(f'b{b + 1}' for b in bookies) or 'nowhere'}"
+            for entry, bookies in sorted(record.stored.items())
+        )
+        lines.append(f"read back: {stored}")
+        return lines
+
+    def tallies(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, Any]:
+        record = example.record
+        callbacks = [
+            "no callback" if o.code is None else code_name(o.code) for o in record.outcomes
+        ]
+        close = "OK" if record.close_error is None else record.close_error.split(":")[0]
+        ensembles = [bookies for _first, bookies in record.segments]
+        came_back = any(
+            set(b) == set(a) for i, a in enumerate(ensembles) for b in ensembles[i + 1 :]
+        )
+        return {
+            "callbacks": callbacks,
+            "closes": [close],
+            "entries_acknowledged": sum(o.acknowledged for o in record.outcomes),
+            "examples_where_a_bookie_came_back": int(came_back),
+        }
+
+    def example_facts(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, Any]:
+        judgement = example.judgement
+        return {
+            "ensemble_changes": judgement.ensemble_changes if judgement else None,
+            "callbacks": [o.describe() for o in example.record.outcomes],
+            "close_error": example.record.close_error,
+        }
+
+
+__all__ = [
+    "HOLD_FRACTION",
+    "WriterRole",
+    "smaller_writer_plans",
+    "stored_entries",
+    "writer_run_plans",
+]

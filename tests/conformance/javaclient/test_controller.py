@@ -1,0 +1,149 @@
+"""The proxies' side of a plan: the controller applies a schedule frame by frame (reference
+bookies, our stand-in sender), and never reorders a client's adds to one bookie."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.netproxy import Direction, FrameRecord, Operation, ProxyGroup
+from adapters.refbookie.server import BookieServer
+from conformance.javaclient.controller import ScheduleController, key_of, unapplied_reason
+from conformance.javaclient.plans import DEFECT_1_SCHEDULE, FrameKey, FrameSchedule, hold
+from conformance.javaclient.recovery_role import writer_add
+from conformance.javaclient.story import RecoveryRecord, judge
+from tests.conformance.javaclient.recorded import (
+    RECOVERY_ADD,
+    LogBuilder,
+    recipe_answers,
+    recipe_writer,
+)
+from tests.conformance.javaclient.standin import LEDGER, recover_like_java
+
+
+@pytest.mark.cluster
+def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
+    bookies: list[BookieServer],
+) -> None:
+    direct = [("127.0.0.1", bookie.port) for bookie in bookies]
+    assert writer_add(direct[1], LEDGER, 5.0) is StatusCode.EOK
+    with ProxyGroup(call_timeout=5.0) as group:
+        # Proxies named as a session names them, the schedule naming the model's bookies.
+        proxies = {f"p{i + 1}": group.add(f"p{i + 1}", *direct[i]) for i in range(3)}
+        names = {f"p{i + 1}": f"b{i + 1}" for i in range(3)}
+        with ScheduleController(
+            group, proxies, LEDGER, DEFECT_1_SCHEDULE, names=names
+        ) as controller:
+            asyncio.run(recover_like_java([(p.host, p.port) for p in proxies.values()], False))
+        frames, deliveries = group.frames(), group.deliveries()
+        assert all(proxy.held() == [] for proxy in proxies.values())
+        assert all(proxy.rules() == [] for proxy in proxies.values())
+    assert controller.errors == []
+    by_frame = {description.split(" (")[0]: what for description, what in controller.decisions}
+    assert [
+        what
+        for description, what in by_frame.items()
+        if " p3 " in description and "11/-1" in description
+    ] == ["drop"]
+    assert sorted(what for _d, what in controller.decisions) == sorted(
+        ["forward"] * 2 + ["drop"] + ["forward", "hold until 2 other frames passed", "forward"]
+    )
+    # b2's read went on only after b3's speculative read and b3's answer had passed.
+    b2_read = next(f for f in frames if f.proxy == "p2" and f.info.entry_id == 0)
+    b3_answer = next(
+        f
+        for f in frames
+        if f.proxy == "p3" and f.info.entry_id == 0 and f.info.direction is Direction.RESPONSE
+    )
+    assert deliveries[b2_read.frame_id].at >= b3_answer.at
+    late = writer_add(direct[2], LEDGER, 5.0)
+    record = RecoveryRecord(
+        ledger_id=LEDGER,
+        bookie_of_proxy={"p1": 0, "p2": 1, "p3": 2},
+        frames=frames,
+        deliveries=deliveries,
+        writer=recipe_writer(),
+        writer_answers=recipe_answers(recipe_writer(), late),
+        closed_last_entry=-1,
+    )
+    assert judge(record).outcome.violations == ["NoDivergenceBetweenClientAndMetaData"]
+
+
+def test_a_frame_is_named_by_what_it_is_and_the_bookie_the_role_names() -> None:
+    read = LogBuilder().frame(1.0, "p2", Direction.REQUEST, Operation.READ_ENTRY, 0)
+    assert key_of(read, {"p2": "b3"}) == FrameKey("recovery read", "b3", 0)
+    assert key_of(read) == FrameKey("recovery read", "p2", 0)
+
+
+def test_no_controller_or_a_failed_one_leaves_the_schedule_unapplied() -> None:
+    assert unapplied_reason([]) is not None and "never arranged" in str(unapplied_reason([]))
+    failed: Any = type("Failed", (), {"errors": ["RuntimeError('proxy gone')"]})()
+    assert "proxy gone" in str(unapplied_reason([failed]))
+    fine: Any = type("Fine", (), {"errors": []})()
+    assert unapplied_reason([fine]) is None
+
+
+class _FakeProxy:
+    """Holds the frames given to it; records what the controller released and dropped."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+        self.frames: dict[int, FrameRecord] = {}
+
+    def add_rule(self, *args: object, **kwargs: object) -> int:
+        return 1
+
+    def remove_rule(self, rule_id: int) -> None:
+        pass
+
+    def held(self) -> list[FrameRecord]:
+        return list(self.frames.values())
+
+    def release(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"release #{frame_id}")
+
+    def discard(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"drop #{frame_id}")
+
+    def release_all(self) -> None:
+        for frame_id in list(self.frames):
+            self.release(frame_id)
+
+
+class _FakeGroup:
+    def __init__(self) -> None:
+        self.last = 0
+
+    def mark(self) -> int:
+        return self.last
+
+
+def test_a_hold_never_reorders_a_clients_adds_to_one_bookie() -> None:
+    # Seen on real 4.17.3: the write-back of e1 to b3 held, the one of e2 forwarded, so b3
+    # took e2's before e1's, which the spec's FIFO channel forbids. e2's now waits for e1's.
+    log: list[str] = []
+    b3 = _FakeProxy("b3", log)
+    group = _FakeGroup()
+    add = Operation.ADD_ENTRY
+    first = LogBuilder().frame(1.0, "b3", Direction.REQUEST, add, 1, flags=RECOVERY_ADD)
+    second = dataclasses.replace(
+        first, frame_id=3, info=dataclasses.replace(first.info, entry_id=2)
+    )
+    read = LogBuilder().frame(1.0, "b3", Direction.REQUEST, Operation.READ_ENTRY, 3)
+    read = dataclasses.replace(read, frame_id=4)
+    schedule = FrameSchedule({FrameKey("recovery add", "b3", 1): hold(2)})
+    proxies: Any = {"b3": b3}
+    controller = ScheduleController(group, proxies, LEDGER, schedule, max_hold_s=60.0)
+    b3.frames = {1: first, 3: second, 4: read}
+    group.last = 2  # one frame has passed since e1's add: not yet due
+    controller.step()
+    assert log == ["release #4"]  # the read may overtake; e2's add waits behind e1's
+    group.last = 6
+    controller.step()
+    assert log == ["release #4", "release #1", "release #3"]

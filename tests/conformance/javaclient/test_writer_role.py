@@ -1,0 +1,111 @@
+"""The writer role: its plans, how a finding is made smaller, the model's danger plans, its
+tallies, and writer runs on a real cluster (the default BookKeeper release): the Java client
+writes through the proxies, a dropped add makes it change its ensemble, the run judges clean."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from adapters.javaclient import BookKeeperVersion
+from conformance.javaclient.plans import DROP, FrameSchedule, PlanError, hold
+from conformance.javaclient.role import Example
+from conformance.javaclient.roles import role_of_plan
+from conformance.javaclient.run import session_options
+from conformance.javaclient.search import run_plan
+from conformance.javaclient.session import ClientSession
+from conformance.javaclient.writer_guidance import writer_guided_plans
+from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_role import WriterRole, smaller_writer_plans, writer_run_plans
+from conformance.verdict import Verdict
+from tests.conformance.javaclient.test_writer_story import RECORDED
+
+SHAPE = WriterShape(3, 2, 2)
+
+
+def test_smaller_plans_take_one_thing_away() -> None:
+    plan = WriterRunPlan(
+        SHAPE, 3, FrameSchedule({add_key("b2", 0): DROP, add_key("b1", 2): hold(3)})
+    )
+    smaller = list(smaller_writer_plans(plan))
+    assert all(p.faults() <= plan.faults() and p.entries <= plan.entries for p in smaller)
+    assert any(p.faults() == 1 and p.entries == 3 for p in smaller)
+    assert any(p.choice("b1", 2) == hold(2) for p in smaller)
+    assert any(p.entries == 2 and p.faults() == 1 for p in smaller)
+    delayed = dataclasses.replace(plan, delayed=1, delay_ms=1000)
+    assert any(p == plan for p in smaller_writer_plans(delayed))  # the delay goes
+
+
+@settings(max_examples=50, deadline=None)
+@given(writer_run_plans(SHAPE))
+def test_drawn_plans_are_valid_and_round_trip(plan: WriterRunPlan) -> None:
+    assert WriterRunPlan.from_json(plan.to_json()) == plan
+    assert plan.faults() <= 3
+
+
+def test_the_model_guides_towards_ensemble_changes_with_entries_in_flight() -> None:
+    plans = writer_guided_plans(SHAPE, budget_s=2.0, entries=(2,))
+    assert plans and all(p.entries == 2 and p.faults() >= 1 for p in plans)
+    assert all(p.origin.startswith("the model's writer") for p in plans)
+    # Highest danger first: two changes (a bookie lost, then its replacement).
+    assert plans[0].faults() == 2
+
+
+def test_the_tallies_count_a_bookie_coming_back() -> None:
+    record = next(r for _p, r in RECORDED if r.segments == [(0, (1, 3, 2))])
+    back = dataclasses.replace(record, segments=[(0, (0, 1, 2)), (1, (3, 1, 2)), (2, (0, 1, 2))])
+    role = WriterRole(SHAPE)
+    tallies = role.tallies(Example(RECORDED[0][0], back, None, [], 0.1))
+    assert tallies["examples_where_a_bookie_came_back"] == 1
+    assert (
+        role.tallies(Example(RECORDED[0][0], record, None, [], 0.1))[
+            "examples_where_a_bookie_came_back"
+        ]
+        == 0
+    )
+
+
+def test_a_writer_plan_names_its_role_and_shape() -> None:
+    plan = WriterRunPlan(WriterShape(2, 1, 1), 2)
+    role = role_of_plan(plan.to_json())
+    assert isinstance(role, WriterRole) and role.shape == WriterShape(2, 1, 1)
+    assert role.plan_from_json(plan.to_json()) == plan
+    with pytest.raises(PlanError, match="E=3 WQ=2 AQ=2"):
+        WriterRole(SHAPE).plan_from_json(plan.to_json())
+
+
+def test_the_writer_needs_a_routable_client_and_holds_within_its_add_timeout() -> None:
+    role = WriterRole(SHAPE)
+    refusal = role.refusal(BookKeeperVersion(4, 11, 1))
+    assert refusal is not None and "--role recovery" in refusal
+    assert role.refusal(BookKeeperVersion(4, 17, 3)) is None
+    assert role.max_hold_s < role.add_entry_timeout_s
+    assert role.layout().bookies == SHAPE.bookies and role.layout().records_adds
+
+
+@pytest.mark.cluster
+def test_a_dropped_add_makes_the_client_replace_that_bookie_in_place(
+    bookkeeper_home: Path, tmp_path: Path
+) -> None:
+    role = WriterRole(SHAPE)
+    plain = WriterRunPlan(SHAPE, 3)
+    dropped = WriterRunPlan(SHAPE, 3, FrameSchedule({add_key("b2", 0): DROP}))
+    with ClientSession(session_options(role, bookkeeper_home, tmp_path)) as session:
+        first = run_plan(session, role, plain)
+        second = run_plan(session, role, dropped)
+    assert first.verdict is Verdict.CLEAN, first.judgement
+    assert first.record.segments == [(0, (0, 1, 2))]
+    assert [o.describe() for o in first.record.outcomes] == [
+        "add 0 (e0): OK",
+        "add 1 (e1): OK",
+        "add 2 (e2): OK",
+    ]
+    assert second.verdict is Verdict.CLEAN, second.judgement
+    assert second.judgement is not None and second.judgement.ensemble_changes == 1
+    # b2 (position 1) replaced by the spare b4, in its position.
+    assert second.record.segments == [(0, (0, 3, 2))]
+    assert second.record.closed_last_entry == 2
+    assert 3 in second.record.stored[0] and 1 not in second.record.stored[0]
