@@ -37,6 +37,7 @@ from conformance.distributed.java_matrix import (
     render_matrix_report,
     run_matrix,
 )
+from conformance.distributed.schema import RowStatus
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
 from conformance.rundir import new_run_dir, versions
@@ -119,7 +120,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
                     {"version": v, "configuration": c, "role": r, "why": why}
                     for (v, c, r), why in sorted(inapplicable.items())
                 ],
-                "shard_errors": [r["index"] for r in rows if r.get("status") != "ok"],
+                "shard_errors": [r["index"] for r in rows if r.get("status") != RowStatus.DONE],
                 "elapsed_seconds": round(elapsed, 3),
                 "system_under_test": systems,
                 "versions": versions(),
@@ -146,7 +147,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             f"{change}; {cell['examples']} examples in {cell['shards']} shard(s)"
         )
     for row in rows:
-        if row.get("status") != "ok":
+        if row.get("status") != RowStatus.DONE:
             print(f"ERROR shard {row['index']} ({row['version']}): {row.get('error')}")
     print(f"Verdict: {verdict}. Report: {report}")
     return exit_code_for(verdict)

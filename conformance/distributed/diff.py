@@ -8,17 +8,22 @@ they differ in a field the model decides (``kind``, ``success``, ``code``, ``lac
 and for metadata writes ``status``); elsewhere ``status`` is the wire's own word and is not
 compared (the engine's rule, ``conformance.observations.differences``; the tests check that
 both agree on the same rows).
+
+Rows come in typed (``conformance.distributed.schema``); a verdict counted here is read with
+``Verdict.named``, so a row read from an old run (whose error shards said ``error``) counts as
+undecided.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from conformance.distributed.schema import RowStatus
 from conformance.observations import COMPARED_FIELDS, compared_fields
-from conformance.verdict import worst
+from conformance.verdict import Verdict, worst
 
 #: The engine's rule, shared (``conformance.observations``): the fields compared on every
 #: answer, and the kinds whose ``status`` is compared too.
@@ -35,17 +40,17 @@ def is_divergent(predicted: str | None, observed: str | None) -> bool:
     return any(want.get(name) != got.get(name) for name in names if name not in unseen)
 
 
-def configuration_verdict(verdicts: Iterable[str]) -> str:
+def configuration_verdict(verdicts: Iterable[str | Verdict]) -> Verdict:
     """The worst verdict of a configuration's shards, by the one precedence rule
     (``conformance.verdict``): a shard in error or undecided makes a clean configuration
     undecided; no shard at all decided nothing."""
-    return worst(verdicts).value
+    return worst(verdicts)
 
 
 def aggregate(
-    steps: Iterable[dict[str, Any]],
-    shards: Iterable[dict[str, Any]],
-    findings: Iterable[dict[str, Any]],
+    steps: Iterable[Mapping[str, Any]],
+    shards: Iterable[Mapping[str, Any]],
+    findings: Iterable[Mapping[str, Any]],
 ) -> Aggregates:
     by_action: dict[str, Counter[str]] = defaultdict(Counter)
     by_target: dict[str, Counter[str]] = defaultdict(Counter)
@@ -82,13 +87,13 @@ def aggregate(
             },
         )
         entry["shards"] += 1
-        entry["errors"] += int(row["status"] == "error")
+        entry["errors"] += int(RowStatus.named(row["status"]) is RowStatus.ERROR)
         entry["findings"] += row["findings"]
-        entry["verdicts"][row["verdict"]] += 1
+        entry["verdicts"][Verdict.named(row["verdict"])] += 1
     by_configuration = []
     for name in sorted(configs):
         entry = configs[name]
-        verdicts: Counter[str] = entry.pop("verdicts")
+        verdicts: Counter[Verdict] = entry.pop("verdicts")
         counted = by_config_steps.get(name, Counter())
         by_configuration.append(
             {
@@ -120,10 +125,10 @@ def _counts(key: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
     }
 
 
-def unique_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique_findings(findings: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Findings de-duplicated by their shrunk trace: one entry per trace, with every shard and
     configuration that found it; the entry's details are those of the lowest shard."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in findings:
         groups[row["trace_key"]].append(row)
     unique = []

@@ -13,7 +13,10 @@ release before it is a **regression**; better, a **fix**.
 
 Each shard writes ``shards/<n>/`` (the search's examples, the finding's plan, record and frames)
 and its row to ``java_shards.jsonl``; the command writes ``matrix.json``, ``results.json`` and
-``report.html``.
+``report.html``. A row's ``verdict`` is a :class:`~conformance.verdict.Verdict` and its
+``status`` a :class:`~conformance.distributed.schema.RowStatus` (``done``, or ``error`` with the
+error in ``error`` and the verdict undecided), as in the qualification's shard rows; they are
+words in ``java_shards.jsonl`` (the schema's ``to_storage``/``from_storage``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.distributed.schema import RowStatus, from_storage, to_storage
 from conformance.errors import ConformanceError
 from conformance.javaclient.writer_plans import DEFAULT_SHAPES, FIRST_WRITER_RELEASE, WriterShape
 from conformance.verdict import SEVERITY, Verdict, worst
@@ -149,50 +153,38 @@ Executor = Callable[[JavaShard, Path], dict[str, Any]]
 
 
 def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
-    """Run one shard: its own cluster of the release, its search; never raises (an error is
-    the row's ``status``, and its verdict undecided)."""
+    """Run one shard: its own cluster of the release, its search; never raises (an error, or a
+    search that could not decide, is the row's ``status`` ``error`` with its ``error``, and its
+    verdict undecided)."""
     # Imported here: Spark workers load the JVM adapter only when they run a Java shard.
-    from conformance.javaclient.search_run import SearchRunOptions, search_run
-    from conformance.javaclient.writer_search_run import (
-        WriterSearchRunOptions,
-        writer_search_run,
-    )
+    from conformance.javaclient.roles import role_named
+    from conformance.javaclient.run import SearchRunOptions, search_run
 
     shard_dir = run_dir / "shards" / str(shard.index)
     shard_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    row: dict[str, Any] = {**asdict(shard), "status": "ok", "error": None}
+    row: dict[str, Any] = {**asdict(shard), "status": RowStatus.DONE, "error": None}
     try:
-        if shard.role == WRITER_ROLE:
-            written = writer_search_run(
-                WriterSearchRunOptions(
-                    Path(shard.home),
-                    shard_dir,
-                    shape_of(shard.configuration),
-                    seed=shard.seed,
-                    seconds=shard.seconds,
-                    max_examples=shard.max_examples,
-                )
+        shape = shape_of(shard.configuration) if shard.role == WRITER_ROLE else None
+        result = search_run(
+            SearchRunOptions(
+                Path(shard.home),
+                shard_dir,
+                role_named(shard.role, shape),
+                seed=shard.seed,
+                seconds=shard.seconds,
+                max_examples=shard.max_examples,
             )
-            summary, error = written.summary(), written.outcome.error
-        else:
-            result = search_run(
-                SearchRunOptions(
-                    Path(shard.home),
-                    shard_dir,
-                    seed=shard.seed,
-                    seconds=shard.seconds,
-                    max_examples=shard.max_examples,
-                )
-            )
-            summary, error = result.summary(), result.outcome.error
+        )
+        summary, error = result.summary(), result.outcome.error
         row.update(summary)
+        row["verdict"] = Verdict.named(summary.get("verdict"))
         if error is not None:
-            row["status"] = "undecided"
+            row["status"] = RowStatus.ERROR
     except Exception as exc:  # a shard's failure is its row, never the matrix's crash
         row.update(
-            status="error",
-            verdict=Verdict.UNDECIDED.value,
+            status=RowStatus.ERROR,
+            verdict=Verdict.UNDECIDED,
             error=f"{type(exc).__name__}: {exc}",
             traceback=traceback.format_exc(limit=8),
         )
@@ -208,7 +200,8 @@ def run_matrix(
     executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``shards`` (Spark on ``master``, or ``none``: here) with ``executor`` (default
-    :func:`execute_java_shard`) and return their rows, also written to ``java_shards.jsonl``."""
+    :func:`execute_java_shard`) and return their rows, typed, also written to
+    ``java_shards.jsonl``."""
     executor = executor or execute_java_shard
     if master == "none":
         rows = [executor(shard, run_dir) for shard in shards]
@@ -218,11 +211,11 @@ def run_matrix(
         with spark_session(master) as spark:
             rdd = spark.sparkContext.parallelize(list(shards), numSlices=max(1, len(shards)))
             run = executor
-            rows = rdd.map(lambda shard: run(shard, run_dir)).collect()
-    rows.sort(key=lambda row: row["index"])
+            rows = rdd.map(lambda shard: to_storage(run(shard, run_dir))).collect()
+    rows = sorted((from_storage(row) for row in rows), key=lambda row: int(row["index"]))
     with (run_dir / SHARDS_FILE).open("w", encoding="utf-8") as out:
         for row in rows:
-            out.write(json.dumps(row) + "\n")
+            out.write(json.dumps(to_storage(row)) + "\n")
     return rows
 
 
@@ -254,9 +247,11 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "version": version,
                 "configuration": configuration,
                 "role": role,
-                "verdict": worst(str(r.get("verdict", "undecided")) for r in members).value,
+                "verdict": worst(r.get("verdict", Verdict.UNDECIDED) for r in members),
                 "shards": len(members),
-                "errors": sum(1 for r in members if r.get("status") != "ok"),
+                "errors": sum(
+                    1 for r in members if RowStatus.named(r.get("status")) is RowStatus.ERROR
+                ),
                 "examples": sum(int(r.get("examples") or 0) for r in members),
                 "violations": sorted({v for r in members for v in r.get("violations") or []}),
                 "first_finding_seconds": min(firsts) if firsts else None,
@@ -270,8 +265,8 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         before = previous.get(column)
         if before is not None:
             # SEVERITY lists the verdicts worst first.
-            now = SEVERITY.index(Verdict.named(cell["verdict"]))
-            then = SEVERITY.index(Verdict.named(before["verdict"]))
+            now = SEVERITY.index(cell["verdict"])
+            then = SEVERITY.index(before["verdict"])
             if now < then:
                 cell["change"] = "regression"
             elif now > then:
@@ -280,8 +275,8 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def matrix_verdict(cells: Iterable[Mapping[str, Any]]) -> str:
-    return worst(str(c["verdict"]) for c in cells).value
+def matrix_verdict(cells: Iterable[Mapping[str, Any]]) -> Verdict:
+    return worst(c["verdict"] for c in cells)
 
 
 _STYLE = """
@@ -358,7 +353,7 @@ def render_matrix_report(
         + "</tr>"
         for row in rows
     )
-    verdict = matrix_verdict(cells) if cells else Verdict.UNDECIDED.value
+    verdict = matrix_verdict(cells) if cells else Verdict.UNDECIDED
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>bkconform: Java-client version matrix</title>
 <style>{_STYLE}</style></head><body>

@@ -13,19 +13,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from conformance.distributed.diff import Aggregates, aggregate
 from conformance.distributed.plan import Plan
 from conformance.distributed.report import shard_systems, write_report
+from conformance.distributed.schema import RowStatus, ShardRow
 from conformance.distributed.shard import ExecutionOptions, execute_shard
-from conformance.distributed.store import PLAN_FILE, finished_shards, read_dataset
+from conformance.distributed.store import (
+    PLAN_FILE,
+    finished_shards,
+    read_rows,
+    read_shard_rows,
+)
 from conformance.errors import ConformanceError
 from conformance.rundir import system_record, versions
-from conformance.verdict import exit_code_for, worst
+from conformance.verdict import Verdict, worst
 
 IN_PROCESS = "none"
-ProgressCallback = Callable[[dict[str, Any], int, int], None]  # (shard row, done, total)
+ProgressCallback = Callable[[ShardRow, int, int], None]  # (shard row, done, total)
 
 
 class PlanMismatch(ConformanceError, ValueError):
@@ -37,20 +42,20 @@ class QualificationResult:
     run_dir: Path
     plan: Plan
     master: str
-    verdict: str
+    verdict: Verdict
     aggregates: Aggregates
-    shards: list[dict[str, Any]]
+    shards: list[ShardRow]
     ran: int  # shards run now (the others were resumed from Parquet)
     elapsed: float  # running the shards, s
     timings: dict[str, float]  # startup (Spark's), shards, diff: s
 
     @property
     def exit_code(self) -> int:
-        return exit_code_for(self.verdict)
+        return self.verdict.exit_code
 
     @property
-    def errors(self) -> list[dict[str, Any]]:
-        return [row for row in self.shards if row["status"] == "error"]
+    def errors(self) -> list[ShardRow]:
+        return [row for row in self.shards if row["status"] is RowStatus.ERROR]
 
     @property
     def shards_per_minute(self) -> float:
@@ -107,7 +112,7 @@ class _Watcher:
         new = sorted(done - self.known)
         if not new:
             return
-        rows = {r["shard"]: r for r in read_dataset(self.run_dir, "shards").to_pylist()}
+        rows = {r["shard"]: r for r in read_shard_rows(self.run_dir)}
         for shard in new:
             self.known.add(shard)
             if shard in rows:
@@ -138,9 +143,7 @@ def run_qualification(
             report_progress(row, count, len(plan.shards))
         timings["shards"] = time.monotonic() - started
         aggregates = aggregate(
-            read_dataset(run_dir, "steps").to_pylist(),
-            read_dataset(run_dir, "shards").to_pylist(),
-            read_dataset(run_dir, "findings").to_pylist(),
+            read_rows(run_dir, "steps"), read_shard_rows(run_dir), read_rows(run_dir, "findings")
         )
     else:
         from conformance.distributed.spark_job import aggregate_spark, run_shards, spark_session
@@ -152,7 +155,7 @@ def run_qualification(
             timings["shards"] = time.monotonic() - started - timings["startup"]
             aggregates = aggregate_spark(spark, run_dir)
     timings["diff"] = time.monotonic() - started - timings["startup"] - timings["shards"]
-    shards = sorted(read_dataset(run_dir, "shards").to_pylist(), key=lambda r: r["shard"])
+    shards = read_shard_rows(run_dir)
     verdict = overall_verdict(aggregates)
     result = QualificationResult(
         run_dir, plan, master, verdict, aggregates, shards, len(todo), timings["shards"], timings
@@ -170,9 +173,9 @@ def run_qualification(
     return result
 
 
-def overall_verdict(aggregates: Aggregates) -> str:
+def overall_verdict(aggregates: Aggregates) -> Verdict:
     """The configurations' verdicts together, by the one precedence rule."""
-    return worst(row["verdict"] for row in aggregates["by_configuration"]).value
+    return worst(row["verdict"] for row in aggregates["by_configuration"])
 
 
 def _write_summary(result: QualificationResult, total_elapsed: float) -> None:

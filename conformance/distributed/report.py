@@ -13,6 +13,7 @@ import html
 import io
 import json
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from adapters.installations.system import SystemUnderTest
 from conformance.distributed.diff import Aggregates
 from conformance.distributed.plan import Plan
+from conformance.distributed.schema import RowStatus
 from model.bookkeeper.action_table import ALL_ACTIONS
 
 STYLE = """
@@ -67,7 +69,7 @@ def _png(figure: Any) -> str:
     return f'<img alt="plot" src="data:image/png;base64,{encoded}">'
 
 
-def plots(shards: list[dict[str, Any]]) -> str:
+def plots(shards: Sequence[Mapping[str, Any]]) -> str:
     """Steps/s per shard, and time to first finding per configuration."""
     import matplotlib
 
@@ -124,7 +126,7 @@ def render_report(
     master: str,
     verdict: str,
     aggregates: Aggregates,
-    shards: list[dict[str, Any]],
+    shards: Sequence[Mapping[str, Any]],
     elapsed: float,
 ) -> str:
     budget = plan.budget
@@ -190,7 +192,7 @@ def render_report(
             "</details><details><summary>sequencediagram.org text</summary>"
             f"<pre>{_e(f['sequence_text'])}</pre></details></div>"
         )
-    errors = [r for r in shards if r["status"] == "error"]
+    errors = [r for r in shards if r["status"] is RowStatus.ERROR]
     out.append(f"<h2>Shards in error ({len(errors)})</h2>")
     if not errors:
         out.append("<p>None.</p>")
@@ -341,10 +343,10 @@ class ConfigurationEffort:
     restart_share: float | None  # restart seconds over search seconds
 
 
-def configuration_efforts(shards: list[dict[str, Any]]) -> list[ConfigurationEffort]:
+def configuration_efforts(shards: Sequence[Mapping[str, Any]]) -> list[ConfigurationEffort]:
     """Per configuration: mean target steps per shard (and as a share of the deepest
     configuration's), restarts and their mean duration and share of the search time."""
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in shards:
         grouped[row["configuration"]].append(row)
     means = {name: sum(r["steps"] for r in rows) / len(rows) for name, rows in grouped.items()}
@@ -370,7 +372,7 @@ def configuration_efforts(shards: list[dict[str, Any]]) -> list[ConfigurationEff
     return efforts
 
 
-def shard_systems(shards: list[dict[str, Any]]) -> list[SystemUnderTest]:
+def shard_systems(shards: Sequence[Mapping[str, Any]]) -> list[SystemUnderTest]:
     """The distinct systems the shards ran against, in shard order (one, unless the run was
     resumed on another installation)."""
     found: list[SystemUnderTest] = []
@@ -381,7 +383,7 @@ def shard_systems(shards: list[dict[str, Any]]) -> list[SystemUnderTest]:
     return found
 
 
-def _systems_html(shards: list[dict[str, Any]]) -> str:
+def _systems_html(shards: Sequence[Mapping[str, Any]]) -> str:
     systems = shard_systems(shards)
     if not systems:
         return "<p>System under test: no shard recorded one.</p>"
@@ -393,8 +395,8 @@ def _systems_html(shards: list[dict[str, Any]]) -> str:
     return f"<h2>System under test</h2><ul class='sut'>{items}</ul>"
 
 
-def _ran(shards: list[dict[str, Any]]) -> str:
-    done = sum(1 for r in shards if r["status"] == "done")
+def _ran(shards: Sequence[Mapping[str, Any]]) -> str:
+    done = sum(1 for r in shards if r["status"] is RowStatus.DONE)
     return f"{len(shards)} recorded, {done} done, {len(shards) - done} in error"
 
 

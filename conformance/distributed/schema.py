@@ -5,12 +5,49 @@ Three datasets in the run directory, one Parquet file per shard in each (``part-
 - ``steps/``: one row per step of every example a shard ran on its target;
 - ``findings/``: one row per shrunk finding (a shard has at most one);
 - ``shards/``: one row per shard, written last: a shard with a row here is done (or recorded
-  as ``error``), and a resumed run skips it.
+  with status ``error``), and a resumed run skips it.
+
+In Python a row is typed (:class:`StepRow`, :class:`FindingRow`, :class:`ShardRow`): its
+``verdict`` is a :class:`~conformance.verdict.Verdict` and its ``status`` a :class:`RowStatus`.
+On disk (Parquet, Spark, JSON lines) both are their words; :func:`to_storage` and
+:func:`from_storage` are the one conversion between the two, and an old row's words read through
+:meth:`Verdict.named <conformance.verdict.Verdict.named>` and :meth:`RowStatus.named`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from enum import Enum, StrEnum
+from typing import Any, TypedDict
+
 import pyarrow as pa
+
+from conformance.verdict import Verdict
+
+
+class RowStatus(StrEnum):
+    """Whether a row's work finished: the one status of a qualification's shard rows and of the
+    Java-client matrix's rows. An ``error`` row's verdict is undecided and its ``error`` field
+    says why (what was raised, or ``undecided: why`` for a search that could not decide)."""
+
+    DONE = "done"
+    ERROR = "error"
+
+    @classmethod
+    def named(cls, name: object) -> RowStatus:
+        """The status of that name. The Java-client matrix wrote ``ok`` for done and
+        ``undecided`` for a search that ran but could not decide before there was one
+        vocabulary; anything else that is no status reads as an error, never as done."""
+        if isinstance(name, str):
+            if name in cls._value2member_map_:
+                return cls(name)
+            if name in _OLD_STATUS:
+                return _OLD_STATUS[name]
+        return cls.ERROR
+
+
+#: The Java-client matrix's words before the one vocabulary.
+_OLD_STATUS: dict[str, RowStatus] = {"ok": RowStatus.DONE, "undecided": RowStatus.ERROR}
 
 STEPS = pa.schema(
     [
@@ -38,7 +75,7 @@ FINDINGS = pa.schema(
         pa.field("configuration", pa.string(), nullable=False),
         pa.field("target", pa.string(), nullable=False),
         pa.field("seed", pa.int64(), nullable=False),
-        pa.field("verdict", pa.string(), nullable=False),  # violation or divergence
+        pa.field("verdict", pa.string(), nullable=False),  # Verdict: violation or divergence
         pa.field("violations", pa.list_(pa.string()), nullable=False),
         pa.field("divergences", pa.list_(pa.string()), nullable=False),
         pa.field("found_by", pa.string(), nullable=False),  # hypothesis or explorer
@@ -64,8 +101,8 @@ SHARDS = pa.schema(
         pa.field("max_steps", pa.int32(), nullable=False),
         pa.field("time_budget", pa.float64()),
         pa.field("explore", pa.bool_(), nullable=False),
-        pa.field("status", pa.string(), nullable=False),  # done or error
-        pa.field("verdict", pa.string(), nullable=False),  # clean/violation/divergence/...
+        pa.field("status", pa.string(), nullable=False),  # RowStatus: done or error
+        pa.field("verdict", pa.string(), nullable=False),  # Verdict (an error: undecided)
         pa.field("findings", pa.int32(), nullable=False),
         pa.field("examples", pa.int32(), nullable=False),
         pa.field("steps", pa.int64(), nullable=False),  # the search's steps on the target
@@ -98,3 +135,107 @@ SHARDS = pa.schema(
 )
 
 DATASETS = {"steps": STEPS, "findings": FINDINGS, "shards": SHARDS}
+
+
+class StepRow(TypedDict):
+    """A ``steps/`` row."""
+
+    shard: int
+    configuration: str
+    target: str
+    example: int
+    phase: str
+    step: int
+    action: str
+    description: str
+    request: str | None
+    predicted: str | None
+    observed: str | None
+    response: str | None
+    engine_divergence: list[str]
+    violations: list[str]
+    error: str | None
+
+
+class FindingRow(TypedDict):
+    """A ``findings/`` row."""
+
+    shard: int
+    configuration: str
+    target: str
+    seed: int
+    verdict: Verdict
+    violations: list[str]
+    divergences: list[str]
+    found_by: str
+    found_after: float
+    found_steps: int
+    shrunk_steps: int
+    trace_key: str
+    trace_text: str
+    sequence_text: str
+    sequence_svg: str
+    blob: str
+
+
+class ShardRow(TypedDict):
+    """A ``shards/`` row."""
+
+    shard: int
+    configuration: str
+    config_summary: str
+    target: str
+    seed: int
+    max_examples: int
+    max_steps: int
+    time_budget: float | None
+    explore: bool
+    status: RowStatus
+    verdict: Verdict
+    findings: int
+    examples: int
+    steps: int
+    explorer_steps: int
+    target_steps: int
+    elapsed: float
+    wall: float
+    steps_per_second: float
+    time_to_first_finding: float | None
+    attempts: int
+    error: str | None
+    error_retriable: bool | None
+    log: str
+    ledgers: list[int]
+    restarts: int | None
+    restart_seconds: float | None
+    versions: str
+    target_description: str
+    bookies: str
+    client: str
+    zookeeper: str
+    worker: str
+    finished_at: str
+
+
+ROW_TYPES: dict[str, type[Any]] = {"steps": StepRow, "findings": FindingRow, "shards": ShardRow}
+
+#: The columns that are an enum in Python and its word on disk, and how a stored word is read.
+ENUM_COLUMNS: dict[str, Callable[[object], Enum]] = {
+    "verdict": Verdict.named,
+    "status": RowStatus.named,
+}
+
+
+def to_storage(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed row as it is stored (Parquet, Spark, JSON lines): every enum as its word."""
+    return {key: value.value if isinstance(value, Enum) else value for key, value in row.items()}
+
+
+def from_storage(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row as the typed row: ``verdict`` a Verdict and ``status`` a RowStatus (an old
+    row's ``error`` verdict is undecided); the other columns as they are."""
+    typed = dict(row)
+    for column, read in ENUM_COLUMNS.items():
+        if column in typed:
+            typed[column] = read(typed[column])
+    return typed

@@ -11,7 +11,8 @@ the test hook's crash), the shard timeout (a hung target or cluster may not hang
 undecided search whose first target error was retriable. Anything else (a bad configuration, a
 malformed answer, a bug, an undecided search with no target error) is recorded at once: a
 second attempt would fail the same way. A shard whose attempts all fail is recorded with status
-``error``, its error (``Type: message``), whether that error was retriable, and its log, never
+``error`` (:class:`~conformance.distributed.schema.RowStatus`) and verdict undecided, its error
+(``Type: message``, or ``undecided: why``), whether that error was retriable, and its log, never
 dropped. The hard timeout is a SIGALRM in the thread that runs the shard (Spark's Python
 workers and the in-process loop run shards in their main thread); elsewhere only the search's
 own time budget bounds a shard.
@@ -41,6 +42,7 @@ from typing import Any
 
 from adapters.installations.system import SystemUnderTest
 from conformance.distributed.plan import Shard
+from conformance.distributed.schema import FindingRow, RowStatus, ShardRow, StepRow
 from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
 from conformance.errors import ConformanceError, is_retriable
@@ -52,6 +54,7 @@ from conformance.search.runner import SearchProgress, run_search
 from conformance.search.verdict import Finding, SearchReport
 from conformance.targets.base import Target, TargetError, TargetSnapshot, system_under_test
 from conformance.targets.spec import TargetSpec
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
 from model.bookkeeper.svg import sequence_svg
@@ -202,7 +205,7 @@ def hard_timeout(seconds: float | None) -> Iterator[bool]:
 @dataclass
 class _Attempt:
     report: SearchReport
-    steps: list[dict[str, Any]]
+    steps: list[StepRow]
     described: dict[str, str]
     ledgers: list[int]
     system: SystemUnderTest
@@ -240,7 +243,7 @@ def _observation_json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
 
-def step_row(shard: Shard, example: int, phase: str, record: StepRecord) -> dict[str, Any]:
+def step_row(shard: Shard, example: int, phase: str, record: StepRecord) -> StepRow:
     return {
         "shard": shard.shard,
         "configuration": shard.configuration,
@@ -266,18 +269,20 @@ def trace_key(records: list[StepRecord]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def finding_row(shard: Shard, finding: Finding) -> dict[str, Any]:
+def finding_row(shard: Shard, finding: Finding) -> FindingRow:
     cfg = shard.config
     outcome = finding.run.outcome
     title = f"{shard.configuration}, shard {shard.shard} ({cfg.describe()})"
-    problems = ", ".join(outcome.violations + (["divergence"] if outcome.divergences else []))
+    problems = ", ".join(
+        [*outcome.violations, *([Verdict.DIVERGENCE] if outcome.divergences else [])]
+    )
     note = f"VERDICT: {outcome.verdict}" + (f" ({problems})" if problems else "")
     return {
         "shard": shard.shard,
         "configuration": shard.configuration,
         "target": shard.target,
         "seed": shard.seed,
-        "verdict": outcome.verdict,
+        "verdict": Verdict.named(outcome.verdict),
         "violations": list(outcome.violations),
         "divergences": list(outcome.divergences),
         "found_by": finding.found_by,
@@ -296,7 +301,7 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     for fault in options.faults:
         if fault.applies(shard.shard, attempt) and fault.kind in ("crash", "crash-once"):
             raise InjectedCrash(f"injected crash of shard {shard.shard}, attempt {attempt}")
-    steps: list[dict[str, Any]] = []
+    steps: list[StepRow] = []
     examples = 0
     started = time.monotonic()
     first_failure: tuple[ExampleRun, str, float] | None = None
@@ -370,7 +375,7 @@ def _unshrunk(
     return SearchReport(run.outcome.verdict, finding, examples, steps, elapsed)
 
 
-def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
+def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
     """Run the shard (retrying a retriable failure once), write its rows, and return its
     ``shards/`` row."""
     run_dir = Path(options.run_dir)
@@ -392,7 +397,7 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
             log(f"attempt {attempt} failed: {error}\n{traceback.format_exc()}")
             result = None
         else:
-            if result.report.verdict != "undecided":
+            if result.report.verdict != Verdict.UNDECIDED:
                 error = retriable = None
                 break
             error = f"undecided: {result.report.error}"
@@ -411,9 +416,12 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
     finding = report.finding if report is not None else None
     write_part(run_dir, "steps", shard.shard, result.steps if result is not None else [])
     write_part(run_dir, "findings", shard.shard, [finding_row(shard, finding)] if finding else [])
-    log(f"finished in {wall:.1f} s: {report.verdict if report else 'error'}")
+    status = RowStatus.ERROR if error is not None else RowStatus.DONE
+    # An error decided nothing: its verdict is undecided, whatever the last attempt said.
+    verdict = Verdict.UNDECIDED if report is None or error else Verdict.named(report.verdict)
+    log(f"finished in {wall:.1f} s: {verdict}" + (f" ({status})" if error is not None else ""))
     system = result.system if result is not None else _system(options)
-    row = {
+    row: ShardRow = {
         "shard": shard.shard,
         "configuration": shard.configuration,
         "config_summary": shard.config.describe(),
@@ -423,8 +431,8 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> dict[str, Any]:
         "max_steps": shard.max_steps,
         "time_budget": shard.time_budget,
         "explore": shard.explore,
-        "status": "error" if error is not None else "done",
-        "verdict": report.verdict if report is not None else "error",
+        "status": status,
+        "verdict": verdict,
         "findings": 1 if finding else 0,
         "examples": report.examples if report else 0,
         "steps": report.steps if report else 0,

@@ -4,7 +4,9 @@ The plan's shards become an RDD with one partition per shard; each task runs its
 ``conformance.distributed.shard.execute_shard`` (its own target, its own cluster for
 ``local``) and writes the shard's Parquet files. The diff then reads every step of every shard
 back as a DataFrame and computes the aggregates (see ``conformance.distributed.diff`` for the
-rules, which the plain-Python version shares).
+rules, which the plain-Python version shares). Spark reads the stored words; what comes back
+to Python is typed by the schema's conversion (``from_storage``): verdicts and statuses as
+enums, an old ``error`` verdict as undecided.
 
 Spark starts quietly (no UI, WARN logs, loopback only, few shuffle partitions) and is stopped
 on every exit path, down to its JVM: ``spark_session`` waits for the gateway process to exit.
@@ -18,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from functools import reduce
 from pathlib import Path
@@ -25,9 +28,11 @@ from typing import Any
 
 from conformance.distributed.diff import OBSERVATION_FIELDS, Aggregates, configuration_verdict
 from conformance.distributed.plan import Shard
+from conformance.distributed.schema import RowStatus, from_storage
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.errors import ConformanceError
 from conformance.observations import STATUS_COMPARED_KINDS
+from conformance.verdict import Verdict
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _LOG4J2 = """\
@@ -237,18 +242,20 @@ def aggregate_spark(spark: Any, run_dir: Path) -> Aggregates:
         .agg(
             F.first("config_summary").alias("config_summary"),
             F.count(F.lit(1)).alias("shards"),
-            F.sum((F.col("status") == "error").cast("int")).alias("errors"),
+            F.sum((F.col("status") == RowStatus.ERROR.value).cast("int")).alias("errors"),
             F.sum("findings").alias("findings"),
         )
         .collect()
     )
-    verdict_counts: dict[str, dict[str, int]] = {}
+    verdict_counts: dict[str, Counter[Verdict]] = {}
     for r in shards.groupBy("configuration", "verdict").count().collect():
-        verdict_counts.setdefault(r["configuration"], {})[r["verdict"]] = int(r["count"])
+        typed = from_storage(r.asDict())  # an old run's error verdict is undecided
+        tally = verdict_counts.setdefault(typed["configuration"], Counter())
+        tally[typed["verdict"]] += int(typed["count"])
     by_configuration = []
     for r in sorted(config_rows, key=lambda r: str(r["configuration"])):
         name = r["configuration"]
-        verdicts = dict(sorted(verdict_counts.get(name, {}).items()))
+        verdicts = dict(sorted(verdict_counts.get(name, Counter()).items()))
         step_counts = by_config_steps.get(name, {})
         by_configuration.append(
             {
@@ -307,7 +314,7 @@ def _unique_findings_spark(findings: Any) -> list[dict[str, Any]]:
     joined = findings.join(groups, on="trace_key").where(F.col("shard") == F.col("first_shard"))
     unique = []
     for r in joined.drop("first_shard").collect():
-        row = r.asDict(recursive=True)
+        row = from_storage(r.asDict(recursive=True))
         row["violations"] = list(row["violations"])
         row["divergences"] = list(row["divergences"])
         row["shards"] = [int(s) for s in row["shards"]]

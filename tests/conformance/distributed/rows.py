@@ -1,4 +1,7 @@
-"""Hand-made result rows for the diff tests: divergent and agreeing steps, errors, findings."""
+"""Hand-made result rows for the diff tests: divergent and agreeing steps, errors, findings.
+
+Typed as the code makes them (verdicts and statuses as enums); ``write_part`` stores them as
+words."""
 
 from __future__ import annotations
 
@@ -6,7 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.distributed.schema import RowStatus
 from conformance.distributed.store import write_part
+from conformance.verdict import Verdict
 
 
 def observation(**fields: Any) -> str:
@@ -35,7 +40,9 @@ def step(shard: int, number: int, action: str, **fields: Any) -> dict[str, Any]:
     return row
 
 
-def shard_row(shard: int, verdict: str, status: str = "done", findings: int = 0) -> dict[str, Any]:
+def shard_row(
+    shard: int, verdict: Verdict, status: RowStatus = RowStatus.DONE, findings: int = 0
+) -> dict[str, Any]:
     return {
         "shard": shard,
         "configuration": "fenced-recovery" if shard % 2 == 0 else "no-limbo",
@@ -57,9 +64,9 @@ def shard_row(shard: int, verdict: str, status: str = "done", findings: int = 0)
         "wall": 1.5,
         "steps_per_second": 3.0,
         "time_to_first_finding": 0.5 if findings else None,
-        "attempts": 1 if status == "done" else 2,
-        "error": None if status == "done" else "InjectedCrash: boom",
-        "error_retriable": None if status == "done" else True,
+        "attempts": 1 if status is RowStatus.DONE else 2,
+        "error": None if status is RowStatus.DONE else "InjectedCrash: boom",
+        "error_retriable": None if status is RowStatus.DONE else True,
         "log": "log\n",
         "ledgers": [shard],
         "restarts": 0,
@@ -80,7 +87,7 @@ def finding_row(shard: int, key: str) -> dict[str, Any]:
         "configuration": "fenced-recovery" if shard % 2 == 0 else "no-limbo",
         "target": "local" if shard < 2 else "external",
         "seed": shard,
-        "verdict": "violation",
+        "verdict": Verdict.VIOLATION,
         "violations": ["NoDivergenceBetweenClientAndMetaData"],
         "divergences": [],
         "found_by": "explorer",
@@ -164,10 +171,10 @@ def write_sample_run(run_dir: Path) -> None:
     }
     for shard, rows in steps.items():
         write_part(run_dir, "steps", shard, rows)
-    write_part(run_dir, "shards", 0, [shard_row(0, "divergence", findings=1)])
-    write_part(run_dir, "shards", 1, [shard_row(1, "violation", findings=1)])
-    write_part(run_dir, "shards", 2, [shard_row(2, "error", status="error")])
-    write_part(run_dir, "shards", 3, [shard_row(3, "violation", findings=1)])
+    write_part(run_dir, "shards", 0, [shard_row(0, Verdict.DIVERGENCE, findings=1)])
+    write_part(run_dir, "shards", 1, [shard_row(1, Verdict.VIOLATION, findings=1)])
+    write_part(run_dir, "shards", 2, [shard_row(2, Verdict.UNDECIDED, status=RowStatus.ERROR)])
+    write_part(run_dir, "shards", 3, [shard_row(3, Verdict.VIOLATION, findings=1)])
     write_part(run_dir, "findings", 0, [finding_row(0, "k-divergence")])
     write_part(run_dir, "findings", 1, [finding_row(1, "k-same")])
     write_part(run_dir, "findings", 2, [])

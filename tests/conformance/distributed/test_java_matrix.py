@@ -23,6 +23,7 @@ from conformance.distributed.java_matrix import (
     run_matrix,
     shape_of,
 )
+from conformance.distributed.schema import RowStatus
 from conformance.javaclient.writer_plans import WriterShape
 from tests.bookkeeper_fixtures import default_home, installed_home
 
@@ -34,7 +35,7 @@ def _row(version: str, verdict: str, **more: Any) -> dict[str, Any]:
         "configuration": "E3-WQ3-AQ2",
         "role": "recovery",
         "verdict": verdict,
-        "status": more.pop("status", "ok"),
+        "status": more.pop("status", RowStatus.DONE),
         "examples": more.pop("examples", 5),
         **more,
     }
@@ -63,7 +64,7 @@ def test_a_cell_is_the_worst_of_its_shards_and_changes_are_marked() -> None:
         _row("4.11.1", "clean"),
         _row("4.16.6", "clean"),
         _row("4.17.3", "clean"),
-        _row("4.17.3", "undecided", status="error", error="boom"),
+        _row("4.17.3", "undecided", status=RowStatus.ERROR, error="boom"),
         _row("4.9.2", "clean"),
     ]
     cells = {c["version"]: c for c in matrix(rows)}
@@ -89,7 +90,13 @@ def test_the_report_shows_each_release_and_the_regressions() -> None:
 
 def _fake(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     verdict = "violation" if shard.version == "4.11.1" else "clean"
-    return {**shard.__dict__, "status": "ok", "verdict": verdict, "examples": 3, "system": "s"}
+    return {
+        **shard.__dict__,
+        "status": RowStatus.DONE,
+        "verdict": verdict,
+        "examples": 3,
+        "system": "s",
+    }
 
 
 def test_the_shards_run_here_and_their_rows_are_written(tmp_path: Path) -> None:

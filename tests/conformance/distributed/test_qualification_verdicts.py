@@ -30,10 +30,12 @@ from conformance.distributed.qualification import (
     run_qualification,
 )
 from conformance.distributed.report import shard_systems
+from conformance.distributed.schema import RowStatus
 from conformance.distributed.shard import ExecutionOptions
 from conformance.distributed.store import PLAN_FILE, read_dataset, write_part
 from conformance.rundir import system_record, versions
 from conformance.search.runner import SearchSettings
+from conformance.verdict import Verdict
 from tests.conformance.distributed import rows
 
 QUICK = SearchSettings(max_examples=3, max_steps=15, time_budget=1.0, explore=False)
@@ -68,10 +70,10 @@ def test_aggregates_count_every_step_shard_and_response_exactly() -> None:
         rows.step(1, 2, "C", violations=["NoDivergenceBetweenClientAndMetaData"]),
     ]
     shards = [
-        rows.shard_row(0, "divergence", findings=2),
-        rows.shard_row(1, "error", status="error"),
-        rows.shard_row(2, "divergence", findings=1),  # external: shards there, no steps
-        rows.shard_row(3, "clean"),
+        rows.shard_row(0, Verdict.DIVERGENCE, findings=2),
+        rows.shard_row(1, Verdict.UNDECIDED, status=RowStatus.ERROR),
+        rows.shard_row(2, Verdict.DIVERGENCE, findings=1),  # external: shards there, no steps
+        rows.shard_row(3, Verdict.CLEAN),
     ]
     result = aggregate(steps, shards, [])
     assert result["by_action"] == [
@@ -103,7 +105,7 @@ def test_aggregates_count_every_step_shard_and_response_exactly() -> None:
             "errors": 1,
             "findings": 0,
             "verdict": "undecided",  # a shard in error: the clean one does not make it clean
-            "verdicts": {"clean": 1, "error": 1},
+            "verdicts": {"clean": 1, "undecided": 1},
             "steps": 2,
             "divergences": 0,
         },
@@ -113,7 +115,7 @@ def test_aggregates_count_every_step_shard_and_response_exactly() -> None:
 
 def test_targets_with_only_shards_or_only_steps_are_both_listed() -> None:
     steps = [rows.step(0, 1, "A", predicted=rows.FENCE_OK, observed=rows.FENCE_LAC_1)]
-    result = aggregate(steps, [rows.shard_row(3, "clean")], [])
+    result = aggregate(steps, [rows.shard_row(3, Verdict.CLEAN)], [])
     assert result["by_target"] == [
         {"target": "external", **counts(0, 0, 0, 0, 0), "shards": 1},
         {"target": "local", **counts(1, 1, 1, 0, 0), "shards": 0},
@@ -176,7 +178,7 @@ def test_preparing_a_nested_run_directory_writes_the_plan_and_finds_no_shard_don
     run_dir = tmp_path / "runs" / "first"
     assert prepare_run_dir(run_dir, plan) == set()
     assert (run_dir / PLAN_FILE).read_text() == plan.to_json()
-    write_part(run_dir, "shards", 1, [rows.shard_row(1, "clean")])
+    write_part(run_dir, "shards", 1, [rows.shard_row(1, Verdict.CLEAN)])
     assert prepare_run_dir(run_dir, plan) == {1}
 
 
@@ -203,13 +205,17 @@ def test_options_naming_another_run_directory_are_refused(tmp_path: Path) -> Non
 
 # shard -> (verdict, status, findings): fenced-recovery has a clean shard and one in error
 # (undecided), no-limbo a violation; the qualification's verdict is the worst: violation.
-OUTCOMES = {0: ("clean", "done", 0), 1: ("violation", "done", 1), 2: ("error", "error", 0)}
+OUTCOMES = {
+    0: (Verdict.CLEAN, RowStatus.DONE, 0),
+    1: (Verdict.VIOLATION, RowStatus.DONE, 1),
+    2: (Verdict.UNDECIDED, RowStatus.ERROR, 0),
+}
 
 
 def write_shard(run_dir: Path, shard: int) -> dict[str, Any]:
     """What a shard leaves in the run directory: its steps, findings and row."""
     verdict, status, findings = OUTCOMES[shard]
-    predicted = rows.META_LOST_CAS if verdict == "violation" else rows.META_OK
+    predicted = rows.META_LOST_CAS if verdict is Verdict.VIOLATION else rows.META_OK
     step = rows.step(
         shard, 1, "ClientCreatesLedger", predicted=predicted, observed=rows.META_OK, response="OK"
     )
@@ -292,7 +298,7 @@ def test_an_in_process_run_decides_the_verdict_and_writes_the_exact_summary(
     )
     assert ran == [1, 2]
     assert [(row["shard"], done, total) for row, done, total in seen] == [(1, 2, 3), (2, 3, 3)]
-    assert seen[0][0] == rows.shard_row(1, "violation", findings=1)
+    assert seen[0][0] == rows.shard_row(1, Verdict.VIOLATION, findings=1)
     assert result.verdict == "violation" and result.exit_code == 1
     assert result.master == "none" and result.ran == 2
     assert [r["shard"] for r in result.shards] == [0, 1, 2]
@@ -380,7 +386,7 @@ def test_a_spark_run_reports_the_shards_as_they_appear_and_writes_the_exact_summ
         ("stopped",),
     ]
     assert [(row["shard"], done, total) for row, done, total in seen] == [(1, 2, 3), (2, 3, 3)]
-    assert seen[1][0] == rows.shard_row(2, "error", status="error")
+    assert seen[1][0] == rows.shard_row(2, Verdict.UNDECIDED, status=RowStatus.ERROR)
     assert result.verdict == "violation" and result.exit_code == 1
     assert result.master == "local[2]" and result.ran == 2
     timings = {"startup": 1.5, "shards": 7.265, "diff": 0.235}
@@ -410,12 +416,15 @@ def test_the_watcher_reports_each_new_shard_once_counting_those_known_before(
     tmp_path: Path,
 ) -> None:
     for shard in range(4):
-        write_part(tmp_path, "shards", shard, [rows.shard_row(shard, "clean")])
+        write_part(tmp_path, "shards", shard, [rows.shard_row(shard, Verdict.CLEAN)])
     seen: list[tuple[dict[str, Any], int, int]] = []
     known = {0, 2}
     watcher = _Watcher(tmp_path, known, 5, lambda row, done, total: seen.append((row, done, total)))
     watcher.poll()
-    assert seen == [(rows.shard_row(1, "clean"), 3, 5), (rows.shard_row(3, "clean"), 4, 5)]
+    assert seen == [
+        (rows.shard_row(1, Verdict.CLEAN), 3, 5),
+        (rows.shard_row(3, Verdict.CLEAN), 4, 5),
+    ]
     assert watcher.known == {0, 1, 2, 3} and known == {0, 2}
     watcher.poll()
     assert len(seen) == 2
@@ -474,8 +483,8 @@ def test_the_watcher_runs_a_daemon_thread_that_stops_on_exit_and_then_polls_once
     assert watcher._thread.daemon is True
     stop = RecordingEvent()
     monkeypatch.setattr(watcher, "_stop", stop)
-    write_part(tmp_path, "shards", 0, [rows.shard_row(0, "clean")])
-    write_part(tmp_path, "shards", 1, [rows.shard_row(1, "clean")])
+    write_part(tmp_path, "shards", 0, [rows.shard_row(0, Verdict.CLEAN)])
+    write_part(tmp_path, "shards", 1, [rows.shard_row(1, Verdict.CLEAN)])
     with watcher:
         pass  # the thread waits a second before its first poll: only the last poll reports
     assert not watcher._thread.is_alive()

@@ -7,11 +7,17 @@ from typing import Any
 import pytest
 
 from conformance.distributed.report import configuration_efforts
+from conformance.verdict import Verdict
 from tests.conformance.distributed.rows import shard_row
 
 
 def row(shard: int, configuration: str, steps: int, **extra: Any) -> dict[str, Any]:
-    return {**shard_row(shard, "clean"), "configuration": configuration, "steps": steps, **extra}
+    return {
+        **shard_row(shard, Verdict.CLEAN),
+        "configuration": configuration,
+        "steps": steps,
+        **extra,
+    }
 
 
 def test_steps_per_shard_are_compared_with_the_deepest_configuration() -> None:

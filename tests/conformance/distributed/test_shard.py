@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conformance.distributed.plan import Shard, make_plan
-from conformance.distributed.schema import DATASETS
+from conformance.distributed.schema import DATASETS, RowStatus
 from conformance.distributed.shard import (
     ExecutionOptions,
     ShardFault,
@@ -21,6 +21,7 @@ from conformance.distributed.store import finished_shards, read_dataset
 from conformance.search.runner import SearchSettings
 from conformance.targets.base import Target
 from conformance.targets.spec import TargetSpec
+from conformance.verdict import Verdict
 from tests.conformance.lying_target import Lie, LyingTarget
 
 QUICK = SearchSettings(max_examples=4, max_steps=20, time_budget=1.0, explore=False)
@@ -74,7 +75,11 @@ def test_a_shard_that_crashes_twice_is_recorded_as_an_error_with_its_log(
 ) -> None:
     options = ExecutionOptions(run_dir=str(tmp_path), faults=parse_faults("crash@0"))
     row = execute_shard(quick_shard(), options)
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 2)
+    assert (row["status"], row["verdict"], row["attempts"]) == (
+        RowStatus.ERROR,
+        Verdict.UNDECIDED,
+        2,
+    )
     assert row["error"].startswith("InjectedCrash")
     assert row["log"].count("InjectedCrash") >= 2
     assert read_dataset(tmp_path, "shards").to_pylist() == [row]

@@ -19,7 +19,7 @@ import pytest
 import conformance.distributed.shard as shard_module
 from adapters.cluster.errors import ClusterStartTimeout
 from conformance.distributed.plan import Shard
-from conformance.distributed.schema import SHARDS
+from conformance.distributed.schema import SHARDS, RowStatus
 from conformance.distributed.shard import ExecutionOptions, LedgerRecorder, execute_shard
 from conformance.distributed.store import part_name, read_dataset
 from conformance.observations import Observation
@@ -28,6 +28,7 @@ from conformance.search.runner import SearchSettings
 from conformance.search.verdict import SearchReport
 from conformance.targets.base import Target, TargetError, TargetSnapshot, UnsupportedConfiguration
 from conformance.targets.spec import TargetSpec
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from tests.conformance.lying_target import LyingTarget
 
@@ -117,7 +118,11 @@ def test_a_failure_that_would_fail_again_is_recorded_at_once(
 ) -> None:
     (only,) = _targets(monkeypatch, Unopenable(failure))
     row = _run(tmp_path)
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 1)
+    assert (row["status"], row["verdict"], row["attempts"]) == (
+        RowStatus.ERROR,
+        Verdict.UNDECIDED,
+        1,
+    )
     assert row["error"] == f"{type(failure).__name__}: {failure}"
     assert row["error_retriable"] is False
     assert f"attempt 1: {NOT_RETRIED}" in row["log"]
@@ -130,7 +135,11 @@ def test_a_retriable_failure_on_every_attempt_is_recorded_as_retriable(
     lost = TargetError("ZooKeeper did not answer", retriable=True)
     _targets(monkeypatch, Unopenable(lost), Unopenable(lost))
     row = _run(tmp_path)
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 2)
+    assert (row["status"], row["verdict"], row["attempts"]) == (
+        RowStatus.ERROR,
+        Verdict.UNDECIDED,
+        2,
+    )
     assert (row["error"], row["error_retriable"]) == ("TargetError: ZooKeeper did not answer", True)
 
 

@@ -22,6 +22,7 @@ import pytest
 import conformance.distributed.shard as shard_module
 from adapters.installations.system import BookieChoice
 from conformance.distributed.plan import Shard
+from conformance.distributed.schema import RowStatus
 from conformance.distributed.shard import (
     TIMEOUT_FACTOR,
     TIMEOUT_SLACK,
@@ -47,6 +48,7 @@ from conformance.search.runner import SearchProgress, SearchSettings, run_search
 from conformance.search.verdict import Finding, SearchReport
 from conformance.targets.base import Target, TargetError, system_under_test
 from conformance.targets.spec import AgentAddress, TargetSpec
+from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import STATUS_OPEN
 from model.bookkeeper.render import numbered_trace, sequence_diagram
@@ -177,7 +179,11 @@ def test_an_injected_hang_sleeps_until_the_timeout_and_fails_the_attempt(
     row = execute_shard(small_shard(), options)
     # The hang outlasts any timeout: only the alarm ends it.
     assert len(asked) == 2 and min(asked) >= 10**6
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 2)
+    assert (row["status"], row["verdict"], row["attempts"]) == (
+        RowStatus.ERROR,
+        Verdict.UNDECIDED,
+        2,
+    )
     assert row["error"] == "ShardTimeout: the shard did not finish within its timeout of 30 s"
     lines = _log_lines(row)
     assert "injected hang of shard 0, attempt 1" in lines
@@ -243,7 +249,11 @@ def test_a_shard_whose_target_cannot_be_built_is_an_error_naming_why(tmp_path: P
     options = ExecutionOptions(run_dir=str(tmp_path), target=spec)
     row = execute_shard(small_shard(), options)
     # Not retriable (a file that is not there is no more there on a second attempt).
-    assert (row["status"], row["verdict"], row["attempts"]) == ("error", "error", 1)
+    assert (row["status"], row["verdict"], row["attempts"]) == (
+        RowStatus.ERROR,
+        Verdict.UNDECIDED,
+        1,
+    )
     assert row["error_retriable"] is False
     assert row["error"].startswith("ValueError: cannot read --agent-token-file:")
     assert row["bookies"].startswith("unknown (ValueError: cannot read --agent-token-file:")
@@ -488,7 +498,7 @@ def test_a_shard_with_no_attempt_left_reports_zeros_and_the_model_system(
         "model client (bkconform)",
         "model (no ZooKeeper)",
     )
-    assert re.fullmatch(r"finished in \d+\.\d s: error", _log_lines(row)[-1])
+    assert re.fullmatch(r"finished in \d+\.\d s: undecided \(error\)", _log_lines(row)[-1])
 
 
 def test_a_shard_that_finds_a_divergence_writes_its_finding_and_its_ledgers(
