@@ -1,10 +1,14 @@
-"""The real BookKeeper Java client as the model's recovering client (issue 8).
+"""The real BookKeeper Java client in the model's roles: the recovering client (issue 8) and
+the writer (issue 15), each one value of :class:`~.role.Role` (issue 28).
 
-Modules: ``observed`` (the proxies' frame log as the client's events), ``story`` (those events
-replayed as the model's steps; the frame check against the spec's client; the verdict),
-``schedule`` (what the proxies do to which frame), ``scenario`` (the live run on a local
-cluster from a BookKeeper distribution), ``search`` (Hypothesis over proxy schedules),
-``command`` (``bkconform scenario defect1-java-client``). See docs/javaclient-scenario.md.
+Modules: ``session`` (the cluster, proxies, routing and JVM of every role), ``controller``
+(what the proxies do to each frame), ``observed`` (the proxies' frame log as the client's
+events, and the spec's action each shows), ``model_replay`` (the judges' base and their
+``Judgement``), ``role``/``roles`` (the abstraction and its values: ``recovery_role``,
+``writer_role``, with their plans, stories and guidance), ``search`` (Hypothesis over a role's
+plans, and shrinking), ``run`` (the run directory of a search or replay), ``scenario`` and
+``schedule`` (``bkconform scenario defect1-java-client``). See docs/javaclient-search.md and
+docs/javaclient-scenario.md.
 
 Nothing heavy is imported here: the scenario command loads the JVM adapter only when chosen.
 """

@@ -473,23 +473,3 @@ def _ordered(
 
 
 __all__ = ["model_guided_plans"]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m conformance.javaclient.guidance --seed N``: the plans as JSON on stdout (the
-    search runs the explorer in a process of its own while its cluster starts)."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(description="the model-guided recovery plans, as JSON")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--reads-fence", action="store_true")
-    parser.add_argument("--budget", type=float, default=30.0)
-    args = parser.parse_args(argv)
-    plans = model_guided_plans(reads_fence=args.reads_fence, seed=args.seed, budget_s=args.budget)
-    json.dump([plan.to_json() for plan in plans], sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,9 +9,10 @@ regression test.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient.pipelined_adds import AddOutcome
@@ -156,6 +157,9 @@ def load_record(path: Path) -> RecoveryRecord:
 
 
 __all__ = [
+    "RECOVERY_RECORDS",
+    "WRITER_RECORDS",
+    "RecordFormat",
     "RecordingError",
     "deliveries_from_json",
     "deliveries_to_json",
@@ -211,3 +215,18 @@ def writer_record_from_json(data: dict[str, Any]) -> WriterRecord:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class RecordFormat(Generic[R]):
+    """How one role's records are written as JSON and read back."""
+
+    to_json: Callable[[R], dict[str, Any]]
+    from_json: Callable[[dict[str, Any]], R]
+
+
+RECOVERY_RECORDS = RecordFormat(record_to_json, record_from_json)
+WRITER_RECORDS = RecordFormat(writer_record_to_json, writer_record_from_json)

@@ -46,7 +46,7 @@ from conformance.javaclient.plans import (
     searched_frames,
     writer_from_phases,
 )
-from conformance.javaclient.recording import record_from_json, record_to_json
+from conformance.javaclient.recording import RECOVERY_RECORDS
 from conformance.javaclient.role import Arrangement, Example, Role
 from conformance.javaclient.session import (
     ClientSession,
@@ -54,7 +54,8 @@ from conformance.javaclient.session import (
     SessionLayout,
     model_bookie_names,
 )
-from conformance.javaclient.story import SPEC_CONFIG, RecoveryRecord, judge
+from conformance.javaclient.story import SPEC_CONFIG, RecoveryRecord
+from conformance.javaclient.story import judge as judge_recovery
 from conformance.targets.cluster_target import DIGEST, KEY, PASSWORD
 from model.bookkeeper.config import ModelConfig
 
@@ -221,6 +222,9 @@ class RecoveryRole(Role[RecoveryPlan, RecoveryRecord]):
 
     name = "recovery"
     guidance_budget_s = 30.0
+    records = RECOVERY_RECORDS
+    #: The model's story of a run and its verdict.
+    judge = staticmethod(judge_recovery)
 
     def __init__(
         self,
@@ -316,15 +320,6 @@ class RecoveryRole(Role[RecoveryPlan, RecoveryRecord]):
             java_error=java_error,
             recovered_at=recovered_at,
         )
-
-    def judge(self, record: RecoveryRecord) -> Judgement:
-        return judge(record)
-
-    def record_to_json(self, record: RecoveryRecord) -> dict[str, Any]:
-        return record_to_json(record)
-
-    def record_from_json(self, data: dict[str, Any]) -> RecoveryRecord:
-        return record_from_json(data)
 
     def story_lines(self, record: RecoveryRecord) -> list[str]:
         lines = []

@@ -27,6 +27,7 @@ from adapters.javaclient import BookKeeperVersion
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance.javaclient.model_replay import Judgement
 from conformance.javaclient.plans import FrameSchedule
+from conformance.javaclient.recording import RecordFormat
 from conformance.javaclient.session import (
     ClientSession,
     SessionLayout,
@@ -106,6 +107,8 @@ class Role(ABC, Generic[PlanT, RecordT]):
     name: str
     #: How long the model's explorer may look for plans (in a process of its own).
     guidance_budget_s: float = 30.0
+    #: How the role's records are written and read back.
+    records: RecordFormat[RecordT]
 
     # -- the session -------------------------------------------------------------------------
 
@@ -163,11 +166,12 @@ class Role(ABC, Generic[PlanT, RecordT]):
     def judge(self, record: RecordT) -> Judgement:
         """The model's story of ``record`` and its verdict."""
 
-    @abstractmethod
-    def record_to_json(self, record: RecordT) -> dict[str, Any]: ...
+    def record_to_json(self, record: RecordT) -> dict[str, Any]:
+        return self.records.to_json(record)
 
-    @abstractmethod
-    def record_from_json(self, data: dict[str, Any]) -> RecordT: ...
+    def record_from_json(self, data: dict[str, Any]) -> RecordT:
+        """A recorded run back (:class:`~.recording.RecordingError` if it is not one)."""
+        return self.records.from_json(data)
 
     @abstractmethod
     def story_lines(self, record: RecordT) -> list[str]:

@@ -38,9 +38,8 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient import BKError, JavaDigestType
 from adapters.javaclient.pipelined_adds import PipelinedAdds, code_name
 from adapters.zookeeper.metadata import LedgerState
-from conformance.javaclient.model_replay import Judgement
 from conformance.javaclient.plans import DROP, Choice, FrameKey, FrameSchedule, PlanError, hold
-from conformance.javaclient.recording import writer_record_from_json, writer_record_to_json
+from conformance.javaclient.recording import WRITER_RECORDS
 from conformance.javaclient.role import Arrangement, Example, Role
 from conformance.javaclient.session import (
     ClientSession,
@@ -50,7 +49,8 @@ from conformance.javaclient.session import (
 )
 from conformance.javaclient.writer_guidance import writer_guided_plans
 from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
-from conformance.javaclient.writer_story import WriterRecord, judge, writer_config
+from conformance.javaclient.writer_story import WriterRecord, writer_config
+from conformance.javaclient.writer_story import judge as judge_writer
 from conformance.targets.cluster_target import PASSWORD
 from model.bookkeeper.config import ModelConfig
 
@@ -142,6 +142,9 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
     name = "writer"
     guidance_budget_s = 10.0
+    records = WRITER_RECORDS
+    #: The model's story of a run and its verdict.
+    judge = staticmethod(judge_writer)
 
     def __init__(
         self,
@@ -266,15 +269,6 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             close_error=close_error,
             stored=stored,
         )
-
-    def judge(self, record: WriterRecord) -> Judgement:
-        return judge(record)
-
-    def record_to_json(self, record: WriterRecord) -> dict[str, Any]:
-        return writer_record_to_json(record)
-
-    def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
-        return writer_record_from_json(data)
 
     def story_lines(self, record: WriterRecord) -> list[str]:
         lines = []

@@ -1,6 +1,6 @@
 """The model's story of a Java-client writer run, and the judgement of what the client did.
 
-The run (:mod:`.writer_session`): the real Java client, the spec's writer ``c1``, creates a
+The run (:mod:`.writer_role`): the real Java client, the spec's writer ``c1``, creates a
 ledger of a :class:`~.writer_plans.WriterShape` on E + 1 bookies (one spare), sends its adds
 pipelined through one frame proxy per bookie, and closes the ledger; a dropped add times out
 in the client (its add timeout), which then changes its ensemble. Afterwards every entry is
@@ -54,16 +54,9 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
+from conformance.javaclient import observed
 from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
-from conformance.javaclient.observed import (
-    FrameKind,
-    JavaEvent,
-    Phase,
-    answer_action,
-    java_events,
-    receive_action,
-    send_action,
-)
+from conformance.javaclient.observed import FrameKind, JavaEvent, Phase, java_events
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
 from conformance.verdict import Verdict
@@ -77,7 +70,7 @@ from model.bookkeeper.scripted import enabled, step
 WRITER = "c1"
 #: The writer's actions, each found by what it is in the action table.
 _CREATE = the_action(actor=Actor.CLIENT, phase=ProtocolPhase.CREATE)  # ClientCreatesLedger
-_SEND_ADDS = send_action(FrameKind.ADD)  # ClientSendsAddEntryRequests
+_SEND_ADDS = observed.send_action(FrameKind.ADD)  # ClientSendsAddEntryRequests
 _CHANGE = the_action(  # ClientChangesEnsemble
     actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.NONE, recovery=False
 )
@@ -382,7 +375,7 @@ class _WriterReplay(ModelReplay):
             raise Stuck(f"{bookie} answered {status}")
         self.take(
             step(
-                answer_action(event.kind, status),
+                observed.answer_action(event.kind, status),
                 bookie=bookie,
                 entry=entry,
                 lost=set() if event.delivered else {bookie},
@@ -397,7 +390,7 @@ class _WriterReplay(ModelReplay):
         entry = translation.spec_entry_id(event.entry_id)
         peer = bookie_name(event.bookie)
         scripted = step(
-            receive_action(event.kind, event.status),
+            observed.receive_action(event.kind, event.status),
             client=WRITER,
             peer=peer,
             entry=entry,
