@@ -118,7 +118,7 @@ MUTATIONS = (
     Mutation(
         "shard-accepts-undecided",
         "conformance/distributed/shard.py",
-        '            if result.report.verdict != "undecided":\n',
+        "            if result.report.verdict != Verdict.UNDECIDED:\n",
         "            if True:\n",
         ("tests/conformance/distributed/test_shard.py",),
         "an undecided attempt is kept instead of retried",
@@ -232,17 +232,16 @@ MUTATIONS = (
     Mutation(
         "java-search-nothing-ran-clean",
         "conformance/javaclient/search.py",
-        "        if self.errors or self.examples == 0:\n",
-        "        if self.errors:\n",
+        "        if self.errors or self.examples == 0 or self.verdicts[Verdict.UNDECIDED]:\n",
+        "        if self.errors or self.verdicts[Verdict.UNDECIDED]:\n",
         ("tests/conformance/javaclient/test_search.py",),
         "a Java-client search that ran no example (budget spent) is clean",
     ),
     Mutation(
         "java-matrix-best-of-shards",
         "conformance/distributed/java_matrix.py",
-        '                "verdict": worst(str(r.get("verdict", "undecided")) for r in members)'
-        ".value,\n",
-        '                "verdict": str(members[-1].get("verdict", "undecided")),\n',
+        '                "verdict": worst(r.get("verdict", Verdict.UNDECIDED) for r in members),\n',
+        '                "verdict": members[-1].get("verdict", Verdict.UNDECIDED),\n',
         ("tests/conformance/distributed/test_java_matrix.py",),
         "a release's cell takes its last shard's verdict, not the worst",
     ),
