@@ -7,10 +7,10 @@ built in: no recipe comes first.
 
 Each example is one run of a plan on a fresh ledger in one :class:`~.session.ClientSession`
 (:func:`run_plan`: the :class:`~.controller.ScheduleController` applies the plan's schedule at
-the proxies while the role carries the plan out), judged by the role. ``stop_at="violation"``
+the proxies while the role carries the plan out), judged by the role. ``StopAt.VIOLATION``
 (the default): a divergence is kept (the first) and the search goes on, as a client that
 diverges from the spec's may or may not lose data; the first violation stops it.
-``"finding"``: the first violation or divergence stops it. The example reported is shrunk on
+``StopAt.FINDING``: the first violation or divergence stops it. The example reported is shrunk on
 the live cluster (:func:`shrink_finding`: greedy, one simplification at a time, each candidate
 a real run; Hypothesis' own shrinker would spend hundreds of them). An example whose schedule
 was not applied is undecided and stops the search: it is never counted clean.
@@ -19,6 +19,7 @@ was not applied is undecided and stops the search: it is never counted clean.
 from __future__ import annotations
 
 import contextlib
+import enum
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -140,8 +141,8 @@ class SearchResult(Generic[PlanT, RecordT]):
     #: Examples drawn from the model explorer's plans.
     guided_examples: int = 0
     seconds: float = 0.0
-    #: Why the search stopped: "finding", "examples", "budget", "undecided".
-    stopped: str = ""
+    #: Why the search stopped (None: it has not).
+    stopped: Stopped | None = None
     #: Examples that diverged (the search went on looking for a violation).
     divergent_examples: int = 0
 
@@ -153,6 +154,24 @@ class SearchResult(Generic[PlanT, RecordT]):
         if self.errors or self.examples == 0 or self.verdicts[Verdict.UNDECIDED]:
             return Verdict.UNDECIDED
         return Verdict.CLEAN
+
+
+class StopAt(enum.Enum):
+    """Which example ends a search."""
+
+    #: The first violation; a divergence is kept and the search goes on.
+    VIOLATION = "violation"
+    #: The first violation or divergence.
+    FINDING = "finding"
+
+
+class Stopped(enum.StrEnum):
+    """Why a search stopped."""
+
+    FINDING = "finding"  # an example ended it (StopAt)
+    EXAMPLES = "examples"  # every example allowed ran
+    BUDGET = "budget"  # the time budget was spent
+    UNDECIDED = "undecided"  # an example's schedule was not applied
 
 
 class StopSearch(ConformanceError, AssertionError):
@@ -190,7 +209,6 @@ def interleaved(guided: Sequence[PlanT], number: int, drawn: PlanT) -> PlanT:
 
 
 ExampleCallback = Callable[[int, Example[Any, Any]], None]
-STOP_AT = ("violation", "finding")
 
 
 def search(
@@ -202,13 +220,13 @@ def search(
     seed: int | None = None,
     guided: Sequence[PlanT] = (),
     shrink: bool = True,
-    stop_at: str = "violation",
+    stop_at: StopAt = StopAt.VIOLATION,
     on_example: ExampleCallback | None = None,
 ) -> SearchResult[PlanT, RecordT]:
     """Run up to ``max_examples`` plans of ``role`` (or until ``seconds`` are spent) on
     ``session`` (see the module docstring)."""
-    if stop_at not in STOP_AT:
-        raise ValueError(f"stop_at is one of {STOP_AT}, not {stop_at!r}")
+    if not isinstance(stop_at, StopAt):
+        raise ValueError(f"stop_at is a StopAt ({', '.join(s.name for s in StopAt)}): {stop_at!r}")
     result: SearchResult[PlanT, RecordT] = SearchResult()
     started = time.monotonic()
     #: The example to report: the violation that stopped the search, else the first divergence.
@@ -225,8 +243,8 @@ def search(
         from_model = bool(guided) and result.examples % 2 == 0
         plan = interleaved(guided, result.examples, drawn)
         if seconds is not None and time.monotonic() - started > seconds:
-            result.stopped = "budget"
-            raise StopSearch("budget")
+            result.stopped = Stopped.BUDGET
+            raise StopSearch(Stopped.BUDGET)
         run = run_plan(session, role, plan)
         result.examples += 1
         result.guided_examples += from_model
@@ -236,14 +254,14 @@ def search(
             on_example(result.examples, run)
         if run.unapplied is not None:
             result.errors.append(f"plan ({'; '.join(plan.describe())}): {run.unapplied}")
-            result.stopped = "undecided"
-            raise StopSearch("undecided")
+            result.stopped = Stopped.UNDECIDED
+            raise StopSearch(Stopped.UNDECIDED)
         if not run.finding:
             return
         found = (run, result.examples, time.monotonic() - started)
-        if run.verdict is Verdict.VIOLATION or stop_at == "finding":
+        if run.verdict is Verdict.VIOLATION or stop_at is StopAt.FINDING:
             pending[:] = [found]
-            result.stopped = "finding"
+            result.stopped = Stopped.FINDING
             raise StopSearch(run.verdict)
         # A divergence: kept (the first one), and the search goes on for a violation.
         if not pending:
@@ -251,7 +269,7 @@ def search(
         result.divergent_examples += 1
 
     drive_examples(run_one, max_examples=max_examples, seed=seed)
-    result.stopped = result.stopped or "examples"
+    result.stopped = result.stopped or Stopped.EXAMPLES
     result.seconds = time.monotonic() - started
     if pending and not result.errors:
         run, number, found_at = pending[0]
@@ -291,7 +309,9 @@ __all__ = [
     "ExampleCallback",
     "SearchFinding",
     "SearchResult",
+    "StopAt",
     "StopSearch",
+    "Stopped",
     "drive_examples",
     "interleaved",
     "run_plan",

@@ -23,7 +23,7 @@ from conformance.javaclient.plans import (
 )
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Arrangement, Example, same_failure
-from conformance.javaclient.search import Coverage, SearchResult, interleaved, search
+from conformance.javaclient.search import Coverage, SearchResult, StopAt, interleaved, search
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
@@ -182,7 +182,7 @@ def test_search_verdicts() -> None:
 
 def test_stop_at_is_checked() -> None:
     with _session() as session, pytest.raises(ValueError, match="stop_at"):
-        search(session, RecordedRecovery(reads_fence=True), stop_at="divergence")
+        search(session, RecordedRecovery(reads_fence=True), stop_at="divergence")  # type: ignore[arg-type]
 
 
 # The writer -------------------------------------------------------------------------------
@@ -263,3 +263,19 @@ def test_coverage_counts_names_and_sums_the_roles_tallies() -> None:
     assert counted["acknowledged"] == 3 and counted["examples"] == 2
     assert counted["ensemble_changes_per_example"] == {changes: 2}
     assert counted["examples_with_an_ensemble_change"] == 2
+
+
+def test_a_divergence_is_kept_while_the_search_goes_on_unless_it_stops_at_any_finding() -> None:
+    record = _writer_record()
+    assert record.closed_last_entry is not None
+    diverging = dataclasses.replace(record, closed_last_entry=record.closed_last_entry - 1)
+    role = RecordedWriter(diverging)
+    with _session() as session:
+        going_on = search(session, role, max_examples=3, seed=1, shrink=False)
+    assert going_on.verdict is Verdict.DIVERGENCE and going_on.stopped == "examples"
+    assert going_on.examples == 3 and going_on.divergent_examples == 3
+    assert going_on.finding is not None and going_on.finding.example == 1
+    with _session() as session:
+        stopped = search(session, role, max_examples=3, seed=1, stop_at=StopAt.FINDING)
+    assert stopped.examples == 1 and stopped.stopped == "finding"
+    assert stopped.verdict is Verdict.DIVERGENCE
