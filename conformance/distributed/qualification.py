@@ -1,5 +1,6 @@
 """A qualification run: the plan's shards on a Spark master or in process, the diff, the
-Parquet results, ``aggregates.json``, ``results.json`` and ``report.html`` in the run directory.
+Parquet results, ``aggregates.json``, ``results.json``, ``report.html`` and ``report.json`` in
+the run directory.
 
 Resumable: the run directory keeps ``plan.json``; running again with the same directory skips
 every shard that already has its ``shards/`` row (the plan must be the same).
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from conformance.distributed.diff import Aggregates, aggregate
 from conformance.distributed.plan import Plan
-from conformance.distributed.report import shard_systems, write_report
+from conformance.distributed.report import report_data, shard_systems, write_report
 from conformance.distributed.schema import RowStatus, ShardRow
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.distributed.store import (
@@ -163,12 +164,14 @@ def run_qualification(
     _write_summary(result, time.monotonic() - started)
     write_report(
         result.run_dir,
-        plan=plan,
-        master=master,
-        verdict=verdict,
-        aggregates=aggregates,
-        shards=shards,
-        elapsed=timings["shards"],
+        report_data(
+            plan=plan,
+            master=master,
+            verdict=verdict,
+            aggregates=aggregates,
+            shards=shards,
+            elapsed=timings["shards"],
+        ),
     )
     return result
 

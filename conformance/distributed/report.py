@@ -1,333 +1,139 @@
-"""``report.html``: the qualification report, one self-contained page (it opens offline).
+"""``report.html`` and ``report.json``: the qualification report, one self-contained page (it
+opens offline) and the same content as data.
 
-Verdict per configuration, the de-duplicated findings with their sequence diagrams (inline
-SVG), shards in error with their logs, coverage (how often each model action and each response
-kind was exercised), and the steps/s and time-to-first-finding plots (matplotlib, embedded as
+The report's content is one typed value, :class:`ReportData`, made from the shard rows and the
+aggregates by :func:`report_data`: the verdict per configuration, the de-duplicated findings with
+their sequence diagrams (inline SVG), the shards in error with their logs, coverage (how often
+each model action and each response kind was exercised), per target counts, the steps and
+restarts per configuration, every shard and the versions. ``report.json`` is that value as JSON
+(:meth:`ReportData.to_json`; :meth:`ReportData.from_json` reads it back); ``report.html`` is its
+rendering by the Jinja2 template ``templates/report.html.j2`` (autoescaped: the findings' SVG,
+drawn by ``model.bookkeeper.svg``, is the one piece of markup a row carries into the page), with
+the steps/s and time-to-first-finding plots drawn from the same data (matplotlib, embedded as
 PNG data).
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import dataclasses
+import functools
 import io
 import json
+import types
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from adapters.installations.system import SystemUnderTest
 from conformance.distributed.diff import Aggregates
 from conformance.distributed.plan import Plan
 from conformance.distributed.schema import RowStatus
+from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ALL_ACTIONS
 
-STYLE = """
-body { font-family: sans-serif; margin: 2em; max-width: 1200px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; font-size: 0.9em; }
-th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.clean { color: #11772d; font-weight: bold; }
-.violation, .divergence, .error { color: #b00020; font-weight: bold; }
-.undecided { color: #a86400; font-weight: bold; }
-pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
-.finding { border: 1px solid #ddd; padding: 1em; margin-bottom: 1.5em; }
-.zero { color: #b00020; }
-"""
+REPORT_HTML = "report.html"
+REPORT_JSON = "report.json"
+TEMPLATE = "report.html.j2"
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
+@dataclass(frozen=True)
+class Budget:
+    """Each shard's budget, as planned."""
+
+    max_examples: int
+    max_steps: int
+    time_budget: float | None
+    explore: bool
 
 
-def _verdict(value: str) -> str:
-    return f'<span class="{_e(value)}">{_e(value)}</span>'
+@dataclass(frozen=True)
+class ConfigurationVerdict:
+    """A configuration's verdict (the worst of its shards') and its counts."""
+
+    configuration: str
+    config_summary: str
+    verdict: Verdict
+    shards: int
+    errors: int
+    findings: int
+    steps: int
+    divergences: int
+    verdicts: dict[Verdict, int]  # shards per verdict
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
-    numeric = numeric or set()
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{cell}</td>' if i in numeric else f"<td>{cell}</td>"
-            for i, cell in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
+@dataclass(frozen=True)
+class FindingEntry:
+    """A finding de-duplicated by its shrunk trace, with the lowest shard's details."""
+
+    verdict: Verdict
+    configuration: str
+    shard: int
+    violations: list[str]
+    divergences: list[str]
+    found_by: str
+    found_after: float
+    found_steps: int
+    shrunk_steps: int
+    occurrences: int
+    shards: list[int]
+    configurations: list[str]
+    trace_key: str
+    blob: str
+    sequence_svg: str  # the diagram (model.bookkeeper.svg): inserted into the page as SVG
+    trace_text: str
+    sequence_text: str
 
 
-def _png(figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    encoded = base64.b64encode(buffer.getvalue()).decode()
-    return f'<img alt="plot" src="data:image/png;base64,{encoded}">'
+@dataclass(frozen=True)
+class ShardErrorEntry:
+    """A shard recorded in error: its last error and its log."""
+
+    shard: int
+    configuration: str
+    attempts: int
+    error: str | None
+    log: str
 
 
-def plots(shards: Sequence[Mapping[str, Any]]) -> str:
-    """Steps/s per shard, and time to first finding per configuration."""
-    import matplotlib
+@dataclass(frozen=True)
+class ActionCoverage:
+    """How often a model action ran on the target (every action, exercised or not)."""
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    configurations = sorted({row["configuration"] for row in shards})
-    colours = {c: f"C{i % 10}" for i, c in enumerate(configurations)}
-    parts = []
-    figure, axes = pyplot.subplots(figsize=(9, 3.2))
-    try:
-        for name in configurations:
-            mine = [r for r in shards if r["configuration"] == name]
-            axes.bar(
-                [r["shard"] for r in mine],
-                [r["steps_per_second"] for r in mine],
-                color=colours[name],
-                label=name,
-            )
-        axes.set_xlabel("shard")
-        axes.set_ylabel("steps/s")
-        axes.set_title("Steps on the target per second, per shard")
-        if configurations:
-            axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        parts.append(_png(figure))
-    finally:
-        pyplot.close(figure)
-    figure, axes = pyplot.subplots(figsize=(9, 3.2))
-    try:
-        found_any = False
-        labels = []
-        for index, name in enumerate(configurations):
-            mine = [r for r in shards if r["configuration"] == name]
-            times = [r["time_to_first_finding"] for r in mine if r["time_to_first_finding"]]
-            if times:
-                found_any = True
-                axes.scatter(times, [index] * len(times), color=colours[name], zorder=3)
-            labels.append(f"{name}\n({len(times)}/{len(mine)} shards found)")
-        axes.set_yticks(range(len(configurations)), labels)
-        axes.set_ylim(-0.7, max(len(configurations) - 0.3, 0.5))
-        axes.set_xlim(left=0)
-        axes.set_xlabel("seconds from the shard's start to its first finding")
-        axes.set_title("Time to first finding" + ("" if found_any else " (no finding)"))
-        axes.grid(axis="x", alpha=0.3)
-        parts.append(_png(figure))
-    finally:
-        pyplot.close(figure)
-    return "\n".join(parts)
+    action: str
+    steps: int
+    compared: int
+    divergences: int
+    violations: int
+    errors: int
 
 
-def render_report(
-    *,
-    plan: Plan,
-    master: str,
-    verdict: str,
-    aggregates: Aggregates,
-    shards: Sequence[Mapping[str, Any]],
-    elapsed: float,
-) -> str:
-    budget = plan.budget
-    out = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>bkconform qualification: {_e(verdict)}</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>bkconform qualification: {_verdict(verdict)}</h1>",
-        "<p>"
-        f"Target <b>{_e(plan.target)}</b>, master <b>{_e(master)}</b>, "
-        f"{len(plan.shards)} shards from master seed {plan.master_seed}; per shard: "
-        f"{budget.max_examples} examples of up to {budget.max_steps} steps, "
-        f"{budget.time_budget or 'no'} s budget, explorer {'on' if budget.explore else 'off'}. "
-        f"Shards run now: {_e(_ran(shards))}; wall time {elapsed:.1f} s.</p>",
-        _systems_html(shards),
-        "<h2>Verdict per configuration</h2>",
-        _table(
-            [
-                "configuration",
-                "model",
-                "verdict",
-                "shards",
-                "in error",
-                "findings",
-                "steps",
-                "divergent steps",
-                "verdicts",
-            ],
-            [
-                [
-                    _e(r["configuration"]),
-                    _e(r["config_summary"]),
-                    _verdict(r["verdict"]),
-                    str(r["shards"]),
-                    str(r["errors"]),
-                    str(r["findings"]),
-                    str(r["steps"]),
-                    str(r["divergences"]),
-                    _e(", ".join(f"{k} {v}" for k, v in r["verdicts"].items())),
-                ]
-                for r in aggregates["by_configuration"]
-            ],
-            numeric={3, 4, 5, 6, 7},
-        ),
-    ]
-    out.append(f"<h2>Findings ({len(aggregates['findings'])}, de-duplicated by shrunk trace)</h2>")
-    if not aggregates["findings"]:
-        out.append("<p>No finding.</p>")
-    for f in aggregates["findings"]:
-        problems = [*f["violations"], *f["divergences"]]
-        out.append(
-            f"<div class='finding'><h3>{_verdict(f['verdict'])} in {_e(f['configuration'])}"
-            f" ({f['shrunk_steps']} steps)</h3>"
-            f"<p>{_e('; '.join(problems))}</p>"
-            f"<p>Found by the {_e(f['found_by'])} after {f['found_after']:.1f} s "
-            f"({f['found_steps']} steps), shrunk to {f['shrunk_steps']} steps. Found by "
-            f"{f['occurrences']} shard(s): {_e(', '.join(map(str, f['shards'])))}; "
-            f"configurations: {_e(', '.join(f['configurations']))}.</p>"
-            f"<p>Replay: <code>bkconform replay {_e(f['blob'])}</code> (with the "
-            "configuration's options)</p>"
-            f"{f['sequence_svg']}"
-            f"<details><summary>Numbered trace</summary><pre>{_e(f['trace_text'])}</pre>"
-            "</details><details><summary>sequencediagram.org text</summary>"
-            f"<pre>{_e(f['sequence_text'])}</pre></details></div>"
-        )
-    errors = [r for r in shards if r["status"] is RowStatus.ERROR]
-    out.append(f"<h2>Shards in error ({len(errors)})</h2>")
-    if not errors:
-        out.append("<p>None.</p>")
-    for r in errors:
-        out.append(
-            f"<h3 class='error'>shard {r['shard']} ({_e(r['configuration'])}): error after "
-            f"{r['attempts']} attempts</h3><p>{_e(r['error'])}</p>"
-            f"<details><summary>log</summary><pre>{_e(r['log'])}</pre></details>"
-        )
-    out.append("<h2>Coverage</h2><h3>Model actions</h3>")
-    by_action = {r["action"]: r for r in aggregates["by_action"]}
-    action_rows = []
-    for action in sorted(set(ALL_ACTIONS) | set(by_action)):
-        counted: dict[str, Any] = by_action.get(action) or {}
-        steps = counted.get("steps", 0)
-        cell = str(steps) if steps else "<span class='zero'>0 (never exercised)</span>"
-        action_rows.append(
-            [
-                _e(action),
-                cell,
-                *(
-                    str(counted.get(k, 0))
-                    for k in ("compared", "divergences", "violations", "errors")
-                ),
-            ]
-        )
-    out.append(
-        _table(
-            ["action", "steps", "compared", "divergent", "with violations", "errors"],
-            action_rows,
-            numeric={1, 2, 3, 4, 5},
-        )
-    )
-    out.append("<h3>Response kinds (observed status per action)</h3>")
-    grouped: dict[str, list[str]] = defaultdict(list)
-    for r in aggregates["responses"]:
-        grouped[r["action"]].append(f"{_e(r['response'])}: {r['count']}")
-    out.append(
-        _table(["action", "responses"], [[_e(a), ", ".join(v)] for a, v in sorted(grouped.items())])
-    )
-    out.append("<h3>Per target</h3>")
-    out.append(
-        _table(
-            ["target", "shards", "steps", "compared", "divergent"],
-            [
-                [
-                    _e(r["target"]),
-                    str(r["shards"]),
-                    str(r["steps"]),
-                    str(r["compared"]),
-                    str(r["divergences"]),
-                ]
-                for r in aggregates["by_target"]
-            ],
-            numeric={1, 2, 3, 4},
-        )
-    )
-    out.append("<h2>Steps and restarts per configuration</h2>")
-    out.append(
-        "<p>How deep each configuration's shards searched, and what the crashes cost: on a "
-        "cluster every crash restarts a bookie. Steps per shard are next to the configuration "
-        "with the most.</p>"
-    )
-    efforts = configuration_efforts(shards)
-    out.append(
-        _table(
-            [
-                "configuration",
-                "shards",
-                "steps per shard",
-                "of the most",
-                "crashes (bookie restarts)",
-                "mean restart s",
-                "restart share of search time",
-            ],
-            [
-                [
-                    _e(e.configuration),
-                    str(e.shards),
-                    f"{e.steps_per_shard:,.0f}",
-                    f"{e.share_of_most:.0%}",
-                    "n/a" if e.restarts is None else str(e.restarts),
-                    "" if e.mean_restart is None else f"{e.mean_restart:.2f}",
-                    "" if e.restart_share is None else f"{e.restart_share:.0%}",
-                ]
-                for e in efforts
-            ],
-            numeric={1, 2, 3, 4, 5, 6},
-        )
-    )
-    out.append("<h2>Throughput and time to first finding</h2>")
-    out.append(plots(shards))
-    out.append("<h2>Shards</h2>")
-    out.append(
-        _table(
-            [
-                "shard",
-                "configuration",
-                "seed",
-                "status",
-                "verdict",
-                "examples",
-                "steps",
-                "steps/s",
-                "search s",
-                "wall s",
-                "attempts",
-                "worker",
-            ],
-            [
-                [
-                    str(r["shard"]),
-                    _e(r["configuration"]),
-                    str(r["seed"]),
-                    _e(r["status"]),
-                    _verdict(r["verdict"]),
-                    str(r["examples"]),
-                    str(r["steps"]),
-                    f"{r['steps_per_second']:,.0f}",
-                    f"{r['elapsed']:.1f}",
-                    f"{r['wall']:.1f}",
-                    str(r["attempts"]),
-                    _e(r["worker"]),
-                ]
-                for r in shards
-            ],
-            numeric={0, 2, 5, 6, 7, 8, 9, 10},
-        )
-    )
-    out.append(
-        "<h2>Versions</h2><pre>"
-        + _e(json.dumps(json.loads(shards[0]["versions"]) if shards else {}, indent=2))
-        + "</pre></body></html>\n"
-    )
-    return "\n".join(out)
+@dataclass(frozen=True)
+class ResponseCount:
+    response: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ActionResponses:
+    """The observed statuses of one action's steps."""
+
+    action: str
+    responses: list[ResponseCount]
+
+
+@dataclass(frozen=True)
+class TargetCounts:
+    target: str
+    shards: int
+    steps: int
+    compared: int
+    divergences: int
 
 
 @dataclass(frozen=True)
@@ -343,7 +149,7 @@ class ConfigurationEffort:
     restart_share: float | None  # restart seconds over search seconds
 
 
-def configuration_efforts(shards: Sequence[Mapping[str, Any]]) -> list[ConfigurationEffort]:
+def configuration_efforts(shards: Iterable[Mapping[str, Any]]) -> list[ConfigurationEffort]:
     """Per configuration: mean target steps per shard (and as a share of the deepest
     configuration's), restarts and their mean duration and share of the search time."""
     grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -372,7 +178,251 @@ def configuration_efforts(shards: Sequence[Mapping[str, Any]]) -> list[Configura
     return efforts
 
 
-def shard_systems(shards: Sequence[Mapping[str, Any]]) -> list[SystemUnderTest]:
+@dataclass(frozen=True)
+class ShardSummary:
+    """A shard's line in the report (and what its plots are drawn from)."""
+
+    shard: int
+    configuration: str
+    seed: int
+    status: RowStatus
+    verdict: Verdict
+    examples: int
+    steps: int
+    steps_per_second: float
+    elapsed: float
+    wall: float
+    attempts: int
+    worker: str
+    time_to_first_finding: float | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows: ``report.json``, and what ``report.html`` renders."""
+
+    verdict: Verdict
+    target: str
+    master: str
+    master_seed: int
+    planned_shards: int
+    budget: Budget
+    elapsed: float  # running the shards, s
+    systems: list[SystemUnderTest]
+    configurations: list[ConfigurationVerdict]
+    findings: list[FindingEntry]
+    errors: list[ShardErrorEntry]
+    actions: list[ActionCoverage]
+    responses: list[ActionResponses]
+    targets: list[TargetCounts]
+    efforts: list[ConfigurationEffort]
+    shards: list[ShardSummary]
+    versions: dict[str, Any]
+
+    @property
+    def done(self) -> int:
+        return sum(1 for shard in self.shards if shard.status is RowStatus.DONE)
+
+    def to_json(self) -> str:
+        return json.dumps(_plain(asdict(self)), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ReportData:
+        data: ReportData = _decode(cls, json.loads(text))
+        return data
+
+
+def _plain(value: Any) -> Any:
+    """``asdict``'s output as JSON's types: every enum as its word, dictionary keys too."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _decode(kind: Any, value: Any) -> Any:
+    """``value`` read from JSON as the annotated type ``kind`` (the report's dataclasses, their
+    lists, dictionaries, enums and optional fields)."""
+    origin = get_origin(kind)
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        (inner,) = [arg for arg in get_args(kind) if arg is not type(None)]
+        return _decode(inner, value)
+    if origin is list:
+        (item,) = get_args(kind)
+        return [_decode(item, element) for element in value]
+    if origin is dict:
+        key_type, item_type = get_args(kind)
+        return {_decode(key_type, k): _decode(item_type, v) for k, v in value.items()}
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        hints = get_type_hints(kind)
+        return kind(
+            **{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(kind)}
+        )
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return kind(value)
+    if kind is float and isinstance(value, int):
+        return float(value)
+    return value
+
+
+def report_data(
+    *,
+    plan: Plan,
+    master: str,
+    verdict: Verdict,
+    aggregates: Aggregates,
+    shards: Sequence[Mapping[str, Any]],
+    elapsed: float,
+) -> ReportData:
+    """The report's content, from the plan, the aggregates and the shards' typed rows."""
+    budget = plan.budget
+    by_action = {r["action"]: r for r in aggregates["by_action"]}
+    grouped: dict[str, list[ResponseCount]] = defaultdict(list)
+    for r in aggregates["responses"]:
+        grouped[r["action"]].append(ResponseCount(r["response"], int(r["count"])))
+    ordered = sorted(shards, key=lambda r: int(r["shard"]))
+    return ReportData(
+        verdict=verdict,
+        target=plan.target,
+        master=master,
+        master_seed=plan.master_seed,
+        planned_shards=len(plan.shards),
+        budget=Budget(budget.max_examples, budget.max_steps, budget.time_budget, budget.explore),
+        elapsed=elapsed,
+        systems=shard_systems(ordered),
+        configurations=[
+            ConfigurationVerdict(
+                configuration=r["configuration"],
+                config_summary=r["config_summary"],
+                verdict=r["verdict"],
+                shards=int(r["shards"]),
+                errors=int(r["errors"]),
+                findings=int(r["findings"]),
+                steps=int(r["steps"]),
+                divergences=int(r["divergences"]),
+                verdicts=dict(r["verdicts"]),
+            )
+            for r in aggregates["by_configuration"]
+        ],
+        findings=[
+            FindingEntry(**{f.name: finding[f.name] for f in dataclasses.fields(FindingEntry)})
+            for finding in aggregates["findings"]
+        ],
+        errors=[
+            ShardErrorEntry(r["shard"], r["configuration"], r["attempts"], r["error"], r["log"])
+            for r in ordered
+            if r["status"] is RowStatus.ERROR
+        ],
+        actions=[
+            ActionCoverage(
+                action,
+                *(
+                    int(by_action.get(action, {}).get(k, 0))
+                    for k in ("steps", "compared", "divergences", "violations", "errors")
+                ),
+            )
+            for action in sorted(set(ALL_ACTIONS) | set(by_action))
+        ],
+        responses=[ActionResponses(a, v) for a, v in sorted(grouped.items())],
+        targets=[
+            TargetCounts(r["target"], int(r["shards"]), r["steps"], r["compared"], r["divergences"])
+            for r in aggregates["by_target"]
+        ],
+        efforts=configuration_efforts(ordered),
+        shards=[
+            ShardSummary(
+                **{f.name: r[f.name] for f in dataclasses.fields(ShardSummary)},
+            )
+            for r in ordered
+        ],
+        versions=json.loads(ordered[0]["versions"]) if ordered else {},
+    )
+
+
+def plot_images(shards: Sequence[ShardSummary]) -> list[str]:
+    """Steps/s per shard, and time to first finding per configuration: PNG, base64."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    configurations = sorted({row.configuration for row in shards})
+    colours = {c: f"C{i % 10}" for i, c in enumerate(configurations)}
+    images = []
+    figure, axes = pyplot.subplots(figsize=(9, 3.2))
+    try:
+        for name in configurations:
+            mine = [r for r in shards if r.configuration == name]
+            axes.bar(
+                [r.shard for r in mine],
+                [r.steps_per_second for r in mine],
+                color=colours[name],
+                label=name,
+            )
+        axes.set_xlabel("shard")
+        axes.set_ylabel("steps/s")
+        axes.set_title("Steps on the target per second, per shard")
+        if configurations:
+            axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        images.append(_png(figure))
+    finally:
+        pyplot.close(figure)
+    figure, axes = pyplot.subplots(figsize=(9, 3.2))
+    try:
+        found_any = False
+        labels = []
+        for index, name in enumerate(configurations):
+            mine = [r for r in shards if r.configuration == name]
+            times = [r.time_to_first_finding for r in mine if r.time_to_first_finding]
+            if times:
+                found_any = True
+                axes.scatter(times, [index] * len(times), color=colours[name], zorder=3)
+            labels.append(f"{name}\n({len(times)}/{len(mine)} shards found)")
+        axes.set_yticks(range(len(configurations)), labels)
+        axes.set_ylim(-0.7, max(len(configurations) - 0.3, 0.5))
+        axes.set_xlim(left=0)
+        axes.set_xlabel("seconds from the shard's start to its first finding")
+        axes.set_title("Time to first finding" + ("" if found_any else " (no finding)"))
+        axes.grid(axis="x", alpha=0.3)
+        images.append(_png(figure))
+    finally:
+        pyplot.close(figure)
+    return images
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+@functools.cache
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("conformance.distributed", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["fmt"] = format
+    environment.filters["pretty_json"] = lambda value: json.dumps(value, indent=2)
+    return environment
+
+
+def render_report(data: ReportData) -> str:
+    """``report.html``: the template over the report's data, with its plots."""
+    template = _environment().get_template(TEMPLATE)
+    return template.render(data=data, plots=plot_images(data.shards))
+
+
+def shard_systems(shards: Iterable[Mapping[str, Any]]) -> list[SystemUnderTest]:
     """The distinct systems the shards ran against, in shard order (one, unless the run was
     resumed on another installation)."""
     found: list[SystemUnderTest] = []
@@ -383,24 +433,9 @@ def shard_systems(shards: Sequence[Mapping[str, Any]]) -> list[SystemUnderTest]:
     return found
 
 
-def _systems_html(shards: Sequence[Mapping[str, Any]]) -> str:
-    systems = shard_systems(shards)
-    if not systems:
-        return "<p>System under test: no shard recorded one.</p>"
-    items = "".join(
-        f"<li>bookies <b>{_e(s.bookies)}</b>; client <b>{_e(s.client)}</b>; "
-        f"<b>{_e(s.zookeeper)}</b></li>"
-        for s in systems
-    )
-    return f"<h2>System under test</h2><ul class='sut'>{items}</ul>"
-
-
-def _ran(shards: Sequence[Mapping[str, Any]]) -> str:
-    done = sum(1 for r in shards if r["status"] is RowStatus.DONE)
-    return f"{len(shards)} recorded, {done} done, {len(shards) - done} in error"
-
-
-def write_report(run_dir: Path, **fields: Any) -> Path:
-    path = run_dir / "report.html"
-    path.write_text(render_report(**fields))
-    return path
+def write_report(run_dir: Path, data: ReportData) -> Path:
+    """Write ``report.html`` and, next to it, ``report.json`` (the same data); the page's path."""
+    page = run_dir / REPORT_HTML
+    page.write_text(render_report(data))
+    (run_dir / REPORT_JSON).write_text(data.to_json())
+    return page

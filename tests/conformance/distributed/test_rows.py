@@ -112,6 +112,12 @@ def test_an_old_error_row_reads_as_undecided_with_its_error(tmp_path: Path) -> N
     assert config["verdicts"] == {Verdict.CLEAN: 1, Verdict.UNDECIDED: 1}
     assert all(type(k) is Verdict for k in config["verdicts"])
     assert config["verdict"] is Verdict.UNDECIDED and config["errors"] == 1
+    # The same from the stored words themselves (the recount the Spark tests compare with).
+    raw = pq.read_table(tmp_path / "shards").to_pylist()
+    assert [r["verdict"] for r in raw] == ["error", "clean"]
+    (config,) = aggregate([], raw, [])["by_configuration"]
+    assert config["verdicts"] == {Verdict.CLEAN: 1, Verdict.UNDECIDED: 1}
+    assert all(type(k) is Verdict for k in config["verdicts"])
 
 
 def test_the_conversion_changes_only_the_enum_columns() -> None:
