@@ -1,7 +1,8 @@
 """A frame-level TCP proxy per bookie: decode, log and schedule every frame (issue 8).
 
 Modules: ``frames`` (what a frame means, decoded with ``adapters.bookkeeper``), ``policy``
-(matches and actions), ``log`` (the frame log), ``core`` (the asyncio proxy of one bookie),
+(matches and actions), ``forge`` (answers with another status), ``log`` (the frame log),
+``core`` (the asyncio proxy of one bookie, and its connection faults),
 ``group`` (proxies on a background loop with a synchronous facade), ``routing`` (making
 clients connect through the proxies, per BookKeeper version). See docs/adapters/netproxy.md.
 """
@@ -24,6 +25,7 @@ from adapters.netproxy.policy import (
     Delay,
     Disconnect,
     Drop,
+    Forge,
     Forward,
     FrameMatch,
     Hold,
@@ -40,6 +42,7 @@ __all__ = [
     "Direction",
     "Disconnect",
     "Drop",
+    "Forge",
     "Forward",
     "FrameFlag",
     "FrameInfo",

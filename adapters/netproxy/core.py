@@ -6,22 +6,34 @@ on a background loop and gives synchronous code a thread-safe facade with bounde
 Each frame is scheduled on its own: a delayed or held frame does not block the frames behind
 it on the same connection (BookKeeper matches v3 responses by txnId, so a message-level
 network may reorder them; v2 responses are matched by ids). The forwarded bytes are the
-original frame's, never re-encoded.
+original frame's, never re-encoded; only a :class:`~.policy.Forge` makes new bytes (an answer
+with another status, :mod:`.forge`), and both the original and the forgery are logged.
+
+Besides frames, a proxy acts on connections: it resets them all
+(:meth:`ProxyCore.reset_connections`), refuses new ones for a while
+(:meth:`ProxyCore.refuse_connections`), and stops reading what clients send
+(:meth:`ProxyCore.stall`), which fills their send buffers: backpressure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
+import socket
+import struct
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 from adapters.bookkeeper.errors import FrameTooLarge
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy.errors import InvalidPolicy, NotHeld, ProxyClosed, ProxyStartError
-from adapters.netproxy.frames import Direction, FrameDescriber, FrameInfo
+from adapters.netproxy.forge import forged_payload, unforgeable
+from adapters.netproxy.frames import Direction, FrameDescriber, FrameInfo, describe_response
 from adapters.netproxy.log import (
     ConnectionRecord,
     DeliveryRecord,
@@ -33,6 +45,7 @@ from adapters.netproxy.policy import (
     Delay,
     Disconnect,
     Drop,
+    Forge,
     Forward,
     FrameMatch,
     Hold,
@@ -46,6 +59,9 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 _READ_CHUNK = 256 * 1024
 _HIGH_WATER = 4 * 1024 * 1024
 _DRAIN_TIMEOUT = 10.0
+_LISTEN_BACKLOG = 100
+# SO_LINGER on, 0 s: close() sends an RST and drops unsent data, as a reset connection does.
+_LINGER_RESET = struct.pack("ii", 1, 0)
 
 
 class _Connection:
@@ -57,6 +73,9 @@ class _Connection:
         self.id = connection_id
         self.proxy = proxy
         self.client = client
+        # StreamWriter types its transport as write-only; a socket's is a full Transport, whose
+        # reading side a stall pauses.
+        self.client_transport = cast(asyncio.Transport, client.transport)
         self.upstream: asyncio.StreamWriter | None = None
         self.describer = FrameDescriber()
         self.record = ConnectionRecord(connection_id, proxy, peer, time.monotonic())
@@ -65,7 +84,9 @@ class _Connection:
     def writer_for(self, direction: Direction) -> asyncio.StreamWriter | None:
         return self.upstream if direction is Direction.REQUEST else self.client
 
-    def close(self, error: str | None = None) -> None:
+    def close(self, error: str | None = None, *, reset: bool = False) -> None:
+        """Close both sides: an orderly FIN after unsent data, or with ``reset`` an RST at once
+        (unsent data dropped; the peers read ECONNRESET)."""
         if self.closed:
             return
         self.closed = True
@@ -73,7 +94,15 @@ class _Connection:
         if error is not None and self.record.error is None:
             self.record.error = error
         for writer in (self.client, self.upstream):
-            if writer is not None:
+            if writer is None:
+                continue
+            if reset:
+                sock = writer.get_extra_info("socket")
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+                writer.transport.abort()
+            else:
                 writer.close()
 
 
@@ -136,14 +165,24 @@ class ProxyCore:
         self._held: dict[int, _Pending] = {}
         self._delayed: dict[int, _Pending] = {}
         self._closed = False
+        self._port: int | None = None
+        # Refusing connections: the listening socket is closed and a bound, non-listening
+        # placeholder keeps its address (so the port stays ours and connects are refused).
+        self._listen_family = socket.AF_INET
+        self._listen_sockaddr: tuple[str, int] | tuple[str, int, int, int] | None = None
+        self._placeholder: socket.socket | None = None
+        self._refusing = False
+        self._refuse_timer: asyncio.TimerHandle | None = None
+        self._stalled = False
 
     # -- lifecycle --------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        if self._server is None or not self._server.sockets:
+        """The port clients connect to (kept while connections are refused)."""
+        if self._port is None or self._closed:
             raise ProxyClosed(f"proxy {self.name} is not listening")
-        return int(self._server.sockets[0].getsockname()[1])
+        return self._port
 
     @property
     def address(self) -> tuple[str, int]:
@@ -160,12 +199,23 @@ class ProxyCore:
             raise ProxyStartError(
                 f"proxy {self.name} cannot listen on {self.listen_host}:{self._listen_port}: {exc}"
             ) from exc
+        listening = self._server.sockets
+        self._port = int(listening[0].getsockname()[1])
+        if len(listening) == 1:  # an address literal, as every caller here passes
+            self._listen_family = socket.AddressFamily(listening[0].family)
+            self._listen_sockaddr = listening[0].getsockname()
 
     async def close(self) -> None:
         """Stop listening, close every connection, cancel timers; held frames are not sent."""
         if self._closed:
             return
         self._closed = True
+        if self._refuse_timer is not None:
+            self._refuse_timer.cancel()
+            self._refuse_timer = None
+        if self._placeholder is not None:
+            self._placeholder.close()
+            self._placeholder = None
         if self._server is not None:
             self._server.close()
         for connection in list(self._connections.values()):
@@ -251,6 +301,88 @@ class ProxyCore:
         self._forget_from_batches(pending)
         self._cancel(pending, "discarded")
 
+    def forge(self, frame_id: int, status: StatusCode) -> bool:
+        """Answer the client with ``status`` in place of a held frame (see :class:`Forge`).
+
+        A held request is never sent to the bookie; a held response is replaced. Returns False
+        if the frame's connection closed meanwhile (nothing sent, both logged undelivered).
+        :class:`InvalidPolicy` for a frame with no answer to forge or an EOK ``status``; the
+        frame then stays held.
+        """
+        Forge(status)  # validates status the way a rule's action is validated
+        pending = self._held.get(frame_id)
+        if pending is None:
+            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
+        why = unforgeable(pending.record.info)
+        if why is not None:
+            raise InvalidPolicy(f"proxy {self.name} cannot forge frame {frame_id}: {why}")
+        del self._held[frame_id]
+        self._forget_from_batches(pending)
+        return self._forge(pending, status, None)
+
+    # -- connection faults --------------------------------------------------------------------
+
+    def reset_connections(self) -> int:
+        """Reset every open connection of this proxy now, both sides (an RST each way).
+
+        The client reads ECONNRESET and its pending requests fail; frames still held or delayed
+        for those connections are lost (released later, they are logged undelivered). Returns
+        how many connections were reset. New connections are served as usual.
+        """
+        self._check_open()
+        reset = [c for c in self._connections.values() if not c.closed]
+        for connection in reset:
+            connection.close("reset by the harness (reset_connections)", reset=True)
+        return len(reset)
+
+    @property
+    def refusing(self) -> bool:
+        return self._refusing
+
+    def refuse_connections(self, seconds: float | None = None) -> None:
+        """Refuse new connections (ECONNREFUSED, as from a bookie that is down) for
+        ``seconds``, or until :meth:`accept_connections` when None. Open connections go on.
+
+        The listening socket is closed; a bound socket that does not listen keeps the port,
+        so no other program can take it and listening resumes on the same address. Calling
+        it again while refusing sets a new end.
+        """
+        self._check_open()
+        if seconds is not None and not seconds >= 0:
+            raise InvalidPolicy(f"refuse_connections needs seconds >= 0 or None, got {seconds!r}")
+        if self._refuse_timer is not None:
+            self._refuse_timer.cancel()
+            self._refuse_timer = None
+        if not self.refusing:
+            self._stop_listening()
+        if seconds is not None:
+            self._refuse_timer = asyncio.get_running_loop().call_later(seconds, self._accept_later)
+
+    async def accept_connections(self) -> None:
+        """Listen again on the same address (no-op unless refusing)."""
+        self._check_open()
+        if self._refuse_timer is not None:
+            self._refuse_timer.cancel()
+            self._refuse_timer = None
+        await self._listen_again()
+
+    @property
+    def stalled(self) -> bool:
+        return self._stalled
+
+    def stall(self, on: bool = True) -> None:
+        """Stop (``on``) or resume reading from the client side of every connection, current
+        and new. Frames already read go on; unread bytes stay in the kernel's buffers, which
+        fill, then the client's own send buffer grows: its channel becomes unwritable (see
+        docs/adapters/netproxy.md). Answers from the bookie still reach the client. A stalled
+        proxy notices a client's close only when it reads again, as a stalled peer would.
+        """
+        self._check_open()
+        self._stalled = on
+        for connection in self._connections.values():
+            if not connection.closed:
+                self._apply_stall(connection)
+
     # -- connections ------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -267,6 +399,8 @@ class ProxyCore:
         )
         self._connections[connection.id] = connection
         self.log.add_connection(connection.record)
+        if self._stalled:
+            self._apply_stall(connection)
         try:
             if self._closed:
                 connection.close("proxy closed")
@@ -304,6 +438,10 @@ class ProxyCore:
                 if not data:
                     connection.close()
                     return
+                if direction is Direction.REQUEST and self._stalled:
+                    # The StreamReader resumes a transport it paused itself once read() drains
+                    # its buffer, which would undo a stall: pause again before the loop reads.
+                    connection.client_transport.pause_reading()
                 try:
                     payloads = decoder.feed(data)
                 except FrameTooLarge as exc:
@@ -347,6 +485,8 @@ class ProxyCore:
         elif isinstance(action, Reorder):
             assert live is not None
             self._collect(live, action, pending)
+        elif isinstance(action, Forge):
+            self._forge(pending, action.status, record.rule_id)
         else:
             assert isinstance(action, Disconnect)
             self.log.add_delivery(
@@ -357,6 +497,8 @@ class ProxyCore:
     def _match(self, info: FrameInfo) -> _LiveRule | None:
         for index, live in enumerate(self._rules):
             if live.rule.match.matches(info):
+                if isinstance(live.rule.action, Forge) and unforgeable(info) is not None:
+                    continue  # nothing to forge: the next rule decides (Forge's docstring)
                 if live.remaining is not None:
                     live.remaining -= 1
                     if live.remaining == 0 and not isinstance(live.rule.action, Reorder):
@@ -420,6 +562,108 @@ class ProxyCore:
         self.log.add_delivery(DeliveryRecord(pending.record.frame_id, now, True))
         return True
 
+    def _forge(self, pending: _Pending, status: StatusCode, rule_id: int | None) -> bool:
+        """Send the client a forged answer with ``status`` instead of ``pending``; log both."""
+        original = pending.record
+        connection = pending.connection
+        client = connection.client
+        if connection.closed or client.is_closing():
+            self._cancel(pending, "connection closed")
+            return False
+        payload = forged_payload(original.info, pending.raw[4:], status)
+        if original.info.direction is Direction.REQUEST:
+            # The bookie will never answer this request: the forgery takes its place in the
+            # describer too (its flags, e.g. FENCE_LEDGER, go to the forged answer).
+            info = connection.describer.response(payload, protocol=original.info.protocol)
+        else:
+            assert original.info.protocol is not None  # a forgeable frame decoded
+            info = describe_response(payload, original.info.protocol)
+            info = dataclasses.replace(info, flags=original.info.flags)
+        forged = self.log.add_frame(
+            self.name, connection.id, info, len(payload), "forged", rule_id,
+            forged_from=original.frame_id,
+        )  # fmt: skip
+        self._cancel(pending, f"forged {status.name}")
+        client.write(encode_frame(payload))
+        self.log.add_delivery(DeliveryRecord(forged.frame_id, time.monotonic(), True))
+        return True
+
+    def _stop_listening(self) -> None:
+        if self._listen_sockaddr is None:
+            raise ProxyStartError(
+                f"proxy {self.name} listens on several sockets; it cannot refuse connections"
+            )
+        assert self._server is not None
+        self._server.close()  # closes the listening socket only; connections stay open
+        placeholder = socket.socket(self._listen_family, socket.SOCK_STREAM)
+        try:
+            # SO_REUSEADDR on both this and the later listener lets them share the port while
+            # this one does not listen; a program without it cannot bind the port meanwhile.
+            placeholder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            placeholder.bind(self._listen_sockaddr)
+        except OSError as exc:
+            placeholder.close()
+            log.warning("proxy %s: cannot keep its port while refusing: %s", self.name, exc)
+        else:
+            self._placeholder = placeholder
+        self._refusing = True
+
+    def _accept_later(self) -> None:
+        self._refuse_timer = None
+        task = asyncio.get_running_loop().create_task(
+            self._listen_again_logged(), name=f"netproxy-{self.name}-accept"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _listen_again_logged(self) -> None:
+        try:
+            await self._listen_again()
+        except ProxyStartError as exc:
+            log.error("%s", exc)
+
+    async def _listen_again(self) -> None:
+        if not self._refusing or self._closed:
+            return
+        assert self._listen_sockaddr is not None
+        # Everything up to listen() is synchronous, so two callers cannot both get here.
+        placeholder, self._placeholder = self._placeholder, None
+        self._refusing = False
+        listener = socket.socket(self._listen_family, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self._listen_family == socket.AF_INET6:
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind(self._listen_sockaddr)
+            listener.listen(_LISTEN_BACKLOG)
+            listener.setblocking(False)
+        except OSError as exc:
+            listener.close()
+            self._placeholder, self._refusing = placeholder, True  # still refusing
+            raise ProxyStartError(
+                f"proxy {self.name} cannot listen again on {self._listen_sockaddr}: {exc}"
+            ) from exc
+        if placeholder is not None:
+            placeholder.close()  # the listener holds the port now
+        try:
+            server = await asyncio.start_server(self._accept, sock=listener, limit=_READ_CHUNK)
+        except BaseException:
+            listener.close()
+            raise
+        if self._closed:  # closed while the server started
+            server.close()
+            return
+        self._server = server
+
+    def _apply_stall(self, connection: _Connection) -> None:
+        transport = connection.client_transport
+        if transport.is_closing():
+            return
+        if self._stalled:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
+
     def _cancel(self, pending: _Pending, reason: str) -> None:
         if pending.timer is not None:
             pending.timer.cancel()
@@ -431,6 +675,8 @@ class ProxyCore:
 def _decision(action: Action) -> str:
     if isinstance(action, Delay):
         return f"delay {action.seconds}s"
+    if isinstance(action, Forge):
+        return f"forge {action.status.name}"
     return type(action).__name__.lower()
 
 

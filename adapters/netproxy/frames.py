@@ -15,6 +15,7 @@ say "the answer to the fence read" without naming a txnId.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -157,28 +158,17 @@ class FrameDescriber:
             self._v2_flags.setdefault(key, collections.deque()).append(info.flags)
         return info
 
-    def response(self, payload: bytes) -> FrameInfo:
-        try:
-            if self._protocol is Protocol.V3:
-                response: codec.AnyResponse = codec.decode_response(payload)
-            else:
-                response = v2.decode_response(payload)
-        except MalformedFrame as exc:
-            return FrameInfo(Direction.RESPONSE, Operation.UNDECODABLE, error=str(exc))
-        if isinstance(response, v3.Response):
-            info = _describe_v3_response(response)
+    def response(self, payload: bytes, *, protocol: Protocol | None = None) -> FrameInfo:
+        """Describe a response; ``protocol`` overrides the connection's (a forged answer is in
+        the protocol of the request it answers, whatever the connection spoke since)."""
+        info = describe_response(payload, self._protocol if protocol is None else protocol)
+        if not info.decoded or (info.protocol is Protocol.V2 and info.operation is Operation.AUTH):
+            return info
+        if info.protocol is Protocol.V3:
             flags = self._v3_flags.pop(info.txn_id, None) if info.txn_id is not None else None
-        elif isinstance(response, v2.V2AuthResponse):
-            return FrameInfo(Direction.RESPONSE, Operation.AUTH, Protocol.V2)
         else:
-            info = _describe_v2_response(response)
             flags = self._pop_v2_flags(info)
-        if flags:
-            info = FrameInfo(
-                info.direction, info.operation, info.protocol, info.ledger_id, info.entry_id,
-                flags, info.txn_id, info.status, info.error,
-            )  # fmt: skip
-        return info
+        return dataclasses.replace(info, flags=flags) if flags else info
 
     def _pop_v2_flags(self, info: FrameInfo) -> frozenset[FrameFlag] | None:
         if info.ledger_id is None or info.entry_id is None:
@@ -191,6 +181,23 @@ class FrameDescriber:
         if not queue:
             del self._v2_flags[key]
         return flags
+
+
+def describe_response(payload: bytes, protocol: Protocol) -> FrameInfo:
+    """A response's summary decoded as ``protocol``, without the flags of its request (which
+    only a :class:`FrameDescriber`, knowing the connection's requests, can add)."""
+    try:
+        if protocol is Protocol.V3:
+            response: codec.AnyResponse = codec.decode_response(payload)
+        else:
+            response = v2.decode_response(payload)
+    except MalformedFrame as exc:
+        return FrameInfo(Direction.RESPONSE, Operation.UNDECODABLE, error=str(exc))
+    if isinstance(response, v3.Response):
+        return _describe_v3_response(response)
+    if isinstance(response, v2.V2AuthResponse):
+        return FrameInfo(Direction.RESPONSE, Operation.AUTH, Protocol.V2)
+    return _describe_v2_response(response)
 
 
 def _describe_v3_request(request: v3.Request) -> FrameInfo:
@@ -275,4 +282,12 @@ def _describe_v2_response(response: v2.V2Response) -> FrameInfo:
     )  # fmt: skip
 
 
-__all__ = ["Direction", "FrameDescriber", "FrameFlag", "FrameInfo", "Operation", "Protocol"]
+__all__ = [
+    "Direction",
+    "FrameDescriber",
+    "FrameFlag",
+    "FrameInfo",
+    "Operation",
+    "Protocol",
+    "describe_response",
+]

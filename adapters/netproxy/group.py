@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE
+from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy.core import DEFAULT_CONNECT_TIMEOUT, ProxyCore
 from adapters.netproxy.errors import ProxyClosed, ProxyStartError, ProxyTimeout
 from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
@@ -315,6 +316,41 @@ class BookieProxy:
 
     def discard(self, frame_id: int) -> None:
         self.group._call(lambda: self.core.discard(frame_id))
+
+    def forge(self, frame_id: int, status: StatusCode) -> bool:
+        """Answer the client with ``status`` in place of a held frame (a held request never
+        reaches the bookie; a held response is replaced). False if its connection closed
+        meanwhile; :class:`NotHeld` if not held; :class:`InvalidPolicy` if it has no answer
+        to forge (undecodable, v2 AUTH) or ``status`` is EOK (the frame then stays held)."""
+        return self.group._call(lambda: self.core.forge(frame_id, status))
+
+    # connections
+    def reset_connections(self) -> int:
+        """Reset every client connection of this proxy now (an RST to the client and to the
+        bookie): the client's pending requests fail. Returns how many were reset."""
+        return self.group._call(self.core.reset_connections)
+
+    def refuse_connections(self, seconds: float | None = None) -> None:
+        """Refuse new connections (ECONNREFUSED) for ``seconds``, or until
+        :meth:`accept_connections` when None; open connections go on."""
+        self.group._call(lambda: self.core.refuse_connections(seconds))
+
+    def accept_connections(self) -> None:
+        """End a refusal now: listen again on the same port."""
+        self.group._run(self.core.accept_connections())
+
+    @property
+    def refusing(self) -> bool:
+        return self.group._call(lambda: self.core.refusing)
+
+    def stall(self, on: bool = True) -> None:
+        """Stop (``on``) or resume reading from the clients of this proxy, current and new: the
+        clients' send buffers fill and their channels become unwritable (backpressure)."""
+        self.group._call(lambda: self.core.stall(on))
+
+    @property
+    def stalled(self) -> bool:
+        return self.group._call(lambda: self.core.stalled)
 
     # log
     def frames(self, match: FrameMatch | None = None, *, since: int = 0) -> list[FrameRecord]:

@@ -27,10 +27,14 @@ class FrameRecord:
     at: float
     info: FrameInfo
     size: int
-    #: ``forward``, ``drop``, ``delay <s>s``, ``hold``, ``reorder`` or ``disconnect``.
+    #: ``forward``, ``drop``, ``delay <s>s``, ``hold``, ``reorder``, ``disconnect``,
+    #: ``forge <STATUS>``; ``forged`` for an answer the proxy made up (see ``forged_from``).
     decision: str
-    #: The rule that decided (None: no rule matched, forwarded).
+    #: The rule that decided (None: no rule matched, forwarded; or a call such as ``forge``).
     rule_id: int | None = None
+    #: A forged answer's: the frame it replaces (a response) or answers (a request). That frame
+    #: is logged undelivered (reason ``forged <STATUS>``); this one is what the client got.
+    forged_from: int | None = None
 
     def describe(self) -> str:
         return (
@@ -41,7 +45,11 @@ class FrameRecord:
 
 @dataclass(frozen=True, slots=True)
 class DeliveryRecord:
-    """What finally happened to a frame: sent (``delivered``) or not, and why not."""
+    """What finally happened to a frame: sent (``delivered``) or not, and why not.
+
+    Reasons: ``drop``, ``disconnect``, ``discarded``, ``connection closed``, ``proxy closed``,
+    ``forged <STATUS>`` (the client got a forged answer instead, logged as its own frame).
+    """
 
     frame_id: int
     at: float
@@ -91,10 +99,12 @@ class FrameLog:
         size: int,
         decision: str,
         rule_id: int | None,
+        *,
+        forged_from: int | None = None,
     ) -> FrameRecord:
         record = FrameRecord(
             next(self._frame_ids), proxy, connection_id, time.monotonic(), info, size, decision,
-            rule_id,
+            rule_id, forged_from,
         )  # fmt: skip
         self.frames.append(record)
         if self._waiters:

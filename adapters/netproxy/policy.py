@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy.errors import InvalidPolicy
 from adapters.netproxy.frames import Direction, FrameFlag, FrameInfo, Operation
 
@@ -138,7 +139,31 @@ class Disconnect:
     """Drop the frame and close its connection (both sides), like a bookie refusing input."""
 
 
-Action = Forward | Drop | Delay | Hold | Reorder | Disconnect
+@dataclass(frozen=True)
+class Forge:
+    """Answer the client with ``status`` instead of the bookie's answer.
+
+    On a request: the bookie never sees it; the proxy answers the client at once with the
+    error response a bookie sends for that request (same operation, txnId, ledger, entry and
+    protocol). On a response: the bookie did the work (stored the entry, fenced the ledger),
+    and the client is told ``status`` instead (apache/bookkeeper#3005: an entry on a bookie
+    whose client was told the add failed). See :mod:`adapters.netproxy.forge` for the shapes.
+
+    A Forge rule passes over frames that have no answer to forge (undecodable frames, v2
+    AUTH): later rules decide those. ``EOK`` is refused: a forged success would need what only
+    the bookie has (a read's entry body), and these are forged *error* answers.
+    """
+
+    status: StatusCode
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, StatusCode):
+            raise InvalidPolicy(f"Forge takes a StatusCode, not {self.status!r}")
+        if self.status is StatusCode.EOK:
+            raise InvalidPolicy("Forge forges error answers; EOK is not one")
+
+
+Action = Forward | Drop | Delay | Hold | Reorder | Disconnect | Forge
 
 
 @dataclass(frozen=True)
@@ -153,7 +178,9 @@ class Rule:
     times: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.action, Forward | Drop | Delay | Hold | Reorder | Disconnect):
+        if not isinstance(
+            self.action, Forward | Drop | Delay | Hold | Reorder | Disconnect | Forge
+        ):
             raise InvalidPolicy(f"unknown proxy action {self.action!r}")
         if self.times is not None and self.times < 1:
             raise InvalidPolicy(f"Rule.times must be >= 1 or None, got {self.times}")
@@ -167,6 +194,7 @@ __all__ = [
     "Delay",
     "Disconnect",
     "Drop",
+    "Forge",
     "Forward",
     "FrameMatch",
     "Hold",
