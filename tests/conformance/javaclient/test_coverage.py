@@ -1,0 +1,443 @@
+"""Coverage of the real client: JaCoCo's exec format read, merged and written in Python; its XML
+report read into units; what is new; the agent's flag; the tracker (fast, no JVM); the CLI's
+errors with a fake ``java``; and the real client of the default release under the agent,
+against real bookies (cluster)."""
+
+from __future__ import annotations
+
+import struct
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from adapters.installations.jacoco import JacocoInstallation
+from conformance.javaclient.coverage import (
+    ENSEMBLE_CHANGE,
+    ClassProbes,
+    ClientCoverage,
+    Counter,
+    CoverageError,
+    CoverageTracker,
+    ExecData,
+    NewCoverage,
+    SessionInfo,
+    UnitCoverage,
+    extract_classes,
+    is_tracked_class,
+    jvm_agent_flag,
+    merge_exec,
+    parse_report,
+    run_report,
+)
+
+LH = "org/apache/bookkeeper/client/LedgerHandle"
+PAO = "org/apache/bookkeeper/client/PendingAddOp"
+
+
+def header() -> bytes:
+    return bytes([0x01, 0xC0, 0xC0, 0x10, 0x07])
+
+
+# -- the exec format ----------------------------------------------------------------------------
+
+
+def test_exec_bytes_are_jacocos_format() -> None:
+    """Written by hand from JaCoCo's ExecutionDataWriter: header, session, class (id, name,
+    varint probe count, probes packed lowest bit first)."""
+    probes = (True, False, True, True, False, False, False, False, True)
+    data = ExecData(
+        (SessionInfo("vm-1", 5, 7),),
+        {0x1234: ClassProbes(0x1234, "a/B", probes), 9: ClassProbes(9, "a/C", (False,))},
+    )
+    expected = (
+        header()
+        + bytes([0x10, 0, 4]) + b"vm-1" + struct.pack(">qq", 5, 7)
+        + bytes([0x11]) + struct.pack(">q", 0x1234) + bytes([0, 3]) + b"a/B"
+        + bytes([9, 0b00001101, 0b00000001])
+    )  # fmt: skip
+    assert data.to_bytes() == expected  # a/C has no hits: left out, as JaCoCo does
+    parsed = ExecData.parse(expected)
+    assert parsed.sessions == data.sessions
+    assert parsed.classes == {0x1234: data.classes[0x1234]}
+
+
+def test_a_long_probe_array_has_a_multi_byte_count() -> None:
+    probes = tuple(i % 3 == 0 for i in range(300))
+    data = ExecData((), {1: ClassProbes(1, LH, probes)})
+    raw = data.to_bytes()
+    assert raw[len(header()) + 1 + 8 + 2 + len(LH) :][:2] == bytes([0xAC, 0x02])  # 300
+    assert ExecData.parse(raw) == data
+
+
+def test_dumps_one_after_another_merge() -> None:
+    first = ExecData((SessionInfo("s1", 1, 2),), {1: ClassProbes(1, LH, (True, False, False))})
+    second = ExecData(
+        (SessionInfo("s2", 3, 4),),
+        {1: ClassProbes(1, LH, (False, False, True)), 2: ClassProbes(2, PAO, (True,))},
+    )
+    # append=true writes dumps one after another, each with its header
+    both = ExecData.parse(first.to_bytes() + second.to_bytes())
+    assert [s.id for s in both.sessions] == ["s1", "s2"]
+    assert both.classes[1].probes == (True, False, True)
+    assert ExecData.parse(merge_exec(first.to_bytes(), second.to_bytes())) == both
+    assert first.merged(second) == both
+    assert both.hits() == 3
+    assert first.new_hits(second) == 2 and both.new_hits(second) == 0
+    # only the tracked classes count
+    other = ExecData((), {3: ClassProbes(3, "org/apache/bookkeeper/client/BookKeeper", (True,))})
+    assert first.new_hits(other) == 0 and other.hits() == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\x11garbage", "no exec header"),
+        (bytes([0x01, 0xCA, 0xFE, 0x10, 0x07]), "magic 0xcafe"),
+        (bytes([0x01, 0xC0, 0xC0, 0x10, 0x06]), "exec format 0x1006"),
+        (header() + bytes([0x10, 0, 9]) + b"vm", "ends in the middle"),
+        (header() + bytes([0x42]), "unknown block 0x42"),
+    ],
+)
+def test_bad_exec_data_is_a_clear_error(raw: bytes, message: str) -> None:
+    with pytest.raises(CoverageError, match=message):
+        ExecData.parse(raw)
+
+
+def test_disagreeing_data_of_one_class_is_refused() -> None:
+    one = ExecData((), {1: ClassProbes(1, LH, (True,))})
+    other = ExecData((), {1: ClassProbes(1, LH, (True, False))})
+    with pytest.raises(CoverageError, match="disagrees"):
+        one.merged(other)
+    with pytest.raises(CoverageError, match="disagrees"):
+        one.new_hits(other)
+
+
+def test_tracked_classes() -> None:
+    assert is_tracked_class(LH) and is_tracked_class(f"{LH}$3") and is_tracked_class(PAO)
+    assert is_tracked_class("org/apache/bookkeeper/client/EnsembleUtils")
+    assert not is_tracked_class(f"{LH}Adv")
+    assert not is_tracked_class("org/apache/bookkeeper/client/api/LedgerHandle")
+    assert not is_tracked_class("org/apache/bookkeeper/client/MetadataUpdateLoop")
+
+
+# -- the XML report -----------------------------------------------------------------------------
+
+
+def counters(lines: tuple[int, int], branches: tuple[int, int] | None = None) -> str:
+    """JaCoCo's counter elements (missed, covered); none for a zero total, as JaCoCo writes."""
+    found = f'<counter type="INSTRUCTION" missed="9" covered="9"/><counter type="LINE" missed="{lines[0]}" covered="{lines[1]}"/>'  # noqa: E501
+    if branches is not None:
+        found = f'<counter type="BRANCH" missed="{branches[0]}" covered="{branches[1]}"/>' + found
+    return found
+
+
+def method(name: str, lines: tuple[int, int], branches: tuple[int, int] | None = None) -> str:
+    return f'<method name="{name}" desc="()V" line="1">{counters(lines, branches)}</method>'
+
+
+REPORT = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd">
+<report name="bkconform"><sessioninfo id="vm-1" start="1" dump="2"/>
+<package name="org/apache/bookkeeper/client">
+  <class name="{LH}" sourcefilename="LedgerHandle.java">
+    {method("addEntry", (1, 9), (2, 2))}
+    {method("handleBookieFailure", (10, 2), (4, 0))}
+    {method("lambda$handleBookieFailure$8", (1, 0))}
+    {method("ensembleChangeLoop", (5, 0), (2, 0))}
+    {method("lambda$ensembleChangeLoop$11", (7, 0), (6, 0))}
+    {method("handleBookieFailureNot", (100, 100))}
+    {counters((24, 111), (14, 2))}
+  </class>
+  <class name="{LH}$3" sourcefilename="LedgerHandle.java">
+    {method("run", (1, 1))}
+  </class>
+  <class name="{PAO}" sourcefilename="PendingAddOp.java">
+    {method("unsetSuccessAndSendWriteRequest", (6, 0), (4, 0))}
+    {method("initiate", (0, 8), (1, 3))}
+  </class>
+  <class name="org/apache/bookkeeper/client/EnsembleUtils" sourcefilename="EnsembleUtils.java">
+    {method("replaceBookiesInEnsemble", (30, 0), (16, 0))}
+  </class>
+  <sourcefile name="LedgerHandle.java"><line nr="1" mi="0" ci="3" mb="0" cb="0"/>
+    {counters((700, 130), (290, 30))}</sourcefile>
+  <sourcefile name="PendingAddOp.java">{counters((90, 110), (60, 28))}</sourcefile>
+  <sourcefile name="EnsembleUtils.java">{counters((34, 0), (16, 0))}</sourcefile>
+  <sourcefile name="ReadLastConfirmedOp.java">{counters((56, 0))}</sourcefile>
+</package>
+<package name="org/apache/bookkeeper/client/api">
+  <sourcefile name="LedgerHandle.java">{counters((1000, 1000), (1000, 1000))}</sourcefile>
+</package>
+</report>"""
+
+
+def test_the_report_is_read_into_units() -> None:
+    found = parse_report(REPORT)
+    assert found.unit("LedgerHandle") == UnitCoverage(
+        "LedgerHandle", Counter(130, 700), Counter(30, 290)
+    )
+    assert found.unit("PendingAddOp") == UnitCoverage(
+        "PendingAddOp", Counter(110, 90), Counter(28, 60)
+    )
+    # No branches in the report: an empty counter. A file the release lacks: empty counters.
+    assert found.unit("ReadLastConfirmedOp").branches == Counter()
+    assert found.unit("LedgerRecoveryOp") == UnitCoverage("LedgerRecoveryOp")
+    assert found.unit("LedgerRecoveryOp").lines.ratio is None
+    # The ensemble change: EnsembleUtils.java whole, and its methods of LedgerHandle and
+    # PendingAddOp (lambdas by prefix; another method whose name only starts alike is out).
+    ensemble = found.unit(ENSEMBLE_CHANGE.name)
+    assert ensemble.lines == Counter(0 + 2 + 0 + 0 + 0 + 0, 34 + 10 + 1 + 5 + 7 + 6)
+    assert ensemble.branches == Counter(0, 16 + 4 + 2 + 6 + 4)
+    # The total counts each line of the tracked files once (the other package's is out).
+    assert found.total == UnitCoverage("total", Counter(240, 880), Counter(58, 366))
+    assert found.total.lines.ratio == pytest.approx(240 / 1120)
+    with pytest.raises(KeyError):
+        found.unit("BookKeeper")
+
+
+def test_an_unreadable_report_is_a_clear_error() -> None:
+    with pytest.raises(CoverageError, match="does not parse"):
+        parse_report("<report>")
+
+
+def test_coverage_round_trips_through_its_dict_and_prints_a_table() -> None:
+    found = parse_report(REPORT)
+    data = found.as_dict()
+    assert data["units"]["LedgerHandle"] == {
+        "lines": {"covered": 130, "missed": 700},
+        "branches": {"covered": 30, "missed": 290},
+    }
+    assert ClientCoverage.from_dict(data) == found
+    table = found.table().splitlines()
+    assert table[1].split() == ["LedgerHandle", "130/830", "15.7%", "30/320", "9.4%"]
+    assert table[3].split()[-2:] == ["0/0", "-"]
+    assert table[-1].startswith("total")
+
+
+def test_new_coverage_is_the_growth_of_the_merged_counters() -> None:
+    before = parse_report(REPORT)
+    more = ClientCoverage(
+        tuple(
+            UnitCoverage(u.name, Counter(u.lines.covered + 2, u.lines.missed - 2), u.branches)
+            if u.name == "PendingAddOp"
+            else u
+            for u in before.units
+        ),
+        UnitCoverage("total", Counter(242, 878), Counter(59, 365)),
+    )
+    new = more.new_since(before)
+    assert (new.lines, new.branches, new.score) == (2, 1, 3.0)
+    assert new.units["PendingAddOp"] == (2, 0) and new.units["LedgerHandle"] == (0, 0)
+    first = before.new_since(None)
+    assert (first.lines, first.branches) == (240, 58)
+    assert NewCoverage().score == 0.0
+    assert new.as_dict()["units"]["PendingAddOp"] == [2, 0]
+
+
+# -- the agent's flag, the class files ----------------------------------------------------------
+
+
+@pytest.fixture
+def fake_jacoco(tmp_path: Path) -> JacocoInstallation:
+    install = JacocoInstallation("0.8.15", tmp_path / "jacoco", "t")
+    install.home.mkdir()
+    install.agent_jar.write_bytes(b"PK")
+    install.cli_jar.write_bytes(b"PK")
+    return install
+
+
+def test_the_agent_flag(fake_jacoco: JacocoInstallation, tmp_path: Path) -> None:
+    agent = fake_jacoco.agent_jar
+    assert jvm_agent_flag(fake_jacoco) == (
+        f"-javaagent:{agent}=includes=org.apache.bookkeeper.client.*,output=none"
+    )
+    dest = tmp_path / "run" / "jacoco.exec"
+    assert jvm_agent_flag(fake_jacoco, dest, includes="a.*") == (
+        f"-javaagent:{agent}=includes=a.*,destfile={dest},output=file,append=true,dumponexit=true"
+    )
+    with pytest.raises(CoverageError, match="cannot take a destfile"):
+        jvm_agent_flag(fake_jacoco, tmp_path / "a,b.exec")
+    agent.unlink()
+    with pytest.raises(CoverageError, match="is missing"):
+        jvm_agent_flag(fake_jacoco)
+
+
+def test_the_tracked_class_files_are_extracted(tmp_path: Path) -> None:
+    jar = tmp_path / "server.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        for name in [f"{LH}.class", f"{LH}$1.class", f"{LH}Adv.class", f"{PAO}.class", "x.txt"]:
+            archive.writestr(name, b"\xca\xfe")
+    out = extract_classes(jar, tmp_path / "classes")
+    found = sorted(str(p.relative_to(out)) for p in out.rglob("*.class"))
+    assert found == [f"{LH}$1.class", f"{LH}.class", f"{PAO}.class"]
+    with pytest.raises(CoverageError, match="cannot read the class files"):
+        extract_classes(tmp_path / "x.txt", tmp_path / "none")
+
+
+# -- the CLI's errors (a fake java) -------------------------------------------------------------
+
+FAKE_JAVA = """\
+#!{python}
+import os, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+mode = os.environ["FAKE_JAVA_MODE"]
+if mode == "hang":
+    time.sleep(60)
+if mode == "fail":
+    print("Exception in thread main java.io.FileNotFoundException: x.exec", file=sys.stderr)
+    sys.exit(1)
+if mode == "mismatch":
+    print("[WARN] Execution data for class", {lh!r}, "does not match.")
+if mode != "no-xml":
+    Path(args[args.index("--xml") + 1]).write_text({report!r})
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("fail", r"CLI failed \(exit 1\):\nException in thread main"),
+        ("mismatch", "not the ones the client's JVM ran .*LedgerHandle differ"),
+        ("no-xml", "wrote no XML report"),
+        ("hang", r"did not finish within 1s \(killed\)"),
+    ],
+)
+def test_the_cli_s_failures_are_clear(
+    fake_jacoco: JacocoInstallation,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    message: str,
+) -> None:
+    java = tmp_path / "java"
+    java.write_text(FAKE_JAVA.format(python=sys.executable, report=REPORT, lh=LH))
+    java.chmod(0o755)
+    monkeypatch.setenv("FAKE_JAVA_MODE", mode)
+    with pytest.raises(CoverageError, match=message):
+        run_report(
+            tmp_path / "a.exec", tmp_path, tmp_path / "r.xml", fake_jacoco, java=str(java),
+            timeout=1.0,
+        )  # fmt: skip
+
+
+def test_the_cli_s_report_is_returned(
+    fake_jacoco: JacocoInstallation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = tmp_path / "java"
+    java.write_text(FAKE_JAVA.format(python=sys.executable, report=REPORT, lh=LH))
+    java.chmod(0o755)
+    monkeypatch.setenv("FAKE_JAVA_MODE", "ok")
+    xml = run_report(tmp_path / "a.exec", tmp_path, tmp_path / "r.xml", fake_jacoco, java=str(java))
+    assert parse_report(xml) == parse_report(REPORT)
+
+
+# -- the tracker --------------------------------------------------------------------------------
+
+
+def test_the_tracker_measures_only_when_a_tracked_probe_is_new(
+    fake_jacoco: JacocoInstallation, tmp_path: Path
+) -> None:
+    """The measure here counts a tracked class's hit probes as its lines (one line a probe)."""
+    measured: list[ExecData] = []
+
+    def measure(raw: bytes) -> ClientCoverage:
+        data = ExecData.parse(raw)
+        measured.append(data)
+        hits = data.hits()
+        unit = UnitCoverage("LedgerHandle", Counter(hits, 10 - hits))
+        return ClientCoverage((unit,), UnitCoverage("total", unit.lines))
+
+    tracker = CoverageTracker(fake_jacoco, tmp_path, work_dir=tmp_path / "w", measure=measure)
+    untracked = ClassProbes(7, "org/apache/bookkeeper/client/BookKeeper", (True,))
+
+    def example(*probes: bool) -> bytes:
+        return ExecData((), {1: ClassProbes(1, LH, probes), 7: untracked}).to_bytes()
+
+    first = tracker.add(example(True, False, False))
+    assert (first.lines, first.probes, first.units) == (1, 1, {"LedgerHandle": (1, 0)})
+    assert tracker.add(example(True, False, False)) == NewCoverage()  # nothing new: not measured
+    assert len(measured) == 1
+    third = tracker.add(example(False, True, True))
+    assert (third.lines, third.probes, third.score) == (2, 2, 2.0)
+    assert len(measured) == 2 and tracker.examples == 3
+    assert tracker.total.total.lines == Counter(3, 7) and len(measured) == 2  # cached
+    assert ExecData.parse(tracker.exec_bytes).classes[1].probes == (True, True, True)
+
+
+def test_the_tracker_measures_what_came_before_once(
+    fake_jacoco: JacocoInstallation, tmp_path: Path
+) -> None:
+    """Data added without new tracked probes is measured when a later example needs a
+    'before'."""
+    calls: list[int] = []
+
+    def measure(raw: bytes) -> ClientCoverage:
+        hits = ExecData.parse(raw).hits()
+        calls.append(hits)
+        unit = UnitCoverage("LedgerHandle", Counter(hits, 0))
+        return ClientCoverage((unit,), unit)
+
+    tracker = CoverageTracker(fake_jacoco, tmp_path, work_dir=tmp_path / "w", measure=measure)
+    other = ExecData((), {7: ClassProbes(7, "org/apache/bookkeeper/client/BookKeeper", (True,))})
+    assert tracker.add(other.to_bytes()) == NewCoverage()
+    new = tracker.add(ExecData((), {1: ClassProbes(1, LH, (True,))}).to_bytes())
+    assert calls == [0, 1] and new.lines == 1
+
+
+# -- the real client ----------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+def test_the_real_client_s_coverage(tmp_path: Path, bookkeeper_home: Path) -> None:
+    """The default release's client in a JVM with JaCoCo's agent, against three real bookies:
+    create a ledger, add an entry, close it; the dump covers LedgerHandle and PendingAddOp, not
+    the recovery; a second such example adds less; the CLI reads the Python merge."""
+    from adapters.cluster import LocalCluster, LocalClusterOptions
+    from adapters.installations.jacoco import install
+    from adapters.javaclient import (
+        BookKeeperJavaClient,
+        ClientOptions,
+        JavaDigestType,
+        JvmGateway,
+        JvmOptions,
+    )
+    from conformance.javaclient.coverage import coverage_of, dump, reset, server_jar
+
+    jacoco = install()
+    jar = server_jar(bookkeeper_home)
+    tracker = CoverageTracker(jacoco, jar, work_dir=tmp_path / "coverage")
+    options = LocalClusterOptions(
+        bookies=3, work_dir=tmp_path / "cluster", bookkeeper_home=bookkeeper_home
+    )
+    jvm = JvmOptions(log_path=tmp_path / "jvm.log", extra_flags=[jvm_agent_flag(jacoco)])
+    dumps = []
+    with LocalCluster(options) as cluster:
+        client_options = ClientOptions(cluster.endpoints().metadata_service_uri)
+        with BookKeeperJavaClient.launch(
+            client_options, bookkeeper_home=bookkeeper_home, jvm_options=jvm
+        ) as client:
+            reset(client.gateway)
+            for _ in range(2):
+                ledger = client.create_ledger(3, 3, 2, JavaDigestType.CRC32, b"pw")
+                assert ledger.add_entry(b"e0") == 0
+                ledger.close()
+                dumps.append(dump(client.gateway))
+    first, second = (tracker.add(data) for data in dumps)
+    alone = coverage_of(dumps[0], jar, jacoco)
+    for name in ("LedgerHandle", "PendingAddOp"):
+        assert alone.unit(name).lines.covered > 0 and alone.unit(name).branches.covered > 0
+    assert alone.unit("LedgerRecoveryOp").lines.covered == 0
+    assert alone.unit("LedgerRecoveryOp").lines.total > 0
+    assert first.lines == alone.total.lines.covered and first.probes > 0
+    assert second.lines < first.lines
+    assert tracker.total == coverage_of(merge_exec(*dumps), jar, jacoco)
+    print(f"\none create/add/close on {bookkeeper_home.name}:\n{alone.table()}")
+
+    # A JVM without the agent says so.
+    with (
+        JvmGateway(JvmOptions(log_path=tmp_path / "plain.log")) as plain,
+        pytest.raises(CoverageError, match="without the JaCoCo agent"),
+    ):
+        dump(plain)
