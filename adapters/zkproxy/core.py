@@ -1,0 +1,503 @@
+"""The asyncio proxy between ZooKeeper clients and one ZooKeeper server: listen, forward
+packet by packet, hold requests by rule, log, expire sessions, reset connections.
+
+Every method here runs on the proxy's event loop (not thread-safe); :mod:`.proxy` runs the
+core on a background loop and gives synchronous code a thread-safe facade with bounded waits.
+
+Unlike the bookie proxy (``adapters.netproxy``), a held request holds its connection: the
+ZooKeeper server answers a connection's requests in the order it receives them and both the
+Java client and kazoo check that replies come in the order they asked (a reply out of order
+is a protocol error that costs the connection). So a connection's client-to-server stream is
+a queue: while its head is held, later requests wait behind it, logged ``behind #n``, and go
+out in arrival order once it is released. Pings are the exception (see
+:class:`~adapters.zkproxy.rules.Hold`). Server-to-client packets are never held. The forwarded
+bytes are the original packets', never re-encoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adapters.zkproxy.codes import Op
+from adapters.zkproxy.conversation import Conversation
+from adapters.zkproxy.errors import (
+    InvalidRule,
+    MalformedPacket,
+    NoSession,
+    NotHeld,
+    ZkProxyClosed,
+    ZkProxyStartError,
+)
+from adapters.zkproxy.expiry import close_session
+from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE, PacketSplitter, frame
+from adapters.zkproxy.log import (
+    ConnectionRecord,
+    DeliveryRecord,
+    ExpiryRecord,
+    PacketLog,
+    PacketRecord,
+    SessionRecord,
+)
+from adapters.zkproxy.packets import ConnectResponse, Direction, PacketInfo
+from adapters.zkproxy.rules import Hold, Rule
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+_READ_CHUNK = 256 * 1024
+_HIGH_WATER = 4 * 1024 * 1024
+_DRAIN_TIMEOUT = 10.0
+
+
+@dataclass(eq=False)
+class _Pending:
+    """A client packet not sent yet: held, or queued behind a held one."""
+
+    record: PacketRecord
+    raw: bytes
+    connection: _Connection
+    #: The hold keeping it (None: released, or never held and only queued).
+    hold: Hold | None = None
+    timer: asyncio.TimerHandle | None = None
+
+    @property
+    def is_ping(self) -> bool:
+        return self.record.info.op is Op.PING
+
+    def cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class _Connection:
+    """One client connection, its upstream connection to the server, and its send queue."""
+
+    def __init__(self, connection_id: int, client: asyncio.StreamWriter, peer: str) -> None:
+        self.id = connection_id
+        self.client = client
+        self.upstream: asyncio.StreamWriter | None = None
+        self.conversation = Conversation()
+        self.record = ConnectionRecord(connection_id, peer, time.monotonic())
+        #: Client packets not sent yet, in arrival order; when not empty its head is held.
+        self.queue: collections.deque[_Pending] = collections.deque()
+        self.closed = False
+
+    @property
+    def session_ids(self) -> set[int]:
+        """The session it was granted, or asked to resume before its answer came."""
+        found = set()
+        if self.record.session_id:
+            found.add(self.record.session_id)
+        request = self.conversation.connect_request
+        if request is not None and request.session_id:
+            found.add(request.session_id)
+        return found
+
+
+@dataclass
+class _LiveRule:
+    rule_id: int
+    rule: Rule
+    remaining: int | None
+
+
+class ZkProxyCore:
+    """A TCP proxy in front of one ZooKeeper server, on the running event loop.
+
+    ::
+
+        core = ZkProxyCore("127.0.0.1", 2181, PacketLog())
+        await core.start()          # listens on 127.0.0.1:<free port> (core.port)
+        core.add_rule(Rule(ZkMatch.request(Op.SET_DATA, path="/ledgers/00/0000/L0000000007")))
+        ...
+        await core.close()
+    """
+
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        packet_log: PacketLog,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+        max_packet_size: int = DEFAULT_MAX_PACKET_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.target_host = target_host
+        self.target_port = target_port
+        self.listen_host = listen_host
+        self.max_packet_size = max_packet_size
+        self.connect_timeout = connect_timeout
+        self.log = packet_log
+        self._listen_port = listen_port
+        self._server: asyncio.Server | None = None
+        self._connections: dict[int, _Connection] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._rules: list[_LiveRule] = []
+        self._rule_ids = itertools.count(1)
+        self._held: dict[int, _Pending] = {}
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None or not self._server.sockets:
+            raise ZkProxyClosed("the ZooKeeper proxy is not listening")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        if self._server is not None or self._closed:
+            raise ZkProxyStartError("the ZooKeeper proxy was already started")
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, self.listen_host, self._listen_port, limit=_READ_CHUNK
+            )
+        except OSError as exc:
+            raise ZkProxyStartError(
+                f"cannot listen on {self.listen_host}:{self._listen_port}: {exc}"
+            ) from exc
+
+    async def close(self) -> None:
+        """Stop listening, close every connection, cancel timers; held requests are not sent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections.values()):
+            self._close_connection(connection, None, lost="proxy closed")
+        self._rules.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2.0):
+                    await self._server.wait_closed()
+
+    @property
+    def open_connections(self) -> int:
+        return sum(1 for c in self._connections.values() if not c.closed)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ZkProxyClosed("the ZooKeeper proxy is closed")
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def add_rule(self, rule: Rule) -> int:
+        """Install ``rule`` after the existing ones; returns its id (for :meth:`remove_rule`)."""
+        if not isinstance(rule, Rule):
+            raise InvalidRule(f"add_rule takes a Rule, not {rule!r}")
+        self._check_open()
+        rule_id = next(self._rule_ids)
+        self._rules.append(_LiveRule(rule_id, rule, rule.times))
+        return rule_id
+
+    def remove_rule(self, rule_id: int) -> bool:
+        """Remove a rule (requests it holds stay held); False if there is no such rule."""
+        for index, live in enumerate(self._rules):
+            if live.rule_id == rule_id:
+                del self._rules[index]
+                return True
+        return False
+
+    def clear_rules(self) -> None:
+        self._rules.clear()
+
+    def rules(self) -> list[tuple[int, Rule, int | None]]:
+        """``(rule id, rule, requests it still applies to)`` for each live rule, in order."""
+        return [(live.rule_id, live.rule, live.remaining) for live in self._rules]
+
+    def _match(self, info: PacketInfo) -> _LiveRule | None:
+        for index, live in enumerate(self._rules):
+            if live.rule.match.matches(info):
+                if live.remaining is not None:
+                    live.remaining -= 1
+                    if live.remaining == 0:
+                        del self._rules[index]
+                return live
+        return None
+
+    # -- held requests ----------------------------------------------------------------------
+
+    def held(self) -> list[PacketRecord]:
+        """The requests held now, oldest first (not those only queued behind them)."""
+        return [pending.record for pending in self._held.values()]
+
+    def queued(self) -> list[PacketRecord]:
+        """Every client packet not sent yet, held or waiting behind a held one, per
+        connection in arrival order."""
+        return [p.record for c in self._connections.values() for p in c.queue]
+
+    def release(self, record_id: int) -> list[int]:
+        """Release a held request. Returns the record ids this sent, in order: the request
+        and the ones queued behind it, up to the next held one; empty if an earlier request
+        of its connection is still held (it goes out when that one does).
+
+        :raises NotHeld: the proxy holds no such request (released already, never held, or
+            lost with its connection).
+        """
+        pending = self._held.pop(record_id, None)
+        if pending is None:
+            raise NotHeld(f"the proxy holds no request #{record_id}")
+        pending.cancel_timer()
+        pending.hold = None
+        return self._flush(pending.connection)
+
+    def release_all(self) -> list[int]:
+        """Release every held request, oldest first; returns their record ids."""
+        released = list(self._held)
+        for record_id in released:
+            if record_id in self._held:
+                self.release(record_id)
+        return released
+
+    def _release_if_held(self, record_id: int) -> None:
+        if record_id in self._held:
+            self.release(record_id)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def session(self, session_id: int | None = None) -> SessionRecord | None:
+        """The latest session the server granted through the proxy (with ``session_id``)."""
+        for record in reversed(self.log.sessions):
+            if session_id is None or record.session_id == session_id:
+                return record
+        return None
+
+    async def expire(self, session_id: int | None = None, *, timeout: float) -> ExpiryRecord:
+        """Expire a session (the latest one by default) on the server, then close the client
+        connections on it, so the client learns the expiry when it reconnects.
+
+        :raises NoSession: the proxy saw no such session granted.
+        """
+        self._check_open()
+        session = self.session(session_id)
+        if session is None:
+            which = "any session" if session_id is None else f"session 0x{session_id:x}"
+            raise NoSession(f"the proxy has not seen the server grant {which}")
+        started = time.monotonic()
+        outcome = await close_session(self.target_host, self.target_port, session, timeout=timeout)
+        closed = self._close_connections(
+            lambda c: session.session_id in c.session_ids,
+            f"session 0x{session.session_id:x} expired by the proxy",
+        )
+        record = ExpiryRecord(session.session_id, started, time.monotonic(), outcome, tuple(closed))
+        self.log.add_expiry(record)
+        return record
+
+    def reset_connections(self) -> list[int]:
+        """Close every open client connection now (both sides): a disconnect, not an
+        expiry; the client reconnects and resumes its session. Returns their ids."""
+        return self._close_connections(lambda c: True, "reset by the proxy")
+
+    def _close_connections(self, which: Callable[[_Connection], bool], error: str) -> list[int]:
+        chosen = [c for c in self._connections.values() if not c.closed and which(c)]
+        for connection in chosen:
+            self._close_connection(connection, error)
+        return [c.id for c in chosen]
+
+    # -- connections ------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        connection = _Connection(self.log.next_connection_id(), writer, f"{peer[0]}:{peer[1]}")
+        self._connections[connection.id] = connection
+        self.log.add_connection(connection.record)
+        try:
+            if self._closed:
+                self._close_connection(connection, "proxy closed")
+                return
+            try:
+                async with asyncio.timeout(self.connect_timeout):
+                    up_reader, connection.upstream = await asyncio.open_connection(
+                        self.target_host, self.target_port, limit=_READ_CHUNK
+                    )
+            except (OSError, TimeoutError) as exc:
+                detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+                self._close_connection(
+                    connection,
+                    f"cannot reach ZooKeeper {self.target_host}:{self.target_port}: {detail}",
+                )
+                return
+            await asyncio.gather(
+                self._pump(connection, Direction.REQUEST, reader),
+                self._pump(connection, Direction.REPLY, up_reader),
+            )
+        finally:
+            self._close_connection(connection, None)
+            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
+            self._tasks.discard(task)
+
+    async def _pump(
+        self, connection: _Connection, direction: Direction, reader: asyncio.StreamReader
+    ) -> None:
+        splitter = PacketSplitter(self.max_packet_size)
+        source = "client" if direction is Direction.REQUEST else "server"
+        try:
+            while not connection.closed:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    self._close_connection(connection, None)
+                    return
+                try:
+                    payloads = splitter.feed(data)
+                except MalformedPacket as exc:
+                    log.warning("zkproxy conn %d: %s", connection.id, exc)
+                    self._close_connection(connection, f"malformed packet from the {source}: {exc}")
+                    return
+                for payload in payloads:
+                    if connection.closed:
+                        return
+                    if direction is Direction.REQUEST:
+                        self._on_request(connection, payload)
+                    else:
+                        self._on_reply(connection, payload)
+                writer = connection.client if direction is Direction.REPLY else connection.upstream
+                if writer is not None and writer.transport.get_write_buffer_size() > _HIGH_WATER:
+                    async with asyncio.timeout(_DRAIN_TIMEOUT):
+                        await writer.drain()
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            self._close_connection(connection, f"{source} side failed: {exc!r}")
+
+    def _close_connection(
+        self, connection: _Connection, error: str | None, *, lost: str = "connection closed"
+    ) -> None:
+        """Close both sides; the requests it still queues are logged as never delivered."""
+        if connection.closed:
+            return
+        connection.closed = True
+        connection.record.closed_at = time.monotonic()
+        if error is not None and connection.record.error is None:
+            connection.record.error = error
+        now = time.monotonic()
+        for pending in connection.queue:
+            pending.cancel_timer()
+            self._held.pop(pending.record.record_id, None)
+            self.log.add_delivery(DeliveryRecord(pending.record.record_id, now, False, lost))
+        connection.queue.clear()
+        for writer in (connection.client, connection.upstream):
+            if writer is not None:
+                writer.close()
+
+    # -- packets ----------------------------------------------------------------------------
+
+    def _on_request(self, connection: _Connection, payload: bytes) -> None:
+        info = connection.conversation.request(payload)
+        live = self._match(info)
+        head = connection.queue[0] if connection.queue else None
+        behind = None if head is None else head.record.record_id
+        overtake = False
+        if live is not None:
+            decision = "hold"
+        elif head is not None:
+            overtake = info.op is Op.PING and _ping_wait(head) == 0
+            decision = f"overtake #{behind}" if overtake else f"behind #{behind}"
+        else:
+            decision = "forward"
+        record = self.log.add_packet(
+            connection.id, info, len(payload), decision,
+            rule_id=None if live is None else live.rule_id, behind=behind,
+        )  # fmt: skip
+        connection.conversation.awaiting_reply(info, record.record_id)
+        pending = _Pending(record, frame(payload), connection)
+        if live is None and (head is None or overtake):
+            self._send(pending)
+            return
+        connection.queue.append(pending)
+        if live is not None:
+            pending.hold = live.rule.hold
+            self._held[record.record_id] = pending
+            if pending.hold.release_after is not None:
+                pending.timer = asyncio.get_running_loop().call_later(
+                    pending.hold.release_after, self._release_if_held, record.record_id
+                )
+        self._schedule_pings(connection)
+
+    def _on_reply(self, connection: _Connection, payload: bytes) -> None:
+        info, answers = connection.conversation.reply(payload)
+        if isinstance(info.connect, ConnectResponse):
+            granted = info.connect
+            connection.record.session_id = granted.session_id
+            if not granted.expired:
+                session = SessionRecord(
+                    granted.session_id, granted.passwd, granted.timeout_ms,
+                    connection.id, time.monotonic(), granted.read_only,
+                )  # fmt: skip
+                self.log.add_session(session)
+        self.log.add_packet(connection.id, info, len(payload), "forward", answers=answers)
+        connection.client.write(frame(payload))
+
+    def _send(self, pending: _Pending, note: str | None = None) -> bool:
+        connection = pending.connection
+        writer = connection.upstream
+        now = time.monotonic()
+        record_id = pending.record.record_id
+        if connection.closed or writer is None or writer.is_closing():
+            self.log.add_delivery(DeliveryRecord(record_id, now, False, "connection closed"))
+            return False
+        writer.write(pending.raw)
+        self.log.add_delivery(DeliveryRecord(record_id, now, True, note))
+        return True
+
+    def _flush(self, connection: _Connection) -> list[int]:
+        """Send the queue's head while it is not held; returns the record ids sent."""
+        sent = []
+        while connection.queue and connection.queue[0].hold is None:
+            pending = connection.queue.popleft()
+            pending.cancel_timer()
+            if self._send(pending):
+                sent.append(pending.record.record_id)
+        self._schedule_pings(connection)
+        return sent
+
+    def _schedule_pings(self, connection: _Connection) -> None:
+        """Give each queued ping its deadline under the hold now at the head: ``ping_wait``
+        seconds after the ping arrived, it overtakes."""
+        if not connection.queue or connection.closed:
+            return
+        head = connection.queue[0]
+        wait = _ping_wait(head)
+        if wait is None:
+            return
+        loop = asyncio.get_running_loop()
+        for pending in list(connection.queue):
+            if pending.is_ping and pending.hold is None and pending.timer is None:
+                delay = max(0.0, pending.record.at + wait - time.monotonic())
+                pending.timer = loop.call_later(delay, self._overtake, pending)
+
+    def _overtake(self, pending: _Pending) -> None:
+        pending.timer = None
+        connection = pending.connection
+        if connection.closed or pending not in connection.queue or not connection.queue:
+            return
+        head = connection.queue[0]
+        if head is pending:
+            return
+        connection.queue.remove(pending)
+        self._send(pending, f"overtook #{head.record.record_id}")
+
+
+def _ping_wait(head: _Pending) -> float | None:
+    """How long a ping may wait behind ``head`` (a held request, by the queue's invariant)."""
+    return 0.0 if head.hold is None else head.hold.ping_wait
+
+
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "ZkProxyCore"]

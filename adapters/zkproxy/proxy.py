@@ -1,0 +1,370 @@
+"""The ZooKeeper proxy on a background event loop, driven from synchronous code with bounded
+waits.
+
+::
+
+    with ZooKeeperProxy("127.0.0.1", 2181) as zk_proxy:
+        uri = zk_proxy.proxied_uri("zk+hierarchical://127.0.0.1:2181/ledgers")
+        # -> "zk+hierarchical://127.0.0.1:<zk_proxy.port>/ledgers": give it to the client
+        rule = zk_proxy.add_rule(ZkMatch.request(Op.SET_DATA, path=ledger_znode))
+        write = zk_proxy.wait_for(ZkMatch.request(Op.SET_DATA, path=ledger_znode), timeout=10)
+        ...                                 # the client's metadata write is held here
+        zk_proxy.release(write.record_id)
+        zk_proxy.expire_session()           # the client's session, as the proxy saw it granted
+    # every socket, timer, task and the loop thread are gone here
+
+Every call crosses to the loop thread and waits at most ``call_timeout`` seconds (waits for
+packets and expiries take their own timeout); nothing here blocks forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any, TypeVar
+
+from adapters.zkproxy.core import DEFAULT_CONNECT_TIMEOUT, ZkProxyCore
+from adapters.zkproxy.errors import ZkProxyClosed, ZkProxyStartError, ZkProxyTimeout
+from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE
+from adapters.zkproxy.log import (
+    ConnectionRecord,
+    DeliveryRecord,
+    ExpiryRecord,
+    PacketLog,
+    PacketRecord,
+    SessionRecord,
+)
+from adapters.zkproxy.rules import Hold, Rule, ZkMatch
+from adapters.zookeeper.uri import MetadataServiceUri, parse_metadata_service_uri
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_CALL_TIMEOUT = 10.0
+DEFAULT_EXPIRY_TIMEOUT = 10.0
+_START_TIMEOUT = 10.0
+
+
+class ZooKeeperProxy:
+    """A proxy in front of one ZooKeeper server for one client, on its own loop thread.
+
+    Thread-safe: every method may be called from any thread (each runs on the loop thread).
+    Use it in a ``with`` block, or :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        target_host: str,
+        target_port: int,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_packet_size: int = DEFAULT_MAX_PACKET_SIZE,
+    ) -> None:
+        self.target = (target_host, target_port)
+        self.host = listen_host
+        self.call_timeout = call_timeout
+        self._listen_port = listen_port
+        self._connect_timeout = connect_timeout
+        self._max_packet_size = max_packet_size
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._core: ZkProxyCore | None = None
+        self._port: int | None = None
+        self._closed = False
+        self._leftover_tasks: list[str] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> ZooKeeperProxy:
+        """Start the loop thread and listen; the proxy is usable when this returns."""
+        if self._thread is not None or self._closed:
+            raise ZkProxyStartError("a ZooKeeperProxy starts once; create a new one")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="zkproxy-loop", daemon=True)
+        self._thread.start()
+        try:
+            if not ready.wait(_START_TIMEOUT):
+                raise ZkProxyStartError(f"the proxy loop did not start within {_START_TIMEOUT}s")
+            # Built here, used only on the loop thread from now on (nothing in it binds to a
+            # loop before start()).
+            self._core = ZkProxyCore(
+                *self.target, PacketLog(),
+                listen_host=self.host, listen_port=self._listen_port,
+                max_packet_size=self._max_packet_size, connect_timeout=self._connect_timeout,
+            )  # fmt: skip
+            self._run(self._core.start())
+            core = self._core
+            self._port = self._call(lambda: core.port)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __enter__(self) -> ZooKeeperProxy:
+        return self.start() if self._thread is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self, timeout: float = DEFAULT_CALL_TIMEOUT) -> None:
+        """Close every connection (held requests are not sent: they are logged undelivered),
+        stop the loop and join its thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            try:
+                self._leftover_tasks = future.result(timeout)
+            except concurrent.futures.TimeoutError:
+                log.error(
+                    "the ZooKeeper proxy did not close within %ss; stopping its loop", timeout
+                )
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout)
+            if not thread.is_alive():
+                loop.close()
+            else:
+                log.error("the ZooKeeper proxy's loop thread still runs after %ss", timeout)
+
+    async def _shutdown(self) -> list[str]:
+        if self._core is not None:
+            await self._core.close()
+        current = asyncio.current_task()
+        others = [task for task in asyncio.all_tasks() if task is not current]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        # Transports finish closing one loop turn later (their connection_lost callbacks).
+        await asyncio.sleep(0)
+        return [task.get_name() for task in others]
+
+    @property
+    def leftover_tasks(self) -> list[str]:
+        """Tasks the shutdown found running besides the proxy's own (should be none)."""
+        return list(self._leftover_tasks)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._closed
+
+    # -- where clients connect --------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise ZkProxyClosed("the ZooKeeper proxy was not started")
+        return self._port
+
+    @property
+    def address(self) -> str:
+        """``host:port`` to give the client instead of the ZooKeeper server's (a connect
+        string of one server, for kazoo's ``hosts`` or ZooKeeper's connect string)."""
+        return f"{self.host}:{self.port}"
+
+    def proxied_uri(self, metadata_service_uri: str) -> str:
+        """``metadata_service_uri`` (``zk[+layout]://servers/ledgers``) with the proxy as its
+        only ZooKeeper server: what to configure the BookKeeper client with
+        (``metadataServiceUri``). The layout and ledgers root are kept; the layout is written
+        explicitly (``adapters.zookeeper.uri``)."""
+        uri = parse_metadata_service_uri(metadata_service_uri)
+        return str(MetadataServiceUri(self.address, uri.ledgers_root, uri.layout))
+
+    def __repr__(self) -> str:
+        where = self.address if self._port is not None else "not started"
+        return f"ZooKeeperProxy({where} -> {self.target[0]}:{self.target[1]})"
+
+    # -- rules and held requests ------------------------------------------------------------
+
+    def add_rule(
+        self, match: ZkMatch, hold: Hold | None = None, *, times: int | None = None
+    ) -> int:
+        """Hold the next ``times`` requests ``match`` matches (None: all) with ``hold``
+        (default ``Hold()``: until released, pings overtaking at once); returns the rule id.
+        Rules are tried in the order added; the first that matches decides."""
+        rule = Rule(match, Hold() if hold is None else hold, times)
+        core = self._require_core()
+        return self._call(lambda: core.add_rule(rule))
+
+    def remove_rule(self, rule_id: int) -> bool:
+        core = self._require_core()
+        return self._call(lambda: core.remove_rule(rule_id))
+
+    def clear_rules(self) -> None:
+        core = self._require_core()
+        self._call(core.clear_rules)
+
+    def rules(self) -> list[tuple[int, Rule, int | None]]:
+        """``(rule id, rule, requests it still applies to)`` for each live rule, in order."""
+        core = self._require_core()
+        return self._call(core.rules)
+
+    def held(self) -> list[PacketRecord]:
+        """The requests held now, oldest first."""
+        core = self._require_core()
+        return self._call(core.held)
+
+    def queued(self) -> list[PacketRecord]:
+        """Every client packet not sent yet: held, or waiting behind a held one."""
+        core = self._require_core()
+        return self._call(core.queued)
+
+    def release(self, record_id: int) -> list[int]:
+        """Send a held request, and what waited behind it up to the next held one; returns
+        the record ids sent (empty: an earlier request of its connection is still held).
+
+        :raises NotHeld: the proxy does not hold ``record_id`` (any more).
+        """
+        core = self._require_core()
+        return self._call(lambda: core.release(record_id))
+
+    def release_all(self) -> list[int]:
+        """Release every held request, oldest first; returns their record ids."""
+        core = self._require_core()
+        return self._call(core.release_all)
+
+    # -- sessions and connections -----------------------------------------------------------
+
+    def session(self, session_id: int | None = None) -> SessionRecord | None:
+        """The latest session the server granted through the proxy (with ``session_id``)."""
+        core = self._require_core()
+        return self._call(lambda: core.session(session_id))
+
+    def expire_session(
+        self, session_id: int | None = None, *, timeout: float = DEFAULT_EXPIRY_TIMEOUT
+    ) -> ExpiryRecord:
+        """Expire the client's session (the latest one granted, by default) on the server,
+        then close the client's connections on it: at its reconnection the server answers
+        "expired" (the Java client: ``Expired`` event, ``SessionExpiredException``; kazoo:
+        ``KazooState.LOST``). Its ephemeral znodes are deleted at once.
+
+        :raises NoSession: no such session was granted through the proxy.
+        :raises ExpiryFailed: the server could not be reached or refused the closeSession.
+        :raises ZkProxyTimeout: it took longer than ``timeout`` seconds.
+        """
+        core = self._require_core()
+        return self._run(
+            core.expire(session_id, timeout=timeout), timeout=timeout + self.call_timeout
+        )
+
+    def reset_connections(self) -> list[int]:
+        """Close the client's connections now, both sides (a disconnect, not an expiry: the
+        client reconnects through the proxy and resumes its session). Held requests on them
+        are lost (logged undelivered), as a connection loss loses them. Returns their ids."""
+        core = self._require_core()
+        return self._call(core.reset_connections)
+
+    @property
+    def open_connections(self) -> int:
+        core = self._require_core()
+        return self._call(lambda: core.open_connections)
+
+    # -- the log ----------------------------------------------------------------------------
+
+    def packets(self, match: ZkMatch | None = None, *, since: int = 0) -> list[PacketRecord]:
+        """Every packet logged after record id ``since`` (that ``match`` matches)."""
+        packet_log = self._require_core().log
+        return self._call(lambda: packet_log.select(match, since))
+
+    def deliveries(self) -> dict[int, DeliveryRecord]:
+        packet_log = self._require_core().log
+        return self._call(lambda: dict(packet_log.deliveries))
+
+    def connections(self) -> list[ConnectionRecord]:
+        packet_log = self._require_core().log
+        return self._call(lambda: [record.snapshot() for record in packet_log.connections])
+
+    def sessions(self) -> list[SessionRecord]:
+        packet_log = self._require_core().log
+        return self._call(lambda: list(packet_log.sessions))
+
+    def expiries(self) -> list[ExpiryRecord]:
+        packet_log = self._require_core().log
+        return self._call(lambda: list(packet_log.expiries))
+
+    def mark(self) -> int:
+        """The id of the last packet logged so far (pass it as ``since`` to see later ones)."""
+        packet_log = self._require_core().log
+        return self._call(lambda: packet_log.last_record_id)
+
+    def wait_for(self, match: ZkMatch, timeout: float, *, since: int = 0) -> PacketRecord:
+        """The first packet after ``since`` that ``match`` matches, waiting up to ``timeout``
+        seconds for it; :class:`ZkProxyTimeout` if none arrives."""
+        packet_log = self._require_core().log
+        return self._run(
+            packet_log.wait_for(match, timeout=timeout, since=since),
+            timeout=timeout + self.call_timeout,
+        )
+
+    # -- crossing to the loop thread ----------------------------------------------------------
+
+    def _require_core(self) -> ZkProxyCore:
+        if self._core is None or self._closed:
+            raise ZkProxyClosed("the ZooKeeper proxy is not running (use it in a with block)")
+        return self._core
+
+    def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``function`` on the loop thread; its result or exception comes back here."""
+        loop = self._running_loop()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def invoke() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(function())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(invoke)
+        return _wait(future, self.call_timeout if timeout is None else timeout)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        loop = self._running_loop()
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        return _wait(future, self.call_timeout if timeout is None else timeout)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None or self._closed or self._thread is None:
+            raise ZkProxyClosed("the ZooKeeper proxy is not running (use it in a with block)")
+        if not self._thread.is_alive():
+            raise ZkProxyClosed("the ZooKeeper proxy's loop thread has stopped")
+        return self._loop
+
+
+def _wait(future: concurrent.futures.Future[T], timeout: float) -> T:
+    # concurrent.futures.TimeoutError is the builtin TimeoutError, which ZkProxyTimeout (raised
+    # by the call itself) also is: tell "the call timed out" from "the wait for it did".
+    done, _ = concurrent.futures.wait([future], timeout)
+    if not done:
+        future.cancel()
+        raise ZkProxyTimeout(f"the ZooKeeper proxy's loop did not answer within {timeout}s")
+    return future.result()
+
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_EXPIRY_TIMEOUT", "ZooKeeperProxy"]
