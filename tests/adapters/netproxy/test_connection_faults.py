@@ -24,7 +24,7 @@ from adapters.netproxy import (
 )
 from adapters.refbookie.server import BookieServer
 from tests.adapters.bookkeeper.aio import async_test
-from tests.adapters.netproxy.test_proxy import KEY, LEDGER, PW, _socket_count, connect, entry
+from tests.adapters.netproxy.harness import KEY, LEDGER, PW, connect, entry, socket_count
 
 ADD_REQUEST = FrameMatch.request(Operation.ADD_ENTRY)
 ADD_RESPONSE = FrameMatch.response(Operation.ADD_ENTRY)
@@ -198,7 +198,7 @@ async def test_answers_still_reach_a_stalled_client(proxy: BookieProxy) -> None:
 
 
 def test_closing_while_refusing_and_stalled_leaves_nothing(bookie: BookieServer) -> None:
-    baseline = _socket_count()
+    baseline = socket_count()
     group = ProxyGroup().start()
     proxy = group.add("b1", "127.0.0.1", bookie.port)
 
@@ -218,9 +218,9 @@ def test_closing_while_refusing_and_stalled_leaves_nothing(bookie: BookieServer)
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", proxy.port)):
         pass
     deadline = time.monotonic() + 5
-    while _socket_count() > baseline and time.monotonic() < deadline:
+    while socket_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _socket_count() == baseline  # the placeholder that kept the port is closed too
+    assert socket_count() == baseline  # the placeholder that kept the port is closed too
 
 
 def test_a_timed_refusal_ending_during_close_leaves_no_task(bookie: BookieServer) -> None:

@@ -28,7 +28,7 @@ from adapters.netproxy import (
 )
 from adapters.netproxy.policy import Forge
 from tests.adapters.bookkeeper.aio import async_test
-from tests.adapters.netproxy.test_proxy import KEY, LEDGER, connect, entry
+from tests.adapters.netproxy.harness import KEY, LEDGER, connect, entry
 
 STATUSES = [
     StatusCode.EIO,

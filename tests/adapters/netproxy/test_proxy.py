@@ -7,7 +7,6 @@ run on background loops; blocking proxy calls go through ``asyncio.to_thread``.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import struct
 import time
@@ -15,7 +14,6 @@ import time
 import pytest
 
 from adapters.bookkeeper.client import BookieClient, V2BookieClient
-from adapters.bookkeeper.entry import DigestType, master_key, package_entry
 from adapters.bookkeeper.errors import ConnectionClosed, RequestTimeout
 from adapters.bookkeeper.framing import encode_frame
 from adapters.bookkeeper.status import StatusCode
@@ -37,21 +35,9 @@ from adapters.netproxy import (
 )
 from adapters.refbookie.server import BookieServer
 from tests.adapters.bookkeeper.aio import async_test
+from tests.adapters.netproxy.harness import KEY, LEDGER, connect, entry, socket_count
 
-PW = b"proxy"
-KEY = master_key(PW)
-LEDGER = 7
 READ_RESPONSE = FrameMatch.response(Operation.READ_ENTRY)
-
-
-def entry(entry_id: int, ledger_id: int = LEDGER) -> bytes:
-    return package_entry(
-        DigestType.CRC32C, PW, ledger_id, entry_id, entry_id - 1, 5 * (entry_id + 1), b"x" * 5
-    )
-
-
-async def connect(proxy: BookieProxy, timeout: float = 5.0) -> BookieClient:
-    return await BookieClient.connect(proxy.host, proxy.port, request_timeout=timeout)
 
 
 async def write_entries(client: BookieClient, count: int) -> None:
@@ -267,18 +253,8 @@ def test_wait_for_frame_is_bounded(proxy: BookieProxy) -> None:
         proxy.wait_for_frame(FrameMatch.request(Operation.WRITE_LAC), timeout=0.3)
 
 
-def _socket_count() -> int:
-    count = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
-        except OSError:
-            continue
-    return count
-
-
 def test_teardown_closes_every_socket_task_and_the_thread(bookie: BookieServer) -> None:
-    baseline = _socket_count()
+    baseline = socket_count()
     group = ProxyGroup().start()
     proxy = group.add("b1", "127.0.0.1", bookie.port)
     proxy.add_rule(FrameMatch.response(), Hold())
@@ -299,9 +275,9 @@ def test_teardown_closes_every_socket_task_and_the_thread(bookie: BookieServer) 
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", proxy.port)):
         pass
     deadline = time.monotonic() + 5
-    while _socket_count() > baseline and time.monotonic() < deadline:
+    while socket_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _socket_count() == baseline
+    assert socket_count() == baseline
     group.close()  # idempotent
 
 
