@@ -177,10 +177,14 @@ class ZkProxyCore:
         for connection in list(self._connections.values()):
             self._close_connection(connection, None, lost="proxy closed")
         self._rules.clear()
+        # Closed transports end their connections' tasks a loop turn or two later; cancel only
+        # what is still running after that (a cancelled connection task is noise on 3.11).
         tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            _, running = await asyncio.wait(tasks, timeout=2.0)
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
         if self._server is not None:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(2.0):
@@ -339,6 +343,11 @@ class ZkProxyCore:
                 self._pump(connection, Direction.REQUEST, reader),
                 self._pump(connection, Direction.REPLY, up_reader),
             )
+        except asyncio.CancelledError:
+            # Only close() cancels, and only a connection that outlived it: end quietly (the
+            # server's done-callback would report a cancelled connection task as an error).
+            if not self._closed:
+                raise
         finally:
             self._close_connection(connection, None)
             with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
