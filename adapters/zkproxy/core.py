@@ -116,7 +116,7 @@ class ZkProxyCore:
 
         core = ZkProxyCore("127.0.0.1", 2181, PacketLog())
         await core.start()          # listens on 127.0.0.1:<free port> (core.port)
-        core.add_rule(Rule(ZkMatch.request(Op.SET_DATA, path="/ledgers/00/0000/L0000000007")))
+        core.add_rule(Rule(ZkMatch.request(Op.SET_DATA, path="/ledgers/00/0000/L0007")))
         ...
         await core.close()
     """

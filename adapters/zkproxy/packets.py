@@ -207,8 +207,8 @@ class PacketInfo:
         return own + tuple(sub.path for sub in self.sub_ops if sub.path is not None)
 
     def describe(self) -> str:
-        """A one-line summary such as ``setData /ledgers/00/0000/L0000000007 v3 xid=12``
-        or ``setData /ledgers/00/0000/L0000000007 -> OK zxid=0x1f v4 xid=12``."""
+        """A one-line summary such as ``setData /ledgers/00/0000/L0007 v3 xid=12``
+        or ``setData /ledgers/00/0000/L0007 -> OK zxid=0x1f v4 xid=12``."""
         if not self.decoded:
             return f"undecodable {self.direction.value}: {self.error}"
         parts = [self.op.value if self.op is not Op.UNKNOWN else f"op {self.op_code}"]

@@ -32,7 +32,8 @@ from tests.adapters.zkproxy.jute_bytes import (
     ustring,
 )
 
-LEDGER = "/ledgers/00/0000/L0000000007"
+#: Ledger 7's znode (hierarchical layout, ``adapters.zookeeper.paths.ledger_path``).
+LEDGER = "/ledgers/00/0000/L0007"
 PASSWD = bytes(range(16))
 
 

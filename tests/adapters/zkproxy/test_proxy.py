@@ -29,7 +29,8 @@ from adapters.zkproxy import (
 from tests.adapters.zkproxy.fake_server import FakeZooKeeper, RawClient
 from tests.adapters.zkproxy.jute_bytes import i32
 
-LEDGER = "/ledgers/00/0000/L0000000007"
+#: Ledger 7's znode (hierarchical layout, ``adapters.zookeeper.paths.ledger_path``).
+LEDGER = "/ledgers/00/0000/L0007"
 SET_LEDGER = ZkMatch.request(Op.SET_DATA, path=LEDGER)
 GET_DATA = 4
 SET_DATA = 5

@@ -6,7 +6,8 @@ import pytest
 
 from adapters.zkproxy import Direction, Hold, InvalidRule, Op, PacketInfo, Rule, SubOp, ZkMatch
 
-LEDGER = "/ledgers/00/0000/L0000000007"
+#: Ledger 7's znode (hierarchical layout, ``adapters.zookeeper.paths.ledger_path``).
+LEDGER = "/ledgers/00/0000/L0007"
 
 
 def request(op: Op, path: str | None = None, *subs: SubOp) -> PacketInfo:

@@ -17,10 +17,12 @@ from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.zkproxy import ExpiryOutcome, Hold, Op, ZkMatch, ZooKeeperProxy
 from adapters.zookeeper.client import connect_zookeeper
+from adapters.zookeeper.paths import ledger_path
 
 pytestmark = pytest.mark.cluster
 
-LEDGER = "/ledgers/00/0000/L0000000007"
+#: Ledger 7's znode in BookKeeper's default (hierarchical) layout: /ledgers/00/0000/L0007.
+LEDGER = ledger_path(7, "/ledgers", "hierarchical")
 
 
 class States:
