@@ -45,7 +45,7 @@ from adapters.zkproxy.log import (
     PacketRecord,
     SessionRecord,
 )
-from adapters.zkproxy.packets import ConnectResponse, Direction, PacketInfo
+from adapters.zkproxy.packets import ConnectRequest, ConnectResponse, Direction, PacketInfo
 from adapters.zkproxy.rules import Hold, Rule
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,8 @@ class ZkProxyCore:
         self._rules: list[_LiveRule] = []
         self._rule_ids = itertools.count(1)
         self._held: dict[int, _Pending] = {}
+        #: Sessions being expired, with the reconnection handshakes held meanwhile.
+        self._expiring: dict[int, list[int]] = {}
         self._closed = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -285,6 +287,12 @@ class ZkProxyCore:
         """Expire a session (the latest one by default) on the server, then close the client
         connections on it, so the client learns the expiry when it reconnects.
 
+        While the expiry runs, a client reconnection to that session is held at its handshake
+        (decision ``hold for expiry``) and sent once the session is closed, so that it is
+        answered "expired": let through, it would take the session back from the proxy's
+        connection (the server closes a session's other connection when a client resumes it,
+        ``ZooKeeperServer.processConnectRequest``) and the closeSession would never be sent.
+
         :raises NoSession: the proxy saw no such session granted.
         """
         self._check_open()
@@ -292,13 +300,23 @@ class ZkProxyCore:
         if session is None:
             which = "any session" if session_id is None else f"session 0x{session_id:x}"
             raise NoSession(f"the proxy has not seen the server grant {which}")
+        sid = session.session_id
         started = time.monotonic()
-        outcome = await close_session(self.target_host, self.target_port, session, timeout=timeout)
-        closed = self._close_connections(
-            lambda c: session.session_id in c.session_ids,
-            f"session 0x{session.session_id:x} expired by the proxy",
-        )
-        record = ExpiryRecord(session.session_id, started, time.monotonic(), outcome, tuple(closed))
+        deferred = self._expiring.setdefault(sid, [])
+        try:
+            outcome = await close_session(
+                self.target_host, self.target_port, session, timeout=timeout
+            )
+            waiting = {self._held[r].connection.id for r in deferred if r in self._held}
+            closed = self._close_connections(
+                lambda c: sid in c.session_ids and c.id not in waiting,
+                f"session 0x{sid:x} expired by the proxy",
+            )
+        finally:
+            for record_id in self._expiring.pop(sid, []):
+                if record_id in self._held:
+                    self.release(record_id)
+        record = ExpiryRecord(sid, started, time.monotonic(), outcome, tuple(closed))
         self.log.add_expiry(record)
         return record
 
@@ -410,35 +428,45 @@ class ZkProxyCore:
 
     def _on_request(self, connection: _Connection, payload: bytes) -> None:
         info = connection.conversation.request(payload)
-        live = self._match(info)
+        hold, rule_id, decision = self._hold_for(info)
         head = connection.queue[0] if connection.queue else None
         behind = None if head is None else head.record.record_id
         overtake = False
-        if live is not None:
-            decision = "hold"
-        elif head is not None:
+        if hold is None and head is not None:
             overtake = info.op is Op.PING and _ping_wait(head) == 0
             decision = f"overtake #{behind}" if overtake else f"behind #{behind}"
-        else:
-            decision = "forward"
         record = self.log.add_packet(
-            connection.id, info, len(payload), decision,
-            rule_id=None if live is None else live.rule_id, behind=behind,
-        )  # fmt: skip
+            connection.id, info, len(payload), decision, rule_id=rule_id, behind=behind
+        )
         connection.conversation.awaiting_reply(info, record.record_id)
         pending = _Pending(record, frame(payload), connection)
-        if live is None and (head is None or overtake):
+        if hold is None and (head is None or overtake):
             self._send(pending)
             return
         connection.queue.append(pending)
-        if live is not None:
-            pending.hold = live.rule.hold
+        if hold is not None:
+            pending.hold = hold
             self._held[record.record_id] = pending
-            if pending.hold.release_after is not None:
+            if (
+                isinstance(info.connect, ConnectRequest)
+                and info.connect.session_id in self._expiring
+            ):
+                self._expiring[info.connect.session_id].append(record.record_id)
+            if hold.release_after is not None:
                 pending.timer = asyncio.get_running_loop().call_later(
-                    pending.hold.release_after, self._release_if_held, record.record_id
+                    hold.release_after, self._release_if_held, record.record_id
                 )
         self._schedule_pings(connection)
+
+    def _hold_for(self, info: PacketInfo) -> tuple[Hold | None, int | None, str]:
+        """Whether a request is held, by which rule, and the decision to log (``forward`` if
+        nothing holds it; the queue may still make it wait)."""
+        if isinstance(info.connect, ConnectRequest) and info.connect.session_id in self._expiring:
+            return Hold(), None, "hold for expiry"
+        live = self._match(info)
+        if live is None:
+            return None, None, "forward"
+        return live.rule.hold, live.rule_id, "hold"
 
     def _on_reply(self, connection: _Connection, payload: bytes) -> None:
         info, answers = connection.conversation.reply(payload)

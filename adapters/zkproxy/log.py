@@ -23,7 +23,8 @@ from adapters.zkproxy.rules import ZkMatch
 class PacketRecord:
     """One packet as it arrived at the proxy, and what the proxy decided about it.
 
-    ``decision``: ``forward`` (sent at once), ``hold`` (a rule holds it), ``behind #n``
+    ``decision``: ``forward`` (sent at once), ``hold`` (a rule holds it), ``hold for
+    expiry`` (a reconnection to a session the proxy is expiring), ``behind #n``
     (queued behind the held request ``n`` of its connection), ``overtake #n`` (a ping sent
     ahead of the held request ``n``). What finally happened is its :class:`DeliveryRecord`.
     """

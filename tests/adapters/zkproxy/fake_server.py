@@ -49,6 +49,10 @@ class FakeZooKeeper:
     def __init__(self) -> None:
         self.received: list[Received] = []
         self.closed_sessions: set[int] = set()
+        #: Seconds to wait before carrying out a closeSession (to widen an expiry's window).
+        self.close_session_delay = 0.0
+        #: Set when a closeSession arrives (before its delay).
+        self.close_requested = threading.Event()
         self._session_ids = itertools.count(0x100)
         self._connection_ids = itertools.count(1)
         self._zxid = itertools.count(1)
@@ -112,6 +116,9 @@ class FakeZooKeeper:
                         if session is None:
                             return
                         continue
+                    if payload[4:8] == i32(-11):
+                        self.close_requested.set()
+                        await asyncio.sleep(self.close_session_delay)
                     if not self._answer(connection, session, payload, writer):
                         return
                 await writer.drain()

@@ -253,6 +253,32 @@ def test_expiry_closes_the_session_and_the_client_learns_it_on_reconnecting(
     assert again.outcome is ExpiryOutcome.ALREADY_EXPIRED
 
 
+def test_a_reconnection_during_an_expiry_waits_for_it_and_is_refused(
+    fake_proxy: ZooKeeperProxy, fake_zookeeper: FakeZooKeeper
+) -> None:
+    # Let through, a reconnection would take the session back from the proxy's connection
+    # (the real server closes a session's other connection when a client resumes it).
+    raw = client(fake_proxy)
+    session = fake_proxy.session()
+    assert session is not None
+    fake_zookeeper.close_session_delay = 0.5
+    with raw, RawClient((fake_proxy.host, fake_proxy.port)) as back:
+        expiring = threading.Thread(target=fake_proxy.expire_session)
+        expiring.start()
+        try:
+            # The proxy's closeSession reached the server: the session is being expired now.
+            assert fake_zookeeper.close_requested.wait(5)
+            assert back.connect(session.session_id, session.passwd) == 0  # refused: expired
+        finally:
+            expiring.join(10)
+    handshakes = fake_proxy.packets(ZkMatch.request(Op.CONNECT))
+    assert handshakes[-1].decision == "hold for expiry"
+    [expiry] = fake_proxy.expiries()
+    assert fake_proxy.deliveries()[handshakes[-1].record_id].at >= expiry.ended_at - 0.05
+    # The waiting connection was answered, not closed; the client's old one was closed.
+    assert len(expiry.closed_connections) == 1
+
+
 def test_a_malformed_length_closes_only_that_connection(fake_proxy: ZooKeeperProxy) -> None:
     with socket.create_connection((fake_proxy.host, fake_proxy.port), timeout=5) as bad:
         bad.sendall(i32(-7))
