@@ -105,7 +105,9 @@ class ExpiryOutcome(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ExpiryRecord:
     """One expiry the proxy carried out: when it began and ended, what the server said, and
-    the client connections it then closed so that the client learns it on reconnecting."""
+    the client connections on the session the proxy then closed so that the client learns it
+    on reconnecting (the server may have closed one already: it closes a session's connection
+    when another connection resumes the session, as the proxy's did)."""
 
     session_id: int
     started_at: float
