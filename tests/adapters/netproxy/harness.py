@@ -32,6 +32,14 @@ async def connect(proxy: BookieProxy, timeout: float = 5.0) -> BookieClient:
     return await BookieClient.connect(proxy.host, proxy.port, request_timeout=timeout)
 
 
+async def no_open_connections(proxy: BookieProxy, timeout: float = 5.0) -> None:
+    """Wait until the proxy has seen its clients close (it reads their EOF a turn or two after
+    they close); fails after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while await asyncio.to_thread(lambda: proxy.open_connections):
+            await asyncio.sleep(0.02)
+
+
 def socket_count() -> int:
     """This process's open sockets (a teardown test compares it with its baseline)."""
     count = 0

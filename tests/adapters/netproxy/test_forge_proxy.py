@@ -28,7 +28,7 @@ from adapters.netproxy import (
 )
 from adapters.netproxy.policy import Forge
 from tests.adapters.bookkeeper.aio import async_test
-from tests.adapters.netproxy.harness import KEY, LEDGER, connect, entry
+from tests.adapters.netproxy.harness import KEY, LEDGER, connect, entry, no_open_connections
 
 STATUSES = [
     StatusCode.EIO,
@@ -175,10 +175,7 @@ async def test_forging_a_frame_whose_connection_closed_sends_nothing(proxy: Book
         held = await asyncio.to_thread(proxy.wait_for_frame, ADD_RESPONSE, 5.0)
     pending.cancel()
     await asyncio.gather(pending, return_exceptions=True)
-    for _ in range(100):  # the proxy sees the client's close within a loop turn or two
-        if await asyncio.to_thread(lambda: proxy.open_connections) == 0:
-            break
-        await asyncio.sleep(0.02)
+    await no_open_connections(proxy)
     assert await asyncio.to_thread(proxy.forge, held.frame_id, StatusCode.EIO) is False
     deliveries = await asyncio.to_thread(proxy.group.deliveries)
     assert deliveries[held.frame_id].reason == "connection closed"
