@@ -38,6 +38,10 @@ class FrameKind(enum.Enum):
     OTHER = "other"
 
 
+#: The decision the proxies log for an answer they forged (:class:`adapters.netproxy.Forge`).
+FORGED = "forged"
+
+
 class Phase(enum.IntEnum):
     # The values order events that share a timestamp.
     SENT = 0
@@ -58,6 +62,9 @@ class JavaEvent:
     entry_id: int | None
     #: Whether the frame got through the proxy (to the bookie, or to the client).
     delivered: bool
+    #: For a request: whether its bookie's answer reached the proxy (a bookie that crashed, or
+    #: was paused past the run, never answers what it was handed).
+    answered: bool = True
 
     @property
     def fence(self) -> bool:
@@ -102,7 +109,12 @@ def java_events(
 ) -> list[JavaEvent]:
     """The client's events on ``ledger_id`` in time order (see the module docstring)."""
     events: list[JavaEvent] = []
+    # A forged answer is the harness's, not the bookie's: the bookie's own answer (or the
+    # request the forgery answered) is logged as never delivered, which the model reads as a
+    # lost message.
+    frames = [record for record in frames if record.decision != FORGED]
     requests = _requests_by_key(frames)
+    answered = {_key(record) for record in frames if record.info.direction is Direction.RESPONSE}
     for record in frames:
         if not _concerns(record, ledger_id):
             continue
@@ -117,7 +129,18 @@ def java_events(
         kind = frame_kind(record)
         entry = record.info.entry_id
         if record.info.direction is Direction.REQUEST:
-            events.append(JavaEvent(record.at, Phase.SENT, kind, bookie, record, entry, delivered))
+            events.append(
+                JavaEvent(
+                    record.at,
+                    Phase.SENT,
+                    kind,
+                    bookie,
+                    record,
+                    entry,
+                    delivered,
+                    answered=_key(record) in answered,
+                )
+            )
             continue
         processed_at = processing_time(record, requests, deliveries)
         events.append(
@@ -239,6 +262,7 @@ def receive_action(kind: FrameKind, status: StatusCode | None) -> str:
 
 
 __all__ = [
+    "FORGED",
     "PROTOCOL_PHASE",
     "ForeignFrame",
     "FrameKind",

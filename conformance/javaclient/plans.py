@@ -19,7 +19,8 @@ ids (the model's entry 1 is e0).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import enum
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,35 +148,101 @@ DEFECT_1_WRITER = WriterPlan(entries=1, adds=(WriterAdd(0, "b2", False), WriterA
 
 @dataclass(frozen=True, order=True)
 class FrameKey:
-    """What a frame is: its kind, its bookie, and its entry (BookKeeper's ids)."""
+    """What a frame is: its kind, its bookie, and its entry (BookKeeper's ids); with
+    ``answer``, the bookie's answer to that request instead of the request."""
 
     kind: str
     bookie: str
     entry_id: int
+    answer: bool = False
 
     def describe(self) -> str:
-        if self.entry_id < 0:
-            return f"{self.kind} to {self.bookie}"
-        return f"{self.kind} e{self.entry_id} to {self.bookie}"
+        request = self.kind if self.entry_id < 0 else f"{self.kind} e{self.entry_id}"
+        if self.answer:
+            return f"{self.bookie}'s answer to {request}"
+        return f"{request} to {self.bookie}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "bookie": self.bookie,
+            "entry": self.entry_id,
+            **({"answer": True} if self.answer else {}),
+        }
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], bookies: Iterable[str]) -> FrameKey:
+        kinds = {kind.value for kind in FrameKind}
+        if item["kind"] not in kinds or item["bookie"] not in set(bookies):
+            raise PlanError(f"no such frame: {dict(item)!r}")
+        return cls(
+            str(item["kind"]), str(item["bookie"]), int(item["entry"]), bool(item.get("answer"))
+        )
+
+
+#: The statuses a forged answer may carry: each makes the client react differently (an
+#: ensemble change for EIO and ETOOMANYREQUESTS, a failed handle for EFENCED and EUA; ENOLEDGER
+#: as a bookie that lost the ledger answers).
+FORGEABLE = ("EIO", "ETOOMANYREQUESTS", "EUA", "EFENCED", "ENOLEDGER")
 
 
 @dataclass(frozen=True)
 class Choice:
-    """``forward``, ``drop``, or ``hold`` until ``after`` other frames have passed."""
+    """What the proxies do with one frame: ``forward`` it; ``drop`` it (a lost message);
+    ``hold`` it until ``after`` other frames have passed (a reordering, released at the run's
+    longest hold at the latest) or for ``for_ms`` milliseconds whatever passes (which may be
+    past the client's timeouts); or ``forge`` an error answer with ``status`` in its place (a
+    request is then never forwarded; an answer reaches the client with that status instead of
+    the bookie's)."""
 
     action: str
     after: int = 0
+    for_ms: int = 0
+    status: str | None = None
 
     def __post_init__(self) -> None:
-        if self.action not in ("forward", "drop", "hold"):
-            raise PlanError(f"a frame is forwarded, dropped or held, not {self.action!r}")
-        if self.action == "hold" and self.after < 1:
-            raise PlanError(f"a hold releases after >= 1 other frames, got {self.after}")
+        if self.action not in ("forward", "drop", "hold", "forge"):
+            raise PlanError(
+                f"a frame is forwarded, dropped, held or answered by a forgery, not {self.action!r}"
+            )
+        if self.action == "hold" and (self.after >= 1) == (self.for_ms >= 1):
+            raise PlanError(
+                "a hold releases after >= 1 other frames or after >= 1 ms, one of them; got "
+                f"after={self.after}, for_ms={self.for_ms}"
+            )
+        if self.action != "hold" and (self.after or self.for_ms):
+            raise PlanError(f"only a hold has a release, not {self.action}")
+        if (self.action == "forge") != (self.status is not None):
+            raise PlanError("a forged answer, and only it, has a status")
+        if self.status is not None and self.status not in FORGEABLE:
+            raise PlanError(f"a forged answer is one of {', '.join(FORGEABLE)}, not {self.status}")
 
     def describe(self) -> str:
+        if self.action == "hold" and self.for_ms:
+            return f"hold for {self.for_ms} ms"
         if self.action == "hold":
             return f"hold until {self.after} other frames passed"
+        if self.action == "forge":
+            return f"answer {self.status} in its place"
         return self.action
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            **({"after": self.after} if self.after else {}),
+            **({"for_ms": self.for_ms} if self.for_ms else {}),
+            **({"status": self.status} if self.status else {}),
+        }
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> Choice:
+        status = item.get("status")
+        return cls(
+            str(item["action"]),
+            int(item.get("after", 0)),
+            int(item.get("for_ms", 0)),
+            None if status is None else str(status),
+        )
 
 
 FORWARD = Choice("forward")
@@ -184,6 +251,99 @@ DROP = Choice("drop")
 
 def hold(after: int) -> Choice:
     return Choice("hold", after)
+
+
+def hold_for(ms: int) -> Choice:
+    return Choice("hold", for_ms=ms)
+
+
+def forge(status: str) -> Choice:
+    return Choice("forge", status=status)
+
+
+class FaultKind(enum.Enum):
+    """What can happen to a bookie, a connection or ZooKeeper during a run, besides frames."""
+
+    CRASH = "crash"  # the bookie is killed (kill -9) and stays down
+    PAUSE = "pause"  # the bookie is stopped (SIGSTOP) for ``duration_ms``, then resumed
+    RESTART = "restart"  # killed and started again with its data (journal and ledgers)
+    RESTART_EMPTY = "restart empty"  # killed, wiped, started again: a fresh bookie, same address
+    RESET = "reset"  # the client's connections to the bookie's proxy are closed
+    REFUSE = "refuse"  # the bookie's proxy refuses new connections for ``duration_ms``
+    STALL = "stall"  # the proxy stops reading from the client for ``duration_ms``
+    HOLD_METADATA = "hold metadata"  # the client's ZooKeeper writes are held ``duration_ms``
+    EXPIRE_SESSION = "expire session"  # the client's ZooKeeper session is expired
+
+    @property
+    def needs_bookie(self) -> bool:
+        return self not in (FaultKind.HOLD_METADATA, FaultKind.EXPIRE_SESSION)
+
+    @property
+    def needs_duration(self) -> bool:
+        return self in (
+            FaultKind.PAUSE,
+            FaultKind.REFUSE,
+            FaultKind.STALL,
+            FaultKind.HOLD_METADATA,
+        )
+
+
+@dataclass(frozen=True)
+class FaultEvent:
+    """One fault at a chosen point of the run: when the frame ``at`` has reached a proxy (a
+    request from the client, or with ``at.answer`` the bookie's answer leaving the bookie), or
+    with ``at`` None as the client starts its part."""
+
+    kind: FaultKind
+    at: FrameKey | None = None
+    bookie: str | None = None
+    duration_ms: int = 0
+
+    def sort_key(self) -> tuple[bool, FrameKey, str, str, int]:
+        """Events as the run meets them (at the start first), then by what they are."""
+        at = self.at or FrameKey("", "", 0)
+        return (self.at is not None, at, self.kind.value, self.bookie or "", self.duration_ms)
+
+    def __post_init__(self) -> None:
+        if self.kind.needs_bookie != (self.bookie is not None):
+            which = "names a bookie" if self.kind.needs_bookie else "names no bookie"
+            raise PlanError(f"a {self.kind.value} fault {which}")
+        if self.kind.needs_duration != (self.duration_ms > 0):
+            which = "lasts >= 1 ms" if self.kind.needs_duration else "has no duration"
+            raise PlanError(f"a {self.kind.value} fault {which}, got {self.duration_ms} ms")
+
+    def describe(self) -> str:
+        target = f" {self.bookie}" if self.bookie else ""
+        lasting = f" for {self.duration_ms} ms" if self.duration_ms else ""
+        when = "as the client starts" if self.at is None else f"when {self.at.describe()} passes"
+        return f"{self.kind.value}{target}{lasting} {when}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fault": self.kind.value,
+            "at": None if self.at is None else self.at.to_json(),
+            **({"bookie": self.bookie} if self.bookie else {}),
+            **({"duration_ms": self.duration_ms} if self.duration_ms else {}),
+        }
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], bookies: Iterable[str]) -> FaultEvent:
+        names = set(bookies)
+        try:
+            kind = FaultKind(item["fault"])
+        except ValueError:
+            known = ", ".join(k.value for k in FaultKind)
+            raise PlanError(f"no fault {item['fault']!r} (the faults: {known})") from None
+        bookie = item.get("bookie")
+        if bookie is not None and bookie not in names:
+            raise PlanError(f"the fault names bookie {bookie!r}; the run has {sorted(names)}")
+        at = item.get("at")
+        return cls(
+            kind,
+            None if at is None else FrameKey.from_json(at, names),
+            None if bookie is None else str(bookie),
+            int(item.get("duration_ms", 0)),
+        )
 
 
 def searched_frames(writer: WriterPlan) -> tuple[FrameKey, ...]:
@@ -198,52 +358,89 @@ def searched_frames(writer: WriterPlan) -> tuple[FrameKey, ...]:
 
 @dataclass(frozen=True)
 class FrameSchedule:
+    """What the proxies and the harness do during the client's part of a run: a decision per
+    frame (named by meaning), and the faults at chosen points (:class:`FaultEvent`)."""
+
     decisions: Mapping[FrameKey, Choice] = field(default_factory=dict)
+    events: tuple[FaultEvent, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "events", tuple(sorted(self.events, key=FaultEvent.sort_key)))
 
     def choice(self, key: FrameKey) -> Choice:
         return self.decisions.get(key, FORWARD)
 
     def describe(self) -> list[str]:
-        return [
+        lines = [
             f"{key.describe()}: {choice.describe()}"
             for key, choice in sorted(self.decisions.items())
             if choice != FORWARD
-        ] or ["forward everything"]
+        ]
+        lines += [event.describe() for event in self.events]
+        return lines or ["forward everything"]
 
     def without_forwards(self) -> FrameSchedule:
-        return FrameSchedule({k: c for k, c in self.decisions.items() if c != FORWARD})
+        return FrameSchedule({k: c for k, c in self.decisions.items() if c != FORWARD}, self.events)
+
+    def with_decisions(self, decisions: Mapping[FrameKey, Choice]) -> FrameSchedule:
+        """The same events with other frame decisions."""
+        return FrameSchedule(dict(decisions), self.events)
+
+    def without_events(self, *gone: FaultEvent) -> FrameSchedule:
+        return FrameSchedule(self.decisions, tuple(e for e in self.events if e not in gone))
+
+    def restricted(self, keep: Callable[[FrameKey], bool]) -> FrameSchedule:
+        """Only the decisions and events whose frames ``keep`` keeps (the start's events stay)."""
+        return FrameSchedule(
+            {k: c for k, c in self.decisions.items() if keep(k)},
+            tuple(e for e in self.events if e.at is None or keep(e.at)),
+        )
+
+    def smaller(self) -> Iterator[FrameSchedule]:
+        """Each schedule one thing away: a decision back to forward, a hold by frames made
+        shorter, a fault left out."""
+        decisions = dict(self.without_forwards().decisions)
+        for key, choice in sorted(decisions.items()):
+            yield self.with_decisions({k: c for k, c in decisions.items() if k != key})
+            if choice.action == "hold" and choice.after > 1:
+                yield self.with_decisions({**decisions, key: hold(choice.after - 1)})
+        for event in self.events:
+            yield self.without_events(event)
+
+    def watches_answers(self) -> bool:
+        """Whether anything is decided or triggered on a bookie's answer (the proxies then hold
+        the answers of the run's ledger too, each until it is decided)."""
+        return any(key.answer for key in self.decisions) or any(
+            event.at is not None and event.at.answer for event in self.events
+        )
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "kind": key.kind,
-                "bookie": key.bookie,
-                "entry": key.entry_id,
-                "action": choice.action,
-                **({"after": choice.after} if choice.action == "hold" else {}),
-            }
+        decided = [
+            {**key.to_json(), **choice.to_json()}
             for key, choice in sorted(self.decisions.items())
             if choice != FORWARD
         ]
+        return decided + [event.to_json() for event in self.events]
 
     @classmethod
     def from_json(
         cls, data: Iterable[Mapping[str, Any]], bookies: Iterable[str] = BOOKIES
     ) -> FrameSchedule:
-        kinds = {kind.value for kind in FrameKind}
-        names = set(bookies)
+        names = tuple(bookies)
         decisions: dict[FrameKey, Choice] = {}
+        events: list[FaultEvent] = []
         try:
             for item in data:
-                if item["kind"] not in kinds or item["bookie"] not in names:
-                    raise PlanError(f"no such frame: {item!r}")
-                key = FrameKey(str(item["kind"]), str(item["bookie"]), int(item["entry"]))
-                decisions[key] = Choice(str(item["action"]), int(item.get("after", 0)))
-        except (KeyError, TypeError, ValueError) as exc:
+                if "fault" in item:
+                    events.append(FaultEvent.from_json(item, names))
+                else:
+                    key = FrameKey.from_json(item, names)
+                    decisions[key] = Choice.from_json(item)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, PlanError):
                 raise
-            raise PlanError(f"not a frame schedule: {exc}") from exc
-        return cls(decisions)
+            raise PlanError(f"not a frame schedule: {exc!r}") from exc
+        return cls(decisions, tuple(events))
 
 
 #: Issue 8's recipe as a per-frame schedule: the fence read to b3 is lost; the recovery read
@@ -325,15 +522,20 @@ __all__ = [
     "DEFECT_1_SCHEDULE",
     "DEFECT_1_WRITER",
     "DROP",
+    "FORGEABLE",
     "FORWARD",
     "Choice",
+    "FaultEvent",
+    "FaultKind",
     "FrameKey",
     "FrameSchedule",
     "PlanError",
     "RecoveryPlan",
     "WriterAdd",
     "WriterPlan",
+    "forge",
     "hold",
+    "hold_for",
     "searched_frames",
     "writer_from_phases",
 ]

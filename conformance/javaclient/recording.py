@@ -70,6 +70,7 @@ def frames_to_json(frames: Sequence[FrameRecord]) -> list[dict[str, Any]]:
             "size": f.size,
             "decision": f.decision,
             "rule": f.rule_id,
+            **({"forged_from": f.forged_from} if f.forged_from is not None else {}),
         }
         for f in frames
     ]
@@ -94,6 +95,7 @@ def frames_from_json(data: Iterable[Mapping[str, Any]]) -> list[FrameRecord]:
             f["size"],
             f["decision"],
             f["rule"],
+            f.get("forged_from"),
         )
         for f in data
     ]

@@ -103,11 +103,8 @@ def smaller_plans(plan: RecoveryPlan) -> Iterator[RecoveryPlan]:
     """Each plan one simplification away from ``plan``: a frame decision back to forward, a
     hold made shorter, one of w1's adds left out, its last unconfirmed entry or its acked
     entry left out."""
-    decisions = dict(plan.schedule.without_forwards().decisions)
-    for key, choice in sorted(decisions.items()):
-        yield _with(plan, schedule={k: c for k, c in decisions.items() if k != key})
-        if choice.action == "hold" and choice.after > 1:
-            yield _with(plan, schedule={**decisions, key: hold(choice.after - 1)})
+    for schedule in plan.schedule.smaller():
+        yield _with(plan, schedule=schedule)
     writer = plan.writer
     for add in writer.adds:
         smaller = _writer(writer, adds=tuple(a for a in writer.adds if a != add))
@@ -121,7 +118,8 @@ def smaller_plans(plan: RecoveryPlan) -> Iterator[RecoveryPlan]:
             adds=tuple(a for a in writer.adds if a.entry != last),
         )
         if smaller is not None:
-            yield _with(plan, writer=smaller, schedule=_frames_of(decisions, smaller))
+            keep = set(searched_frames(smaller))
+            yield _with(plan, writer=smaller, schedule=plan.schedule.restricted(keep.__contains__))
     if writer.acked:
         smaller = _writer(
             writer,
@@ -129,7 +127,7 @@ def smaller_plans(plan: RecoveryPlan) -> Iterator[RecoveryPlan]:
             adds=tuple(dataclasses.replace(a, entry=a.entry - writer.acked) for a in writer.adds),
         )
         if smaller is not None:
-            yield _with(plan, writer=smaller, schedule=_shift(decisions, -writer.acked))
+            yield _with(plan, writer=smaller, schedule=_shift(plan.schedule, -writer.acked))
 
 
 def _writer(writer: WriterPlan, **changes: object) -> WriterPlan | None:
@@ -143,28 +141,30 @@ def _with(
     plan: RecoveryPlan,
     *,
     writer: WriterPlan | None = None,
-    schedule: Mapping[FrameKey, Choice] | None = None,
+    schedule: FrameSchedule | None = None,
 ) -> RecoveryPlan:
     return RecoveryPlan(
         writer or plan.writer,
-        plan.schedule if schedule is None else FrameSchedule(dict(schedule)),
+        plan.schedule if schedule is None else schedule,
         origin=f"shrunk from {plan.origin}"
         if not plan.origin.startswith("shrunk")
         else plan.origin,
     )
 
 
-def _frames_of(decisions: Mapping[FrameKey, Choice], writer: WriterPlan) -> dict[FrameKey, Choice]:
-    keep = set(searched_frames(writer))
-    return {k: c for k, c in decisions.items() if k in keep}
+def _shift(schedule: FrameSchedule, by: int) -> FrameSchedule:
+    """The schedule with every entry ``by`` lower (what falls below e0 goes)."""
 
+    def shifted(key: FrameKey) -> FrameKey:
+        return key if key.entry_id < 0 else dataclasses.replace(key, entry_id=key.entry_id + by)
 
-def _shift(decisions: Mapping[FrameKey, Choice], by: int) -> dict[FrameKey, Choice]:
-    return {
-        (k if k.entry_id < 0 else dataclasses.replace(k, entry_id=k.entry_id + by)): c
-        for k, c in decisions.items()
-        if k.entry_id < 0 or k.entry_id + by >= 0
-    }
+    kept = schedule.restricted(lambda key: key.entry_id < 0 or key.entry_id + by >= 0)
+    return FrameSchedule(
+        {shifted(k): c for k, c in kept.decisions.items()},
+        tuple(
+            dataclasses.replace(e, at=None if e.at is None else shifted(e.at)) for e in kept.events
+        ),
+    )
 
 
 # w1, our wire client ----------------------------------------------------------------------

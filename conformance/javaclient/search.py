@@ -52,6 +52,8 @@ def run_plan(
 
     @contextlib.contextmanager
     def arranged(ledger_id: int, names: Mapping[str, str]) -> Iterator[object]:
+        # Only a plan with fault events needs the session's cluster (a stand-in has none).
+        executor = session.faults(names) if plan.schedule.events else None
         with ScheduleController(
             session.group,
             session.proxies,
@@ -59,6 +61,7 @@ def run_plan(
             plan.schedule,
             max_hold_s=hold_s,
             names=names,
+            executor=executor,
         ) as controller:
             controllers.append(controller)
             yield controller

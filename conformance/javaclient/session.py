@@ -15,13 +15,21 @@ the writer's follow the ledger's first ensemble), and every record keeps that ma
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.bookkeeper.errors import WireError
-from adapters.cluster import ClusterError, Endpoints, LocalCluster, LocalClusterOptions
+from adapters.cluster import (
+    ClusterError,
+    DataLoss,
+    Endpoints,
+    LocalCluster,
+    LocalClusterOptions,
+    Node,
+)
 from adapters.javaclient import (
     BookKeeperJavaClient,
     BookKeeperVersion,
@@ -41,6 +49,7 @@ from adapters.netproxy.routing import (
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
+from conformance.javaclient.plans import FaultEvent, FaultKind
 
 #: The first release whose client resolves bookie ids through their registrations, so that the
 #: proxies can stand in for the bookies without anybody writing the ledger's metadata for it.
@@ -268,10 +277,99 @@ class ClientSession:
                 return
             time.sleep(0.02)
 
+    def faults(self, names: Mapping[str, str]) -> SessionFaults:
+        """The executor of a run's faults, its bookies named by ``names`` (proxy -> name)."""
+        if self._cluster is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        return SessionFaults(self, self._cluster, names)
+
     def frames_since(self, mark: int) -> tuple[list[FrameRecord], dict[int, DeliveryRecord]]:
         """The frames the proxies saw after ``mark``, and their deliveries."""
         frames = self.group.frames(since=mark)
         return frames, deliveries_of(self.group, frames)
+
+
+class SessionFaults:
+    """The :class:`~.controller.FaultExecutor` of one run on a session: the faults of a plan
+    carried out on the session's cluster, proxies and ZooKeeper, its bookies named as the role
+    names them (``names``: proxy -> the model's bookie name). A fault with a duration is undone
+    by a timer, and whatever is still in effect is undone by :meth:`close`."""
+
+    def __init__(
+        self, session: ClientSession, cluster: LocalCluster, names: Mapping[str, str]
+    ) -> None:
+        self._session = session
+        self._cluster = cluster
+        proxies = dict(zip(session.proxies, session.bookie_ids, strict=True))
+        #: The model's bookie name -> (its proxy's name, its bookie id).
+        self._bookies = {name: (proxy, proxies[proxy]) for proxy, name in names.items()}
+        self._undo: dict[str, tuple[threading.Timer, Callable[[], None]]] = {}
+        self._lock = threading.Lock()
+
+    def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
+        if name not in self._bookies:
+            raise RunUndecided(f"the run has no bookie {name!r} ({sorted(self._bookies)})")
+        proxy, bookie_id = self._bookies[name]
+        return self._session.proxies[proxy], Node.bookie(bookie_id)
+
+    def execute(self, event: FaultEvent) -> str:
+        kind, seconds = event.kind, event.duration_ms / 1000
+        proxy, node = self._bookie(event.bookie) if kind.needs_bookie else (None, None)
+        what = f"{kind.value} {event.bookie or ''}".strip()
+        if kind is FaultKind.CRASH:
+            assert node is not None
+            self._cluster.crash(node)
+        elif kind is FaultKind.PAUSE:
+            assert node is not None
+            self._cluster.pause(node)
+            self._later(what, seconds, lambda: self._cluster.resume(node))
+        elif kind is FaultKind.RESTART:
+            assert node is not None
+            self._cluster.crash(node)
+            self._cluster.restart(node)
+        elif kind is FaultKind.RESTART_EMPTY:
+            assert node is not None
+            self._cluster.crash(node)
+            self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        elif kind is FaultKind.RESET:
+            assert proxy is not None
+            proxy.reset_connections()
+        elif kind is FaultKind.REFUSE:
+            assert proxy is not None
+            proxy.refuse_connections(seconds)
+        elif kind is FaultKind.STALL:
+            assert proxy is not None
+            proxy.stall(True)
+            self._later(what, seconds, lambda: proxy.stall(False))
+        else:
+            raise RunUndecided(
+                f"{kind.value}: this session does not proxy the client's ZooKeeper connection"
+            )
+        return what + (f" for {event.duration_ms} ms" if event.duration_ms else "")
+
+    def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
+        timer = threading.Timer(seconds, self._undo_now, args=(what,))
+        timer.daemon = True
+        with self._lock:
+            self._undo[what] = (timer, undo)
+        timer.start()
+
+    def _undo_now(self, what: str) -> None:
+        with self._lock:
+            entry = self._undo.pop(what, None)
+        if entry is not None:
+            entry[1]()
+
+    def close(self) -> None:
+        """Undo now whatever a timer would undo later (bounded by the cluster's and the
+        proxies' own timeouts)."""
+        with self._lock:
+            pending = list(self._undo)
+        for what in pending:
+            timer, _undo = self._undo.get(what, (None, None))
+            if timer is not None:
+                timer.cancel()
+            self._undo_now(what)
 
 
 def deliveries_of(group: ProxyGroup, frames: Sequence[FrameRecord]) -> dict[int, DeliveryRecord]:
@@ -292,6 +390,7 @@ __all__ = [
     "SETTLE_S",
     "ClientSession",
     "RunUndecided",
+    "SessionFaults",
     "SessionLayout",
     "SessionOptions",
     "SessionRefused",

@@ -31,7 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conformance.javaclient.plans import DROP, FrameSchedule
-from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_plans import (
+    SEARCHED_ENTRIES,
+    WriterRunPlan,
+    WriterShape,
+    add_key,
+)
 from conformance.javaclient.writer_story import writer_config
 from model.bookkeeper.action_table import (
     Actor,
@@ -152,7 +157,7 @@ def writer_guided_plans(
     *,
     budget_s: float = 10.0,
     max_faults: int = 2,
-    entries: Sequence[int] = (2, 3, MAX_ENTRIES),
+    entries: Sequence[int] = (2, 3, SEARCHED_ENTRIES),
     limit: int = 40,
 ) -> list[WriterRunPlan]:
     """Plans from the model's most dangerous writer interleavings (see the module

@@ -22,9 +22,12 @@ from typing import Any
 from conformance.javaclient.observed import FrameKind
 from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedule, PlanError
 
-#: At most this many entries per example: enough for a pipeline across an ensemble change
-#: (an entry before, one caught in it, one after).
-MAX_ENTRIES = 4
+#: At most this many entries in the examples the search draws and the model proposes: enough
+#: for a pipeline across an ensemble change (an entry before, one caught in it, one after).
+SEARCHED_ENTRIES = 4
+#: At most this many entries in any writer plan (the upstream reports' scenarios pipeline up to
+#: seven: #4097's).
+MAX_ENTRIES = 8
 #: The first release whose Java client resolves bookie ids through their registrations, so
 #: that its adds can go through the proxies without the harness writing the ledger's metadata.
 FIRST_WRITER_RELEASE = "4.12.0"
@@ -113,7 +116,14 @@ class WriterRunPlan:
                 f"{self.delayed} entries, {self.delay_ms} ms)"
             )
         names = set(self.shape.names)
-        for key in self.schedule.decisions:
+        triggers = [event.at for event in self.schedule.events if event.at is not None]
+        for event in self.schedule.events:
+            if event.bookie is not None and event.bookie not in names:
+                raise PlanError(
+                    f"{event.describe()}: the cluster of {self.shape.describe()} has "
+                    f"{', '.join(sorted(names))}"
+                )
+        for key in [*self.schedule.decisions, *triggers]:
             if key.kind != FrameKind.ADD.value:
                 raise PlanError(f"a writer example schedules adds only, not {key.describe()}")
             if key.bookie not in names:
@@ -128,7 +138,8 @@ class WriterRunPlan:
         return self.schedule.choice(add_key(bookie, entry))
 
     def faults(self) -> int:
-        return sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
+        decided = sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
+        return decided + len(self.schedule.events)
 
     def describe(self) -> list[str]:
         later = (
@@ -177,6 +188,7 @@ __all__ = [
     "FIRST_WRITER_RELEASE",
     "MAX_DELAY_MS",
     "MAX_ENTRIES",
+    "SEARCHED_ENTRIES",
     "WriterRunPlan",
     "WriterShape",
     "add_key",

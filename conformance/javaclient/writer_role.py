@@ -48,7 +48,12 @@ from conformance.javaclient.session import (
     model_bookie_names,
 )
 from conformance.javaclient.writer_guidance import writer_guided_plans
-from conformance.javaclient.writer_plans import MAX_ENTRIES, WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_plans import (
+    SEARCHED_ENTRIES,
+    WriterRunPlan,
+    WriterShape,
+    add_key,
+)
 from conformance.javaclient.writer_story import WriterRecord, writer_config
 from conformance.javaclient.writer_story import judge as judge_writer
 from conformance.targets.cluster_target import PASSWORD
@@ -63,7 +68,7 @@ HOLD_FRACTION = 0.5
 
 @st.composite
 def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -> WriterRunPlan:
-    entries = draw(st.integers(1, MAX_ENTRIES))
+    entries = draw(st.integers(1, SEARCHED_ENTRIES))
     keys = st.tuples(st.sampled_from(shape.names), st.integers(0, entries - 1))
     chosen = draw(st.lists(keys, max_size=max_faults, unique=True))
     choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold))
@@ -81,26 +86,19 @@ def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -
 
 
 def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
-    """Each plan with one thing taken away: a fault, a hold made shorter, the delay, the last
-    entry."""
-    decisions = dict(plan.schedule.decisions)
-    for key in sorted(decisions):
-        rest = {k: c for k, c in decisions.items() if k != key}
-        yield dataclasses.replace(plan, schedule=FrameSchedule(rest))
-    for key, choice in sorted(decisions.items()):
-        if choice.action == "hold" and choice.after > 1:
-            shorter = {**decisions, key: hold(choice.after - 1)}
-            yield dataclasses.replace(plan, schedule=FrameSchedule(shorter))
+    """Each plan with one thing taken away: a frame decision or a fault, a hold made shorter,
+    the delay, the last entry (and what its frames decided or triggered)."""
+    for schedule in plan.schedule.smaller():
+        yield dataclasses.replace(plan, schedule=schedule)
     if plan.delayed:
         yield dataclasses.replace(plan, delayed=0, delay_ms=0)
     if plan.entries > 1:
         last = plan.entries - 1
-        kept = {k: c for k, c in decisions.items() if k.entry_id < last}
         delayed = min(plan.delayed, last - 1)
         yield WriterRunPlan(
             plan.shape,
             last,
-            FrameSchedule(kept),
+            plan.schedule.restricted(lambda key: key.entry_id < last),
             plan.origin,
             delayed=delayed,
             delay_ms=plan.delay_ms if delayed else 0,
@@ -171,7 +169,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         )
 
     def config(self) -> ModelConfig:
-        return writer_config(self.shape, MAX_ENTRIES)
+        return writer_config(self.shape, SEARCHED_ENTRIES)
 
     def settings(self) -> dict[str, Any]:
         return {"role": self.name, "shape": self.shape.key()}

@@ -172,7 +172,9 @@ class _WriterReplay(ModelReplay):
 
     def _lost_for(self, entry: int, bookies: int, since: float) -> set[str]:
         """Of ``bookies``, those whose add of ``entry`` sent from ``since`` on never reached
-        them (dropped, or never sent at all)."""
+        them (dropped, or never sent at all) or that never answered it (crashed, or paused
+        past the client's timeout): the client times such an add out, which the spec's
+        writer sees as a lost message."""
         lost = set()
         for b in range(self.cfg.bookies):
             if not bookies >> b & 1:
@@ -186,7 +188,7 @@ class _WriterReplay(ModelReplay):
                 and e.entry_id == entry
                 and e.at >= since
             ]
-            if not frames or not frames[0].delivered:
+            if not frames or not frames[0].delivered or not frames[0].answered:
                 lost.add(bookie_name(b))
         return lost
 

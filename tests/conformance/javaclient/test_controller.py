@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Any
 
 import pytest
@@ -13,7 +14,16 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import Direction, FrameRecord, Operation, ProxyGroup
 from adapters.refbookie.server import BookieServer
 from conformance.javaclient.controller import ScheduleController, key_of, unapplied_reason
-from conformance.javaclient.plans import DEFECT_1_SCHEDULE, FrameKey, FrameSchedule, hold
+from conformance.javaclient.plans import (
+    DEFECT_1_SCHEDULE,
+    FaultEvent,
+    FaultKind,
+    FrameKey,
+    FrameSchedule,
+    forge,
+    hold,
+    hold_for,
+)
 from conformance.javaclient.recovery_role import writer_add
 from conformance.javaclient.story import RecoveryRecord, judge
 from tests.conformance.javaclient.recorded import (
@@ -147,3 +157,99 @@ def test_a_hold_never_reorders_a_clients_adds_to_one_bookie() -> None:
     group.last = 6
     controller.step()
     assert log == ["release #4", "release #1", "release #3"]
+
+
+class _Executor:
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.closed = False
+
+    def execute(self, event: FaultEvent) -> str:
+        self.done.append(event.describe())
+        return event.kind.value
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _ForgingProxy(_FakeProxy):
+    def __init__(self, name: str, log: list[str]) -> None:
+        super().__init__(name, log)
+        self.matches: list[object] = []
+
+    def add_rule(self, *args: object, **kwargs: object) -> int:
+        self.matches.append(args[0])
+        return len(self.matches)
+
+    def forge(self, frame_id: int, status: StatusCode) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"forge #{frame_id} {status.name}")
+
+
+def _add_and_answer() -> tuple[FrameRecord, FrameRecord]:
+    log = LogBuilder()
+    request = log.frame(1.0, "p1", Direction.REQUEST, Operation.ADD_ENTRY, 0)
+    answer = log.frame(1.1, "p1", Direction.RESPONSE, Operation.ADD_ENTRY, 0, status=StatusCode.EOK)
+    return request, answer
+
+
+def test_answers_are_decided_and_faults_triggered_at_their_frame() -> None:
+    log: list[str] = []
+    p1 = _ForgingProxy("p1", log)
+    group = _FakeGroup()
+    request, answer = _add_and_answer()
+    answer_key = FrameKey("add", "b1", 0, answer=True)
+    schedule = FrameSchedule(
+        {answer_key: forge("EIO")},
+        (
+            FaultEvent(FaultKind.RESET, answer_key, "b2"),
+            FaultEvent(FaultKind.HOLD_METADATA, None, None, 300),
+        ),
+    )
+    executor = _Executor()
+    proxies: Any = {"p1": p1}
+    with ScheduleController(
+        group, proxies, LEDGER, schedule, names={"p1": "b1"}, executor=executor, poll_s=60
+    ) as controller:
+        assert len(p1.matches) == 2  # requests and, as the plan decides one, answers held
+        p1.frames = {request.frame_id: request}
+        controller.step()
+        p1.frames = {answer.frame_id: answer}
+        controller.step()
+    assert log == [f"release #{request.frame_id}", f"forge #{answer.frame_id} EIO"]
+    assert executor.done == [
+        "hold metadata for 300 ms as the client starts",
+        "reset b2 when b1's answer to add e0 passes",
+    ]
+    assert executor.closed and controller.errors == []
+    assert [what for _at, what in controller.faults] == ["hold metadata", "reset"]
+
+
+def test_a_hold_for_a_time_outlasts_the_longest_hold_by_frames() -> None:
+    log: list[str] = []
+    p1 = _FakeProxy("p1", log)
+    group = _FakeGroup()
+    request, _answer = _add_and_answer()
+    schedule = FrameSchedule({FrameKey("add", "p1", 0): hold_for(400)})
+    proxies: Any = {"p1": p1}
+    controller = ScheduleController(group, proxies, LEDGER, schedule, max_hold_s=0.0)
+    p1.frames = {request.frame_id: request}
+    group.last = 99  # many frames passed, the longest hold by frames is spent: still held
+    controller.step()
+    assert log == []
+    time.sleep(0.45)
+    controller.step()
+    assert log == [f"release #{request.frame_id}"]
+
+
+def test_a_fault_whose_frame_never_comes_leaves_the_run_unapplied() -> None:
+    group = _FakeGroup()
+    schedule = FrameSchedule(events=(FaultEvent(FaultKind.CRASH, FrameKey("add", "b1", 3), "b1"),))
+    proxies: Any = {"p1": _FakeProxy("p1", [])}
+    with pytest.raises(ValueError, match="no executor"):
+        ScheduleController(group, proxies, LEDGER, schedule)
+    with ScheduleController(
+        group, proxies, LEDGER, schedule, executor=_Executor(), poll_s=60
+    ) as controller:
+        pass
+    assert "never triggered" in str(unapplied_reason([controller]))
