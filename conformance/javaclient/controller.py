@@ -78,6 +78,11 @@ class _Held:
     since: float
     #: ... or at this time whatever passed (a hold for a time); None: at ``max_hold_s``.
     until: float | None = None
+    #: The faults this frame triggered: it goes on only once they have taken effect.
+    waits_for: tuple[threading.Event, ...] = ()
+
+    def faults_done(self) -> bool:
+        return all(done.is_set() for done in self.waits_for)
 
 
 class ScheduleController:
@@ -127,7 +132,7 @@ class ScheduleController:
         self._request_kinds: dict[tuple[str, int, object], FrameKind] = {}
         self._rules: list[tuple[BookieProxy, int]] = []
         self._pending_events = list(schedule.events)
-        self._events: queue.Queue[FaultEvent | None] = queue.Queue()
+        self._events: queue.Queue[tuple[FaultEvent, threading.Event] | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fault_thread: threading.Thread | None = None
@@ -144,7 +149,10 @@ class ScheduleController:
                 target=self._run_faults, name="schedule-faults", daemon=True
             )
             self._fault_thread.start()
-        self._trigger(None)
+        # The faults "as the client starts" take effect before it starts.
+        for done in self._trigger(None):
+            if not done.wait(FAULT_TIMEOUT_S):
+                self.errors.append(f"a fault at the start took more than {FAULT_TIMEOUT_S} s")
         self._thread = threading.Thread(target=self._run, name="schedule-controller", daemon=True)
         self._thread.start()
         return self
@@ -185,20 +193,28 @@ class ScheduleController:
         """Faults one after another, off the controller's thread: a crash or a restart takes
         seconds, during which frames must still be decided."""
         assert self.executor is not None
-        while (event := self._events.get()) is not None:
+        while (item := self._events.get()) is not None:
+            event, done = item
             try:
-                done = self.executor.execute(event)
+                what = self.executor.execute(event)
             except Exception as exc:
                 self.errors.append(f"fault {event.describe()} failed: {exc!r}")
-                continue
-            self.faults.append((time.monotonic(), done))
+            else:
+                self.faults.append((time.monotonic(), what))
+            finally:
+                done.set()
 
-    def _trigger(self, key: FrameKey | None) -> None:
-        """Queue the fault events waiting for ``key`` (None: the start)."""
+    def _trigger(self, key: FrameKey | None) -> tuple[threading.Event, ...]:
+        """Queue the fault events waiting for ``key`` (None: the start); what tells when each
+        has taken effect."""
+        waits: list[threading.Event] = []
         for event in [e for e in self._pending_events if e.at == key]:
             self._pending_events.remove(event)
             self.decisions.append(("fault", event.describe()))
-            self._events.put(event)
+            done = threading.Event()
+            self._events.put((event, done))
+            waits.append(done)
+        return tuple(waits)
 
     def step(self) -> None:
         """Decide the newly held frames and release the holds that are due (one pass)."""
@@ -218,7 +234,7 @@ class ScheduleController:
                 else:
                     passed = last - frame_id
                     due = passed >= held_frame.after or now - held_frame.since > self.max_hold_s
-                if due and self._behind(held_frame.frame) is None:
+                if due and held_frame.faults_done() and self._behind(held_frame.frame) is None:
                     del self._holding[frame_id]
                     self._release(held_frame.frame)
 
@@ -256,10 +272,11 @@ class ScheduleController:
         else:
             key = key_of(frame, self.names, self._kind_of_answered(frame))
         choice = FORWARD
+        waits: tuple[threading.Event, ...] = ()
         if key is not None and key not in self._seen:
             self._seen.add(key)
             choice = self.schedule.choice(key)
-            self._trigger(key)
+            waits = self._trigger(key)
         self.decisions.append((frame.describe(), choice.describe()))
         proxy = self.proxies[frame.proxy]
         if choice.action == "drop":
@@ -271,11 +288,12 @@ class ScheduleController:
                 proxy.forge(frame.frame_id, StatusCode[choice.status])
         elif choice.action == "hold" and choice.for_ms:
             until = now + choice.for_ms / 1000
-            self._holding[frame.frame_id] = _Held(frame, 0, now, until)
+            self._holding[frame.frame_id] = _Held(frame, 0, now, until, waits)
         elif choice.action == "hold":
-            self._holding[frame.frame_id] = _Held(frame, choice.after, now)
-        elif self._behind(frame) is not None:
-            self._holding[frame.frame_id] = _Held(frame, 0, now)  # released right after it
+            self._holding[frame.frame_id] = _Held(frame, choice.after, now, None, waits)
+        elif waits or self._behind(frame) is not None:
+            # Released once its faults took effect, and right after an earlier add it follows.
+            self._holding[frame.frame_id] = _Held(frame, 0, now, None, waits)
         else:
             self._release(frame)
 

@@ -194,6 +194,7 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         "closed_at": record.closed_at,
         "close_error": record.close_error,
         "stored": [[entry, list(bookies)] for entry, bookies in sorted(record.stored.items())],
+        **({"unreachable": list(record.unreachable)} if record.unreachable else {}),
     }
 
 
@@ -214,6 +215,7 @@ def writer_record_from_json(data: dict[str, Any]) -> WriterRecord:
             closed_at=data["closed_at"],
             close_error=data["close_error"],
             stored={int(entry): tuple(bookies) for entry, bookies in data["stored"]},
+            unreachable=tuple(int(b) for b in data.get("unreachable", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adapters.bookkeeper.errors import WireError
 from adapters.cluster import (
@@ -46,6 +47,8 @@ from adapters.netproxy.routing import (
     route_through_proxies,
     routing_method_for_version,
 )
+from adapters.zkproxy import Hold as ZkHold
+from adapters.zkproxy import Op, ZkMatch, ZkProxyError, ZooKeeperProxy
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
@@ -73,6 +76,7 @@ INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
     MetadataError,
     JavaClientError,
     WireError,
+    ZkProxyError,
     RunUndecided,
 )
 
@@ -94,6 +98,9 @@ class SessionLayout:
     metadata_may_name_proxies: bool = False
     #: Why a release that cannot be routed is refused (said with the refusal).
     refusal_hint: str = ""
+    #: Put a proxy on the client's ZooKeeper connection (its metadata writes can then be held
+    #: and its session expired); the bookies keep their own connections.
+    proxies_zookeeper: bool = True
 
     def __post_init__(self) -> None:
         if self.bookies < 1:
@@ -152,6 +159,8 @@ class ClientSession:
         self._group: ProxyGroup | None = None
         self._cluster: LocalCluster | None = None
         self._client: BookKeeperJavaClient | None = None
+        self._zookeeper: ZooKeeperProxy | None = None
+        self._routing: Any = None
 
     def __enter__(self) -> ClientSession:
         try:
@@ -196,11 +205,16 @@ class ClientSession:
                 self.proxy_of_id(),
                 self.routing_method,
             )
-            self._stack.enter_context(routing)
+            self._routing = self._stack.enter_context(routing)
             # Routed before the client starts, so that it never caches a bookie's own address.
             routing.wait_routed(options.request_timeout)
+        metadata_service_uri = endpoints.metadata_service_uri
+        if layout.proxies_zookeeper:
+            host, port = endpoints.zookeeper_connect.split(",")[0].rsplit(":", 1)
+            self._zookeeper = self._stack.enter_context(ZooKeeperProxy(host, int(port)))
+            metadata_service_uri = self._zookeeper.proxied_uri(metadata_service_uri)
         client_options = ClientOptions(
-            endpoints.metadata_service_uri,
+            metadata_service_uri,
             speculative_read_timeout_ms=layout.speculative_read_timeout_ms,
             read_entry_timeout_s=layout.read_entry_timeout_s,
             add_entry_timeout_s=layout.add_entry_timeout_s,
@@ -230,6 +244,14 @@ class ClientSession:
         if self._client is None:
             raise RunUndecided("the session is not started (use it in a with block)")
         return self._client
+
+    @property
+    def zookeeper_proxy(self) -> ZooKeeperProxy:
+        """The proxy on the client's ZooKeeper connection (:class:`RunUndecided` when the
+        layout has none)."""
+        if self._zookeeper is None:
+            raise RunUndecided("this session does not proxy the client's ZooKeeper connection")
+        return self._zookeeper
 
     @property
     def endpoints(self) -> Endpoints:
@@ -277,6 +299,12 @@ class ClientSession:
                 return
             time.sleep(0.02)
 
+    def wait_routed(self) -> None:
+        """Wait (bounded) until every bookie is routed through its proxy again: a restarted
+        bookie registers its own address, which the routing rewrites."""
+        if self._routing is not None:
+            self._routing.wait_routed(self.options.request_timeout)
+
     def faults(self, names: Mapping[str, str]) -> SessionFaults:
         """The executor of a run's faults, its bookies named by ``names`` (proxy -> name)."""
         if self._cluster is None:
@@ -319,6 +347,8 @@ class SessionFaults:
         if kind is FaultKind.CRASH:
             assert node is not None
             self._cluster.crash(node)
+            # Down for the rest of the run; the next run of the session starts it again.
+            self._at_close(what, lambda: self._restart(node))
         elif kind is FaultKind.PAUSE:
             assert node is not None
             self._cluster.pause(node)
@@ -326,11 +356,12 @@ class SessionFaults:
         elif kind is FaultKind.RESTART:
             assert node is not None
             self._cluster.crash(node)
-            self._cluster.restart(node)
+            self._restart(node)
         elif kind is FaultKind.RESTART_EMPTY:
             assert node is not None
             self._cluster.crash(node)
             self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
+            self._session.wait_routed()
         elif kind is FaultKind.RESET:
             assert proxy is not None
             proxy.reset_connections()
@@ -341,11 +372,19 @@ class SessionFaults:
             assert proxy is not None
             proxy.stall(True)
             self._later(what, seconds, lambda: proxy.stall(False))
+        elif kind is FaultKind.HOLD_METADATA:
+            zookeeper = self._session.zookeeper_proxy
+            rule = zookeeper.add_rule(METADATA_WRITES, ZkHold())
+            self._later(what, seconds, lambda: _release_writes(zookeeper, rule))
         else:
-            raise RunUndecided(
-                f"{kind.value}: this session does not proxy the client's ZooKeeper connection"
-            )
+            self._session.zookeeper_proxy.expire_session()
         return what + (f" for {event.duration_ms} ms" if event.duration_ms else "")
+
+    def _restart(self, node: Node) -> None:
+        self._cluster.restart(node)
+        # Until the routing is back, the client could resolve the bookie's own address and
+        # go round its proxy.
+        self._session.wait_routed()
 
     def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
         timer = threading.Timer(seconds, self._undo_now, args=(what,))
@@ -353,6 +392,12 @@ class SessionFaults:
         with self._lock:
             self._undo[what] = (timer, undo)
         timer.start()
+
+    def _at_close(self, what: str, undo: Callable[[], None]) -> None:
+        """Undo ``what`` when the run ends (no timer)."""
+        timer = threading.Timer(float("inf"), lambda: None)
+        with self._lock:
+            self._undo[what] = (timer, undo)
 
     def _undo_now(self, what: str) -> None:
         with self._lock:
@@ -370,6 +415,17 @@ class SessionFaults:
             if timer is not None:
                 timer.cancel()
             self._undo_now(what)
+
+
+#: The client's writes to ZooKeeper: what an ensemble change, a close or a recovery writes.
+METADATA_WRITES = ZkMatch.request(Op.SET_DATA, Op.CREATE, Op.CREATE2, Op.DELETE, Op.MULTI)
+
+
+def _release_writes(zookeeper: ZooKeeperProxy, rule: int) -> None:
+    """End a hold of the client's metadata writes: no new write is held, the held ones go (in
+    their connection's order)."""
+    zookeeper.remove_rule(rule)
+    zookeeper.release_all()
 
 
 def deliveries_of(group: ProxyGroup, frames: Sequence[FrameRecord]) -> dict[int, DeliveryRecord]:

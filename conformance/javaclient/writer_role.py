@@ -111,10 +111,15 @@ def _payload(ledger_id: int, index: int) -> bytes:
 
 async def _read_all(
     ledger_id: int, entries: int, addresses: Mapping[int, tuple[str, int]], timeout: float
-) -> dict[int, tuple[int, ...]]:
+) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
     stored: dict[int, list[int]] = {entry: [] for entry in range(entries)}
+    unreachable: list[int] = []
     for bookie, (host, port) in sorted(addresses.items()):
-        client = await BookieClient.connect(host, port, request_timeout=timeout)
+        try:
+            client = await BookieClient.connect(host, port, request_timeout=timeout)
+        except (OSError, WireError):
+            unreachable.append(bookie)  # down: a crash the plan made
+            continue
         try:
             for entry in range(entries):
                 answer = await client.read(ledger_id, entry)
@@ -122,13 +127,14 @@ async def _read_all(
                     stored[entry].append(bookie)
         finally:
             await client.close()
-    return {entry: tuple(bookies) for entry, bookies in stored.items()}
+    return {entry: tuple(bookies) for entry, bookies in stored.items()}, tuple(unreachable)
 
 
 def stored_entries(
     ledger_id: int, entries: int, addresses: Mapping[int, tuple[str, int]], timeout: float
-) -> dict[int, tuple[int, ...]]:
-    """Entry -> the model bookies that return it, read from each bookie directly."""
+) -> tuple[dict[int, tuple[int, ...]], tuple[int, ...]]:
+    """Entry -> the model bookies that return it, read from each bookie directly; and the
+    bookies that could not be reached."""
     try:
         return asyncio.run(_read_all(ledger_id, entries, addresses, timeout))
     except WireError as exc:
@@ -249,7 +255,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         ]
         closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
         addresses = {model_index[b]: session.bookie_address(b) for b in session.bookie_ids}
-        stored = stored_entries(
+        stored, unreachable = stored_entries(
             ledger.ledger_id, plan.entries, addresses, session.options.request_timeout
         )
         frames, deliveries = session.frames_since(mark)
@@ -266,6 +272,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             closed_at=closed_at,
             close_error=close_error,
             stored=stored,
+            unreachable=unreachable,
         )
 
     def story_lines(self, record: WriterRecord) -> list[str]:

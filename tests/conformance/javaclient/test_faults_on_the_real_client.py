@@ -1,0 +1,155 @@
+"""Each fault of a plan taking effect on the REAL Java client (the default BookKeeper release, as
+the writer on a ledger of E=3 WQ=2 AQ=2 over four bookies): what the client's callbacks, its
+ensemble changes, the metadata or the proxies' logs show afterwards. One session (cluster,
+proxies, ZooKeeper proxy, JVM) serves every test; each run is a fresh ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.javaclient.plans import (
+    FaultEvent,
+    FaultKind,
+    FrameSchedule,
+    forge,
+    hold_for,
+)
+from conformance.javaclient.role import Example
+from conformance.javaclient.run import session_options
+from conformance.javaclient.search import run_plan
+from conformance.javaclient.session import ClientSession
+from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_role import WriterRole
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+SHAPE = WriterShape(3, 2, 2)
+ROLE = WriterRole(SHAPE)
+#: e0's write set is b1, b2 (positions 0 and 1 of the first ensemble); b4 is the spare.
+E0_TO_B2 = add_key("b2", 0)
+B2_ANSWER_E0 = add_key("b2", 0).__class__("add", "b2", 0, answer=True)
+
+
+@pytest.fixture(scope="module")
+def session(bookkeeper_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    run_dir = tmp_path_factory.mktemp("faults")
+    with ClientSession(session_options(ROLE, bookkeeper_home, run_dir)) as started:
+        yield started
+
+
+def _run(session: Any, schedule: FrameSchedule, entries: int = 2) -> Example[Any, Any]:
+    example = run_plan(session, ROLE, WriterRunPlan(SHAPE, entries, schedule))
+    assert example.unapplied is None, example.unapplied
+    return example
+
+
+def _b2_replaced(example: Example[Any, Any]) -> bool:
+    """b2 (model bookie 1) left the ensemble: the spare b4 (3) took its position."""
+    return any(bookies == (0, 3, 2) for _first, bookies in example.record.segments)
+
+
+def _callbacks(example: Example[Any, Any]) -> list[str]:
+    return [outcome.describe() for outcome in example.record.outcomes]
+
+
+def test_a_forged_error_answer_to_a_request_makes_the_client_replace_the_bookie(
+    session: Any,
+) -> None:
+    example = _run(session, FrameSchedule({E0_TO_B2: forge("EIO")}))
+    assert _b2_replaced(example), example.record.segments
+    assert _callbacks(example) == ["add 0 (e0): OK", "add 1 (e1): OK"]
+    assert 1 not in example.record.stored[0]  # b2 never got e0: the request was answered
+    assert any(f.decision == "forged" for f in example.record.frames)
+
+
+def test_a_forged_error_in_place_of_a_stored_entrys_answer(session: Any) -> None:
+    example = _run(session, FrameSchedule({B2_ANSWER_E0: forge("EIO")}))
+    assert _b2_replaced(example), example.record.segments
+    assert 1 in example.record.stored[0]  # b2 stored e0; the client was told it failed
+
+
+def test_a_forged_fenced_answer_fails_the_handle(session: Any) -> None:
+    example = _run(session, FrameSchedule({B2_ANSWER_E0: forge("EFENCED")}))
+    assert any("LedgerFenced" in line for line in _callbacks(example)), _callbacks(example)
+
+
+def test_an_answer_held_past_the_add_timeout_arrives_after_the_ensemble_change(
+    session: Any,
+) -> None:
+    example = _run(session, FrameSchedule({B2_ANSWER_E0: hold_for(3000)}))
+    assert _b2_replaced(example), example.record.segments
+    record = example.record
+    proxy_of = {name: proxy for proxy, name in ROLE.names(record).items()}
+    answer = next(
+        f
+        for f in record.frames
+        if f.proxy == proxy_of["b2"]
+        and f.info.entry_id == 0
+        and f.info.direction.value == "response"
+    )
+    delivered = record.deliveries[answer.frame_id]
+    resent = min(f.at for f in record.frames if f.proxy == proxy_of["b4"])  # to the spare
+    # The client had timed e0 out on b2 and resent it to the spare before b2's answer came.
+    assert delivered.delivered and delivered.at > resent
+
+
+@pytest.mark.parametrize(
+    ("kind", "duration_ms"),
+    [
+        (FaultKind.CRASH, 0),
+        (FaultKind.PAUSE, 3000),
+        # Refusing new connections matters once the pooled ones are gone (a reset below).
+        (FaultKind.REFUSE, 3000),
+        (FaultKind.STALL, 3000),
+    ],
+)
+def test_a_bookie_fault_at_the_start_makes_the_client_replace_it(
+    session: Any, kind: FaultKind, duration_ms: int
+) -> None:
+    events = [FaultEvent(kind, None, "b2", duration_ms)]
+    if kind is FaultKind.REFUSE:
+        events.append(FaultEvent(FaultKind.RESET, None, "b2"))
+    example = _run(session, FrameSchedule(events=tuple(events)))
+    assert _b2_replaced(example), (kind, example.record.segments, _callbacks(example))
+    assert _callbacks(example) == ["add 0 (e0): OK", "add 1 (e1): OK"]
+
+
+def test_a_reset_connection_fails_the_pending_add_on_that_bookie(session: Any) -> None:
+    event = FaultEvent(FaultKind.RESET, E0_TO_B2, "b2")
+    example = _run(session, FrameSchedule({E0_TO_B2: hold_for(300)}, (event,)))
+    assert _b2_replaced(example) or len(example.record.segments) >= 1
+    assert ("fault", event.describe()) in example.decisions
+
+
+def test_held_metadata_writes_delay_the_ensemble_change(session: Any) -> None:
+    hold = FaultEvent(FaultKind.HOLD_METADATA, None, None, 2500)
+    example = _run(session, FrameSchedule({E0_TO_B2: forge("EIO")}, (hold,)))
+    assert _b2_replaced(example), example.record.segments
+    zookeeper = session.zookeeper_proxy
+    held = [r for r in zookeeper.packets() if r.decision == "hold"]
+    assert held, "no metadata write was held"
+    first = min(f.at for f in example.record.frames)
+    acknowledged = [o.at for o in example.record.outcomes if o.at is not None]
+    assert acknowledged and max(acknowledged) - first > 2.0
+
+
+def test_an_expired_session_is_seen_by_the_client(session: Any) -> None:
+    expire = FaultEvent(FaultKind.EXPIRE_SESSION)
+    example = _run(session, FrameSchedule(events=(expire,)))
+    assert session.zookeeper_proxy.expiries(), "no expiry recorded"
+    assert ("fault", expire.describe()) in example.decisions
+
+
+def test_a_bookie_restarted_empty_at_the_same_address_has_lost_what_it_acknowledged(
+    session: Any,
+) -> None:
+    # When b2's answer to e0 leaves it, b2 is wiped and started again (its answer goes on once
+    # it has): the client's e0 is acknowledged, and b2, a fresh bookie, no longer has it.
+    restart = FaultEvent(FaultKind.RESTART_EMPTY, B2_ANSWER_E0, "b2")
+    example = _run(session, FrameSchedule(events=(restart,)))
+    assert _callbacks(example)[0] == "add 0 (e0): OK"
+    assert 1 not in example.record.stored[0] and example.record.stored[0], example.record.stored
