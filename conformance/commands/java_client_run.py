@@ -129,6 +129,7 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         seconds=seconds,
         max_examples=max_examples,
         model_guidance=not args.no_explore,
+        client_coverage=not getattr(args, "no_client_coverage", False),
         say=_say(args.quiet),
     )
     system = java_client_system(home, str(version))
@@ -166,6 +167,16 @@ def _report(result: SearchRunResult) -> None:
         )
     if stats.get("coverage"):
         print(f"Coverage: {json.dumps(stats['coverage'])}")
+    client = stats.get("client_coverage")
+    if client:
+        total = client["total"]
+        lines, branches = total["lines"], total["branches"]
+        print(
+            "Client coverage (JaCoCo): lines "
+            f"{lines['covered']}/{lines['covered'] + lines['missed']}, branches "
+            f"{branches['covered']}/{branches['covered'] + branches['missed']} of "
+            f"{', '.join(client['units'])} (results.json: java_search.client_coverage)"
+        )
     if result.finding_plan is not None:
         origin = result.found_plan.origin if result.found_plan is not None else "?"
         print(

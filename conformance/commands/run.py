@@ -85,6 +85,12 @@ def register(subparsers: Any) -> None:
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
     )
     search.add_argument(
+        "--no-client-coverage",
+        action="store_true",
+        help="with --client java: do not measure the client's code coverage (JaCoCo, installed "
+        "from Maven Central on first use; measured by default, and steering the search)",
+    )
+    search.add_argument(
         "--client",
         choices=("python", "java"),
         default="python",

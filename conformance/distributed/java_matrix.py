@@ -354,6 +354,7 @@ def render_matrix_report(
         for row in rows
     )
     verdict = matrix_verdict(cells) if cells else Verdict.UNDECIDED
+    coverage = _client_coverage_table(rows)
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>bkconform: Java-client version matrix</title>
 <style>{_STYLE}</style></head><body>
@@ -368,8 +369,40 @@ the release before it (a regression); dashed green: better (a fix).</p>
 <table><tr><th>shard</th><th>release</th><th>role</th><th>configuration</th><th>seed</th>
 <th>status</th><th>verdict</th><th>examples</th><th>guided</th><th>first finding (s)</th>
 <th>error</th></tr>{shard_rows}</table>
+{coverage}
 </body></html>
 """
+
+
+def _percent(counter: Mapping[str, Any]) -> str:
+    covered, missed = int(counter.get("covered", 0)), int(counter.get("missed", 0))
+    total = covered + missed
+    return f"{covered}/{total} ({100 * covered / total:.0f}%)" if total else "-"
+
+
+def _client_coverage_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Each shard's line and branch coverage of the client's classes (JaCoCo), per unit."""
+    measured = [row for row in rows if isinstance(row.get("client_coverage"), Mapping)]
+    if not measured:
+        return "<h2>Coverage of the real client</h2><p>Not measured.</p>"
+    units = sorted({name for row in measured for name in row["client_coverage"]["units"]})
+    head = "".join(f"<th>{html.escape(unit)}</th>" for unit in [*units, "total"])
+    body = []
+    for row in measured:
+        coverage = row["client_coverage"]
+        counters = [coverage["units"].get(unit, {}) for unit in units] + [coverage["total"]]
+        cells = "".join(
+            f"<td>lines {_percent(c.get('lines', {}))}<br>"
+            f"branches {_percent(c.get('branches', {}))}</td>"
+            for c in counters
+        )
+        label = f"{row.get('index')}: {row.get('version')} {row.get('role')}"
+        body.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
+    return (
+        "<h2>Coverage of the real client</h2><p>Lines and branches of the client's classes "
+        "(JaCoCo) the shard's examples ran.</p>"
+        f"<table><tr><th>shard</th>{head}</tr>{''.join(body)}</table>"
+    )
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from adapters.javaclient import BookKeeperVersion
 from adapters.netproxy import DeliveryRecord, FrameRecord
+from conformance.javaclient.coverage import NewCoverage
 from conformance.javaclient.model_replay import Judgement
 from conformance.javaclient.plans import FrameSchedule
 from conformance.javaclient.recording import RecordFormat
@@ -88,6 +89,8 @@ class Example(Generic[PlanT, RecordT]):
     seconds: float
     #: Why the schedule was not (wholly) applied: the example is undecided, never clean.
     unapplied: str | None = None
+    #: The client's code it covered first in its session (None: not measured).
+    new_coverage: NewCoverage | None = None
 
     @property
     def verdict(self) -> Verdict:

@@ -77,8 +77,15 @@ def java_client_system(home: Path, version: str) -> SystemUnderTest:
     )
 
 
-def session_options(role: Role[Any, Any], home: Path, run_dir: Path) -> SessionOptions:
-    return SessionOptions(bookkeeper_home=home, log_dir=run_dir, layout=role.layout())
+def session_options(
+    role: Role[Any, Any], home: Path, run_dir: Path, *, measures_coverage: bool = False
+) -> SessionOptions:
+    return SessionOptions(
+        bookkeeper_home=home,
+        log_dir=run_dir,
+        layout=role.layout(),
+        measures_coverage=measures_coverage,
+    )
 
 
 def write_example(
@@ -100,6 +107,8 @@ class SearchRunOptions:
     seconds: float | None = 300.0
     max_examples: int = 10_000
     model_guidance: bool = True
+    #: Measure the client's code coverage (JaCoCo), and steer the search towards new code.
+    client_coverage: bool = True
     #: Progress lines (the command prints them; a shard keeps them quiet).
     say: Callable[[str], None] = field(default=lambda line: None, compare=False)
 
@@ -111,6 +120,7 @@ class SearchRunOptions:
             "seconds": self.seconds,
             "max_examples": self.max_examples,
             "model_guidance": self.model_guidance,
+            "client_coverage": self.client_coverage,
         }
 
 
@@ -147,6 +157,7 @@ class SearchRunResult:
             "seconds_to_first_finding_from_start": stats.get("seconds_to_first_finding_from_start"),
             "finding_plan": None if self.finding_plan is None else self.finding_plan.to_json(),
             "coverage": stats.get("coverage"),
+            "client_coverage": stats.get("client_coverage"),
         }
 
 
@@ -178,7 +189,10 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
             sink = _ExampleSink(writer, role, examples_log, started, say)
             guided: list[Any] = []
             try:
-                with ClientSession(session_options(role, home, run_dir)) as session:
+                measured = session_options(
+                    role, home, run_dir, measures_coverage=options.client_coverage
+                )
+                with ClientSession(measured) as session:
                     if planned is not None:
                         guided = planned.result()
                         say(f"Model explorer: {len(guided)} {role.name} plans")
@@ -192,12 +206,24 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                         on_example=sink,
                     )
                     described = session.describe()
+                    client_coverage = _client_coverage(session, run_dir, result.examples)
             except RUN_ERRORS as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 outcome = Outcome(Verdict.UNDECIDED, [], [], error=error)
                 writer.finish(outcome, story=None)
                 return SearchRunResult(run_dir, version, system, outcome, {"error": error})
-        return _finish(writer, role, result, described, len(guided), started, version, system)
+        return _finish(
+            writer, role, result, described, len(guided), started, version, system, client_coverage
+        )
+
+
+def _client_coverage(session: ClientSession, run_dir: Path, examples: int) -> dict[str, Any] | None:
+    """The client's coverage over the run's examples (``jacoco.exec`` beside it), or None."""
+    tracker = session.coverage
+    if tracker is None or not examples:
+        return None
+    (run_dir / "jacoco.exec").write_bytes(tracker.exec_bytes)
+    return tracker.total.as_dict()
 
 
 class _Guidance:
@@ -306,6 +332,7 @@ def _finish(
     started: float,
     version: str,
     system: SystemUnderTest,
+    client_coverage: dict[str, Any] | None,
 ) -> SearchRunResult:
     run_dir = writer.path
     # From the start to the search's: cluster, proxies, JVM (and the model's explorer).
@@ -320,6 +347,7 @@ def _finish(
         "search_seconds": round(result.seconds, 3),
         "errors": result.errors,
         "coverage": result.coverage.as_dict(),
+        "client_coverage": client_coverage,
     }
     finding = result.finding
     if finding is None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
@@ -73,7 +73,13 @@ def run_plan(
     judgement = None if unapplied is not None else role.judge(record)
     decisions = controllers[0].decisions if controllers else []
     return Example(
-        plan, record, judgement, decisions, time.monotonic() - started, unapplied=unapplied
+        plan,
+        record,
+        judgement,
+        decisions,
+        time.monotonic() - started,
+        unapplied=unapplied,
+        new_coverage=session.measure_coverage(),
     )
 
 
@@ -253,6 +259,7 @@ def search(
         result.guided_examples += from_model
         result.verdicts[run.verdict] += 1
         result.coverage.add(run, role.tallies(run))
+        _steer(run)
         if on_example is not None:
             on_example(result.examples, run)
         if run.unapplied is not None:
@@ -279,6 +286,15 @@ def search(
         shrunk, runs = shrink_finding(session, role, run) if shrink else (run, 0)
         result.finding = SearchFinding(run, number, found_at, shrunk, runs)
     return result
+
+
+def _steer(run: Example[Any, Any]) -> None:
+    """Hypothesis' targets: the client's code an example covered first, and the dangers the
+    open upstream bugs need (ensemble changes made with entries pending)."""
+    if run.new_coverage is not None:
+        target(run.new_coverage.score, label="new client coverage")
+    if run.judgement is not None:
+        target(float(run.judgement.ensemble_changes), label="ensemble changes")
 
 
 def shrink_finding(

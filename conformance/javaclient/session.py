@@ -31,6 +31,7 @@ from adapters.cluster import (
     LocalClusterOptions,
     Node,
 )
+from adapters.installations.jacoco import install as install_jacoco
 from adapters.javaclient import (
     BookKeeperJavaClient,
     BookKeeperVersion,
@@ -52,6 +53,15 @@ from adapters.zkproxy import Op, ZkMatch, ZkProxyError, ZooKeeperProxy
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
+from conformance.javaclient.coverage import (
+    CoverageError,
+    CoverageTracker,
+    NewCoverage,
+    jvm_agent_flag,
+    server_jar,
+)
+from conformance.javaclient.coverage import dump as dump_coverage
+from conformance.javaclient.coverage import reset as reset_coverage
 from conformance.javaclient.plans import FaultEvent, FaultKind
 
 #: The first release whose client resolves bookie ids through their registrations, so that the
@@ -77,6 +87,7 @@ INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
     JavaClientError,
     WireError,
     ZkProxyError,
+    CoverageError,
     RunUndecided,
 )
 
@@ -116,6 +127,9 @@ class SessionOptions:
     java_call_timeout: float = 60.0
     request_timeout: float = 10.0
     work_dir: Path | None = None
+    #: Measure the client's code coverage with JaCoCo's agent (installed from Maven Central
+    #: on first use), example by example (:mod:`.coverage`).
+    measures_coverage: bool = False
 
 
 def routing_refusal(version: BookKeeperVersion, layout: SessionLayout) -> str | None:
@@ -161,6 +175,7 @@ class ClientSession:
         self._client: BookKeeperJavaClient | None = None
         self._zookeeper: ZooKeeperProxy | None = None
         self._routing: Any = None
+        self._coverage: CoverageTracker | None = None
 
     def __enter__(self) -> ClientSession:
         try:
@@ -175,8 +190,16 @@ class ClientSession:
 
     def _start(self) -> None:
         options, layout = self.options, self.layout
-        # Compiled (or found cached) before anything starts: a missing javac stops nothing.
+        # Compiled and installed (or found cached) before anything starts: a missing javac or
+        # Maven stops nothing.
         jars = [recorder_classes(options.bookkeeper_home)] if layout.records_adds else []
+        agent_flags: list[str] = []
+        if options.measures_coverage:
+            jacoco = install_jacoco()
+            agent_flags.append(jvm_agent_flag(jacoco))
+            self._coverage = CoverageTracker(
+                jacoco, server_jar(options.bookkeeper_home), work_dir=options.log_dir / "coverage"
+            )
         cluster = self._stack.enter_context(
             LocalCluster(
                 LocalClusterOptions(
@@ -220,7 +243,9 @@ class ClientSession:
             add_entry_timeout_s=layout.add_entry_timeout_s,
         )
         jvm = JvmOptions(
-            log_path=options.log_dir / "jvm.log", call_timeout=options.java_call_timeout
+            log_path=options.log_dir / "jvm.log",
+            call_timeout=options.java_call_timeout,
+            extra_flags=agent_flags,
         )
         self._client = self._stack.enter_context(
             BookKeeperJavaClient.launch(
@@ -230,6 +255,9 @@ class ClientSession:
                 jvm_options=jvm,
             )
         )
+        if self._coverage is not None:
+            # What the start-up covered is no example's.
+            reset_coverage(self._client.gateway)
 
     # -- what the roles use ------------------------------------------------------------------
 
@@ -298,6 +326,18 @@ class ClientSession:
             if time.monotonic() > deadline:
                 return
             time.sleep(0.02)
+
+    def measure_coverage(self) -> NewCoverage | None:
+        """What the client's code covered since the last call, for the first time in this
+        session (None: coverage is not measured)."""
+        if self._coverage is None:
+            return None
+        return self._coverage.add(dump_coverage(self.client.gateway))
+
+    @property
+    def coverage(self) -> CoverageTracker | None:
+        """The session's coverage so far (None: not measured)."""
+        return self._coverage
 
     def wait_routed(self) -> None:
         """Wait (bounded) until every bookie is routed through its proxy again: a restarted

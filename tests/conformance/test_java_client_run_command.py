@@ -89,6 +89,11 @@ class _Session:
     def describe(self) -> dict[str, str]:
         return {"routing": "stand-in"}
 
+    coverage = None
+
+    def measure_coverage(self) -> None:
+        return None
+
 
 class _RecordedRecovery(RecoveryRole):
     """Every plan gets the recorded 4.11-like (or 4.14+-like) run. Checks the command's

@@ -88,6 +88,30 @@ def test_the_report_shows_each_release_and_the_regressions() -> None:
     assert 'Verdict: <b class="violation">violation</b>' in page
 
 
+def test_the_report_shows_each_shards_coverage_of_the_client() -> None:
+    measured = {
+        "units": {
+            "LedgerHandle": {
+                "lines": {"covered": 157, "missed": 675},
+                "branches": {"covered": 32, "missed": 290},
+            }
+        },
+        "total": {
+            "lines": {"covered": 243, "missed": 978},
+            "branches": {"covered": 54, "missed": 446},
+        },
+    }
+    rows = [{**_row("4.17.3", "clean"), "client_coverage": measured}]
+    page = render_matrix_report(matrix(rows), rows, master="none", elapsed=1.0, systems=["x"])
+    assert "Coverage of the real client" in page and "<th>LedgerHandle</th>" in page
+    assert "lines 157/832 (19%)" in page and "branches 54/500 (11%)" in page
+    unmeasured = [_row("4.17.3", "clean")]
+    page = render_matrix_report(
+        matrix(unmeasured), unmeasured, master="none", elapsed=1.0, systems=["x"]
+    )
+    assert "Not measured" in page
+
+
 def _fake(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     verdict = "violation" if shard.version == "4.11.1" else "clean"
     return {

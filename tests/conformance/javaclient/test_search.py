@@ -41,6 +41,10 @@ class FakeSession:
     def __init__(self, group: ProxyGroup) -> None:
         self.group = group
         self.proxies: dict[str, BookieProxy] = {}
+        self.coverage = None
+
+    def measure_coverage(self) -> None:
+        return None
 
 
 class _Recorded:
