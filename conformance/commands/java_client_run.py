@@ -209,7 +209,7 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
         if results["state"] != FINISHED or "finding_plan" not in results:
             raise CannotRun(f"{source} holds no finding to replay (verdict {results['verdict']})")
         finding = results["finding_plan"]
-        role = role_of_plan(finding)
+        role = role_of_plan(finding, results.get("role_settings"))
         plan = role.plan_from_json(finding)
         if args.target not in ("", "local"):
             raise CannotRun(f"a Java-client finding replays on --target local, not {args.target}")

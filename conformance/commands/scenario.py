@@ -21,6 +21,7 @@ from conformance.commands.console import print_findings
 from conformance.commands.options import add_target_options, target_from_args
 from conformance.commands.run import reap_leftovers
 from conformance.engine import Outcome
+from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
 from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.scenarios import SCENARIOS, run_scenario
@@ -43,7 +44,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "name", choices=sorted([*SCENARIOS, JAVA_CLIENT_SCENARIO]), help="the scenario"
+        "name",
+        choices=sorted([*SCENARIOS, JAVA_CLIENT_SCENARIO, *REPORT_SCENARIOS]),
+        help="the scenario",
     )
     add_target_options(parser)
     for flag in SWITCH_FLAGS:
@@ -53,6 +56,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name in REPORT_SCENARIOS:
+        from conformance.commands.java_client_scenario import run_report_scenario
+
+        reap_leftovers()
+        return run_report_scenario(args)
     if args.name == JAVA_CLIENT_SCENARIO:
         # Imported here: it loads the JVM adapter, which the other scenarios do not need.
         from conformance.commands.java_client_scenario import run_java_client_scenario

@@ -15,5 +15,8 @@ Nothing heavy is imported here: the scenario command loads the JVM adapter only 
 
 #: The scenario's name on the command line.
 SCENARIO_NAME = "defect1-java-client"
+#: The upstream reports' scenarios (:mod:`.reports`), named here so that the command line
+#: knows them without loading the Java client's modules.
+REPORT_SCENARIOS = ("bk-3005-java-client", "bk-4097-java-client")
 
-__all__ = ["SCENARIO_NAME"]
+__all__ = ["REPORT_SCENARIOS", "SCENARIO_NAME"]

@@ -91,6 +91,8 @@ class Example(Generic[PlanT, RecordT]):
     unapplied: str | None = None
     #: The client's code it covered first in its session (None: not measured).
     new_coverage: NewCoverage | None = None
+    #: ``(when, what)`` of each fault carried out (``time.monotonic()``, the frames' clock).
+    faults: tuple[tuple[float, str], ...] = ()
 
     @property
     def verdict(self) -> Verdict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.javaclient.plans import PlanError
@@ -42,13 +42,19 @@ def role_named(name: str, shape: WriterShape | None = None) -> Role[Any, Any]:
     raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}")
 
 
-def role_of_plan(data: Any) -> Role[Any, Any]:
-    """The role a recorded plan is for (plans before roles were recorded are recovery plans)."""
+def role_of_plan(data: Any, settings: Mapping[str, Any] | None = None) -> Role[Any, Any]:
+    """The role a recorded plan is for (plans before roles were recorded are recovery plans),
+    with the role's recorded ``settings`` (a run directory's ``role_settings``: the writer's
+    add timeout) where given."""
     if not isinstance(data, dict):
         raise PlanError(f"not a plan: {data!r}")
     name = data.get("role", RecoveryRole.name)
     shape = WriterShape.parse(str(data["shape"])) if "shape" in data else None
-    return role_named(str(name), shape)
+    role = role_named(str(name), shape)
+    timeout = (settings or {}).get("add_entry_timeout_s")
+    if isinstance(role, WriterRole) and timeout is not None:
+        return WriterRole(role.shape, add_entry_timeout_s=int(timeout))
+    return role
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -177,7 +177,7 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
         cfg=role.config(),
         target=_target(role, version),
         system=system,
-        extra={"search": options.settings()},
+        extra={"search": options.settings(), "role_settings": role.settings()},
     )
     started = time.monotonic()
     with writer, contextlib.ExitStack() as stack:
@@ -398,14 +398,35 @@ def replay_run(role: Role[Any, Any], plan: Any, home: Path, run_dir: Path, sourc
     """``plan`` once on a fresh cluster of ``home``, written to ``run_dir`` as a replay of
     ``source``; a cluster, proxy, JVM or ZooKeeper failure, or a schedule not applied, is an
     undecided outcome (with its error), never an exception."""
+    outcome, _example = run_once(
+        role, plan, home, run_dir, name="replay-java", extra={"replayed_from": str(source)}
+    )
+    return outcome
+
+
+def run_once(
+    role: Role[Any, Any],
+    plan: Any,
+    home: Path,
+    run_dir: Path,
+    *,
+    name: str,
+    extra: dict[str, Any] | None = None,
+) -> tuple[Outcome, Example[Any, Any] | None]:
+    """``plan`` once on a fresh cluster of ``home``, written to ``run_dir`` (``name``: the run
+    directory's); its outcome, and the example (None when it could not run)."""
     version = str(distribution_version(home))
     writer = RunWriter(
         run_dir,
-        name="replay-java",
+        name=name,
         cfg=role.config(),
         target=_target(role, version),
         system=java_client_system(home, version),
-        extra={"replayed_from": str(source), "finding_plan": plan.to_json()},
+        extra={
+            **(extra or {}),
+            "finding_plan": plan.to_json(),
+            "role_settings": role.settings(),
+        },
     )
     with writer:
         writer.start()
@@ -415,23 +436,29 @@ def replay_run(role: Role[Any, Any], plan: Any, home: Path, run_dir: Path, sourc
         except RUN_ERRORS as exc:
             outcome = Outcome(Verdict.UNDECIDED, [], [], error=f"{type(exc).__name__}: {exc}")
             writer.finish(outcome, story=None)
-            return outcome
+            return outcome, None
+        (run_dir / FRAMES_FILE).write_text(role.frame_lines(run.record))
+        (run_dir / RECORD_FILE).write_text(json.dumps(role.record_to_json(run.record)) + "\n")
         if run.judgement is None:
             outcome = Outcome(
                 Verdict.UNDECIDED, [], [], error=run.unapplied or "the run was not judged"
             )
             writer.finish(outcome, story=None)
-            return outcome
+            return outcome, run
         outcome = run.judgement.outcome
         for step in outcome.steps:
             writer.step(1, None, step)
         writer.example_done(1)
-        (run_dir / FRAMES_FILE).write_text(role.frame_lines(run.record))
-        (run_dir / RECORD_FILE).write_text(json.dumps(role.record_to_json(run.record)) + "\n")
         writer.finish(
-            outcome, cfg=run.judgement.cfg, extra=role.finding_facts(run.judgement), story=1
+            outcome,
+            cfg=run.judgement.cfg,
+            extra={
+                "faults": [[at, what] for at, what in run.faults],
+                **role.finding_facts(run.judgement),
+            },
+            story=1,
         )
-    return outcome
+    return outcome, run
 
 
 __all__ = [
@@ -446,6 +473,7 @@ __all__ = [
     "SearchRunResult",
     "java_client_system",
     "replay_run",
+    "run_once",
     "search_run",
     "session_options",
     "write_example",

@@ -80,6 +80,7 @@ def run_plan(
         time.monotonic() - started,
         unapplied=unapplied,
         new_coverage=session.measure_coverage(),
+        faults=tuple(fault for controller in controllers for fault in controller.faults),
     )
 
 

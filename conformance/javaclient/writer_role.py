@@ -178,7 +178,11 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         return writer_config(self.shape, SEARCHED_ENTRIES)
 
     def settings(self) -> dict[str, Any]:
-        return {"role": self.name, "shape": self.shape.key()}
+        return {
+            "role": self.name,
+            "shape": self.shape.key(),
+            "add_entry_timeout_s": self.add_entry_timeout_s,
+        }
 
     def describe(self) -> str:
         return f"writing ({self.shape.describe()}, {self.shape.bookies} bookies, one spare)"

@@ -1,0 +1,265 @@
+"""The open upstream reports against the Java client's ensemble change, replayed frame by frame.
+
+Each :class:`UpstreamReport` is a writer plan (plain data: the frames' fates and the faults at
+chosen frames) that forces the interleaving a report of apache/bookkeeper's tracker describes,
+the role it runs in (its shape, the client's add timeout), and a check that the interleaving
+was really reached in the run (its frames in order, quoted from the run's log): a clean
+verdict on a run that did not reach the report's window says nothing about the report.
+
+``bkconform scenario bk-3005-java-client --bookkeeper 4.17.3 --target local`` runs one
+(:mod:`conformance.commands.java_client_scenario`); docs/findings/ has what each showed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.javaclient import REPORT_SCENARIOS
+from conformance.javaclient.observed import FORGED
+from conformance.javaclient.plans import (
+    FaultEvent,
+    FaultKind,
+    FrameKey,
+    FrameSchedule,
+    forge,
+    hold_for,
+)
+from conformance.javaclient.role import Example
+from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
+from conformance.javaclient.writer_role import WriterRole
+from conformance.javaclient.writer_story import WriterRecord
+
+#: Long enough that a hold of a few seconds never times an add out: the reports' windows are
+#: made by answers held and errors forged, not by the client's timer.
+REPORT_ADD_TIMEOUT_S = 10
+
+
+def answer_key(bookie: str, entry: int) -> FrameKey:
+    return FrameKey("add", bookie, entry, answer=True)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Whether a run reached a report's interleaving, and the evidence (the log's lines)."""
+
+    reached: bool
+    evidence: tuple[str, ...]
+
+
+#: Reads a run for a report's interleaving.
+WindowCheck = Callable[[Example[WriterRunPlan, WriterRecord], WriterRole], Window]
+
+
+@dataclass(frozen=True)
+class UpstreamReport:
+    number: int
+    title: str
+    #: What the report says happens, in its own terms (the bookies renamed b1.. as here).
+    story: str
+    shape: WriterShape
+    plan: WriterRunPlan
+    check: WindowCheck
+
+    @property
+    def name(self) -> str:
+        return f"bk-{self.number}-java-client"
+
+    def role(self) -> WriterRole:
+        return WriterRole(self.shape, add_entry_timeout_s=REPORT_ADD_TIMEOUT_S)
+
+
+class _Log:
+    """The run's frames and faults, by what they are (the role's bookie names)."""
+
+    def __init__(self, example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> None:
+        record = example.record
+        self.names = role.names(record)
+        self.record = record
+        self.faults = example.faults
+
+    def delivered_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
+        """When the client got ``bookie``'s real answer to ``entry`` (not a forgery)."""
+        for frame in self.record.frames:
+            if (
+                self.names.get(frame.proxy) == bookie
+                and frame.info.direction.value == "response"
+                and frame.info.entry_id == entry
+                and frame.decision != FORGED
+            ):
+                delivery = self.record.deliveries.get(frame.frame_id)
+                if delivery is not None and delivery.delivered:
+                    return delivery.at, f"{delivery.at:.3f} [{bookie}] {frame.describe()}"
+        return None
+
+    def forged_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
+        for frame in self.record.frames:
+            if (
+                self.names.get(frame.proxy) == bookie
+                and frame.decision == FORGED
+                and frame.info.entry_id == entry
+            ):
+                return frame.at, f"{frame.at:.3f} [{bookie}] {frame.describe()}"
+        return None
+
+    def fault(self, what: str) -> tuple[float, str] | None:
+        for at, done in self.faults:
+            if done.startswith(what):
+                return at, f"{at:.3f} fault: {done}"
+        return None
+
+
+def _in_order(*steps: tuple[float, str] | None, within: float | None = None) -> Window:
+    """Reached when every step happened, in this order (the last within ``within`` s of the
+    first, when given)."""
+    found = [step for step in steps if step is not None]
+    evidence = tuple(line for _at, line in found)
+    if len(found) != len(steps):
+        return Window(False, evidence)
+    times = [at for at, _line in found]
+    ordered = times == sorted(times)
+    close = within is None or times[-1] - times[0] <= within
+    return Window(ordered and close, evidence)
+
+
+# #3005 -------------------------------------------------------------------------------------
+
+_SHAPE_3005 = WriterShape(2, 1, 1)
+_HOLD_ZK_3005_MS = 3000
+
+
+def _check_3005(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    log = _Log(example, role)
+    held = log.fault(FaultKind.HOLD_METADATA.value)
+    window = _in_order(
+        log.delivered_answer("b2", 1),  # e1 acknowledged by b2 while e0's answer is held
+        log.forged_answer("b2", 3),  # e3 fails on b2: the ensemble change starts
+        held,  # its metadata write held
+        log.delivered_answer("b1", 0),  # e0's answer released during the held write
+    )
+    if window.reached and held is not None:
+        released = log.delivered_answer("b1", 0)
+        assert released is not None
+        window = Window(released[0] - held[0] < _HOLD_ZK_3005_MS / 1000, window.evidence)
+    return window
+
+
+BK_3005 = UpstreamReport(
+    3005,
+    "An entry acknowledged to the application while its ensemble change is in flight",
+    "E=2, WQ=AQ=1, four pipelined entries (e0, e2 to b1; e1, e3 to b2). b1's answer to e0 is "
+    "held while b2 acknowledges e1; e3 fails on b2 (an error answer); e0's answer is released "
+    "while the ensemble change's metadata write is in flight. PendingAddOp."
+    "unsetSuccessAndSendWriteRequest calls sendAddSuccessCallbacks before the later pending "
+    "adds are unset: e1 is acknowledged although it exists only on b2, which the new ensemble "
+    "no longer names.",
+    _SHAPE_3005,
+    WriterRunPlan(
+        _SHAPE_3005,
+        4,
+        FrameSchedule(
+            {answer_key("b1", 0): hold_for(1500), answer_key("b2", 3): forge("EIO")},
+            (FaultEvent(FaultKind.HOLD_METADATA, answer_key("b2", 3), None, _HOLD_ZK_3005_MS),),
+        ),
+        origin="apache/bookkeeper#3005",
+    ),
+    _check_3005,
+)
+
+
+# #4097 -------------------------------------------------------------------------------------
+
+_SHAPE_4097 = WriterShape(4, 2, 2)
+
+
+_HOLD_ZK_4097_MS = 4500
+
+
+def _check_4097(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    log = _Log(example, role)
+    paused, held = log.fault(FaultKind.PAUSE.value), log.fault(FaultKind.HOLD_METADATA.value)
+    failed = log.forged_answer("b3", 5)  # e5 fails on b3: a first change, blocked
+    resumed = log.delivered_answer("b1", 0)  # b1 resumes: e0 completes while it waits
+    steps = (paused, held, failed, resumed)
+    evidence = tuple(line for step in steps if step is not None for _at, line in [step])
+    if paused is None or held is None or failed is None or resumed is None:
+        return Window(False, evidence)
+    blocked_until = held[0] + _HOLD_ZK_4097_MS / 1000
+    reached = max(paused[0], held[0]) <= failed[0] <= resumed[0] < blocked_until
+    # The report's second change (e6 on b3 and b4) needs two new bookies: with fewer the
+    # client gives up (NotEnoughBookies) instead of queueing it, and the window closes.
+    gave_up = [o for o in example.record.outcomes if o.code is not None and not o.acknowledged]
+    if gave_up:
+        evidence += (
+            f"the client failed every add it had not acknowledged ({gave_up[0].describe()})",
+        )
+    changes = len(example.record.segments) - 1
+    evidence += (f"{changes} ensemble change(s) in the metadata",)
+    return Window(reached and not gave_up and changes >= 1, evidence)
+
+
+BK_4097 = UpstreamReport(
+    4097,
+    "Entries written to bookies the ledger's metadata does not name (NoSuchEntry on read)",
+    "E=4 WQ=AQ=2 (the PR's test). b1 is paused; e0..e3 are written, e1 and e2 complete; "
+    "ZooKeeper stalls; e4..e6 are written: e5 fails on b3 (a first ensemble change, whose "
+    "metadata write waits), e6 on b3 and b4 (a second, queued); b1 resumes, so e0, e3 and e4 "
+    "complete while the change is blocked; ZooKeeper resumes. Entries end up on bookies the "
+    "metadata does not name.",
+    _SHAPE_4097,
+    WriterRunPlan(
+        _SHAPE_4097,
+        7,
+        FrameSchedule(
+            {
+                add_key("b3", 5): forge("EIO"),
+                add_key("b3", 6): forge("EIO"),
+                add_key("b4", 6): forge("EIO"),
+            },
+            (
+                FaultEvent(FaultKind.PAUSE, None, "b1", 3000),
+                FaultEvent(FaultKind.HOLD_METADATA, None, None, _HOLD_ZK_4097_MS),
+            ),
+        ),
+        origin="apache/bookkeeper#4097",
+        delayed=3,
+        delay_ms=700,
+    ),
+    _check_4097,
+)
+
+#: The reports, by scenario name (the names the command line knows, checked here).
+REPORTS: dict[str, UpstreamReport] = {report.name: report for report in (BK_3005, BK_4097)}
+if tuple(REPORTS) != REPORT_SCENARIOS:
+    raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
+
+
+def report_lines(
+    report: UpstreamReport, example: Example[WriterRunPlan, WriterRecord] | None
+) -> list[str]:
+    """What a report's scenario prints after the run: whether its window was reached, and the
+    evidence."""
+    if example is None:
+        return [f"#{report.number}: the run could not be carried out"]
+    window = report.check(example, report.role())
+    lines = [f"#{report.number}'s interleaving reached: {'yes' if window.reached else 'no'}"]
+    lines += [f"  {line}" for line in window.evidence]
+    return lines
+
+
+def window_of(report: UpstreamReport, example: Any) -> Window:
+    return report.check(example, report.role())
+
+
+__all__ = [
+    "BK_3005",
+    "BK_4097",
+    "REPORTS",
+    "REPORT_ADD_TIMEOUT_S",
+    "UpstreamReport",
+    "Window",
+    "answer_key",
+    "report_lines",
+    "window_of",
+]

@@ -1,0 +1,62 @@
+"""The upstream reports' scenarios: their plans are valid writer plans, and a real 4.17.3 run
+of #3005's (recorded) is judged a violation with the report's interleaving reached; the same
+run with the held answer released before the change, or without the forged error, is not the
+report's interleaving."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.javaclient import REPORT_SCENARIOS
+from conformance.javaclient.recording import writer_record_from_json
+from conformance.javaclient.reports import BK_3005, BK_4097, REPORTS, window_of
+from conformance.javaclient.role import Example
+from conformance.javaclient.roles import role_of_plan
+from conformance.javaclient.writer_plans import WriterRunPlan
+from conformance.javaclient.writer_role import WriterRole
+from conformance.javaclient.writer_story import judge
+from conformance.verdict import Verdict
+
+RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.json"
+
+
+def _recorded() -> tuple[dict[str, Any], Example[Any, Any]]:
+    item = json.loads(RECORDED.read_text())
+    record = writer_record_from_json(item["record"])
+    plan = WriterRunPlan.from_json(item["plan"])
+    faults = tuple((float(at), str(what)) for at, what in item["faults"])
+    example: Example[Any, Any] = Example(plan, record, judge(record), [], 0.0, faults=faults)
+    return item, example
+
+
+def test_the_reports_are_the_scenarios_the_command_line_knows() -> None:
+    assert tuple(REPORTS) == REPORT_SCENARIOS
+    for report in REPORTS.values():
+        assert WriterRunPlan.from_json(report.plan.to_json()) == report.plan
+        assert report.role().add_entry_timeout_s > 1  # windows made by holds, not timeouts
+    assert BK_4097.plan.entries == 7 and BK_3005.shape.key() == "2/1/1"
+
+
+def test_the_recorded_3005_run_loses_an_acknowledged_entry_in_the_reports_window() -> None:
+    item, example = _recorded()
+    assert example.judgement is not None
+    assert example.judgement.verdict is Verdict.VIOLATION
+    (violation,) = example.judgement.outcome.violations
+    assert violation.startswith("AllAckedEntriesAreReadable") and "e1" in violation
+    window = window_of(BK_3005, example)
+    assert window.reached and len(window.evidence) == 4
+    # The recorded role settings replay it with the report's long add timeout.
+    role = role_of_plan(item["plan"], item["role_settings"])
+    assert isinstance(role, WriterRole) and role.add_entry_timeout_s == 10
+
+
+def test_without_the_held_write_or_with_the_answer_too_late_the_window_is_not_reached() -> None:
+    _item, example = _recorded()
+    no_hold = dataclasses.replace(example, faults=())
+    assert not window_of(BK_3005, no_hold).reached
+    (at, what) = example.faults[0]
+    much_earlier = dataclasses.replace(example, faults=((at - 10.0, what),))
+    assert not window_of(BK_3005, much_earlier).reached  # e0's answer came after the hold
