@@ -44,6 +44,7 @@ from conformance.javaclient.run import (
     search_run,
 )
 from conformance.javaclient.writer_plans import WriterShape
+from conformance.javaclient.writer_role import FaultSet
 from conformance.rundir import FINISHED, new_run_dir, read_results
 from conformance.verdict import Verdict
 
@@ -97,9 +98,18 @@ def role_from_args(args: argparse.Namespace) -> Role[Any, Any]:
                 f"E={shape[0]} WQ={shape[1]} AQ={shape[2]}, {shape[3]} bookies, "
                 f"{shape[4]} clients"
             )
+        if getattr(args, "java_faults", None) == FaultSet.EXTENDED.value:
+            raise CannotRun(
+                "--role recovery draws the fates of the recovering client's requests only; "
+                "--java-faults extended is for --role writer"
+            )
         return role_named(name)
+    chosen = getattr(args, "java_faults", None)
     try:
-        return role_named(name, WriterShape(args.ensemble_size or args.wq, args.wq, args.aq))
+        faults = None if chosen is None else FaultSet(chosen)
+        return role_named(
+            name, WriterShape(args.ensemble_size or args.wq, args.wq, args.aq), faults
+        )
     except PlanError as exc:
         raise CannotRun(f"--role {name}: {exc}") from exc
 

@@ -85,6 +85,15 @@ def register(subparsers: Any) -> None:
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
     )
     search.add_argument(
+        "--java-faults",
+        choices=("requests", "extended"),
+        default=None,
+        help="with --client java --role writer: the faults Hypothesis draws: requests (dropped "
+        "or held, issue 15's) or extended (the default: answers too, forged errors, crashes, "
+        "restarts, resets, refused connections, held ZooKeeper writes, session expiry; "
+        "docs/javaclient-search.md)",
+    )
+    search.add_argument(
         "--no-client-coverage",
         action="store_true",
         help="with --client java: do not measure the client's code coverage (JaCoCo, installed "

@@ -35,7 +35,7 @@ from adapters.netproxy import (
     ProxyGroup,
 )
 from adapters.netproxy.policy import FrameMatch
-from conformance.javaclient.observed import FrameKind, frame_kind
+from conformance.javaclient.observed import FrameKind, frame_kind, pairing_key
 from conformance.javaclient.plans import FORWARD, FaultEvent, FrameKey, FrameSchedule
 
 #: How long the controller's threads may take to stop, and a fault to take effect.
@@ -262,12 +262,12 @@ class ScheduleController:
         return None
 
     def _kind_of_answered(self, frame: FrameRecord) -> FrameKind | None:
-        return self._request_kinds.get(_pairing(frame))
+        return self._request_kinds.get(pairing_key(frame))
 
     def _decide(self, frame: FrameRecord, now: float) -> None:
         self._decided.add(frame.frame_id)
         if frame.info.direction is Direction.REQUEST:
-            self._request_kinds[_pairing(frame)] = frame_kind(frame)
+            self._request_kinds[pairing_key(frame)] = frame_kind(frame)
             key = key_of(frame, self.names)
         else:
             key = key_of(frame, self.names, self._kind_of_answered(frame))
@@ -300,16 +300,6 @@ class ScheduleController:
     def _release(self, frame: FrameRecord) -> None:
         with contextlib.suppress(NotHeld):
             self.proxies[frame.proxy].release(frame.frame_id)
-
-
-def _pairing(frame: FrameRecord) -> tuple[str, int, object]:
-    """What pairs an answer with its request: the connection and the txnId (v3), else what the
-    frame names (v2 has no txnId)."""
-    info = frame.info
-    tag = (
-        info.txn_id if info.txn_id is not None else (info.operation, info.ledger_id, info.entry_id)
-    )
-    return (frame.proxy, frame.connection_id, tag)
 
 
 def unapplied_reason(controllers: list[ScheduleController]) -> str | None:

@@ -156,6 +156,12 @@ def java_events(
 _RequestKey = tuple[str, int, object]
 
 
+def pairing_key(record: FrameRecord) -> tuple[str, int, object]:
+    """What pairs an answer with its request: the proxy, the connection and the txnId (v3),
+    else what the frame names (v2 has no txnId)."""
+    return _key(record)
+
+
 def _key(record: FrameRecord) -> _RequestKey:
     info = record.info
     # v3 frames pair by txnId; v2 ones (no txnId) by what they name.
@@ -271,6 +277,7 @@ __all__ = [
     "answer_action",
     "frame_kind",
     "java_events",
+    "pairing_key",
     "receive_action",
     "recovery_reads_fenced",
     "send_action",

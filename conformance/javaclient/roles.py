@@ -19,7 +19,7 @@ from conformance.javaclient.plans import PlanError
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Role
 from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
-from conformance.javaclient.writer_role import WriterRole
+from conformance.javaclient.writer_role import FaultSet, WriterRole
 
 #: The roles a run can ask for, by name.
 ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name)
@@ -27,18 +27,24 @@ ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name)
 DEFAULT_ROLE = RecoveryRole.name
 
 
-def role_named(name: str, shape: WriterShape | None = None) -> Role[Any, Any]:
+def role_named(
+    name: str, shape: WriterShape | None = None, faults: FaultSet | None = None
+) -> Role[Any, Any]:
     """The role of that name (``shape``: the writer's ledger; default the first of
     ``DEFAULT_SHAPES``); :class:`PlanError` for a name that is none, or a shape given to a
     role that has none."""
     if name == RecoveryRole.name:
+        if faults is not None and faults is not FaultSet.REQUESTS:
+            raise PlanError(
+                "the recovering role's search draws requests' fates only (--java-faults requests)"
+            )
         if shape is not None:
             raise PlanError(
                 "the recovering role runs E=WQ=3 AQ=2 (Defect 1's ledger); it takes no shape"
             )
         return RecoveryRole()
     if name == WriterRole.name:
-        return WriterRole(shape or DEFAULT_SHAPES[0])
+        return WriterRole(shape or DEFAULT_SHAPES[0], faults=faults or FaultSet.EXTENDED)
     raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}")
 
 
@@ -51,9 +57,13 @@ def role_of_plan(data: Any, settings: Mapping[str, Any] | None = None) -> Role[A
     name = data.get("role", RecoveryRole.name)
     shape = WriterShape.parse(str(data["shape"])) if "shape" in data else None
     role = role_named(str(name), shape)
-    timeout = (settings or {}).get("add_entry_timeout_s")
-    if isinstance(role, WriterRole) and timeout is not None:
-        return WriterRole(role.shape, add_entry_timeout_s=int(timeout))
+    recorded = settings or {}
+    if isinstance(role, WriterRole):
+        return WriterRole(
+            role.shape,
+            add_entry_timeout_s=int(recorded.get("add_entry_timeout_s", role.add_entry_timeout_s)),
+            faults=FaultSet(recorded.get("faults", role.faults.value)),
+        )
     return role
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -38,7 +39,18 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient import BKError, JavaDigestType
 from adapters.javaclient.pipelined_adds import PipelinedAdds, code_name
 from adapters.zookeeper.metadata import LedgerState
-from conformance.javaclient.plans import DROP, Choice, FrameKey, FrameSchedule, PlanError, hold
+from conformance.javaclient.plans import (
+    DROP,
+    FORGEABLE,
+    Choice,
+    FaultEvent,
+    FaultKind,
+    FrameKey,
+    FrameSchedule,
+    PlanError,
+    forge,
+    hold,
+)
 from conformance.javaclient.recording import WRITER_RECORDS
 from conformance.javaclient.role import Arrangement, Example, Role
 from conformance.javaclient.session import (
@@ -66,23 +78,94 @@ from model.bookkeeper.config import ModelConfig
 HOLD_FRACTION = 0.5
 
 
+class FaultSet(enum.Enum):
+    """Which faults Hypothesis draws for the writer."""
+
+    #: Issue 15's: a request dropped or held (released within half the add timeout).
+    REQUESTS = "requests"
+    #: Every fault whose outcome the writer's judge can judge today: requests and answers
+    #: dropped, held by frames or answered by a forged error (each status), bookies crashed or
+    #: restarted (with or without their data) at a chosen frame, connections reset or refused,
+    #: the client's ZooKeeper writes held and its session expired. Not yet: holds past the add
+    #: timeout, pauses and stalls, whose frames reach their party after the client timed them
+    #: out (the judge needs the model's late_adds_after_timeout for those).
+    EXTENDED = "extended"
+
+
+#: What a forged answer may say (each makes the client react differently).
+_STATUSES = st.sampled_from(FORGEABLE)
+#: The faults at a frame the extended set draws, with whether they last.
+_EVENT_KINDS = (
+    FaultKind.CRASH,
+    FaultKind.RESTART,
+    FaultKind.RESTART_EMPTY,
+    FaultKind.RESET,
+    FaultKind.REFUSE,
+    FaultKind.HOLD_METADATA,
+    FaultKind.EXPIRE_SESSION,
+)
+
+
 @st.composite
-def writer_run_plans(draw: st.DrawFn, shape: WriterShape, max_faults: int = 3) -> WriterRunPlan:
+def writer_run_plans(
+    draw: st.DrawFn,
+    shape: WriterShape,
+    max_faults: int = 3,
+    faults: FaultSet = FaultSet.REQUESTS,
+) -> WriterRunPlan:
     entries = draw(st.integers(1, SEARCHED_ENTRIES))
-    keys = st.tuples(st.sampled_from(shape.names), st.integers(0, entries - 1))
-    chosen = draw(st.lists(keys, max_size=max_faults, unique=True))
-    choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold))
-    decisions: dict[FrameKey, Choice] = {
-        add_key(bookie, entry): draw(choices) for bookie, entry in chosen
-    }
+    decisions: dict[FrameKey, Choice]
+    events: tuple[FaultEvent, ...] = ()
+    if faults is FaultSet.REQUESTS:
+        keys = st.tuples(st.sampled_from(shape.names), st.integers(0, entries - 1))
+        chosen = draw(st.lists(keys, max_size=max_faults, unique=True))
+        choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold))
+        decisions = {add_key(bookie, entry): draw(choices) for bookie, entry in chosen}
+    else:
+        aimed = _aimed_frames(shape, entries)
+        chosen_keys = draw(st.lists(aimed, max_size=max_faults, unique=True))
+        choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold), _STATUSES.map(forge))
+        decisions = {key: draw(choices) for key in chosen_keys}
+        events = tuple(draw(st.lists(_fault_events(shape, aimed), max_size=2)))
     delayed = draw(st.integers(0, entries - 1)) if entries > 1 and draw(st.booleans()) else 0
     # Around the add timeout, which fires 1-2 s after the send (the client checks timeouts
     # once a second): the delayed adds go out while the client changes its
     # ensemble (#4097's window), or just before or after it.
     delay_ms = draw(st.integers(700, 2500)) if delayed else 0
     return WriterRunPlan(
-        shape, entries, FrameSchedule(decisions), delayed=delayed, delay_ms=delay_ms
+        shape, entries, FrameSchedule(decisions, events), delayed=delayed, delay_ms=delay_ms
     )
+
+
+def _aimed_frames(shape: WriterShape, entries: int) -> st.SearchStrategy[FrameKey]:
+    """An add or its answer, its bookie in the entry's first write set half the time (where a
+    fault touches a pending entry), else any of the cluster's."""
+
+    @st.composite
+    def aimed(draw: st.DrawFn) -> FrameKey:
+        entry = draw(st.integers(0, entries - 1))
+        members = [shape.names[position] for position in shape.writeset(entry)]
+        bookie = draw(st.one_of(st.sampled_from(members), st.sampled_from(shape.names)))
+        return FrameKey("add", bookie, entry, answer=draw(st.booleans()))
+
+    return aimed()
+
+
+def _fault_events(
+    shape: WriterShape, aimed: st.SearchStrategy[FrameKey]
+) -> st.SearchStrategy[FaultEvent]:
+    @st.composite
+    def event(draw: st.DrawFn) -> FaultEvent:
+        kind = draw(st.sampled_from(_EVENT_KINDS))
+        at = draw(st.one_of(st.none(), aimed))
+        bookie = None
+        if kind.needs_bookie:
+            near = [at.bookie] if at is not None else []
+            bookie = draw(st.sampled_from([*near, *shape.names]))
+        duration = draw(st.integers(300, 3000)) if kind.needs_duration else 0
+        return FaultEvent(kind, at, bookie, duration)
+
+    return event()
 
 
 def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
@@ -157,6 +240,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         max_faults: int = 3,
         add_entry_timeout_s: int = 1,
         callbacks_timeout: float = 20.0,
+        faults: FaultSet = FaultSet.EXTENDED,
     ) -> None:
         """``add_entry_timeout_s``: how soon a dropped add makes the client change its
         ensemble; ``callbacks_timeout``: how long the client may take to call back every add
@@ -165,6 +249,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         self.max_faults = max_faults
         self.add_entry_timeout_s = add_entry_timeout_s
         self.callbacks_timeout = callbacks_timeout
+        self.faults = faults
 
     def layout(self) -> SessionLayout:
         return SessionLayout(
@@ -182,6 +267,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             "role": self.name,
             "shape": self.shape.key(),
             "add_entry_timeout_s": self.add_entry_timeout_s,
+            "faults": self.faults.value,
         }
 
     def describe(self) -> str:
@@ -192,7 +278,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         return self.add_entry_timeout_s * HOLD_FRACTION
 
     def plans(self) -> st.SearchStrategy[WriterRunPlan]:
-        return writer_run_plans(self.shape, self.max_faults)
+        return writer_run_plans(self.shape, self.max_faults, self.faults)
 
     def guided_plans(self, seed: int, budget_s: float) -> list[WriterRunPlan]:
         # The danger plans are ordered by score, not drawn: the seed changes nothing here.
@@ -328,6 +414,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
 __all__ = [
     "HOLD_FRACTION",
+    "FaultSet",
     "WriterRole",
     "smaller_writer_plans",
     "stored_entries",

@@ -149,6 +149,8 @@ class _WriterReplay(ModelReplay):
         self.options: list[list[int]] = []
         self.chosen: list[int] = []
         self.ignored: set[int] = set()
+        #: Requests sent again to a bookie that had them (their answers are ignored too).
+        self.duplicates: set[tuple[str, int, object]] = set()
         #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
         self.expected: dict[tuple[int, int], int] = {}
         self.ensemble_changes = 0
@@ -288,6 +290,14 @@ class _WriterReplay(ModelReplay):
         if self.expected.get(key):
             self.expected[key] -= 1
             return
+        if entry <= self.state.clients[0].lap and self._in_current_writeset(entry, event.bookie):
+            # The same add to the same bookie again, in the same ensemble: BookKeeper resends
+            # the pending adds at each failure it handles, and two notices of one failure
+            # (e.g. a connection refused, then the timeout) resend twice. A bookie stores an
+            # entry once; the spec's writer sends once: the copy and its answer are noted.
+            self.duplicates.add(observed.pairing_key(event.frame))
+            self.notes.append(f"{frame}: sent again in the same ensemble; ignored")
+            return
         names = [
             bookie_name(b)
             for b in range(self.cfg.bookies)
@@ -366,8 +376,16 @@ class _WriterReplay(ModelReplay):
             request=request,
         )
 
+    def _duplicate(self, event: JavaEvent) -> bool:
+        if observed.pairing_key(event.frame) not in self.duplicates:
+            return False
+        self.notes.append(f"frame #{event.frame.frame_id}: the answer to a copy; ignored")
+        return True
+
     def answered(self, event: JavaEvent) -> None:
         assert event.entry_id is not None
+        if self._duplicate(event):
+            return
         entry = translation.spec_entry_id(event.entry_id)
         bookie = bookie_name(event.bookie)
         status = event.status
@@ -391,6 +409,8 @@ class _WriterReplay(ModelReplay):
 
     def received(self, event: JavaEvent) -> None:
         assert event.entry_id is not None
+        if observed.pairing_key(event.frame) in self.duplicates:
+            return
         entry = translation.spec_entry_id(event.entry_id)
         peer = bookie_name(event.bookie)
         scripted = step(

@@ -26,7 +26,7 @@ from conformance.javaclient.role import Arrangement, Example, same_failure
 from conformance.javaclient.search import Coverage, SearchResult, StopAt, interleaved, search
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
-from conformance.javaclient.writer_role import WriterRole
+from conformance.javaclient.writer_role import FaultSet, WriterRole
 from conformance.javaclient.writer_story import WriterRecord
 from conformance.verdict import Verdict
 from tests.conformance.javaclient.recorded import defect1_record
@@ -79,7 +79,8 @@ class RecordedRecovery(_Recorded, RecoveryRole):
 
 class RecordedWriter(_Recorded, WriterRole):
     def __init__(self, record: WriterRecord, **flags: bool) -> None:
-        super().__init__(SHAPE)
+        # The recorded runs had requests dropped or held only: the plans drawn are such.
+        super().__init__(SHAPE, faults=FaultSet.REQUESTS)
         self.record = record
         self.__dict__.update(flags)
         self.plans_run: list[WriterRunPlan] = []

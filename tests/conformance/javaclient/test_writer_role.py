@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from adapters.javaclient import BookKeeperVersion
-from conformance.javaclient.plans import DROP, FrameSchedule, PlanError, hold
+from conformance.javaclient.plans import DROP, FaultKind, FrameSchedule, PlanError, hold
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.run import session_options
@@ -19,7 +19,12 @@ from conformance.javaclient.search import run_plan
 from conformance.javaclient.session import ClientSession
 from conformance.javaclient.writer_guidance import writer_guided_plans
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
-from conformance.javaclient.writer_role import WriterRole, smaller_writer_plans, writer_run_plans
+from conformance.javaclient.writer_role import (
+    FaultSet,
+    WriterRole,
+    smaller_writer_plans,
+    writer_run_plans,
+)
 from conformance.verdict import Verdict
 from tests.conformance.javaclient.test_writer_story import RECORDED
 
@@ -109,3 +114,41 @@ def test_a_dropped_add_makes_the_client_replace_that_bookie_in_place(
     assert second.record.segments == [(0, (0, 3, 2))]
     assert second.record.closed_last_entry == 2
     assert 3 in second.record.stored[0] and 1 not in second.record.stored[0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(writer_run_plans(SHAPE, faults=FaultSet.EXTENDED))
+def test_the_extended_faults_are_valid_plans_that_round_trip(plan: WriterRunPlan) -> None:
+    assert WriterRunPlan.from_json(plan.to_json()) == plan
+    assert len(plan.schedule.events) <= 2 and len(plan.schedule.decisions) <= 3
+    # Only what the judge can judge today: no hold for a time (past the add timeout), no
+    # pause or stall.
+    assert all(choice.for_ms == 0 for choice in plan.schedule.decisions.values())
+    assert not {e.kind for e in plan.schedule.events} & {FaultKind.PAUSE, FaultKind.STALL}
+    for smaller in smaller_writer_plans(plan):
+        assert (
+            smaller.faults() < plan.faults()
+            or smaller.entries < plan.entries
+            or (smaller.delayed < plan.delayed)
+            or smaller != plan
+        )
+
+
+def test_the_extended_faults_reach_answers_forgeries_and_events() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(writer_run_plans(SHAPE, faults=FaultSet.EXTENDED))
+    def collect(plan: WriterRunPlan) -> None:
+        for key, choice in plan.schedule.decisions.items():
+            seen.add(f"{'answer' if key.answer else 'request'} {choice.action}")
+        seen.update(event.kind.value for event in plan.schedule.events)
+
+    collect()
+    assert {"answer forge", "request forge", "answer drop", "crash", "hold metadata"} <= seen
+
+
+def test_a_role_remembers_its_faults_for_replay() -> None:
+    role = WriterRole(SHAPE, faults=FaultSet.REQUESTS)
+    again = role_of_plan(WriterRunPlan(SHAPE, 2).to_json(), role.settings())
+    assert isinstance(again, WriterRole) and again.faults is FaultSet.REQUESTS
