@@ -356,9 +356,11 @@ def _candidates(
     )
 
 
-#: ``_WEIGHT[count][kind]``: what a message of that kind and delivery count (1, 0 or -1: the
-#: last row) adds to the quick key of its bookie and of its client. Six bits a (kind, count),
-#: so the sum counts each up to 63 (beyond, sums may merely tie: still invariant).
+#: ``_WEIGHT[count % 3][kind]``: what a message of that kind and delivery count (1, 0 or -1:
+#: the last row) adds to the quick key of its bookie and of its client. Six bits a (kind,
+#: count), so the sum counts each up to 63 (beyond, sums may merely tie: still invariant).
+#: Other counts (a copy sent again joins one in flight: 2, 3...; ``LATE`` is -2) share a row
+#: by their residue: a function of the count, so still invariant, only coarser.
 _WEIGHT = tuple(
     tuple(1 << 6 * (3 * kind + row) for kind in range(len(KIND_NAMES))) for row in range(3)
 )
@@ -377,7 +379,7 @@ def quick_keys(s: State) -> tuple[list[int], list[int]]:
     csum = [0] * len(s.clients)
     weight = _WEIGHT
     for m, n in s.messages:
-        w = weight[n][m[0]]
+        w = weight[n % 3][m[0]]
         bsum[m[1]] += w
         csum[m[2]] += w
     entries, fenced, lac, limbo = s.b_entries, s.b_fenced, s.b_lac, s.b_limbo
