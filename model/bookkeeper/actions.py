@@ -28,6 +28,7 @@ from model.bookkeeper.messaging import (
     Delivery,
     clear_write_timeout,
     ignore_further_read_responses,
+    late_add_processed,
     lose_requests_to,
     message_processed,
     processed_one_and_send_another,
@@ -43,6 +44,7 @@ from model.bookkeeper.records import (
     FENCE_REQUEST,
     FENCE_RESPONSE,
     FENCING_PHASE,
+    LATE,
     NEED_MORE_RESPONSES,
     NO_SUCH_ENTRY,
     OK,
@@ -248,7 +250,7 @@ def max_contiguous_confirmed_entry(
 
 
 class _Ctx:
-    __slots__ = ("cfg", "counts", "earliest", "receivable", "s")
+    __slots__ = ("cfg", "counts", "earliest", "late", "receivable", "s")
 
     def __init__(self, cfg: ModelConfig, s: State) -> None:
         self.cfg = cfg
@@ -266,6 +268,12 @@ class _Ctx:
                 if key not in earliest or entry_id < earliest[key]:
                     earliest[key] = entry_id
         self.earliest = earliest
+        # LateAddsAfterTimeout: timed-out adds still on their way, outside the FIFO order.
+        self.late: list[AddEntryRequest] = (
+            sorted(m for m, c in s.messages if c == LATE and isinstance(m, AddEntryRequest))
+            if cfg.late_adds_after_timeout
+            else []
+        )
 
     def is_earliest(self, m: AddEntryRequest | AddEntryResponse) -> bool:
         """``IsEarliestMsg``: no receivable message of the same stream has a lower entry id."""
@@ -300,16 +308,36 @@ def _bookie_actions(ctx: _Ctx, out: list[Transition]) -> None:
         elif msg.kind == READ_REQUEST:
             assert isinstance(msg, ReadRequest)
             _bookie_sends_read_response(ctx, msg, out)
+    for late in ctx.late:
+        # A timed-out add still on its way (LateAddsAfterTimeout): no IsEarliestMsg, as it
+        # is outside the order of the adds in flight; it neither waits for them nor holds
+        # them up.
+        if accepts_add(s.b_fenced[late.bookie], late):
+            _bookie_sends_add_confirmed_response(ctx, late, out)
+        else:
+            _bookie_sends_add_fenced_response(ctx, late, out)
 
 
 def _bookie_sends_add_confirmed_response(
     ctx: _Ctx, msg: AddEntryRequest, out: list[Transition]
 ) -> None:
-    """``BookieSendsAddConfirmedResponse``: not fenced (or a recovery add): store, confirm."""
+    """``BookieSendsAddConfirmedResponse``: not fenced (or a recovery add): store, confirm.
+
+    A ``LATE`` add (``late_adds_after_timeout``) is stored the same way, except that the
+    bookie keeps the higher LAC (it may have taken later adds first, as BookKeeper's bookie
+    keeps the highest), and its answer is dropped by the client (:func:`_late_answers`)."""
     s = ctx.s
     b = msg.bookie
     reply = add_answer(msg, True)
     b_entries = (*s.b_entries[:b], s.b_entries[b] | {msg.entry}, *s.b_entries[b + 1 :])
+    if ctx.counts[msg] == LATE:
+        lac = max(s.b_lac[b], msg.lac)
+        b_lac = (*s.b_lac[:b], lac, *s.b_lac[b + 1 :])
+        successor = _with_stored(
+            s, b_entries=b_entries, b_lac=b_lac, messages=late_add_processed(s.messages, msg)
+        )
+        _late_answers("BookieSendsAddConfirmedResponse", msg, reply, successor, out)
+        return
     b_lac = (*s.b_lac[:b], msg.lac, *s.b_lac[b + 1 :])
     again = ctx.cfg.ensembles_may_repeat
     for messages, delivered in processed_one_and_send_another(
@@ -326,9 +354,14 @@ def _bookie_sends_add_confirmed_response(
 def _bookie_sends_add_fenced_response(
     ctx: _Ctx, msg: AddEntryRequest, out: list[Transition]
 ) -> None:
-    """``BookieSendsAddFencedResponse``: a normal add to a fenced ledger is rejected."""
+    """``BookieSendsAddFencedResponse``: a normal add to a fenced ledger is rejected (a
+    ``LATE`` one too, its answer dropped by the client: :func:`_late_answers`)."""
     s = ctx.s
     reply = add_answer(msg, False)
+    if ctx.counts[msg] == LATE:
+        successor = _with_messages(s, messages=late_add_processed(s.messages, msg))
+        _late_answers("BookieSendsAddFencedResponse", msg, reply, successor, out)
+        return
     again = ctx.cfg.ensembles_may_repeat
     for messages, delivered in processed_one_and_send_another(
         s.messages, ctx.counts, msg, reply, again=again
@@ -340,6 +373,29 @@ def _bookie_sends_add_fenced_response(
             sent=((reply, delivered),),
         )
         out.append(Transition(label, _with_messages(s, messages=messages)))
+
+
+def _late_answers(
+    action: str,
+    msg: AddEntryRequest,
+    reply: AddEntryResponse,
+    successor: State,
+    out: list[Transition],
+) -> None:
+    """A bookie answers a ``LATE`` add (``late_adds_after_timeout``). The add had timed out,
+    so its client dropped it (BookKeeper's connection forgets a timed-out request, and
+    ``PendingAddOp`` ignores a bookie no longer at that place of its ensemble): the answer,
+    delivered or lost (both are labelled, so a judge names either), never joins the
+    messages. Same successor both ways; the label's ``detail`` says ``ignored_by_client``."""
+    for delivered in (True, False):
+        label = Label(
+            action,
+            bookie=msg.bookie,
+            received=msg,
+            sent=((reply, delivered),),
+            detail=(("ignored_by_client", 1),),
+        )
+        out.append(Transition(label, successor))
 
 
 def _bookie_sends_fencing_read_lac_response(
@@ -457,20 +513,22 @@ def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transi
 def _receive_add_confirmed_response(
     ctx: _Ctx, c: ClientState, is_recovery: bool, action: str, out: list[Transition]
 ) -> None:
-    """``ReceiveAddConfirmedResponse``: count the confirm; maybe advance the LAC."""
+    """``ReceiveAddConfirmedResponse``: count the confirm; maybe advance the LAC.
+
+    With ``late_adds_after_timeout`` only a bookie of the entry's write set counts; another
+    one's answer is stale and consumed without effect (:func:`_stale_answer_ignored`)."""
     cfg, s = ctx.cfg, ctx.s
     assert c.curr_fragment is not None
     ensemble = c.curr_fragment.ensemble
+    by_writeset = cfg.late_adds_after_timeout
     for msg in ctx.receivable:
         if msg.kind != ADD_ENTRY_RESPONSE or msg.cid != c.id:
             continue
         assert isinstance(msg, AddEntryResponse)
-        if (
-            msg.recovery != is_recovery
-            or not msg.success
-            or not ensemble >> msg.bookie & 1
-            or not ctx.is_earliest(msg)
-        ):
+        if msg.recovery != is_recovery or not msg.success or not ctx.is_earliest(msg):
+            continue
+        if not (_in_writeset(ctx, c, msg) if by_writeset else ensemble >> msg.bookie & 1):
+            _stale_answer_ignored(ctx, c, msg, action, out)
             continue
         index = msg.entry.id - 1
         confirmed = c.confirmed
@@ -503,25 +561,57 @@ def _receive_add_confirmed_response(
         )
 
 
+def _in_writeset(ctx: _Ctx, c: ClientState, msg: AddEntryResponse) -> bool:
+    """With ``late_adds_after_timeout``, the guard ``msg.bookie \\in c.curr_fragment.ensemble``
+    of the spec's add answers becomes: the bookie is in the entry's write set in that
+    ensemble, as ``PendingAddOp.writeComplete`` takes an answer only from the bookie now at
+    the ensemble position the request went to (the same set without striping)."""
+    curr = c.curr_fragment
+    assert curr is not None
+    return bool(writeset(ctx.cfg, curr.ensemble, msg.entry.id, curr.order) >> msg.bookie & 1)
+
+
+def _stale_answer_ignored(
+    ctx: _Ctx, c: ClientState, msg: AddEntryResponse, action: str, out: list[Transition]
+) -> None:
+    """A stale add answer (``late_adds_after_timeout``): its bookie is no longer in the entry's
+    write set (the request went out before an ensemble change replaced it). The client
+    consumes it and changes nothing, as ``PendingAddOp`` returns on such an answer; the label's
+    ``detail`` says ``ignored``. Without the switch the spec leaves such an answer in flight
+    for ever (no step)."""
+    if not ctx.cfg.late_adds_after_timeout:
+        return
+    s = ctx.s
+    label = Label(action, client=c.id, received=msg, detail=(("ignored", 1),))
+    out.append(
+        Transition(
+            label, _with_messages(s, messages=message_processed(s.messages, msg, ctx.counts[msg]))
+        )
+    )
+
+
 def _confirmations(confirmed: tuple[int, ...], entry_id: int) -> int:
     return confirmed[entry_id - 1].bit_count() if 0 < entry_id <= len(confirmed) else 0
 
 
 def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
-    """``ClientReceivesAddFencedResponse``: the writer learns of fencing and withdraws."""
+    """``ClientReceivesAddFencedResponse``: the writer learns of fencing and withdraws.
+
+    With ``late_adds_after_timeout`` a stale answer (a bookie outside the entry's write set)
+    is consumed without effect (:func:`_stale_answer_ignored`), as ``PendingAddOp`` ignores
+    it before looking at its code."""
     s = ctx.s
     assert c.curr_fragment is not None
     ensemble = c.curr_fragment.ensemble
+    by_writeset = ctx.cfg.late_adds_after_timeout
     for msg in ctx.receivable:
         if msg.kind != ADD_ENTRY_RESPONSE or msg.cid != c.id:
             continue
         assert isinstance(msg, AddEntryResponse)
-        if (
-            msg.recovery
-            or msg.success
-            or not ensemble >> msg.bookie & 1
-            or not ctx.is_earliest(msg)
-        ):
+        if msg.recovery or msg.success or not ctx.is_earliest(msg):
+            continue
+        if not (_in_writeset(ctx, c, msg) if by_writeset else ensemble >> msg.bookie & 1):
+            _stale_answer_ignored(ctx, c, msg, "ClientReceivesAddFencedResponse", out)
             continue
         client = c._replace(status=CLIENT_WITHDRAWN)
         label = Label("ClientReceivesAddFencedResponse", client=c.id, received=msg)
@@ -618,7 +708,9 @@ def _replace_failed(
         fragments=fragments,
         curr_fragment=fragments[-1],
     )
-    messages = clear_write_timeout(s.messages, c.id, failed, recovery)
+    messages = clear_write_timeout(
+        s.messages, c.id, failed, recovery, late=cfg.late_adds_after_timeout
+    )
     label = Label(
         action,
         client=c.id,
@@ -1033,7 +1125,9 @@ def _bookie_restarts_empty(ctx: _Ctx, out: list[Transition]) -> None:
     last_ensemble = s.meta_fragments[-1].ensemble if s.meta_fragments else 0
     for b in range(cfg.bookies):
         protected = open_ledger and bool(last_ensemble >> b & 1)
-        messages = lose_requests_to(s.messages, b, REQUEST_KINDS)
+        messages = lose_requests_to(
+            s.messages, b, REQUEST_KINDS, late_too=cfg.late_adds_after_timeout
+        )
         label = Label("BookieRestartsEmpty", bookie=b)
         fresh = restarted_empty(
             protected, cfg.fence_on_unclean_shutdown, cfg.limbo_on_unclean_shutdown

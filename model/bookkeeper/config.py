@@ -74,6 +74,22 @@ class ModelConfig:
       may be replaced one change at a time, and the second change may even pick the bookie
       the first one dropped. True lets a change replace any non-empty subset of the timed-out
       bookies. Found by the Java-client writer search on 4.17.3 (docs/findings/).
+    - ``late_adds_after_timeout`` (default False). In the spec an add is delivered or lost,
+      and ``ChangeEnsemble`` replaces a bookie whose add was lost (``ClearWriteTimeout`` then
+      retires the lost message). BookKeeper's client times an add out and changes its
+      ensemble while the request may still be on its way: the bookie stores the entry later
+      and answers a client that has moved on, which drops the answer (the timed-out
+      completion is gone, and ``PendingAddOp.writeComplete`` ignores an answer from a bookie
+      no longer at that place of its ensemble). True: (1) an ensemble change leaves the lost
+      add requests of the bookies it replaces LATE instead of processed; (2) a bookie may
+      process a LATE add at any time (``BookieSendsAddConfirmedResponse``, or
+      ``...FencedResponse`` if fenced): it stores the entry, keeps the higher of its LAC and
+      the add's, and its answer, delivered or lost, is dropped by the client (it never joins
+      the messages); (3) a client takes an add answer only from a bookie of the entry's write
+      set in its current ensemble, and consumes any other (a stale answer) without effect
+      (``ClientReceivesAddConfirmedResponse`` / ``...FencedResponse``), where the spec takes
+      any bookie of the ensemble and leaves the others' answers in flight for ever. A bookie
+      that crashes loses the LATE adds to it (no new timeout: the client acted on them).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -100,6 +116,7 @@ class ModelConfig:
     read_timeouts_per_entry: bool = False
     ensembles_may_repeat: bool = False
     partial_ensemble_changes: bool = False
+    late_adds_after_timeout: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -170,6 +187,8 @@ class ModelConfig:
             parts.append("EnsemblesMayRepeat=TRUE")
         if self.partial_ensemble_changes:
             parts.append("PartialEnsembleChanges=TRUE")
+        if self.late_adds_after_timeout:
+            parts.append("LateAddsAfterTimeout=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -2,7 +2,8 @@
 
 A message is sent at most once. Sending chooses, for EACH message, a count of 1 (it will be
 delivered) or -1 (lost). Processing requires a count >= 1 and decrements it. A -1 count is what a
-sender sees as a timeout; clearing a write timeout sets those -1 counts to 0.
+sender sees as a timeout; clearing a write timeout sets those -1 counts to 0 (with
+``late_adds_after_timeout``, a lost add request's to -2, ``LATE``: still on its way).
 
 ``messages`` is a frozenset of ``(message, count)`` pairs: a frozenset caches its hash, and
 adding freshly sent messages is a set union.
@@ -18,6 +19,7 @@ from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
     ADD_ENTRY_RESPONSE,
     DELIVERED,
+    LATE,
     LOST,
     PROCESSED,
     READ_REQUEST,
@@ -139,12 +141,18 @@ def _read_entry(msg: Message) -> int:
     return msg.entry.id  # type: ignore[union-attr]
 
 
-def clear_write_timeout(messages: Messages, cid: int, bookies: int, recovery: bool) -> Messages:
-    """``ClearWriteTimeout``: the acted-upon -1 counts become 0 so they never fire again."""
+def clear_write_timeout(
+    messages: Messages, cid: int, bookies: int, recovery: bool, *, late: bool = False
+) -> Messages:
+    """``ClearWriteTimeout``: the acted-upon -1 counts become 0 so they never fire again.
+
+    With ``late`` (``late_adds_after_timeout``) the lost add *requests* become ``LATE``
+    instead: timed out for the client, still on their way to the bookie. Lost answers are
+    retired as in the spec (a late answer would only be dropped: nothing is left to model)."""
     return frozenset(
         (
             msg,
-            PROCESSED
+            (LATE if late and msg.kind == ADD_ENTRY_REQUEST else PROCESSED)
             if count == LOST
             and msg.cid == cid
             and bookies >> msg.bookie & 1
@@ -154,6 +162,12 @@ def clear_write_timeout(messages: Messages, cid: int, bookies: int, recovery: bo
         )
         for msg, count in messages
     )
+
+
+def late_add_processed(messages: Messages, msg: Message) -> Messages:
+    """A ``LATE`` add reaches its bookie: it is processed, and its answer never joins the
+    messages (the client dropped it: the request had timed out)."""
+    return (messages - {(msg, LATE)}) | {(msg, PROCESSED)}
 
 
 def ignore_further_read_responses(
@@ -179,10 +193,22 @@ def ignore_further_read_responses(
     )
 
 
-def lose_requests_to(messages: Messages, bookie: int, request_kinds: Iterable[int]) -> Messages:
-    """Requests delivered to a bookie that crashes before processing them are lost (-1)."""
+def lose_requests_to(
+    messages: Messages, bookie: int, request_kinds: Iterable[int], *, late_too: bool = False
+) -> Messages:
+    """Requests delivered to a bookie that crashes before processing them are lost (-1).
+
+    With ``late_too`` (``late_adds_after_timeout``) its ``LATE`` adds are gone as well, as
+    processed (0): their client already acted on their timeout, so no new one fires."""
     kinds = frozenset(request_kinds)
     return frozenset(
-        (m, LOST if count >= DELIVERED and m.bookie == bookie and m.kind in kinds else count)
+        (
+            m,
+            LOST
+            if count >= DELIVERED and m.bookie == bookie and m.kind in kinds
+            else PROCESSED
+            if late_too and count == LATE and m.bookie == bookie
+            else count,
+        )
         for m, count in messages
     )

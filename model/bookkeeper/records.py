@@ -79,6 +79,11 @@ REQUEST_KINDS = frozenset({ADD_ENTRY_REQUEST, FENCE_REQUEST, READ_REQUEST})
 DELIVERED = 1
 PROCESSED = 0
 LOST = -1
+#: Extension (``late_adds_after_timeout``): an add request whose loss its client acted on (it
+#: timed out and the client changed its ensemble) but which may still reach its bookie. Not
+#: a timeout any more (not LOST) and not receivable in order (not >= DELIVERED): its bookie
+#: may process it at any time, or never. Never present with the switch off.
+LATE = -2
 
 
 # The spec's ``Nil`` as entry data (in the entry of a negative read response). Entry data are
