@@ -17,22 +17,17 @@ for frames take their own timeout); nothing here can block forever.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import logging
-import threading
 from collections.abc import Callable, Coroutine, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE
 from adapters.bookkeeper.status import StatusCode
+from adapters.loop_thread import LoopThread, LoopThreadErrors
 from adapters.netproxy.core import DEFAULT_CONNECT_TIMEOUT, ProxyCore
 from adapters.netproxy.errors import ProxyClosed, ProxyStartError, ProxyTimeout
 from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
 from adapters.netproxy.policy import Action, FrameMatch, Rule
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -53,34 +48,22 @@ class ProxyGroup:
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread(
+            "netproxy-loop",
+            LoopThreadErrors(closed=ProxyClosed, timeout=ProxyTimeout, start=ProxyStartError),
+            "the proxy group",
+        )
         self._log: FrameLog | None = None
         self._proxies: dict[str, BookieProxy] = {}
-        self._closed = False
         self._leftover_tasks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> ProxyGroup:
-        if self._thread is not None or self._closed:
+        if self._loop_thread.started or self._loop_thread.closed:
             raise ProxyStartError("a ProxyGroup starts once; create a new one")
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.call_soon(ready.set)
-            loop.run_forever()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="netproxy-loop", daemon=True)
-        self._thread.start()
         try:
-            if not ready.wait(_START_TIMEOUT):
-                raise ProxyStartError(
-                    f"the proxy event loop did not start within {_START_TIMEOUT}s"
-                )
+            self._loop_thread.start(_START_TIMEOUT)
             self._log = self._call(FrameLog)
         except BaseException:
             self.close()
@@ -88,7 +71,7 @@ class ProxyGroup:
         return self
 
     def __enter__(self) -> ProxyGroup:
-        return self.start() if self._thread is None else self
+        return self.start() if not self._loop_thread.started else self
 
     def __exit__(
         self,
@@ -103,37 +86,13 @@ class ProxyGroup:
 
         Idempotent. Frames still held or delayed are not sent (they are logged undelivered).
         """
-        if self._closed:
+        if self._loop_thread.closed:
             return
-        self._closed = True
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            try:
-                self._leftover_tasks = future.result(timeout)
-            except concurrent.futures.TimeoutError:
-                log.error("proxy group did not close within %ss; stopping its loop", timeout)
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout)
-            if not thread.is_alive():
-                loop.close()
-            else:
-                log.error("proxy loop thread still running after %ss", timeout)
+        self._leftover_tasks = self._loop_thread.close(self._close_proxies, timeout)
 
-    async def _shutdown(self) -> list[str]:
+    async def _close_proxies(self) -> None:
         for proxy in self._proxies.values():
             await proxy.core.close()
-        current = asyncio.current_task()
-        others = [task for task in asyncio.all_tasks() if task is not current]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        # Let transports finish closing (their connection_lost callbacks run one turn later).
-        await asyncio.sleep(0)
-        return [task.get_name() for task in others]
 
     @property
     def leftover_tasks(self) -> list[str]:
@@ -142,7 +101,7 @@ class ProxyGroup:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._closed
+        return self._loop_thread.running
 
     # -- proxies ----------------------------------------------------------------------------
 
@@ -213,45 +172,16 @@ class ProxyGroup:
     # -- crossing to the loop thread ----------------------------------------------------------
 
     def _require_log(self) -> FrameLog:
-        if self._log is None or self._closed:
+        if self._log is None or self._loop_thread.closed:
             raise ProxyClosed("the proxy group is not running (use it in a with block)")
         return self._log
 
     def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
         """Run ``function`` on the loop thread; its result or exception comes back here."""
-        loop = self._running_loop()
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def invoke() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(function())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        loop.call_soon_threadsafe(invoke)
-        return _wait(future, self.call_timeout if timeout is None else timeout)
+        return self._loop_thread.call(function, self.call_timeout if timeout is None else timeout)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        loop = self._running_loop()
-        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        return _wait(future, self.call_timeout if timeout is None else timeout)
-
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None or self._closed or not self.running:
-            raise ProxyClosed("the proxy group is not running (use it in a with block)")
-        return self._loop
-
-
-def _wait(future: concurrent.futures.Future[T], timeout: float) -> T:
-    # concurrent.futures.TimeoutError is the builtin TimeoutError, which ProxyTimeout (raised
-    # by the call itself) also is: tell "the call timed out" from "the wait for it did".
-    done, _ = concurrent.futures.wait([future], timeout)
-    if not done:
-        future.cancel()
-        raise ProxyTimeout(f"the proxy loop did not answer within {timeout}s")
-    return future.result()
+        return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
 
 
 def _select(

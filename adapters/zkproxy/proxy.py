@@ -19,14 +19,11 @@ packets and expiries take their own timeout); nothing here blocks forever.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import logging
-import threading
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
+from adapters.loop_thread import LoopThread, LoopThreadErrors
 from adapters.zkproxy.core import DEFAULT_CONNECT_TIMEOUT, ZkProxyCore
 from adapters.zkproxy.errors import ZkProxyClosed, ZkProxyStartError, ZkProxyTimeout
 from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE
@@ -40,8 +37,6 @@ from adapters.zkproxy.log import (
 )
 from adapters.zkproxy.rules import Hold, Rule, ZkMatch
 from adapters.zookeeper.uri import MetadataServiceUri, parse_metadata_service_uri
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -74,33 +69,23 @@ class ZooKeeperProxy:
         self._listen_port = listen_port
         self._connect_timeout = connect_timeout
         self._max_packet_size = max_packet_size
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread(
+            "zkproxy-loop",
+            LoopThreadErrors(closed=ZkProxyClosed, timeout=ZkProxyTimeout, start=ZkProxyStartError),
+            "the ZooKeeper proxy",
+        )
         self._core: ZkProxyCore | None = None
         self._port: int | None = None
-        self._closed = False
         self._leftover_tasks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> ZooKeeperProxy:
         """Start the loop thread and listen; the proxy is usable when this returns."""
-        if self._thread is not None or self._closed:
+        if self._loop_thread.started or self._loop_thread.closed:
             raise ZkProxyStartError("a ZooKeeperProxy starts once; create a new one")
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.call_soon(ready.set)
-            loop.run_forever()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="zkproxy-loop", daemon=True)
-        self._thread.start()
         try:
-            if not ready.wait(_START_TIMEOUT):
-                raise ZkProxyStartError(f"the proxy loop did not start within {_START_TIMEOUT}s")
+            self._loop_thread.start(_START_TIMEOUT)
             # Built here, used only on the loop thread from now on (nothing in it binds to a
             # loop before start()).
             self._core = ZkProxyCore(
@@ -117,7 +102,7 @@ class ZooKeeperProxy:
         return self
 
     def __enter__(self) -> ZooKeeperProxy:
-        return self.start() if self._thread is None else self
+        return self.start() if not self._loop_thread.started else self
 
     def __exit__(
         self,
@@ -130,39 +115,13 @@ class ZooKeeperProxy:
     def close(self, timeout: float = DEFAULT_CALL_TIMEOUT) -> None:
         """Close every connection (held requests are not sent: they are logged undelivered),
         stop the loop and join its thread. Idempotent."""
-        if self._closed:
+        if self._loop_thread.closed:
             return
-        self._closed = True
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        try:
-            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            try:
-                self._leftover_tasks = future.result(timeout)
-            except concurrent.futures.TimeoutError:
-                log.error(
-                    "the ZooKeeper proxy did not close within %ss; stopping its loop", timeout
-                )
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout)
-            if not thread.is_alive():
-                loop.close()
-            else:
-                log.error("the ZooKeeper proxy's loop thread still runs after %ss", timeout)
+        self._leftover_tasks = self._loop_thread.close(self._close_core, timeout)
 
-    async def _shutdown(self) -> list[str]:
+    async def _close_core(self) -> None:
         if self._core is not None:
             await self._core.close()
-        current = asyncio.current_task()
-        others = [task for task in asyncio.all_tasks() if task is not current]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        # Transports finish closing one loop turn later (their connection_lost callbacks).
-        await asyncio.sleep(0)
-        return [task.get_name() for task in others]
 
     @property
     def leftover_tasks(self) -> list[str]:
@@ -171,7 +130,7 @@ class ZooKeeperProxy:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._closed
+        return self._loop_thread.running
 
     # -- where clients connect --------------------------------------------------------------
 
@@ -324,47 +283,16 @@ class ZooKeeperProxy:
     # -- crossing to the loop thread ----------------------------------------------------------
 
     def _require_core(self) -> ZkProxyCore:
-        if self._core is None or self._closed:
+        if self._core is None or self._loop_thread.closed:
             raise ZkProxyClosed("the ZooKeeper proxy is not running (use it in a with block)")
         return self._core
 
     def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
         """Run ``function`` on the loop thread; its result or exception comes back here."""
-        loop = self._running_loop()
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def invoke() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(function())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        loop.call_soon_threadsafe(invoke)
-        return _wait(future, self.call_timeout if timeout is None else timeout)
+        return self._loop_thread.call(function, self.call_timeout if timeout is None else timeout)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        loop = self._running_loop()
-        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        return _wait(future, self.call_timeout if timeout is None else timeout)
-
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None or self._closed or self._thread is None:
-            raise ZkProxyClosed("the ZooKeeper proxy is not running (use it in a with block)")
-        if not self._thread.is_alive():
-            raise ZkProxyClosed("the ZooKeeper proxy's loop thread has stopped")
-        return self._loop
-
-
-def _wait(future: concurrent.futures.Future[T], timeout: float) -> T:
-    # concurrent.futures.TimeoutError is the builtin TimeoutError, which ZkProxyTimeout (raised
-    # by the call itself) also is: tell "the call timed out" from "the wait for it did".
-    done, _ = concurrent.futures.wait([future], timeout)
-    if not done:
-        future.cancel()
-        raise ZkProxyTimeout(f"the ZooKeeper proxy's loop did not answer within {timeout}s")
-    return future.result()
+        return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
 
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_EXPIRY_TIMEOUT", "ZooKeeperProxy"]

@@ -1,0 +1,113 @@
+"""The loop thread: started once, calls cross with bounded waits, closed once with no leftovers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from adapters.loop_thread import LoopThread, LoopThreadErrors
+
+
+class Closed(Exception):
+    pass
+
+
+class Timeout(TimeoutError):
+    pass
+
+
+class StartFailed(Exception):
+    pass
+
+
+def new_loop_thread() -> LoopThread:
+    return LoopThread("test-loop", LoopThreadErrors(Closed, Timeout, StartFailed), "the test loop")
+
+
+async def nothing() -> None:
+    return None
+
+
+@pytest.fixture
+def loop_thread() -> Iterator[LoopThread]:
+    loop_thread = new_loop_thread()
+    loop_thread.start()
+    yield loop_thread
+    assert loop_thread.close(nothing, timeout=5) == []
+
+
+def test_call_runs_on_the_loop_thread(loop_thread: LoopThread) -> None:
+    assert loop_thread.running
+    name = loop_thread.call(lambda: threading.current_thread().name, timeout=5)
+    assert name == "test-loop"
+
+
+def test_call_and_run_bring_back_exceptions(loop_thread: LoopThread) -> None:
+    def fail() -> None:
+        raise ValueError("on the loop")
+
+    async def fail_later() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("in a coroutine")
+
+    with pytest.raises(ValueError, match="on the loop"):
+        loop_thread.call(fail, timeout=5)
+    with pytest.raises(KeyError, match="in a coroutine"):
+        loop_thread.run(fail_later(), timeout=5)
+
+
+def test_run_returns_the_coroutines_result(loop_thread: LoopThread) -> None:
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    assert loop_thread.run(answer(), timeout=5) == 42
+
+
+def test_a_wait_that_runs_out_raises_the_users_timeout(loop_thread: LoopThread) -> None:
+    with pytest.raises(Timeout, match="did not answer within 0"):
+        loop_thread.run(asyncio.sleep(5), timeout=0.05)
+
+
+def test_starts_once() -> None:
+    loop_thread = new_loop_thread()
+    loop_thread.start()
+    try:
+        with pytest.raises(StartFailed, match="starts once"):
+            loop_thread.start()
+    finally:
+        loop_thread.close(nothing, timeout=5)
+    with pytest.raises(StartFailed, match="starts once"):
+        loop_thread.start()
+
+
+def test_close_runs_the_shutdown_cancels_leftovers_and_is_idempotent() -> None:
+    loop_thread = new_loop_thread()
+    loop_thread.start()
+    shut_down = threading.Event()
+
+    async def shutdown() -> None:
+        shut_down.set()
+
+    async def forgotten() -> None:
+        await asyncio.sleep(60)
+
+    loop_thread.call(
+        lambda: asyncio.get_running_loop().create_task(forgotten(), name="forgotten"), timeout=5
+    )
+    assert loop_thread.close(shutdown, timeout=5) == ["forgotten"]
+    assert shut_down.is_set() and not loop_thread.running and loop_thread.closed
+    assert loop_thread.close(shutdown, timeout=5) == []
+    with pytest.raises(Closed, match="not running"):
+        loop_thread.call(lambda: None, timeout=5)
+
+
+def test_a_loop_never_started_is_not_running_and_closes_quietly() -> None:
+    loop_thread = new_loop_thread()
+    assert not loop_thread.started and not loop_thread.running
+    with pytest.raises(Closed, match="not running"):
+        loop_thread.call(lambda: None, timeout=5)
+    assert loop_thread.close(nothing, timeout=5) == []
