@@ -26,14 +26,10 @@ interrupted install never leaves a layout that looks valid. Nothing is downloade
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +38,14 @@ from pathlib import Path
 
 from adapters.errors import ClusterError
 from adapters.installations.errors import BookKeeperNotFound
+from adapters.installations.maven import (
+    DEPENDENCY_PLUGIN,
+    MavenRun,
+    discard_install,
+    install_atomically,
+    run_maven,
+    run_offline_first,
+)
 from adapters.user_state import bkconform_home, exclusive_lock
 
 #: The version installed when none is named: the newest bookkeeper-server Maven Central serves
@@ -53,7 +57,6 @@ NOT_SERVED_VERSIONS = ("4.17.4", "4.16.7", "4.14.8", "4.14.6")
 
 GROUP_ID = "org.apache.bookkeeper"
 ARTIFACT_ID = "bookkeeper-server"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 MARKER = "bkconform-install.json"
 #: Bumped whenever the launcher or conf/ change: an install of an older layout counts as not
 #: installed, and the next use reinstalls it (from ~/.m2, offline).
@@ -178,16 +181,8 @@ def remove(version: str, root: Path | None = None) -> bool:
     if not target.exists():
         return False
     with exclusive_lock(base, target.name):
-        _discard(base, target)
+        discard_install(base, target)
     return True
-
-
-def _discard(base: Path, target: Path) -> None:
-    """Delete an install, renamed away first: a reader never sees a half-deleted install with
-    its marker (an interrupted deletion leaves a ``.removing-*`` that the next install clears)."""
-    doomed = base / f".removing-{target.name}-{os.getpid()}"
-    target.rename(doomed)
-    shutil.rmtree(doomed, ignore_errors=True)
 
 
 # Maven ----------------------------------------------------------------------------------------
@@ -311,35 +306,6 @@ def explain_maven_failure(version: str, output: str, *, offline: bool) -> str:
         )
     tail = "\n".join(output.strip().splitlines()[-15:])
     return f"mvn failed to resolve {artifact}:\n{tail}"
-
-
-@dataclass(frozen=True)
-class MavenRun:
-    returncode: int
-    output: str
-
-
-def run_maven(command: Sequence[str], timeout: float, cwd: Path) -> MavenRun:
-    """Run ``command`` in its own process group; kill the group when ``timeout`` passes."""
-    with subprocess.Popen(
-        list(command),
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    ) as process:
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise BookKeeperInstallError(
-                f"mvn did not finish within {timeout:.0f}s (killed): {' '.join(command)}"
-            ) from None
-        return MavenRun(process.returncode, output)
 
 
 # The layout -----------------------------------------------------------------------------------
@@ -498,27 +464,13 @@ def install(
     repository (``-Dmaven.repo.local``).
     """
     version = check_version(version)
-    base = install_root(environ) if root is None else root
-    target = base / version
-    existing = Installation.read(target)
-    if existing is not None and not force:
-        return existing
-    with exclusive_lock(base, version):
-        existing = Installation.read(target)
-        if existing is not None and not force:
-            return existing  # installed by a concurrent call while we waited
-        # What an interrupted install or removal left behind (never a valid layout).
-        for stale in [*base.glob(f".staging-{version}-*"), *base.glob(f".removing-{version}-*")]:
-            shutil.rmtree(stale, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".staging-{version}-", dir=base))
-        try:
-            result = _build(staging, version, offline, timeout, maven_repo, environ, progress)
-            if target.exists():  # force, or a half layout from an old bkconform
-                _discard(base, target)
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return Installation(version, target, result.jars, result.installed_at)
+    return install_atomically(
+        install_root(environ) if root is None else root,
+        version,
+        Installation.read,
+        lambda staging: _build(staging, version, offline, timeout, maven_repo, environ, progress),
+        force=force,
+    )
 
 
 def _build(
@@ -536,21 +488,21 @@ def _build(
     pom = maven_dir / "pom.xml"
     pom.write_text(render_pom(version))
     listing = maven_dir / "dependencies.txt"
-    attempts = [True, False] if offline is None else [offline]
-    run: MavenRun | None = None
-    command: list[str] = []
-    for index, attempt in enumerate(attempts):
-        command = maven_command(mvn, pom, listing, offline=attempt, maven_repo=maven_repo)
-        if progress:
-            where = "the local Maven repository" if attempt else "Maven Central"
-            print(f"resolving {GROUP_ID}:{ARTIFACT_ID}:{version} from {where}", flush=True)
-        run = run_maven(command, timeout, maven_dir)
-        if run.returncode == 0:
-            break
-        if index + 1 < len(attempts) and "offline mode" in run.output:
-            continue  # not all in ~/.m2 yet: go online
-        raise BookKeeperInstallError(explain_maven_failure(version, run.output, offline=attempt))
-    assert run is not None and run.returncode == 0
+    command: list[str] = []  # the last call's, the one that succeeded: the marker records it
+
+    def resolve(attempt: bool) -> MavenRun:
+        command[:] = maven_command(mvn, pom, listing, offline=attempt, maven_repo=maven_repo)
+        return run_maven(command, timeout, maven_dir, error=BookKeeperInstallError)
+
+    run_offline_first(
+        offline,
+        resolve,
+        lambda run, attempt: BookKeeperInstallError(
+            explain_maven_failure(version, run.output, offline=attempt)
+        ),
+        resolving=f"{GROUP_ID}:{ARTIFACT_ID}:{version}",
+        progress=progress,
+    )
     try:
         artifacts = parse_listing(listing.read_text())
     except OSError as exc:

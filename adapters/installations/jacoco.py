@@ -24,20 +24,20 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.errors import ClusterError
-from adapters.installations.bookkeeper import (
+from adapters.installations.maven import (
     DEPENDENCY_PLUGIN,
-    BookKeeperInstallError,
     MavenRun,
+    install_atomically,
     run_maven,
+    run_offline_first,
 )
-from adapters.user_state import bkconform_home, exclusive_lock
+from adapters.user_state import bkconform_home
 
 #: The version installed when none is named: the newest whose agent *runtime* jar Maven Central
 #: serves to this project's machines (0.8.16's agent is served, its runtime jar is not).
@@ -215,13 +215,6 @@ def explain_maven_failure(artifact: Artifact, output: str, *, offline: bool) -> 
     return f"mvn failed to copy {what}:\n{tail}"
 
 
-def _run(command: list[str], timeout: float, cwd: Path) -> MavenRun:
-    try:
-        return run_maven(command, timeout, cwd)
-    except BookKeeperInstallError as exc:  # the shared runner's timeout: say it is ours
-        raise JacocoInstallError(str(exc)) from exc
-
-
 def _copy(
     mvn: str,
     artifact: Artifact,
@@ -231,19 +224,20 @@ def _copy(
     maven_repo: Path | None,
     progress: bool,
 ) -> None:
-    attempts = [True, False] if offline is None else [offline]
-    for index, attempt in enumerate(attempts):
-        if progress:
-            where = "the local Maven repository" if attempt else "Maven Central"
-            print(f"resolving {artifact.coordinates} from {where}", flush=True)
+    def copy(attempt: bool) -> MavenRun:
         command = maven_command(mvn, artifact, staging, offline=attempt, maven_repo=maven_repo)
         # The staging directory holds no pom.xml: mvn runs the goal outside any project.
-        run = _run(command, timeout, staging)
-        if run.returncode == 0:
-            break
-        if index + 1 < len(attempts) and "offline mode" in run.output:
-            continue  # not in ~/.m2 yet: go online
-        raise JacocoInstallError(explain_maven_failure(artifact, run.output, offline=attempt))
+        return run_maven(command, timeout, staging, error=JacocoInstallError)
+
+    run_offline_first(
+        offline,
+        copy,
+        lambda run, attempt: JacocoInstallError(
+            explain_maven_failure(artifact, run.output, offline=attempt)
+        ),
+        resolving=artifact.coordinates,
+        progress=progress,
+    )
     if not (staging / artifact.file_name).is_file():
         raise JacocoInstallError(
             f"mvn reported success copying {artifact.coordinates} but {artifact.file_name} is "
@@ -272,38 +266,36 @@ def install(
     :raises JacocoInstallError: no ``mvn``, no network, a version not served, a timeout.
     """
     version = check_version(version)
-    base = install_root(environ) if root is None else root
-    target = base / version
-    existing = JacocoInstallation.read(target)
-    if existing is not None and not force:
-        return existing
-    with exclusive_lock(base, version):
-        existing = JacocoInstallation.read(target)
-        if existing is not None and not force:
-            return existing  # installed by a concurrent call while we waited
-        for stale in [*base.glob(f".staging-{version}-*"), *base.glob(f".removing-{version}-*")]:
-            shutil.rmtree(stale, ignore_errors=True)  # what an interrupted install left
-        mvn = find_maven(environ)
-        staging = Path(tempfile.mkdtemp(prefix=f".staging-{version}-", dir=base))
-        try:
-            for artifact in artifacts(version):
-                _copy(mvn, artifact, staging, offline, timeout, maven_repo, progress)
-            installed_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            marker = {
-                "version": version,
-                "layout": LAYOUT_VERSION,
-                "artifacts": [artifact.coordinates for artifact in artifacts(version)],
-                "installed_at": installed_at,
-            }
-            (staging / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-            if target.exists():  # force, or a layout an older bkconform left
-                doomed = base / f".removing-{version}-{os.getpid()}"
-                target.rename(doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return JacocoInstallation(version, target, installed_at)
+    return install_atomically(
+        install_root(environ) if root is None else root,
+        version,
+        JacocoInstallation.read,
+        lambda staging: _build(staging, version, offline, timeout, maven_repo, environ, progress),
+        force=force,
+    )
+
+
+def _build(
+    staging: Path,
+    version: str,
+    offline: bool | None,
+    timeout: float,
+    maven_repo: Path | None,
+    environ: Mapping[str, str] | None,
+    progress: bool,
+) -> JacocoInstallation:
+    mvn = find_maven(environ)
+    for artifact in artifacts(version):
+        _copy(mvn, artifact, staging, offline, timeout, maven_repo, progress)
+    installed_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    marker = {
+        "version": version,
+        "layout": LAYOUT_VERSION,
+        "artifacts": [artifact.coordinates for artifact in artifacts(version)],
+        "installed_at": installed_at,
+    }
+    (staging / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+    return JacocoInstallation(version, staging, installed_at)
 
 
 __all__ = [

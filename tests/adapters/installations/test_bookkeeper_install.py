@@ -29,6 +29,7 @@ from adapters.installations.bookkeeper import (
 )
 from adapters.javaclient import distribution_classpath, distribution_version
 from conformance.cli import main
+from tests.adapters.installations.fake_mvn import put_fake_mvn_on_path
 
 NOT_SERVED = """\
 [INFO] Scanning for projects...
@@ -166,20 +167,11 @@ print("[INFO] BUILD SUCCESS")
 @pytest.fixture
 def fake_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake ``mvn`` first on PATH; returns the file its calls are appended to."""
-    bin_dir = tmp_path / "fake-bin"
-    bin_dir.mkdir()
-    script = bin_dir / "mvn"
-    script.write_text(
-        FAKE_MVN.format(python=sys.executable, not_served=NOT_SERVED, offline_miss=OFFLINE_MISS)
-    )
-    script.chmod(0o755)
-    calls = tmp_path / "mvn-calls.txt"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_MVN_CALLS", str(calls))
     monkeypatch.setenv("FAKE_M2", str(tmp_path / "m2"))
-    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path / "bkconform"))
-    monkeypatch.delenv("FAKE_MVN_MODE", raising=False)
-    return calls
+    script = FAKE_MVN.format(
+        python=sys.executable, not_served=NOT_SERVED, offline_miss=OFFLINE_MISS
+    )
+    return put_fake_mvn_on_path(tmp_path, monkeypatch, script)
 
 
 def root_of(tmp_path: Path) -> Path:

@@ -4,7 +4,6 @@ installs with a fake ``mvn`` on PATH (fast), and a real install from Maven Centr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
@@ -25,6 +24,7 @@ from adapters.installations.jacoco import (
     maven_command,
 )
 from adapters.installations.java import find_java
+from tests.adapters.installations.fake_mvn import put_fake_mvn_on_path
 
 NOT_SERVED = """\
 [INFO] BUILD FAILURE
@@ -113,19 +113,10 @@ print("[INFO] BUILD SUCCESS")
 @pytest.fixture
 def fake_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake ``mvn`` first on PATH; returns the file its calls are appended to."""
-    bin_dir = tmp_path / "fake-bin"
-    bin_dir.mkdir()
-    script = bin_dir / "mvn"
-    script.write_text(
-        FAKE_MVN.format(python=sys.executable, not_served=NOT_SERVED, offline_miss=OFFLINE_MISS)
+    script = FAKE_MVN.format(
+        python=sys.executable, not_served=NOT_SERVED, offline_miss=OFFLINE_MISS
     )
-    script.chmod(0o755)
-    calls = tmp_path / "mvn-calls.txt"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_MVN_CALLS", str(calls))
-    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path / "bkconform"))
-    monkeypatch.delenv("FAKE_MVN_MODE", raising=False)
-    return calls
+    return put_fake_mvn_on_path(tmp_path, monkeypatch, script)
 
 
 def test_an_install_holds_both_jars_and_is_cached(fake_mvn: Path, tmp_path: Path) -> None:
