@@ -10,24 +10,28 @@
 
 Every crossing to the loop waits at most its timeout; nothing here blocks forever. Each user
 (``adapters.netproxy``, ``adapters.zkproxy``) raises its own errors, named in
-:class:`LoopThreadErrors`.
+:class:`LoopThreadErrors`, and is a :class:`LoopThreadFacade`: a synchronous object, used in a
+``with`` block, whose state lives on its own loop thread.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import concurrent.futures
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 DEFAULT_START_TIMEOUT = 10.0
+DEFAULT_CLOSE_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,85 @@ class LoopThread:
         return future.result()
 
 
+class LoopThreadFacade(abc.ABC):
+    """A synchronous, thread-safe object whose state lives on its own :class:`LoopThread`.
+
+    Started once (:meth:`start`, or a ``with`` block), closed once (:meth:`close`); every call
+    crosses to the loop thread and waits at most ``call_timeout`` seconds unless told otherwise.
+    A subclass opens its state on the loop in :meth:`_open` and closes it in
+    :meth:`_close_on_loop`.
+    """
+
+    def __init__(
+        self,
+        loop_thread: LoopThread,
+        *,
+        call_timeout: float,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+    ) -> None:
+        self.call_timeout = call_timeout
+        self._loop_thread = loop_thread
+        self._start_timeout = start_timeout
+        self._leftover_tasks: list[str] = []
+
+    def start(self) -> Self:
+        """Start the loop thread and :meth:`_open`; usable when this returns (closed if not)."""
+        if self._loop_thread.started or self._loop_thread.closed:
+            raise self._loop_thread.errors.start(
+                f"a {type(self).__name__} starts once; create a new one"
+            )
+        try:
+            self._loop_thread.start(self._start_timeout)
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __enter__(self) -> Self:
+        return self.start() if not self._loop_thread.started else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """:meth:`_close_on_loop`, cancel what is left on the loop, stop it, join its thread;
+        each wait bounded by ``timeout`` seconds. Idempotent."""
+        if self._loop_thread.closed:
+            return
+        self._leftover_tasks = self._loop_thread.close(self._close_on_loop, timeout)
+
+    @property
+    def leftover_tasks(self) -> list[str]:
+        """Tasks the close found running besides the object's own (should be none)."""
+        return list(self._leftover_tasks)
+
+    @property
+    def running(self) -> bool:
+        return self._loop_thread.running
+
+    @abc.abstractmethod
+    def _open(self) -> None:
+        """Set up what lives on the loop (with :meth:`_call` and :meth:`_run`); the loop runs."""
+
+    @abc.abstractmethod
+    async def _close_on_loop(self) -> None:
+        """Close what :meth:`_open` set up; runs on the loop."""
+
+    def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``function`` on the loop thread; its result or exception comes back here."""
+        return self._loop_thread.call(function, self.call_timeout if timeout is None else timeout)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coroutine`` on the loop; its result or exception comes back here."""
+        return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
+
+
 async def _shut_down(shutdown: Callable[[], Awaitable[None]]) -> list[str]:
     await shutdown()
     current = asyncio.current_task()
@@ -165,4 +248,10 @@ async def _shut_down(shutdown: Callable[[], Awaitable[None]]) -> list[str]:
     return [task.get_name() for task in others]
 
 
-__all__ = ["DEFAULT_START_TIMEOUT", "LoopThread", "LoopThreadErrors"]
+__all__ = [
+    "DEFAULT_CLOSE_TIMEOUT",
+    "DEFAULT_START_TIMEOUT",
+    "LoopThread",
+    "LoopThreadErrors",
+    "LoopThreadFacade",
+]

@@ -17,26 +17,26 @@ for frames take their own timeout); nothing here can block forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable
-from types import TracebackType
-from typing import Any, TypeVar
+from collections.abc import Iterable
 
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE
 from adapters.bookkeeper.status import StatusCode
-from adapters.loop_thread import LoopThread, LoopThreadErrors
+from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
 from adapters.netproxy.core import DEFAULT_CONNECT_TIMEOUT, ProxyCore
 from adapters.netproxy.errors import ProxyClosed, ProxyStartError, ProxyTimeout
 from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
 from adapters.netproxy.policy import Action, FrameMatch, Rule
 
-T = TypeVar("T")
-
 DEFAULT_CALL_TIMEOUT = 10.0
 _START_TIMEOUT = 10.0
 
 
-class ProxyGroup:
-    """A background event loop hosting one :class:`BookieProxy` per bookie."""
+class ProxyGroup(LoopThreadFacade):
+    """A background event loop hosting one :class:`BookieProxy` per bookie.
+
+    :meth:`close` closes every proxy (sockets, timers, tasks): frames still held or delayed are
+    not sent (they are logged undelivered).
+    """
 
     def __init__(
         self,
@@ -45,63 +45,28 @@ class ProxyGroup:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
+        super().__init__(
+            LoopThread(
+                "netproxy-loop",
+                LoopThreadErrors(ProxyClosed, ProxyTimeout, ProxyStartError),
+                "the proxy group",
+            ),
+            call_timeout=call_timeout,
+            start_timeout=_START_TIMEOUT,
+        )
         self.max_frame_size = max_frame_size
         self.connect_timeout = connect_timeout
-        self.call_timeout = call_timeout
-        self._loop_thread = LoopThread(
-            "netproxy-loop",
-            LoopThreadErrors(closed=ProxyClosed, timeout=ProxyTimeout, start=ProxyStartError),
-            "the proxy group",
-        )
         self._log: FrameLog | None = None
         self._proxies: dict[str, BookieProxy] = {}
-        self._leftover_tasks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> ProxyGroup:
-        if self._loop_thread.started or self._loop_thread.closed:
-            raise ProxyStartError("a ProxyGroup starts once; create a new one")
-        try:
-            self._loop_thread.start(_START_TIMEOUT)
-            self._log = self._call(FrameLog)
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def _open(self) -> None:
+        self._log = self._call(FrameLog)
 
-    def __enter__(self) -> ProxyGroup:
-        return self.start() if not self._loop_thread.started else self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self, timeout: float = DEFAULT_CALL_TIMEOUT) -> None:
-        """Close every proxy (sockets, timers, tasks), stop the loop, join its thread.
-
-        Idempotent. Frames still held or delayed are not sent (they are logged undelivered).
-        """
-        if self._loop_thread.closed:
-            return
-        self._leftover_tasks = self._loop_thread.close(self._close_proxies, timeout)
-
-    async def _close_proxies(self) -> None:
+    async def _close_on_loop(self) -> None:
         for proxy in self._proxies.values():
             await proxy.core.close()
-
-    @property
-    def leftover_tasks(self) -> list[str]:
-        """Tasks the shutdown found still running besides the proxies' own (should be none)."""
-        return list(self._leftover_tasks)
-
-    @property
-    def running(self) -> bool:
-        return self._loop_thread.running
 
     # -- proxies ----------------------------------------------------------------------------
 
@@ -175,13 +140,6 @@ class ProxyGroup:
         if self._log is None or self._loop_thread.closed:
             raise ProxyClosed("the proxy group is not running (use it in a with block)")
         return self._log
-
-    def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
-        """Run ``function`` on the loop thread; its result or exception comes back here."""
-        return self._loop_thread.call(function, self.call_timeout if timeout is None else timeout)
-
-    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
 
 
 def _select(

@@ -19,11 +19,7 @@ packets and expiries take their own timeout); nothing here blocks forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from types import TracebackType
-from typing import Any, TypeVar
-
-from adapters.loop_thread import LoopThread, LoopThreadErrors
+from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
 from adapters.zkproxy.core import DEFAULT_CONNECT_TIMEOUT, ZkProxyCore
 from adapters.zkproxy.errors import ZkProxyClosed, ZkProxyStartError, ZkProxyTimeout
 from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE
@@ -38,18 +34,17 @@ from adapters.zkproxy.log import (
 from adapters.zkproxy.rules import Hold, Rule, ZkMatch
 from adapters.zookeeper.uri import MetadataServiceUri, parse_metadata_service_uri
 
-T = TypeVar("T")
-
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_EXPIRY_TIMEOUT = 10.0
 _START_TIMEOUT = 10.0
 
 
-class ZooKeeperProxy:
+class ZooKeeperProxy(LoopThreadFacade):
     """A proxy in front of one ZooKeeper server for one client, on its own loop thread.
 
     Thread-safe: every method may be called from any thread (each runs on the loop thread).
-    Use it in a ``with`` block, or :meth:`start` and :meth:`close`.
+    Use it in a ``with`` block, or :meth:`start` and :meth:`close` (which closes every
+    connection: held requests are not sent, they are logged undelivered).
     """
 
     def __init__(
@@ -63,74 +58,40 @@ class ZooKeeperProxy:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_packet_size: int = DEFAULT_MAX_PACKET_SIZE,
     ) -> None:
+        super().__init__(
+            LoopThread(
+                "zkproxy-loop",
+                LoopThreadErrors(ZkProxyClosed, ZkProxyTimeout, ZkProxyStartError),
+                "the ZooKeeper proxy",
+            ),
+            call_timeout=call_timeout,
+            start_timeout=_START_TIMEOUT,
+        )
         self.target = (target_host, target_port)
         self.host = listen_host
-        self.call_timeout = call_timeout
         self._listen_port = listen_port
         self._connect_timeout = connect_timeout
         self._max_packet_size = max_packet_size
-        self._loop_thread = LoopThread(
-            "zkproxy-loop",
-            LoopThreadErrors(closed=ZkProxyClosed, timeout=ZkProxyTimeout, start=ZkProxyStartError),
-            "the ZooKeeper proxy",
-        )
         self._core: ZkProxyCore | None = None
         self._port: int | None = None
-        self._leftover_tasks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> ZooKeeperProxy:
-        """Start the loop thread and listen; the proxy is usable when this returns."""
-        if self._loop_thread.started or self._loop_thread.closed:
-            raise ZkProxyStartError("a ZooKeeperProxy starts once; create a new one")
-        try:
-            self._loop_thread.start(_START_TIMEOUT)
-            # Built here, used only on the loop thread from now on (nothing in it binds to a
-            # loop before start()).
-            self._core = ZkProxyCore(
-                *self.target, PacketLog(),
-                listen_host=self.host, listen_port=self._listen_port,
-                max_packet_size=self._max_packet_size, connect_timeout=self._connect_timeout,
-            )  # fmt: skip
-            self._run(self._core.start())
-            core = self._core
-            self._port = self._call(lambda: core.port)
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def _open(self) -> None:
+        # Built here, used only on the loop thread from now on (nothing in it binds to a loop
+        # before start()).
+        self._core = ZkProxyCore(
+            *self.target, PacketLog(),
+            listen_host=self.host, listen_port=self._listen_port,
+            max_packet_size=self._max_packet_size, connect_timeout=self._connect_timeout,
+        )  # fmt: skip
+        self._run(self._core.start())
+        core = self._core
+        self._port = self._call(lambda: core.port)
 
-    def __enter__(self) -> ZooKeeperProxy:
-        return self.start() if not self._loop_thread.started else self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self, timeout: float = DEFAULT_CALL_TIMEOUT) -> None:
-        """Close every connection (held requests are not sent: they are logged undelivered),
-        stop the loop and join its thread. Idempotent."""
-        if self._loop_thread.closed:
-            return
-        self._leftover_tasks = self._loop_thread.close(self._close_core, timeout)
-
-    async def _close_core(self) -> None:
+    async def _close_on_loop(self) -> None:
         if self._core is not None:
             await self._core.close()
-
-    @property
-    def leftover_tasks(self) -> list[str]:
-        """Tasks the shutdown found running besides the proxy's own (should be none)."""
-        return list(self._leftover_tasks)
-
-    @property
-    def running(self) -> bool:
-        return self._loop_thread.running
 
     # -- where clients connect --------------------------------------------------------------
 
@@ -286,13 +247,6 @@ class ZooKeeperProxy:
         if self._core is None or self._loop_thread.closed:
             raise ZkProxyClosed("the ZooKeeper proxy is not running (use it in a with block)")
         return self._core
-
-    def _call(self, function: Callable[[], T], timeout: float | None = None) -> T:
-        """Run ``function`` on the loop thread; its result or exception comes back here."""
-        return self._loop_thread.call(function, self.call_timeout if timeout is None else timeout)
-
-    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
 
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_EXPIRY_TIMEOUT", "ZooKeeperProxy"]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapters.loop_thread import LoopThread, LoopThreadErrors
+from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
 
 
 class Closed(Exception):
@@ -111,3 +111,47 @@ def test_a_loop_never_started_is_not_running_and_closes_quietly() -> None:
     with pytest.raises(Closed, match="not running"):
         loop_thread.call(lambda: None, timeout=5)
     assert loop_thread.close(nothing, timeout=5) == []
+
+
+class Counter(LoopThreadFacade):
+    """A facade over one number that lives on its loop thread."""
+
+    def __init__(self) -> None:
+        super().__init__(new_loop_thread(), call_timeout=5)
+        self.value: int | None = None
+        self.closed_on_loop = False
+
+    def _open(self) -> None:
+        self.value = self._call(lambda: 0)
+
+    async def _close_on_loop(self) -> None:
+        self.closed_on_loop = True
+
+    def add(self, amount: int) -> int:
+        def on_loop() -> int:
+            assert self.value is not None
+            self.value += amount
+            return self.value
+
+        return self._call(on_loop)
+
+
+def test_a_facade_opens_on_start_and_closes_at_the_end_of_its_with_block() -> None:
+    with Counter() as counter:
+        assert counter.running and counter.add(2) == 2 and counter.add(3) == 5
+    assert counter.closed_on_loop and not counter.running and counter.leftover_tasks == []
+    with pytest.raises(StartFailed, match="a Counter starts once"):
+        counter.start()
+    with pytest.raises(Closed):
+        counter.add(1)
+
+
+def test_a_facade_that_fails_to_open_is_closed() -> None:
+    class Broken(Counter):
+        def _open(self) -> None:
+            raise OSError("cannot listen")
+
+    broken = Broken()
+    with pytest.raises(OSError, match="cannot listen"):
+        broken.start()
+    assert broken.closed_on_loop and not broken.running
