@@ -8,7 +8,8 @@
     loop_thread.run(core.start())                    # a coroutine, run on the loop
     leftovers = loop_thread.close(shutdown, timeout=10)   # names of tasks left running
 
-Every crossing to the loop waits at most its timeout; nothing here blocks forever. Each user
+Every crossing to the loop waits at most its timeout; nothing here blocks forever. On the loop,
+:func:`listen` and :func:`wait_server_closed` start and end a proxy's listening socket. Each user
 (``adapters.netproxy``, ``adapters.zkproxy``) raises its own errors, named in
 :class:`LoopThreadErrors`, and is a :class:`LoopThreadFacade`: a synchronous object, used in a
 ``with`` block, whose state lives on its own loop thread.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -32,6 +34,8 @@ T = TypeVar("T")
 
 DEFAULT_START_TIMEOUT = 10.0
 DEFAULT_CLOSE_TIMEOUT = 10.0
+#: How long a closed server may take to finish closing before its close goes on without it.
+SERVER_CLOSE_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,31 @@ class LoopThreadFacade(abc.ABC):
         return self._loop_thread.run(coroutine, self.call_timeout if timeout is None else timeout)
 
 
+async def listen(
+    accept: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    host: str,
+    port: int,
+    *,
+    limit: int,
+    error: type[Exception],
+    who: str,
+) -> asyncio.Server:
+    """A server on the running loop listening on ``host:port`` (0: a free port), each
+    connection handed to ``accept`` with streams buffering up to ``limit`` bytes; ``error``
+    naming ``who`` if it cannot listen."""
+    try:
+        return await asyncio.start_server(accept, host, port, limit=limit)
+    except OSError as exc:
+        raise error(f"{who} cannot listen on {host}:{port}: {exc}") from exc
+
+
+async def wait_server_closed(server: asyncio.Server, timeout: float = SERVER_CLOSE_TIMEOUT) -> None:
+    """Wait up to ``timeout`` seconds for a closed ``server`` to finish closing."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await server.wait_closed()
+
+
 async def _shut_down(shutdown: Callable[[], Awaitable[None]]) -> list[str]:
     await shutdown()
     current = asyncio.current_task()
@@ -254,4 +283,6 @@ __all__ = [
     "LoopThread",
     "LoopThreadErrors",
     "LoopThreadFacade",
+    "listen",
+    "wait_server_closed",
 ]

@@ -31,6 +31,7 @@ from typing import cast
 from adapters.bookkeeper.errors import FrameTooLarge
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from adapters.bookkeeper.status import StatusCode
+from adapters.loop_thread import listen, wait_server_closed
 from adapters.netproxy.errors import InvalidPolicy, NotHeld, ProxyClosed, ProxyStartError
 from adapters.netproxy.forge import forged_payload, unforgeable
 from adapters.netproxy.frames import Direction, FrameDescriber, FrameInfo, describe_response
@@ -191,14 +192,10 @@ class ProxyCore:
     async def start(self) -> None:
         if self._server is not None or self._closed:
             raise ProxyStartError(f"proxy {self.name} was already started")
-        try:
-            self._server = await asyncio.start_server(
-                self._accept, self.listen_host, self._listen_port, limit=_READ_CHUNK
-            )
-        except OSError as exc:
-            raise ProxyStartError(
-                f"proxy {self.name} cannot listen on {self.listen_host}:{self._listen_port}: {exc}"
-            ) from exc
+        self._server = await listen(
+            self._accept, self.listen_host, self._listen_port,
+            limit=_READ_CHUNK, error=ProxyStartError, who=f"proxy {self.name}",
+        )  # fmt: skip
         listening = self._server.sockets
         self._port = int(listening[0].getsockname()[1])
         if len(listening) == 1:  # an address literal, as every caller here passes
@@ -233,9 +230,7 @@ class ProxyCore:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(2.0):
-                    await self._server.wait_closed()
+            await wait_server_closed(self._server)
 
     @property
     def open_connections(self) -> int:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from adapters.loop_thread import listen, wait_server_closed
 from adapters.zkproxy.codes import Op
 from adapters.zkproxy.conversation import Conversation
 from adapters.zkproxy.errors import (
@@ -160,14 +161,10 @@ class ZkProxyCore:
     async def start(self) -> None:
         if self._server is not None or self._closed:
             raise ZkProxyStartError("the ZooKeeper proxy was already started")
-        try:
-            self._server = await asyncio.start_server(
-                self._accept, self.listen_host, self._listen_port, limit=_READ_CHUNK
-            )
-        except OSError as exc:
-            raise ZkProxyStartError(
-                f"cannot listen on {self.listen_host}:{self._listen_port}: {exc}"
-            ) from exc
+        self._server = await listen(
+            self._accept, self.listen_host, self._listen_port,
+            limit=_READ_CHUNK, error=ZkProxyStartError, who="the ZooKeeper proxy",
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Stop listening, close every connection, cancel timers; held requests are not sent."""
@@ -188,9 +185,7 @@ class ZkProxyCore:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
         if self._server is not None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(2.0):
-                    await self._server.wait_closed()
+            await wait_server_closed(self._server)
 
     @property
     def open_connections(self) -> int:

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
+from adapters.loop_thread import (
+    LoopThread,
+    LoopThreadErrors,
+    LoopThreadFacade,
+    listen,
+    wait_server_closed,
+)
 
 
 class Closed(Exception):
@@ -155,3 +161,41 @@ def test_a_facade_that_fails_to_open_is_closed() -> None:
     with pytest.raises(OSError, match="cannot listen"):
         broken.start()
     assert broken.closed_on_loop and not broken.running
+
+
+async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(await reader.readline())
+    await writer.drain()
+    writer.close()
+
+
+def test_listen_serves_on_a_free_port_and_its_server_closes() -> None:
+    asyncio.run(serve_and_close())
+
+
+async def serve_and_close() -> None:
+    server = await listen(echo, "127.0.0.1", 0, limit=1024, error=StartFailed, who="the echo")
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"hello\n")
+    assert await reader.readline() == b"hello\n"
+    writer.close()
+    await writer.wait_closed()
+    server.close()
+    await wait_server_closed(server, timeout=2)
+    assert not server.is_serving()
+
+
+def test_listen_on_a_port_in_use_raises_the_users_error() -> None:
+    asyncio.run(listen_twice())
+
+
+async def listen_twice() -> None:
+    server = await listen(echo, "127.0.0.1", 0, limit=1024, error=StartFailed, who="the echo")
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(StartFailed, match=f"the echo cannot listen on 127.0.0.1:{port}"):
+            await listen(echo, "127.0.0.1", port, limit=1024, error=StartFailed, who="the echo")
+    finally:
+        server.close()
+        await wait_server_closed(server)
