@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from importlib import metadata
@@ -96,21 +97,66 @@ def new_run_dir(root: Path, *labels: str) -> Path:
     return path
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
+    """The time now, as ``results.json`` writes ``started`` and ``finished``
+    (``2026-11-26T14:03:43Z``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Readers see the old file or the new one, never half of one (also across a crash)."""
+def write_json_atomically(path: Path, data: dict[str, Any], *, sort_keys: bool = False) -> None:
+    """Write ``data`` to ``path`` as indented JSON; readers see the old file or the new one,
+    never half of one (also across a crash): a temporary file, fsync'd, renamed over it."""
     temporary = path.with_name(f".{path.name}.tmp")
     with temporary.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(data, indent=2) + "\n")
+        out.write(json.dumps(data, indent=2, sort_keys=sort_keys) + "\n")
         out.flush()
         os.fsync(out.fileno())
     temporary.replace(path)
 
 
-class RunWriter:
+class RunDirectoryWriter(ABC):
+    """What every engine's run-directory writer shares (:class:`RunWriter` for BookKeeper,
+    :class:`conformance.zab.rundir.ZabRunWriter` for Zab): it is a context manager, and leaving
+    the ``with`` block while the run is still :data:`RUNNING` (an exception, or no ``finish``)
+    ends the run :data:`INTERRUPTED`, undecided, saying why; the history file is closed either
+    way. A process killed outright leaves ``running``, which readers see as died.
+
+    A subclass sets :attr:`state`, closes its history in :meth:`_close_history` and writes an
+    undecided run's final ``results.json`` in :meth:`_write_undecided_results`.
+    """
+
+    state: str | None
+
+    def interrupt(self, reason: str) -> None:
+        """End the run undecided, saying why (an exception stopped it)."""
+        self._close_history()
+        self.state = INTERRUPTED
+        self._write_undecided_results(f"the run was interrupted: {reason}")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.state == RUNNING:
+            self.interrupt(repr(exc) if exc is not None else "the writer was left unfinished")
+        self._close_history()
+
+    @abstractmethod
+    def _close_history(self) -> None:
+        """Flush, fsync and close the history file, if it is open."""
+
+    @abstractmethod
+    def _write_undecided_results(self, error: str) -> None:
+        """Write the final ``results.json`` of a run that ended undecided, saying why in
+        ``error`` (:meth:`interrupt`: ``state`` is already :data:`INTERRUPTED`)."""
+
+
+class RunWriter(RunDirectoryWriter):
     """Writes one run directory as the run goes (see the module docstring)::
 
         with RunWriter(path, name="run", cfg=cfg, target=..., system=...) as writer:
@@ -120,7 +166,7 @@ class RunWriter:
 
     It is a :class:`conformance.search.runner.StepSink`. Leaving the ``with`` block by an
     exception before :meth:`finish` ends the run ``interrupted`` (undecided); a process killed
-    outright leaves ``running``, which readers see as died.
+    outright leaves ``running``, which readers see as died (:class:`RunDirectoryWriter`).
     """
 
     def __init__(
@@ -150,7 +196,7 @@ class RunWriter:
 
     def start(self) -> Self:
         """Write ``results.json`` as running and open ``history.jsonl``."""
-        self.started = _utc_now()
+        self.started = utc_now()
         self._history = (self.path / HISTORY).open("w", encoding="utf-8")
         self.state = RUNNING
         self._write_results(Outcome(Verdict.UNDECIDED, [], []), {})
@@ -207,32 +253,8 @@ class RunWriter:
             self.cfg = cfg
         self.state = FINISHED
         summary = {"lines": self.lines, "examples": self._count_examples(), "story": story}
-        self._write_results(outcome, {"finished": _utc_now(), "history": summary, **(extra or {})})
+        self._write_results(outcome, {"finished": utc_now(), "history": summary, **(extra or {})})
         self._write_story(outcome)
-
-    def interrupt(self, reason: str) -> None:
-        """End the run undecided, saying why (an exception stopped it)."""
-        self._close_history()
-        self.state = INTERRUPTED
-        error = f"the run was interrupted: {reason}"
-        summary = {"lines": self.lines, "examples": self._count_examples(), "story": None}
-        self._write_results(
-            Outcome(Verdict.UNDECIDED, [], [], error=error),
-            {"finished": _utc_now(), "history": summary},
-        )
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self.state == RUNNING:
-            self.interrupt(repr(exc) if exc is not None else "the writer was left unfinished")
-        self._close_history()
 
     # Internals ----------------------------------------------------------------------------
 
@@ -248,6 +270,13 @@ class RunWriter:
                 os.fsync(self._history.fileno())
             self._history.close()
             self._history = None
+
+    def _write_undecided_results(self, error: str) -> None:
+        summary = {"lines": self.lines, "examples": self._count_examples(), "story": None}
+        self._write_results(
+            Outcome(Verdict.UNDECIDED, [], [], error=error),
+            {"finished": utc_now(), "history": summary},
+        )
 
     def _count_examples(self) -> int:
         return len([e for e in self.examples if e != FINDING])
@@ -276,7 +305,7 @@ class RunWriter:
             **self.extra,
             **more,
         }
-        _write_json_atomically(self.path / RESULTS, results)
+        write_json_atomically(self.path / RESULTS, results)
 
     def _write_story(self, outcome: Outcome) -> None:
         if not outcome.trace:

@@ -25,14 +25,21 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Self
 
 from adapters.process_records import describe_self
-from conformance.rundir import FINISHED, HISTORY, INTERRUPTED, RESULTS, RUNNING, versions
+from conformance.rundir import (
+    FINISHED,
+    HISTORY,
+    RESULTS,
+    RUNNING,
+    RunDirectoryWriter,
+    utc_now,
+    versions,
+    write_json_atomically,
+)
 from conformance.verdict import Verdict
 from conformance.zab.faults import FaultEvent
 from conformance.zab.runner import RunOutcome
@@ -134,21 +141,7 @@ def history_rows(outcome: RunOutcome) -> list[dict[str, Any]]:
     return [*timed_rows(outcome), *txn_rows(outcome.history)]
 
 
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Readers see the old file or the new one, never half of one (also across a crash)."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    temporary.replace(path)
-
-
-class ZabRunWriter:
+class ZabRunWriter(RunDirectoryWriter):
     """Writes one Zab run directory as the run goes (see the module docstring)::
 
         with ZabRunWriter(path, config) as writer:
@@ -159,7 +152,8 @@ class ZabRunWriter:
     It is the runner's :class:`~conformance.zab.runner.HistoryStream`: its methods may be
     called from any thread, and each line is flushed as it is written. Leaving the ``with``
     block by an exception before :meth:`finish` ends the run ``interrupted`` (undecided); a
-    process killed outright leaves ``running``, which readers see as died.
+    process killed outright leaves ``running``, which readers see as died
+    (:class:`~conformance.rundir.RunDirectoryWriter`).
     """
 
     def __init__(self, path: Path, config: dict[str, Any]) -> None:
@@ -175,7 +169,7 @@ class ZabRunWriter:
 
     def start(self) -> Self:
         """Write ``results.json`` as running (undecided) and open ``history.jsonl``."""
-        self.started = _utc_now()
+        self.started = utc_now()
         self._history = (self.path / HISTORY).open("w", encoding="utf-8")
         self.state = RUNNING
         self._write_results(Verdict.UNDECIDED, {"versions": versions()})
@@ -196,7 +190,7 @@ class ZabRunWriter:
                 "timings": outcome.timings,
                 "notes": outcome.notes,
                 "skipped": outcome.skipped,
-                "finished": _utc_now(),
+                "finished": utc_now(),
             },
         )
 
@@ -205,36 +199,7 @@ class ZabRunWriter:
         undecided, saying why."""
         self._close_history()
         self.state = FINISHED
-        self._write_results(
-            Verdict.UNDECIDED,
-            {"error": error, "versions": versions(), "finished": _utc_now()},
-        )
-
-    def interrupt(self, reason: str) -> None:
-        """End the run undecided, saying why (an exception stopped it)."""
-        self._close_history()
-        self.state = INTERRUPTED
-        self._write_results(
-            Verdict.UNDECIDED,
-            {
-                "error": f"the run was interrupted: {reason}",
-                "versions": versions(),
-                "finished": _utc_now(),
-            },
-        )
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self.state == RUNNING:
-            self.interrupt(repr(exc) if exc is not None else "the writer was left unfinished")
-        self._close_history()
+        self._write_undecided_results(error)
 
     # The history, as it happens (HistoryStream) --------------------------------------------
 
@@ -270,6 +235,12 @@ class ZabRunWriter:
                 self._history.close()
                 self._history = None
 
+    def _write_undecided_results(self, error: str) -> None:
+        self._write_results(
+            Verdict.UNDECIDED,
+            {"error": error, "versions": versions(), "finished": utc_now()},
+        )
+
     def _write_results(self, verdict: Verdict, more: dict[str, Any]) -> None:
         results = {
             "name": "zab",
@@ -284,7 +255,7 @@ class ZabRunWriter:
             "process": describe_self(),
             **more,
         }
-        _write_json_atomically(self.path / RESULTS, results)
+        write_json_atomically(self.path / RESULTS, results, sort_keys=True)
 
 
 def write_run(run_dir: Path, outcome: RunOutcome, config: dict[str, Any]) -> None:

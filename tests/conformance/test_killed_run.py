@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,35 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from adapters.process_records import ChildRecord, records_dir
-from adapters.processes import processes_matching
-from conformance.rundir import DIED, HISTORY, RESULTS, read_history, read_results
+from conformance.rundir import DIED, RESULTS, read_history, read_results
+from tests.conformance import killing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 #: Lines of history to wait for before the kill: the cluster is up and examples are running.
 LINES_BEFORE_THE_KILL = 5
 START_TIMEOUT = 240.0
-
-
-def _records_of(owner: int) -> list[ChildRecord]:
-    found = []
-    for path in records_dir().glob("*.json"):
-        try:
-            record = ChildRecord.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-        if record.owner.pid == owner:
-            found.append(record)
-    return found
-
-
-def _complete_lines(history: Path) -> int:
-    return history.read_bytes().count(b"\n") if history.exists() else 0
-
-
-def _tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 @pytest.mark.parametrize(
@@ -67,35 +45,23 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
     argv = [sys.executable, "-m", "conformance", "run", "--target", "local", "--fresh"]
     argv += ["--bookies", "2", "--wq", "2", "--aq", "1", "--no-explore"]
     argv += ["--seconds", "120", "--max-examples", "1000", "--runs-dir", str(runs), *options]
-    with log.open("wb") as out:
-        run = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
     marker = f"{temporary}{os.sep}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        history = None
-        while history is None or _complete_lines(history) < LINES_BEFORE_THE_KILL:
-            assert run.poll() is None, f"the run ended early:\n{_tail(log)}"
-            assert time.monotonic() < deadline, f"no history after {START_TIMEOUT}s:\n{_tail(log)}"
-            found = sorted(runs.glob("*-local-run"))
-            history = found[0] / HISTORY if found else None
-            time.sleep(0.2)
-        assert history is not None
-        run_dir = history.parent
-        records = _records_of(run.pid)
-        jvms = set(processes_matching(marker))
-        # Kill the run's Python process only: its children are orphaned, no exit hook runs.
-        os.kill(run.pid, signal.SIGKILL)
-        run.wait(timeout=30)
-    finally:
-        if run.poll() is None:
-            os.kill(run.pid, signal.SIGKILL)
-            run.wait(timeout=30)
+    with killing.started_command(argv, log, env=env) as run:
+        killed = killing.kill_when_ready(
+            run,
+            log=log,
+            runs=runs,
+            run_glob="*-local-run",
+            ready=lambda history: killing.complete_lines(history) >= LINES_BEFORE_THE_KILL,
+            marker=marker,
+            start_timeout=START_TIMEOUT,
+        )
+    # Only the run's Python process was killed: its children are orphaned, no exit hook ran.
+    records, run_dir = killed.records, killed.run_dir
     names = sorted(r.name for r in records)
-    print(f"recorded by the run: {names}; processes naming {marker}: {sorted(jvms)}")
+    print(f"recorded by the run: {names}; processes naming {marker}: {sorted(killed.processes)}")
     assert names == ["bookie1", "bookie2", "zk1"]
-    assert {r.child.pid for r in records} <= jvms
+    assert {r.child.pid for r in records} <= killed.processes
     # What dies of the parent's death (a bookie host, its stdin closed) may take a while.
     deadline = time.monotonic() + 20
     orphans = [r for r in records if r.child.alive()]
@@ -112,7 +78,7 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
     assert results["exit_code"] == 2 and "died before it finished" in results["error"]
     assert results["target"] == {"target": "local"} and results["config"]["bookies"] == 2
     lines = read_history(run_dir)
-    assert len(lines) == _complete_lines(history) >= LINES_BEFORE_THE_KILL
+    assert len(lines) == killing.complete_lines(killed.history) >= LINES_BEFORE_THE_KILL
     assert lines[0]["example"] == 1 and lines[0]["index"] == 1
     assert all(isinstance(line["example"], int) and line["action"] for line in lines)
     print(f"history: {len(lines)} complete lines, last {lines[-1]}")
@@ -130,9 +96,4 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
     assert after.returncode == 0, after.stdout + after.stderr
     print(after.stderr.strip())
     assert "a run that died left" in after.stderr
-    assert not [r for r in records if r.child.alive()]
-    assert _records_of(run.pid) == []
-    deadline = time.monotonic() + 10
-    while processes_matching(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_matching(marker) == [], "a process of the killed run is still alive"
+    killing.assert_nothing_survives(killed)

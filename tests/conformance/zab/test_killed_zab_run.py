@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from adapters.process_records import ChildRecord, reap_orphans, records_dir
-from adapters.processes import processes_matching
-from conformance.rundir import DIED, HISTORY, RESULTS, RUNNING, read_history, read_results
+from adapters.process_records import reap_orphans
+from conformance.rundir import DIED, RESULTS, RUNNING, read_history, read_results
 from conformance.verdict import Verdict
+from tests.conformance import killing
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -29,30 +27,10 @@ START_TIMEOUT = 180.0
 STREAMED = {"invoke", "ok", "fail", "unknown", "leader", "fault"}
 
 
-def _records_of(owner: int) -> list[ChildRecord]:
-    found = []
-    for path in records_dir().glob("*.json"):
-        try:
-            record = ChildRecord.from_json(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-        if record.owner.pid == owner:
-            found.append(record)
-    return found
-
-
-def _complete_lines(history: Path) -> int:
-    return history.read_bytes().count(b"\n") if history.exists() else 0
-
-
-def _ready_to_kill(history: Path | None) -> bool:
-    if history is None or _complete_lines(history) < LINES_BEFORE_THE_KILL:
+def _ready_to_kill(history: Path) -> bool:
+    if killing.complete_lines(history) < LINES_BEFORE_THE_KILL:
         return False
     return any(line["type"] == "fault" for line in read_history(history.parent))
-
-
-def _tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 def test_a_killed_zab_run_keeps_its_history_and_reads_undecided(
@@ -64,46 +42,33 @@ def test_a_killed_zab_run_keeps_its_history_and_reads_undecided(
     argv += ["--faults", "kill,pause", "--ops", "2000", "--rate", "50", "--seed", "4"]
     argv += ["--runs-dir", str(runs_dir)]
     began = time.monotonic()
-    with log.open("wb") as out:
-        run = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     # Every server names the run directory on its command line.
     marker = f"{runs_dir}{os.sep}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        history = None
-        while not _ready_to_kill(history):
-            assert run.poll() is None, f"the run ended early:\n{_tail(log)}"
-            assert time.monotonic() < deadline, f"no history after {START_TIMEOUT}s:\n{_tail(log)}"
-            found = sorted(runs_dir.glob("*-zab")) if runs_dir.exists() else []
-            history = found[0] / HISTORY if found else None
-            time.sleep(0.2)
-        assert history is not None
-        run_dir = history.parent
-        records = _records_of(run.pid)
-        servers = set(processes_matching(marker))
-        # Kill the run's Python process only: its servers are orphaned, no exit hook runs.
-        os.kill(run.pid, signal.SIGKILL)
-        run.wait(timeout=30)
-        killed_after = time.monotonic() - began
-    finally:
-        if run.poll() is None:
-            os.kill(run.pid, signal.SIGKILL)
-            run.wait(timeout=30)
-        # Whatever happens above, nothing the run started survives the test.
-        reaped = reap_orphans(owner=run.pid)
+    with killing.started_command(argv, log) as run:
+        try:
+            killed = killing.kill_when_ready(
+                run,
+                log=log,
+                runs=runs_dir,
+                run_glob="*-zab",
+                ready=_ready_to_kill,
+                marker=marker,
+                start_timeout=START_TIMEOUT,
+            )
+            killed_after = time.monotonic() - began
+        finally:
+            killing.stop_if_running(run)
+            # Whatever happens above, nothing the run started survives the test.
+            reaped = reap_orphans(owner=run.pid)
+    records, run_dir = killed.records, killed.run_dir
     print(f"killed after {killed_after:.1f}s; recorded: {sorted(r.name for r in records)}")
     print(f"reaped: {[r.describe() for r in reaped]}")
 
     # The servers it started were recorded, and outlived it until reaped.
     assert {r.name for r in records} <= {"zk1", "zk2", "zk3"} and len(records) >= 2
-    assert {r.child.pid for r in records} <= servers
+    assert {r.child.pid for r in records} <= killed.processes
     assert reaped and all(r.killed and not r.survivors for r in reaped)
-    assert not [r for r in records if r.child.alive()]
-    assert _records_of(run.pid) == []
-    deadline = time.monotonic() + 10
-    while processes_matching(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_matching(marker) == [], "a process of the killed run is still alive"
+    killing.assert_nothing_survives(killed)
 
     # The run directory: undecided, with the history streamed up to the kill.
     written = json.loads((run_dir / RESULTS).read_text())
