@@ -3,8 +3,10 @@
 A scripted step names the action and as much of its arguments as identifies one successor:
 who acts (``client="c2"`` or ``bookie="b1"``), the other end of the message it processes
 (``peer``), the entry involved, and which of the messages it sends are lost (``lost={"b3"}``:
-the recipients, or senders for replies). Exactly one successor must match; anything else is an
-error naming the candidates, so a replay that drifts from the model fails loudly.
+the recipients, or senders for replies); for a bookie, whether the request is one its client
+no longer waits for (``late``: a timed-out add, a decided read). Exactly one successor must
+match; anything else is an error naming the candidates, so a replay that drifts from the model
+fails loudly.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ class ScriptedStep:
     #: The client whose message a bookie step takes: two clients' adds of one entry may wait
     #: at one bookie at once (a writer's and a recovery's write-back).
     sender: str | None = None
+    #: A bookie step on a request its client no longer waits for (True), or on one it does
+    #: (False): the label's ``ignored_by_client``. With ``late_adds_after_timeout`` a bookie
+    #: may hold a timed-out add and a resent copy of the same entry (another LAC) at once.
+    late: bool | None = None
 
     def matches(self, label: Label) -> bool:
         actions = (self.action,) if isinstance(self.action, str) else self.action
@@ -89,6 +95,8 @@ class ScriptedStep:
             return False
         if self.entry is not None and _entry_of(label) != self.entry:
             return False
+        if self.late is not None and (("ignored_by_client", 1) in label.detail) != self.late:
+            return False
         # Every message has one bookie end (the recipient of a request, the sender of a reply).
         lost = {m.bookie for m, delivered in label.sent if not delivered}
         return lost == {bookie(b) for b in self.lost}
@@ -104,8 +112,9 @@ def step(
     lost: Iterable[str] = (),
     kind: int | None = None,
     sender: str | None = None,
+    late: bool | None = None,
 ) -> ScriptedStep:
-    return ScriptedStep(action, client, bookie, peer, entry, frozenset(lost), kind, sender)
+    return ScriptedStep(action, client, bookie, peer, entry, frozenset(lost), kind, sender, late)
 
 
 def take(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> Transition:

@@ -275,3 +275,46 @@ def test_late_adds_only_follow_a_timeout() -> None:
     )
     assert all(n != LATE for _, n in s.messages)
     assert [t.label for t in successors(LATE_WRITER, s)] == [t.label for t in successors(WRITER, s)]
+
+
+def _change(cfg: ModelConfig, s: State, failed: int) -> State:
+    (change,) = [
+        t
+        for t in successors(cfg, s)
+        if t.label.action == "ClientChangesEnsemble" and dict(t.label.detail)["failed"] == failed
+    ]
+    return change.state
+
+
+def test_a_step_names_the_late_add_or_the_resent_one() -> None:
+    # The writer judge's flags: e2 (to b2, b3) is lost to both; b4 replaces b2, then b2
+    # replaces b3, and e2 is resent to b2 with LAC 1 while the timed-out copy (LAC 0) may
+    # still arrive: b2 holds two adds of e2, which only ``late`` tells apart.
+    cfg = dataclasses.replace(LATE_WRITER, ensembles_may_repeat=True, partial_ensemble_changes=True)
+    s = after(
+        cfg,
+        step("ClientCreatesLedger", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1"),
+        step("ClientSendsAddEntryRequests", client="c1", lost={"b2", "b3"}),
+        step("BookieSendsAddConfirmedResponse", bookie="b1", entry=1),
+        step("BookieSendsAddConfirmedResponse", bookie="b2", entry=1),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+        step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    )
+    s = _change(cfg, s, 1 << B2)
+    s = take(cfg, s, step("ClientResendsPendingAddOp", client="c1", entry=2)).state
+    s = _change(cfg, s, 1 << 2)
+    s = take(cfg, s, step("ClientResendsPendingAddOp", client="c1", entry=2)).state
+    old, resent = (E1_TO_B2._replace(entry=Entry(2, 2), lac=lac) for lac in (0, 1))
+    assert (count_of(s, old), count_of(s, resent)) == (LATE, DELIVERED)
+    either = step("BookieSendsAddConfirmedResponse", bookie="b2", entry=2)
+    with pytest.raises(ScriptError, match="matches 2 successors"):
+        take(cfg, s, either)
+    on_time = take(cfg, s, dataclasses.replace(either, late=False))
+    late = take(cfg, s, dataclasses.replace(either, late=True))
+    assert (on_time.label.received, late.label.received) == (resent, old)
+
+    def answered_e2(t: State) -> bool:
+        return any(m.entry.id == 2 for m, _ in answers_from(t, B2))
+
+    assert answered_e2(on_time.state) and not answered_e2(late.state)
