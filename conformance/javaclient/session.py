@@ -407,7 +407,8 @@ class SessionFaults:
             proxy.reset_connections()
         elif kind is FaultKind.REFUSE:
             assert proxy is not None
-            proxy.refuse_connections(seconds)
+            proxy.refuse_connections(None)
+            self._later(what, seconds, proxy.accept_connections)
         elif kind is FaultKind.STALL:
             assert proxy is not None
             proxy.stall(True)

@@ -45,6 +45,7 @@ the model says: #4097's unreadable entries would show here).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -123,6 +124,10 @@ def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
         # it replaces failed bookies a change at a time.
         ensembles_may_repeat=True,
         partial_ensemble_changes=True,
+        # An add the client timed out may still reach its bookie (held past the timeout, a
+        # paused or stalled bookie), and an answer from outside the entry's write set is
+        # dropped, as PendingAddOp does.
+        late_adds_after_timeout=True,
     )
 
 
@@ -395,16 +400,29 @@ class _WriterReplay(ModelReplay):
                 "confirms it or answers EFENCED"
             )
             raise Stuck(f"{bookie} answered {status}")
+        answer = step(
+            observed.answer_action(event.kind, status),
+            bookie=bookie,
+            entry=entry,
+            lost=set() if event.delivered else {bookie},
+            sender=WRITER,
+            late=self._late(event, entry),
+        )
+        if not enabled(self.cfg, self.state, answer):
+            # Not the copy the timing suggests: the other (a bookie may hold both a timed-out
+            # add and its resend; the judge tells them apart by when they reached it).
+            answer = dataclasses.replace(answer, late=not answer.late)
         self.take(
-            step(
-                observed.answer_action(event.kind, status),
-                bookie=bookie,
-                entry=entry,
-                lost=set() if event.delivered else {bookie},
-                sender=WRITER,
-            ),
+            answer,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
             observed=translation.add_observation(status),
+        )
+
+    def _late(self, event: JavaEvent, entry: int) -> bool:
+        """Whether the add this answer is for reached its bookie after the client had timed it
+        out: after an ensemble change that left the bookie out of the entry's write set."""
+        return self.ensemble_changes > 0 and (
+            event.at >= self.changed_at and not self._in_current_writeset(entry, event.bookie)
         )
 
     def received(self, event: JavaEvent) -> None:

@@ -104,7 +104,6 @@ def test_an_answer_held_past_the_add_timeout_arrives_after_the_ensemble_change(
         (FaultKind.PAUSE, 3000),
         # Refusing new connections matters once the pooled ones are gone (a reset below).
         (FaultKind.REFUSE, 3000),
-        (FaultKind.STALL, 3000),
     ],
 )
 def test_a_bookie_fault_at_the_start_makes_the_client_replace_it(
@@ -153,3 +152,18 @@ def test_a_bookie_restarted_empty_at_the_same_address_has_lost_what_it_acknowled
     example = _run(session, FrameSchedule(events=(restart,)))
     assert _callbacks(example)[0] == "add 0 (e0): OK"
     assert 1 not in example.record.stored[0] and example.record.stored[0], example.record.stored
+
+
+def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:
+    # The proxy stops reading from the client: b2's adds wait in the sockets until the stall
+    # ends (the client times them out and replaces b2, unless it is slower than the stall).
+    stall = FaultEvent(FaultKind.STALL, None, "b2", 3000)
+    example = _run(session, FrameSchedule(events=(stall,)))
+    record = example.record
+    proxy_of = {name: proxy for proxy, name in ROLE.names(record).items()}
+    first = min(f.at for f in record.frames)
+    to_b2 = [f.at for f in record.frames if f.proxy == proxy_of["b2"]]
+    assert _b2_replaced(example) or (to_b2 and min(to_b2) - first > 2.0), (
+        record.segments,
+        _callbacks(example),
+    )
