@@ -127,6 +127,7 @@ LATER_SWITCHES = frozenset(
         "read_timeouts_per_entry",
         "ensembles_may_repeat",
         "partial_ensemble_changes",
+        "late_adds_after_timeout",
     }
 )
 
