@@ -114,7 +114,9 @@ def java_events(
     # lost message.
     frames = [record for record in frames if record.decision != FORGED]
     requests = _requests_by_key(frames)
-    answered = {_key(record) for record in frames if record.info.direction is Direction.RESPONSE}
+    answered = {
+        pairing_key(record) for record in frames if record.info.direction is Direction.RESPONSE
+    }
     for record in frames:
         if not _concerns(record, ledger_id):
             continue
@@ -138,7 +140,7 @@ def java_events(
                     record,
                     entry,
                     delivered,
-                    answered=_key(record) in answered,
+                    answered=pairing_key(record) in answered,
                 )
             )
             continue
@@ -156,13 +158,9 @@ def java_events(
 _RequestKey = tuple[str, int, object]
 
 
-def pairing_key(record: FrameRecord) -> tuple[str, int, object]:
+def pairing_key(record: FrameRecord) -> _RequestKey:
     """What pairs an answer with its request: the proxy, the connection and the txnId (v3),
     else what the frame names (v2 has no txnId)."""
-    return _key(record)
-
-
-def _key(record: FrameRecord) -> _RequestKey:
     info = record.info
     # v3 frames pair by txnId; v2 ones (no txnId) by what they name.
     tag = (
@@ -175,7 +173,7 @@ def _requests_by_key(frames: Sequence[FrameRecord]) -> dict[_RequestKey, list[Fr
     requests: dict[_RequestKey, list[FrameRecord]] = {}
     for record in frames:
         if record.info.direction is Direction.REQUEST:
-            requests.setdefault(_key(record), []).append(record)
+            requests.setdefault(pairing_key(record), []).append(record)
     return requests
 
 
@@ -191,7 +189,7 @@ def processing_time(
     their answers. The answer's own arrival when the request is not found."""
     candidates = [
         r
-        for r in requests.get(_key(response), [])
+        for r in requests.get(pairing_key(response), [])
         if r.frame_id < response.frame_id and r.at <= response.at
     ]
     if not candidates:

@@ -235,19 +235,6 @@ if tuple(REPORTS) != REPORT_SCENARIOS:
     raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
 
 
-def report_lines(
-    report: UpstreamReport, example: Example[WriterRunPlan, WriterRecord] | None
-) -> list[str]:
-    """What a report's scenario prints after the run: whether its window was reached, and the
-    evidence."""
-    if example is None:
-        return [f"#{report.number}: the run could not be carried out"]
-    window = report.check(example, report.role())
-    lines = [f"#{report.number}'s interleaving reached: {'yes' if window.reached else 'no'}"]
-    lines += [f"  {line}" for line in window.evidence]
-    return lines
-
-
 def window_of(report: UpstreamReport, example: Any) -> Window:
     return report.check(example, report.role())
 
@@ -260,6 +247,5 @@ __all__ = [
     "UpstreamReport",
     "Window",
     "answer_key",
-    "report_lines",
     "window_of",
 ]

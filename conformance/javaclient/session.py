@@ -371,7 +371,7 @@ class SessionFaults:
         proxies = dict(zip(session.proxies, session.bookie_ids, strict=True))
         #: The model's bookie name -> (its proxy's name, its bookie id).
         self._bookies = {name: (proxy, proxies[proxy]) for proxy, name in names.items()}
-        self._undo: dict[str, tuple[threading.Timer, Callable[[], None]]] = {}
+        self._undo: dict[str, tuple[threading.Timer | None, Callable[[], None]]] = {}
         self._lock = threading.Lock()
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
@@ -428,6 +428,7 @@ class SessionFaults:
         self._session.wait_routed()
 
     def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
+        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner."""
         timer = threading.Timer(seconds, self._undo_now, args=(what,))
         timer.daemon = True
         with self._lock:
@@ -435,26 +436,26 @@ class SessionFaults:
         timer.start()
 
     def _at_close(self, what: str, undo: Callable[[], None]) -> None:
-        """Undo ``what`` when the run ends (no timer)."""
-        timer = threading.Timer(float("inf"), lambda: None)
+        """Undo ``what`` when the run ends."""
         with self._lock:
-            self._undo[what] = (timer, undo)
+            self._undo[what] = (None, undo)
 
     def _undo_now(self, what: str) -> None:
         with self._lock:
             entry = self._undo.pop(what, None)
-        if entry is not None:
-            entry[1]()
+        if entry is None:
+            return
+        timer, undo = entry
+        if timer is not None:
+            timer.cancel()
+        undo()
 
     def close(self) -> None:
-        """Undo now whatever a timer would undo later (bounded by the cluster's and the
-        proxies' own timeouts)."""
+        """Undo now whatever a timer would undo later, and what waits for the run's end
+        (bounded by the cluster's and the proxies' own timeouts)."""
         with self._lock:
             pending = list(self._undo)
         for what in pending:
-            timer, _undo = self._undo.get(what, (None, None))
-            if timer is not None:
-                timer.cancel()
             self._undo_now(what)
 
 
