@@ -195,10 +195,16 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         "close_error": record.close_error,
         "stored": [[entry, list(bookies)] for entry, bookies in sorted(record.stored.items())],
         **({"unreachable": list(record.unreachable)} if record.unreachable else {}),
+        "add_timeout_s": record.add_timeout_s,
+        "timeout_check_s": record.timeout_check_s,
     }
 
 
-def writer_record_from_json(data: dict[str, Any]) -> WriterRecord:
+def writer_record_from_json(
+    data: dict[str, Any], *, add_timeout_s: float = 1.0, timeout_check_s: float = 1.0
+) -> WriterRecord:
+    """A recorded writer run back; one recorded before its client's timeouts were takes
+    ``add_timeout_s`` and ``timeout_check_s`` (its role's: :meth:`.WriterRole.record_from_json`)."""
     if not isinstance(data, dict) or data.get("format") != WRITER_FORMAT:
         raise RecordingError(f"not a recorded Java-client writer run (format {WRITER_FORMAT})")
     try:
@@ -216,6 +222,8 @@ def writer_record_from_json(data: dict[str, Any]) -> WriterRecord:
             close_error=data["close_error"],
             stored={int(entry): tuple(bookies) for entry, bookies in data["stored"]},
             unreachable=tuple(int(b) for b in data.get("unreachable", ())),
+            add_timeout_s=float(data.get("add_timeout_s", add_timeout_s)),
+            timeout_check_s=float(data.get("timeout_check_s", timeout_check_s)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

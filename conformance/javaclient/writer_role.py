@@ -16,10 +16,14 @@ Releases before 4.12 have no bookie-address resolver, so their clients connect t
 metadata names and cannot be routed through the proxies without the harness writing the
 metadata itself, which a writer run must not do: the session refuses them.
 
-Plans: Hypothesis draws 1..4 entries and up to ``max_faults`` decisions, each a drop or a hold
-of one add (bookie, entry), the bookie any of the cluster's (a bookie outside the entry's first
-write set gets the entry only after an ensemble change, which is what makes those decisions
-interesting); the model's danger plans come from :func:`~.writer_guidance.writer_guided_plans`.
+Plans: Hypothesis draws 1..4 entries and up to ``max_faults`` decisions, each the fate of one
+add or its answer (bookie, entry), the bookie any of the cluster's (a bookie outside the
+entry's first write set gets the entry only after an ensemble change, which is what makes those
+decisions interesting): with :attr:`FaultSet.REQUESTS` a request dropped or held by frames;
+with :attr:`FaultSet.EXTENDED` also answers, holds for a time (within or past the add
+timeout), forged errors and up to two fault events (crash, pause, stall, restart, reset,
+refuse, held ZooKeeper writes, session expiry). The model's danger plans come from
+:func:`~.writer_guidance.writer_guided_plans`.
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ from conformance.javaclient.plans import (
     PlanError,
     forge,
     hold,
+    hold_for,
 )
-from conformance.javaclient.recording import WRITER_RECORDS
+from conformance.javaclient.recording import WRITER_RECORDS, writer_record_from_json
 from conformance.javaclient.role import Arrangement, Example, Role
 from conformance.javaclient.session import (
     ClientSession,
@@ -66,15 +71,21 @@ from conformance.javaclient.writer_plans import (
     WriterShape,
     add_key,
 )
-from conformance.javaclient.writer_story import WriterRecord, writer_config
+from conformance.javaclient.writer_story import (
+    WriterRecord,
+    timeout_check_interval_s,
+    writer_config,
+)
 from conformance.javaclient.writer_story import judge as judge_writer
 from conformance.targets.cluster_target import PASSWORD
 from model.bookkeeper.config import ModelConfig
 
-#: A held add is released at this fraction of the client's add timeout at the latest: a hold
-#: delays and reorders, it never makes the client time the add out. (An add the client timed
-#: out that still reaches its bookie later is outside the spec, where a message is delivered
-#: or lost; see docs/javaclient-search.md.)
+#: A frame held until ``k`` other frames have passed is released at this fraction of the
+#: client's add timeout at the latest: such a hold delays and reorders, it never makes the
+#: client time the add out. Holds past the timeout are holds for a time (``hold_for``), drawn
+#: by the extended fault set; the judge reads a frame that came after the client timed it out
+#: as the spec's lost message, and its bookie may store the add LATE (the model's
+#: ``late_adds_after_timeout``; docs/javaclient-search.md).
 HOLD_FRACTION = 0.5
 
 
@@ -83,12 +94,11 @@ class FaultSet(enum.Enum):
 
     #: Issue 15's: a request dropped or held (released within half the add timeout).
     REQUESTS = "requests"
-    #: Every fault whose outcome the writer's judge can judge today: requests and answers
-    #: dropped, held by frames or answered by a forged error (each status), bookies crashed or
-    #: restarted (with or without their data) at a chosen frame, connections reset or refused,
-    #: the client's ZooKeeper writes held and its session expired. Not yet: holds past the add
-    #: timeout, pauses and stalls, whose frames reach their party after the client timed them
-    #: out (the judge needs the model's late_adds_after_timeout for those).
+    #: Every fault: requests and answers dropped, held by frames or for a time (within half
+    #: the add timeout, or past it: the frame arrives after the client timed it out) or
+    #: answered by a forged error (each status); bookies crashed, paused, or restarted (with
+    #: or without their data) at a chosen frame; connections reset, refused or stalled; the
+    #: client's ZooKeeper writes held and its session expired.
     EXTENDED = "extended"
 
 
@@ -97,6 +107,8 @@ _STATUSES = st.sampled_from(FORGEABLE)
 #: The faults at a frame the extended set draws, with whether they last.
 _EVENT_KINDS = (
     FaultKind.CRASH,
+    FaultKind.PAUSE,
+    FaultKind.STALL,
     FaultKind.RESTART,
     FaultKind.RESTART_EMPTY,
     FaultKind.RESET,
@@ -112,6 +124,7 @@ def writer_run_plans(
     shape: WriterShape,
     max_faults: int = 3,
     faults: FaultSet = FaultSet.REQUESTS,
+    add_timeout_s: int = 1,
 ) -> WriterRunPlan:
     entries = draw(st.integers(1, SEARCHED_ENTRIES))
     decisions: dict[FrameKey, Choice]
@@ -124,7 +137,12 @@ def writer_run_plans(
     else:
         aimed = _aimed_frames(shape, entries)
         chosen_keys = draw(st.lists(aimed, max_size=max_faults, unique=True))
-        choices = st.one_of(st.just(DROP), st.integers(1, 4).map(hold), _STATUSES.map(forge))
+        choices = st.one_of(
+            st.just(DROP),
+            st.integers(1, 4).map(hold),
+            _timed_holds(add_timeout_s),
+            _STATUSES.map(forge),
+        )
         decisions = {key: draw(choices) for key in chosen_keys}
         events = tuple(draw(st.lists(_fault_events(shape, aimed), max_size=2)))
     delayed = draw(st.integers(0, entries - 1)) if entries > 1 and draw(st.booleans()) else 0
@@ -134,6 +152,19 @@ def writer_run_plans(
     delay_ms = draw(st.integers(700, 2500)) if delayed else 0
     return WriterRunPlan(
         shape, entries, FrameSchedule(decisions, events), delayed=delayed, delay_ms=delay_ms
+    )
+
+
+def _timed_holds(add_timeout_s: int) -> st.SearchStrategy[Choice]:
+    """A hold for a time: within half the add timeout (a delay the client waits out), or past
+    the timeout and the client's next check of it (the frame arrives after the client timed
+    the add out: a late add, a stale answer). Between the two the judge would have to tell
+    both readings; it can (``writer_story.add_fates``), but a search gains nothing there."""
+    timeout_ms = add_timeout_s * 1000
+    past_ms = timeout_ms + timeout_check_interval_s(add_timeout_s) * 1000
+    return st.one_of(
+        st.integers(50, timeout_ms // 2).map(hold_for),
+        st.integers(past_ms + 300, past_ms + 2000).map(hold_for),
     )
 
 
@@ -278,7 +309,9 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         return self.add_entry_timeout_s * HOLD_FRACTION
 
     def plans(self) -> st.SearchStrategy[WriterRunPlan]:
-        return writer_run_plans(self.shape, self.max_faults, self.faults)
+        return writer_run_plans(
+            self.shape, self.max_faults, self.faults, add_timeout_s=self.add_entry_timeout_s
+        )
 
     def guided_plans(self, seed: int, budget_s: float) -> list[WriterRunPlan]:
         # The danger plans are ordered by score, not drawn: the seed changes nothing here.
@@ -363,6 +396,17 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             close_error=close_error,
             stored=stored,
             unreachable=unreachable,
+            add_timeout_s=self.add_entry_timeout_s,
+            timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
+        )
+
+    def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
+        """A recorded run back; one recorded before the client's timeouts were takes this
+        role's (the settings it was recorded with)."""
+        return writer_record_from_json(
+            data,
+            add_timeout_s=self.add_entry_timeout_s,
+            timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
         )
 
     def story_lines(self, record: WriterRecord) -> list[str]:

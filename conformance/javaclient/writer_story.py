@@ -16,14 +16,18 @@ what was observed                          the model's step
 ``createLedger`` (before any frame)        ``ClientCreatesLedger``: the first ensemble, named
                                            b1..bE by position (the model's CHOOSE)
 the first add frame of a new entry         ``ClientSendsAddEntryRequests``; the bookies whose
-                                           frame a proxy dropped get a lost message
+                                           frame a proxy dropped, or that got it after the
+                                           client timed it out, get a lost message
+a forged error answer reaching the client  ``ClientChangesEnsemble`` and the resends, there
+                                           (the client starts its change on the error)
 an add frame the model's writer has no     ``ClientChangesEnsemble`` (as many as it takes:
 open add of that entry to that bookie      the client may change twice before it resends),
                                            each followed by ``ClientResendsPendingAddOp``
                                            for every pending add, lowest entry first
 a bookie's answer at the proxy             ``BookieSendsAddConfirmedResponse`` (or
                                            ``...AddFencedResponse``), when the request reached
-                                           the bookie
+                                           the bookie; the answer lost if it reached the
+                                           client after its timeout (:func:`add_fates`)
 that answer delivered to the client        ``ClientReceivesAddConfirmedResponse`` (ignored,
                                            with a note, when the model's client no longer
                                            takes it: the bookie left the ensemble)
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +62,7 @@ from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.javaclient import observed
 from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
-from conformance.javaclient.observed import FrameKind, JavaEvent, Phase, java_events
+from conformance.javaclient.observed import FORGED, FrameKind, JavaEvent, Phase, java_events
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
 from conformance.verdict import Verdict
@@ -108,6 +113,82 @@ class WriterRecord:
     stored: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     #: The model bookies that could not be read back (down after a crash the plan made).
     unreachable: tuple[int, ...] = ()
+    #: The client's add timeout (``addEntryTimeoutSec``) and how often it looks for timed-out
+    #: requests (``timeoutMonitorIntervalSec``): together they say when an answer came too late.
+    add_timeout_s: float = 1.0
+    timeout_check_s: float = 1.0
+
+
+def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:
+    """The client's ``timeoutMonitorIntervalSec`` when it is not set: half the least of the
+    add-quorum, add and read timeouts, at least 1 s (``ClientConfiguration``, 4.x). The
+    add-quorum timeout is off (-1) by default, which makes the interval 1 s."""
+    add_quorum_timeout_s = -1
+    least = min(add_quorum_timeout_s, add_timeout_s, read_timeout_s)
+    return max(int(least / 2), 1)  # Java's int division truncates toward zero
+
+
+class AddFate(enum.Enum):
+    """What the client's add timeout made of one add request, in the spec's terms."""
+
+    #: Its answer reached the client before the client timed the add out.
+    ON_TIME = "on time"
+    #: The client timed it out before it reached its bookie (or it never did, or the bookie
+    #: never answered): the spec's lost request (the bookie may store it LATE, after the
+    #: change).
+    REQUEST_TIMED_OUT = "request timed out"
+    #: The bookie had it in time; its answer reached the client after the timeout, or never:
+    #: the spec's lost answer.
+    ANSWER_TIMED_OUT = "answer timed out"
+
+
+#: Clock skew allowed between the proxy's log and the client's timer (the client starts its
+#: timer just before the proxy sees the frame, and its checks run a little late).
+_TIMER_SLACK_S = 0.05
+
+
+def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tuple[AddFate, ...]]:
+    """Request frame id -> the fates its timing allows, the likeliest first.
+
+    The client times an add out at some moment between ``add_timeout_s`` and
+    ``add_timeout_s + timeout_check_s`` after it sent it (its checker runs every interval): an
+    answer back before the first is on time, a request that reached its bookie after the
+    second timed out; in between both readings are possible, and the judge tries each."""
+    first_cut = record.add_timeout_s - _TIMER_SLACK_S
+    last_cut = record.add_timeout_s + record.timeout_check_s + _TIMER_SLACK_S
+    middle = record.add_timeout_s + record.timeout_check_s / 2
+    answers = {
+        observed.pairing_key(e.frame): e
+        for e in events
+        if e.phase is Phase.RECEIVED and e.kind is FrameKind.ADD
+    }
+    fates: dict[int, tuple[AddFate, ...]] = {}
+    for event in events:
+        if event.phase is not Phase.SENT or event.kind is not FrameKind.ADD:
+            continue
+        request = event.frame.frame_id
+        reached = record.deliveries.get(request)
+        if not event.delivered or not event.answered or reached is None:
+            fates[request] = (AddFate.REQUEST_TIMED_OUT,)
+            continue
+        request_delay = reached.at - event.at
+        answer = answers.get(observed.pairing_key(event.frame))
+        answer_delay = float("inf") if answer is None else answer.at - event.at
+        possible = []
+        if answer_delay < last_cut:
+            possible.append(AddFate.ON_TIME)
+        if answer_delay > first_cut and request_delay < last_cut:
+            possible.append(AddFate.ANSWER_TIMED_OUT)
+        if request_delay > first_cut:
+            possible.append(AddFate.REQUEST_TIMED_OUT)
+        if request_delay > middle:
+            likeliest = AddFate.REQUEST_TIMED_OUT
+        elif answer_delay > middle:
+            likeliest = AddFate.ANSWER_TIMED_OUT
+        else:
+            likeliest = AddFate.ON_TIME
+        fates[request] = (likeliest, *(f for f in possible if f is not likeliest))
+    return fates
 
 
 def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
@@ -133,7 +214,41 @@ def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
 
 class _Kind(enum.IntEnum):
     FRAME = 0
-    CALLBACK = 1
+    FAILURE = 1
+    CALLBACK = 2
+
+
+#: Error answers on which the client fails the handle instead of changing its ensemble
+#: (``PendingAddOp.writeComplete``): any other error starts an ensemble change at once.
+_UNRECOVERABLE = frozenset({StatusCode.EFENCED, StatusCode.EUA})
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """The client told a bookie failed by an error answer the harness forged."""
+
+    at: float
+    bookie: int
+    frame: FrameRecord
+
+
+def forged_failures(record: WriterRecord) -> list[_Failure]:
+    """When the client got each forged error answer that makes it change its ensemble: it
+    starts the change then (its new ensemble begins after the LAC of that moment), however
+    long the metadata write and the resends take to show."""
+    failures = []
+    for frame in record.frames:
+        delivery = record.deliveries.get(frame.frame_id)
+        if (
+            frame.decision != FORGED
+            or frame.info.ledger_id != record.ledger_id
+            or frame.info.status in _UNRECOVERABLE
+            or delivery is None
+            or not delivery.delivered
+        ):
+            continue
+        failures.append(_Failure(delivery.at, record.bookie_of_proxy[frame.proxy], frame))
+    return failures
 
 
 @dataclass(frozen=True)
@@ -144,10 +259,18 @@ class _Callback:
 
 class _WriterReplay(ModelReplay):
     def __init__(
-        self, record: WriterRecord, cfg: ModelConfig, prescribed: Sequence[int] = ()
+        self,
+        record: WriterRecord,
+        cfg: ModelConfig,
+        fates: Mapping[int, AddFate],
+        prescribed: Sequence[int] = (),
     ) -> None:
         super().__init__(cfg)
         self.record = record
+        #: Request frame id -> what the client's timeout made of it (:func:`add_fates`).
+        self.fates = fates
+        #: An answer's pairing key -> its request's frame id.
+        self.request_of: dict[object, int] = {}
         #: The failed sets (bitmasks) of the first ensemble changes, if prescribed; at each
         #: change the sets the model offered, and the one taken.
         self.prescribed = list(prescribed)
@@ -179,11 +302,14 @@ class _WriterReplay(ModelReplay):
         f = c1.curr_fragment
         return writeset(self.cfg, f.ensemble, entry, f.order)
 
+    def _fate(self, request: JavaEvent) -> AddFate:
+        return self.fates.get(request.frame.frame_id, AddFate.REQUEST_TIMED_OUT)
+
     def _lost_for(self, entry: int, bookies: int, since: float) -> set[str]:
         """Of ``bookies``, those whose add of ``entry`` sent from ``since`` on never reached
-        them (dropped, or never sent at all) or that never answered it (crashed, or paused
-        past the client's timeout): the client times such an add out, which the spec's
-        writer sees as a lost message."""
+        them in time (dropped, held or paused past the client's timeout, or never sent at
+        all) or that never answered it (crashed): the client times such an add out, which the
+        spec's writer sees as a lost message."""
         lost = set()
         for b in range(self.cfg.bookies):
             if not bookies >> b & 1:
@@ -197,7 +323,7 @@ class _WriterReplay(ModelReplay):
                 and e.entry_id == entry
                 and e.at >= since
             ]
-            if not frames or not frames[0].delivered or not frames[0].answered:
+            if not frames or self._fate(frames[0]) is AddFate.REQUEST_TIMED_OUT:
                 lost.add(bookie_name(b))
         return lost
 
@@ -234,17 +360,51 @@ class _WriterReplay(ModelReplay):
 
     # -- events ------------------------------------------------------------------------------
 
-    def run(self, events: Sequence[JavaEvent], callbacks: Sequence[_Callback]) -> None:
+    def note_timeouts(self, events: Sequence[JavaEvent]) -> None:
+        """Say which adds the story reads as timed out by their timing alone: the answer
+        reached the client, too late."""
+        answered = {
+            observed.pairing_key(e.frame)
+            for e in events
+            if e.phase is Phase.RECEIVED and e.kind is FrameKind.ADD
+        }
+        for event in events:
+            fate = self.fates.get(event.frame.frame_id)
+            if event.phase is not Phase.SENT or fate in (None, AddFate.ON_TIME):
+                continue
+            if observed.pairing_key(event.frame) not in answered:
+                continue  # never got through: lost whatever the time
+            self.notes.append(
+                f"frame #{event.frame.frame_id} (add e{event.entry_id} to "
+                f"{bookie_name(event.bookie)}): {fate.value} (the client's add timeout is "
+                f"{self.record.add_timeout_s:g} s): the spec's lost "
+                f"{'request' if fate is AddFate.REQUEST_TIMED_OUT else 'answer'}"
+            )
+
+    def run(
+        self,
+        events: Sequence[JavaEvent],
+        callbacks: Sequence[_Callback],
+        failures: Sequence[_Failure] = (),
+    ) -> None:
         self.events = events
+        for event in events:
+            if event.phase is Phase.SENT:
+                self.request_of.setdefault(observed.pairing_key(event.frame), event.frame.frame_id)
         merged: list[tuple[float, int, int, object]] = [
             (e.at, _Kind.FRAME, i, e) for i, e in enumerate(events)
         ]
         merged += [(c.at, _Kind.CALLBACK, i, c) for i, c in enumerate(callbacks)]
+        merged += [(f.at, _Kind.FAILURE, i, f) for i, f in enumerate(failures)]
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         for _at, kind, _i, item in merged:
             if kind is _Kind.CALLBACK:
                 assert isinstance(item, _Callback)
                 self.callback(item)
+                continue
+            if kind is _Kind.FAILURE:
+                assert isinstance(item, _Failure)
+                self.failure(item)
                 continue
             assert isinstance(item, JavaEvent)
             if item.kind is not FrameKind.ADD:
@@ -260,6 +420,18 @@ class _WriterReplay(ModelReplay):
                 self.answered(item)
             else:
                 self.received(item)
+
+    def failure(self, failure: _Failure) -> None:
+        """A forged error reached the client: it changes its ensemble now, if the model's
+        writer can (the bookie's add is lost to it); else the change is taken when its frames
+        show, as for a timeout."""
+        frame = failure.frame
+        if self.change_ensemble(
+            f"frame #{frame.frame_id} to the client: {frame.info.describe()} (forged): the "
+            "client changes its ensemble on an error answer",
+            failure.at,
+        ):
+            self.resend_all()
 
     def sent_add(self, event: JavaEvent) -> None:
         """An add frame: the model's writer must have sent that add (to that bookie) and not
@@ -400,11 +572,14 @@ class _WriterReplay(ModelReplay):
                 "confirms it or answers EFENCED"
             )
             raise Stuck(f"{bookie} answered {status}")
+        request = self.request_of.get(observed.pairing_key(event.frame))
+        timed_out = request is not None and (self.fates.get(request) is AddFate.ANSWER_TIMED_OUT)
         answer = step(
             observed.answer_action(event.kind, status),
             bookie=bookie,
             entry=entry,
-            lost=set() if event.delivered else {bookie},
+            # An answer the client timed out before it came is the spec's lost answer.
+            lost=set() if event.delivered and not timed_out else {bookie},
             sender=WRITER,
             late=self._late(event, entry),
         )
@@ -559,21 +734,54 @@ def _segments_text(segments: Sequence[tuple[int, tuple[int, ...]]]) -> str:
 MAX_STORIES = 64
 
 
+#: At most this many adds whose timing allows two readings have both told (the others take
+#: the likelier reading): 2**N fate assignments at most.
+MAX_UNCERTAIN_ADDS = 4
+
+
 def judge(record: WriterRecord) -> Judgement:
     """Replay ``record`` as the model's story and judge it (see the module docstring).
 
-    Where the model offers several ensemble changes (a subset of the timed-out bookies first,
-    or all), the stories of the alternatives are told too, breadth first, until one is clean
-    (at most :data:`MAX_STORIES`): the client's behaviour is allowed if some behaviour of the
-    model explains it. If none does, the spec's own story (every timed-out bookie replaced at
-    once, where it can be) is the one reported."""
-    first, options, chosen = _story(record, ())
+    Where an add's timing allows two readings (its answer came about when the client's timer
+    fired: :func:`add_fates`), and where the model offers several ensemble changes (a subset
+    of the timed-out bookies first, or all), the stories of the alternatives are told too
+    until one is clean (at most :data:`MAX_STORIES`): the client's behaviour is allowed if
+    some behaviour of the model explains it. If none does, the likeliest story (the likelier
+    reading of each add; every timed-out bookie replaced at once, where it can be) is the one
+    reported."""
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    fates = add_fates(record, events)
+    uncertain = [request for request, possible in fates.items() if len(possible) > 1]
+    likeliest = {request: possible[0] for request, possible in fates.items()}
+    told_both = uncertain[:MAX_UNCERTAIN_ADDS]
+    readings = itertools.product(
+        *([(request, fate) for fate in fates[request]] for request in told_both)
+    )
+    first: Judgement | None = None
+    told = 0
+    for reading in readings:
+        assignment = {**likeliest, **dict(reading)}
+        judgement, told = _stories(record, events, assignment, told)
+        if first is None:
+            first = judgement
+        if judgement.verdict is not Verdict.DIVERGENCE or told >= MAX_STORIES:
+            return judgement if judgement.verdict is not Verdict.DIVERGENCE else first
+    assert first is not None
+    return first
+
+
+def _stories(
+    record: WriterRecord, events: Sequence[JavaEvent], fates: Mapping[int, AddFate], told: int
+) -> tuple[Judgement, int]:
+    """The story under one reading of the adds' timing, and its alternative ensemble changes
+    breadth first until one is not a divergence; with the stories told so far."""
+    first, options, chosen = _story(record, events, fates, ())
+    told += 1
     if first.verdict is not Verdict.DIVERGENCE or not options:
-        return first
+        return first, told
     queue: deque[tuple[tuple[int, ...], list[list[int]], list[int]]] = deque(
         [((), options, chosen)]
     )
-    told = 1
     while queue and told < MAX_STORIES:
         prefix, options, chosen = queue.popleft()
         for index in range(len(prefix), len(options)):
@@ -581,21 +789,24 @@ def judge(record: WriterRecord) -> Judgement:
                 if mask == chosen[index] or told >= MAX_STORIES:
                     continue
                 alternative = (*chosen[:index], mask)
-                judgement, more, taken = _story(record, alternative)
+                judgement, more, taken = _story(record, events, fates, alternative)
                 told += 1
                 if judgement.verdict is Verdict.CLEAN:
-                    return judgement
+                    return judgement, told
                 queue.append((alternative, more, taken))
-    return first
+    return first, told
 
 
 def _story(
-    record: WriterRecord, prescribed: Sequence[int]
+    record: WriterRecord,
+    events: Sequence[JavaEvent],
+    fates: Mapping[int, AddFate],
+    prescribed: Sequence[int],
 ) -> tuple[Judgement, list[list[int]], list[int]]:
     cfg = writer_config(record.shape, record.entries)
-    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(record, cfg, prescribed)
+    replay = _WriterReplay(record, cfg, fates, prescribed)
+    replay.note_timeouts(events)
     try:
         replay.take(
             step(_CREATE, client=WRITER),
@@ -606,6 +817,7 @@ def _story(
         replay.run(
             [e for e in events if cut is None or e.at <= cut],
             [c for c in callbacks if cut is None or c.at <= cut],
+            [f for f in forged_failures(record) if cut is None or f.at <= cut],
         )
         replay.close()
         replay.run([e for e in events if cut is not None and e.at > cut], [])
@@ -639,8 +851,12 @@ def _story(
 
 
 __all__ = [
+    "MAX_UNCERTAIN_ADDS",
     "WRITER",
+    "AddFate",
     "WriterRecord",
+    "add_fates",
     "judge",
+    "timeout_check_interval_s",
     "writer_config",
 ]

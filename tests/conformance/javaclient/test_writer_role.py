@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from adapters.javaclient import BookKeeperVersion
-from conformance.javaclient.plans import DROP, FaultKind, FrameSchedule, PlanError, hold
+from conformance.javaclient.plans import DROP, FrameSchedule, PlanError, hold
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.run import session_options
@@ -121,10 +121,10 @@ def test_a_dropped_add_makes_the_client_replace_that_bookie_in_place(
 def test_the_extended_faults_are_valid_plans_that_round_trip(plan: WriterRunPlan) -> None:
     assert WriterRunPlan.from_json(plan.to_json()) == plan
     assert len(plan.schedule.events) <= 2 and len(plan.schedule.decisions) <= 3
-    # Only what the judge can judge today: no hold for a time (past the add timeout), no
-    # pause or stall.
-    assert all(choice.for_ms == 0 for choice in plan.schedule.decisions.values())
-    assert not {e.kind for e in plan.schedule.events} & {FaultKind.PAUSE, FaultKind.STALL}
+    # A hold for a time ends within half the add timeout (1 s) or after its first check
+    # that surely fired (2 s): never where both readings of the add's fate are possible.
+    for choice in plan.schedule.decisions.values():
+        assert choice.for_ms == 0 or choice.for_ms <= 500 or choice.for_ms >= 2300
     for smaller in smaller_writer_plans(plan):
         assert (
             smaller.faults() < plan.faults()
@@ -146,6 +146,21 @@ def test_the_extended_faults_reach_answers_forgeries_and_events() -> None:
 
     collect()
     assert {"answer forge", "request forge", "answer drop", "crash", "hold metadata"} <= seen
+    assert {"pause", "stall", "answer hold", "request hold"} <= seen
+
+
+def test_the_extended_faults_hold_frames_past_the_add_timeout() -> None:
+    held_for: set[str] = set()
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(writer_run_plans(SHAPE, faults=FaultSet.EXTENDED))
+    def collect(plan: WriterRunPlan) -> None:
+        for choice in plan.schedule.decisions.values():
+            if choice.for_ms:
+                held_for.add("within" if choice.for_ms <= 500 else "past")
+
+    collect()
+    assert held_for == {"within", "past"}
 
 
 def test_a_role_remembers_its_faults_for_replay() -> None:

@@ -1,0 +1,196 @@
+"""The writer's judge on one recorded real run per fault kind (4.17.3, E=3 WQ=2 AQ=2 on four
+bookies; ``tools/record_fault_runs.py`` records them): each judged clean, and what each reading
+of the judge rests on shown to matter (the run altered one thing at a time fails)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.netproxy import DeliveryRecord, FrameRecord
+from conformance.javaclient.observed import FORGED, java_events
+from conformance.javaclient.plans import FORGEABLE, FaultKind
+from conformance.javaclient.roles import role_of_plan
+from conformance.javaclient.writer_plans import WriterRunPlan
+from conformance.javaclient.writer_story import (
+    AddFate,
+    WriterRecord,
+    add_fates,
+    forged_failures,
+    judge,
+    timeout_check_interval_s,
+)
+from conformance.verdict import Verdict
+
+RUNS = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fault-runs.jsonl.gz"
+
+
+def _load() -> dict[str, tuple[WriterRunPlan, WriterRecord]]:
+    runs = {}
+    with gzip.open(RUNS, "rt") as f:
+        for line in f:
+            item: dict[str, Any] = json.loads(line)
+            role = role_of_plan(item["plan"], item["role_settings"])
+            plan = WriterRunPlan.from_json(item["plan"])
+            runs[item["name"]] = (plan, role.record_from_json(item["record"]))
+    return runs
+
+
+RUNS_BY_NAME = _load()
+
+
+def _record(name: str) -> WriterRecord:
+    return RUNS_BY_NAME[name][1]
+
+
+def test_every_fault_kind_has_a_recorded_run() -> None:
+    kinds: set[str] = set()
+    for plan, _record in RUNS_BY_NAME.values():
+        kinds.update(event.kind.value for event in plan.schedule.events)
+        for key, choice in plan.schedule.decisions.items():
+            side = "answer" if key.answer else "request"
+            if choice.action == "hold":
+                kinds.add(f"{side} hold {'for a time' if choice.for_ms else 'by frames'}")
+            else:
+                kinds.add(f"{side} {choice.action}")
+            if choice.status is not None:
+                kinds.add(choice.status)
+    assert {kind.value for kind in FaultKind} <= kinds
+    assert set(FORGEABLE) <= kinds
+    assert {"request drop", "answer drop", "request forge", "answer forge"} <= kinds
+    assert {"request hold for a time", "answer hold for a time", "request hold by frames"} <= kinds
+
+
+@pytest.mark.parametrize("name", sorted(RUNS_BY_NAME))
+def test_each_recorded_fault_run_is_judged_clean(name: str) -> None:
+    judgement = judge(_record(name))
+    assert judgement.verdict is Verdict.CLEAN, (name, judgement.outcome)
+
+
+def test_the_client_replaced_the_bookie_in_the_runs_that_time_out_or_fail_it() -> None:
+    for name in (
+        "hold request past the timeout",
+        "hold answer past the timeout",
+        "pause from the start",
+        "stall from the start",
+        "forge EIO answer",
+        "crash at the start",
+    ):
+        assert judge(_record(name)).ensemble_changes >= 1, name
+
+
+def test_an_answer_held_past_the_timeout_is_the_specs_lost_answer() -> None:
+    record = _record("hold answer past the timeout")
+    judgement = judge(record)
+    assert "answer timed out" in (judgement.outcome.note or "")
+    # Read with a 10 s add timeout the late answer was on time: then nothing explains the
+    # client's ensemble change, and the judge says so.
+    patient = dataclasses.replace(record, add_timeout_s=10.0)
+    assert judge(patient).verdict is Verdict.DIVERGENCE
+
+
+def test_a_request_held_past_the_timeout_is_stored_late_by_its_bookie() -> None:
+    record = _record("hold request past the timeout")
+    judgement = judge(record)
+    assert "request timed out" in (judgement.outcome.note or "")
+    # b2 (model bookie 1) stored e0 after the client had replaced it: the model's LATE add.
+    assert 1 in record.stored[0]
+    assert judgement.actions["BookieSendsAddConfirmedResponse"] >= 1
+    assert judge(dataclasses.replace(record, add_timeout_s=10.0)).verdict is Verdict.DIVERGENCE
+
+
+def test_the_change_on_a_forged_error_is_taken_when_the_client_got_the_error() -> None:
+    # Nothing was confirmed when the error came, so the client's new ensemble starts at e0;
+    # the resends show only after b1's and b2's answers to e0 came in.
+    record = _record("forge EIO in place of the request")
+    assert record.segments[0][0] == 0 and len(record.segments) == 1
+    (failure,) = forged_failures(record)
+    assert judge(record).verdict is Verdict.CLEAN
+    # Were the error delivered after those answers, the model's writer would confirm e0 in the
+    # first ensemble and change from e1: not the client's metadata.
+    first_resend = max(f.at for f in record.frames)
+    late = {
+        **record.deliveries,
+        failure.frame.frame_id: DeliveryRecord(
+            failure.frame.frame_id, first_resend + 0.001, True, FORGED
+        ),
+    }
+    assert judge(dataclasses.replace(record, deliveries=late)).verdict is Verdict.DIVERGENCE
+
+
+def test_fenced_and_unauthorized_answers_start_no_ensemble_change() -> None:
+    for name in ("forge EFENCED answer", "forge EUA answer"):
+        record = _record(name)
+        assert forged_failures(record) == []
+        assert len(record.segments) == 1
+
+
+# -- add_fates on a frame log of one add -------------------------------------------------------
+
+
+def _one_add(request_after: float | None, answer_after: float | None) -> WriterRecord:
+    """e0 sent to b1 at t=100; the request reaches it ``request_after`` s later (None: never),
+    its answer reaches the client ``answer_after`` s after the send (None: never)."""
+    record = _record("drop request")
+    frames: list[FrameRecord] = []
+    deliveries: dict[int, DeliveryRecord] = {}
+    request = next(f for f in record.frames if f.info.direction.value == "request")
+    answer = next(
+        f
+        for f in record.frames
+        if f.info.direction.value == "response"
+        and f.proxy == request.proxy
+        and f.info.entry_id == request.info.entry_id
+    )
+    frames.append(dataclasses.replace(request, frame_id=1, at=100.0))
+    if request_after is None:
+        deliveries[1] = DeliveryRecord(1, 100.0, False, "drop")
+    else:
+        deliveries[1] = DeliveryRecord(1, 100.0 + request_after, True, "forward")
+        reached = 100.0 + request_after + 0.001
+        frames.append(dataclasses.replace(answer, frame_id=2, at=reached))
+        if answer_after is None:
+            deliveries[2] = DeliveryRecord(2, reached, False, "drop")
+        else:
+            deliveries[2] = DeliveryRecord(2, 100.0 + answer_after, True, "forward")
+    return dataclasses.replace(record, frames=frames, deliveries=deliveries)
+
+
+def _fates(request_after: float | None, answer_after: float | None) -> tuple[AddFate, ...]:
+    record = _one_add(request_after, answer_after)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    return add_fates(record, events)[1]
+
+
+def test_an_add_answered_within_the_timeout_is_on_time() -> None:
+    assert _fates(0.01, 0.5) == (AddFate.ON_TIME,)
+
+
+def test_an_answer_while_the_clients_check_may_fire_has_both_readings() -> None:
+    # Timeout 1 s, checked every 1 s: the add timed out somewhere between 1 s and 2 s.
+    assert _fates(0.01, 1.2) == (AddFate.ON_TIME, AddFate.ANSWER_TIMED_OUT)
+    assert _fates(0.01, 1.8) == (AddFate.ANSWER_TIMED_OUT, AddFate.ON_TIME)
+
+
+def test_an_answer_after_every_check_timed_out() -> None:
+    assert _fates(0.01, 3.0) == (AddFate.ANSWER_TIMED_OUT,)
+    assert _fates(0.01, None) == (AddFate.ANSWER_TIMED_OUT,)  # dropped, or forged over
+
+
+def test_a_request_that_came_late_or_never_timed_out_before_its_bookie_had_it() -> None:
+    assert _fates(3.0, 3.01) == (AddFate.REQUEST_TIMED_OUT,)
+    assert _fates(None, None) == (AddFate.REQUEST_TIMED_OUT,)
+    assert _fates(1.6, 1.61)[0] is AddFate.REQUEST_TIMED_OUT
+
+
+def test_the_clients_timeout_check_interval_is_its_configurations() -> None:
+    # The add-quorum timeout is off (-1) by default, which makes the interval 1 s whatever
+    # the add and read timeouts are.
+    assert timeout_check_interval_s(1) == 1
+    assert timeout_check_interval_s(10, 5) == 1
+    assert timeout_check_interval_s(60, 60) == 1
