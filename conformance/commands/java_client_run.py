@@ -175,6 +175,11 @@ def _report(result: SearchRunResult) -> None:
             f"{stats['examples']} examples ({stats['guided_examples']} from the model's "
             f"explorer), {stats['verdicts']}; stopped: {stats['stopped']}"
         )
+    if stats.get("untriggered_examples"):
+        print(
+            f"  {stats['untriggered_examples']} of them had a fault whose frame never came "
+            "(it did nothing; judged as they happened: examples.jsonl 'untriggered')"
+        )
     if stats.get("coverage"):
         print(f"Coverage: {json.dumps(stats['coverage'])}")
     client = stats.get("client_coverage")

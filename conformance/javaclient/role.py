@@ -93,6 +93,8 @@ class Example(Generic[PlanT, RecordT]):
     new_coverage: NewCoverage | None = None
     #: ``(when, what)`` of each fault carried out (``time.monotonic()``, the frames' clock).
     faults: tuple[tuple[float, str], ...] = ()
+    #: The plan's fault events whose frame never came: they did nothing in this run.
+    untriggered: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Verdict:

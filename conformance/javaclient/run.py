@@ -305,6 +305,7 @@ class _ExampleSink:
             "at": round(time.monotonic() - self.started, 3),
             "plan": run.plan.to_json(),
             "unapplied": run.unapplied,
+            **({"untriggered": list(run.untriggered)} if run.untriggered else {}),
             **facts,
             "violations": judgement.outcome.violations if judgement else [],
             "divergences": judgement.outcome.divergences if judgement else [],
@@ -318,8 +319,10 @@ class _ExampleSink:
             frames_dir.mkdir(exist_ok=True)
             write_example(frames_dir, self.role, run, f"example-{number}")
         changes = "" if judgement is None else f"; {judgement.ensemble_changes} ensemble changes"
+        never = f"; never triggered: {', '.join(run.untriggered)}" if run.untriggered else ""
         self.say(
-            f"  example {number}: {run.verdict} ({run.plan.origin}{changes}; {run.seconds:.1f} s)"
+            f"  example {number}: {run.verdict} ({run.plan.origin}{changes}{never}; "
+            f"{run.seconds:.1f} s)"
         )
 
 
@@ -341,6 +344,7 @@ def _finish(
         "startup_seconds": round(startup, 3),
         "examples": result.examples,
         "guided_examples": result.guided_examples,
+        "untriggered_examples": result.untriggered_examples,
         "guided_plans": guided_plans,
         "verdicts": {str(verdict): count for verdict, count in sorted(result.verdicts.items())},
         "stopped": result.stopped,

@@ -13,7 +13,10 @@ diverges from the spec's may or may not lose data; the first violation stops it.
 ``StopAt.FINDING``: the first violation or divergence stops it. The example reported is shrunk on
 the live cluster (:func:`shrink_finding`: greedy, one simplification at a time, each candidate
 a real run; Hypothesis' own shrinker would spend hundreds of them). An example whose schedule
-was not applied is undecided and stops the search: it is never counted clean.
+was not applied (the controller failed) is undecided and stops the search: it is never counted
+clean. A fault event whose frame never came (its bookie never got that add: the client's
+ensembles decide) did nothing: the run is judged as it happened, and the examples with such a
+fault are counted (``untriggered_examples``).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ def run_plan(
         unapplied=unapplied,
         new_coverage=session.measure_coverage(),
         faults=tuple(fault for controller in controllers for fault in controller.faults),
+        untriggered=tuple(event for c in controllers for event in c.untriggered),
     )
 
 
@@ -155,6 +159,8 @@ class SearchResult(Generic[PlanT, RecordT]):
     stopped: Stopped | None = None
     #: Examples that diverged (the search went on looking for a violation).
     divergent_examples: int = 0
+    #: Examples with a fault event whose frame never came (judged as they happened).
+    untriggered_examples: int = 0
 
     @property
     def verdict(self) -> Verdict:
@@ -259,6 +265,7 @@ def search(
         result.examples += 1
         result.guided_examples += from_model
         result.verdicts[run.verdict] += 1
+        result.untriggered_examples += bool(run.untriggered)
         result.coverage.add(run, role.tallies(run))
         _steer(run)
         if on_example is not None:

@@ -49,10 +49,12 @@ class FakeSession:
 
 class _Recorded:
     """What both recorded roles do: every plan gets one recorded run. ``arrange=False``: the
-    schedule is never arranged; ``break_controller``: the controller crashes."""
+    schedule is never arranged; ``break_controller``: the controller crashes;
+    ``untriggered``: a fault's frame never comes."""
 
     arrange = True
     break_controller = False
+    untriggered = False
 
     def _arranged(self, arrange: Arrangement, ledger_id: int) -> None:
         if not self.arrange:
@@ -61,6 +63,8 @@ class _Recorded:
             assert isinstance(controller, ScheduleController)
             if self.break_controller:
                 controller.errors.append("RuntimeError('proxy gone')")
+            if self.untriggered:
+                controller.untriggered.append("crash b1 when add e3 to b1 passes")
 
 
 class RecordedRecovery(_Recorded, RecoveryRole):
@@ -171,6 +175,19 @@ def test_an_unapplied_schedule_is_undecided_never_clean(
     assert result.verdict is Verdict.UNDECIDED
     assert len(role.plans_run) == 1 and result.verdicts == {Verdict.UNDECIDED: 1}
     assert len(result.errors) == 1 and reason in result.errors[0]
+
+
+def test_a_fault_whose_frame_never_came_is_judged_as_the_run_happened_and_counted() -> None:
+    role = RecordedRecovery(reads_fence=True, untriggered=True)
+    with _session() as session:
+        result = search(session, role, max_examples=3, seed=3)
+    assert result.verdict is Verdict.CLEAN and result.examples == 3
+    assert result.untriggered_examples == 3 and result.errors == []
+    # ... and a client that breaks the spec in such a run is still caught.
+    broken = RecordedRecovery(reads_fence=False, untriggered=True)
+    with _session() as session:
+        found = search(session, broken, max_examples=3, seed=3, shrink=False)
+    assert found.finding is not None and found.verdict is Verdict.VIOLATION
 
 
 def test_search_verdicts() -> None:
