@@ -164,9 +164,10 @@ def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: Ve
 
 
 def run_report_scenario(args: argparse.Namespace) -> int:
-    """``bkconform scenario bk-NNNN-java-client``: an upstream report's interleaving forced on
-    the real Java client (:mod:`conformance.javaclient.reports`), judged; undecided when the
-    run did not reach the report's window (then the verdict says nothing of the report)."""
+    """``bkconform scenario bk-NNNN-java-client`` (and the hypotheses tried like them): an
+    upstream report's interleaving forced on the real Java client
+    (:mod:`conformance.javaclient.reports`), judged; undecided when the run did not reach the
+    interleaving (then the verdict says nothing of the report)."""
     from conformance.javaclient.reports import REPORTS, window_of
     from conformance.javaclient.run import run_once
 
@@ -181,7 +182,7 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     except CannotRun as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return Verdict.UNDECIDED.exit_code
-    print(f"Scenario {report.name}: apache/bookkeeper#{report.number}, {report.title}")
+    print(f"Scenario {report.name}: {report.source}: {report.title}")
     print(f"  {report.story}")
     print(system_header(java_client_system(home, str(version))))
     for line in report.plan.describe():
@@ -189,7 +190,7 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     run_dir = new_run_dir(args.runs_dir, "local", report.name)
     print(f"Run directory: {run_dir}", flush=True)
     outcome, example = run_once(
-        role, report.plan, home, run_dir, name=report.name, extra={"report": report.number}
+        role, report.plan, home, run_dir, name=report.name, extra={"report": report.source}
     )
     if example is not None:
         print(role.frame_lines(example.record), end="")
@@ -198,15 +199,15 @@ def run_report_scenario(args: argparse.Namespace) -> int:
         print(f"could not decide: {outcome.error}", file=sys.stderr)
     window = window_of(report, example) if example is not None else None
     reached = window is not None and window.reached
-    print(f"#{report.number}'s interleaving reached: {'yes' if reached else 'no'}")
+    print(f"The interleaving reached: {'yes' if reached else 'no'}")
     for line in window.evidence if window is not None else ():
         print(f"  {line}")
     verdict = outcome.verdict
     if not reached and not verdict.finding:
         verdict = Verdict.UNDECIDED
         print(
-            f"Verdict: {outcome.verdict}, but the run did not reach #{report.number}'s "
-            f"interleaving: undecided about the report. Run directory: {run_dir}"
+            f"Verdict: {outcome.verdict}, but the run did not reach the interleaving of "
+            f"{report.source}: undecided about it. Run directory: {run_dir}"
         )
         return verdict.exit_code
     print(f"Verdict: {verdict}. Run directory: {run_dir}")

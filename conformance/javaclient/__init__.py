@@ -15,8 +15,13 @@ Nothing heavy is imported here: the scenario command loads the JVM adapter only 
 
 #: The scenario's name on the command line.
 SCENARIO_NAME = "defect1-java-client"
-#: The upstream reports' scenarios (:mod:`.reports`), named here so that the command line
-#: knows them without loading the Java client's modules.
-REPORT_SCENARIOS = ("bk-3005-java-client", "bk-4097-java-client")
+#: The upstream reports' scenarios and the hypotheses tried like them (:mod:`.reports`), named
+#: here so that the command line knows them without loading the Java client's modules.
+REPORT_SCENARIOS = (
+    "bk-3005-java-client",
+    "bk-4097-java-client",
+    "bk-4651-java-client",
+    "throttle-stale-ensemble-java-client",
+)
 
 __all__ = ["REPORT_SCENARIOS", "SCENARIO_NAME"]

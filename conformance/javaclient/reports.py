@@ -1,7 +1,9 @@
-"""The open upstream reports against the Java client's ensemble change, replayed frame by frame.
+"""The open upstream reports against the Java client's ensemble change, replayed frame by frame,
+and hypotheses read from the client's code, tried the same way.
 
-Each :class:`UpstreamReport` is a writer plan (plain data: the frames' fates and the faults at
-chosen frames) that forces the interleaving a report of apache/bookkeeper's tracker describes,
+Each :class:`ClientScenario` is a writer plan (plain data: the frames' fates and the faults at
+chosen frames) that forces the interleaving a report of apache/bookkeeper's tracker (or a
+reading of the client's code) describes,
 the role it runs in (its shape, the client's add timeout), and a check that the interleaving
 was really reached in the run (its frames in order, quoted from the run's log): a clean
 verdict on a run that did not reach the report's window says nothing about the report.
@@ -12,8 +14,8 @@ verdict on a run that did not reach the report's window says nothing about the r
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.javaclient import REPORT_SCENARIOS
@@ -53,21 +55,33 @@ WindowCheck = Callable[[Example[WriterRunPlan, WriterRecord], WriterRole], Windo
 
 
 @dataclass(frozen=True)
-class UpstreamReport:
-    number: int
+class ClientScenario:
+    """An interleaving forced on the real Java client: an upstream report's, or a hypothesis
+    read from the client's code."""
+
+    #: The scenario's name on the command line.
+    name: str
+    #: Where the interleaving comes from: ``apache/bookkeeper#3005``, or the code it was read
+    #: from.
+    source: str
     title: str
-    #: What the report says happens, in its own terms (the bookies renamed b1.. as here).
+    #: What the source says happens, in its own terms (the bookies renamed b1.. as here).
     story: str
     shape: WriterShape
     plan: WriterRunPlan
     check: WindowCheck
-
-    @property
-    def name(self) -> str:
-        return f"bk-{self.number}-java-client"
+    #: More of the client's configuration (``ClientConfiguration.setProperty``).
+    client_properties: Mapping[str, str] = field(default_factory=dict)
+    #: Each add's payload in bytes (None: the writer's short text).
+    entry_bytes: int | None = None
 
     def role(self) -> WriterRole:
-        return WriterRole(self.shape, add_entry_timeout_s=REPORT_ADD_TIMEOUT_S)
+        return WriterRole(
+            self.shape,
+            add_entry_timeout_s=REPORT_ADD_TIMEOUT_S,
+            client_properties=self.client_properties,
+            entry_bytes=self.entry_bytes,
+        )
 
 
 class _Log:
@@ -98,6 +112,17 @@ class _Log:
             if (
                 self.names.get(frame.proxy) == bookie
                 and frame.decision == FORGED
+                and frame.info.entry_id == entry
+            ):
+                return frame.at, f"{frame.at:.3f} [{bookie}] {frame.describe()}"
+        return None
+
+    def request(self, bookie: str, entry: int) -> tuple[float, str] | None:
+        """When the client's first add of ``entry`` to ``bookie`` reached its proxy."""
+        for frame in self.record.frames:
+            if (
+                self.names.get(frame.proxy) == bookie
+                and frame.info.direction.value == "request"
                 and frame.info.entry_id == entry
             ):
                 return frame.at, f"{frame.at:.3f} [{bookie}] {frame.describe()}"
@@ -145,8 +170,9 @@ def _check_3005(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
     return window
 
 
-BK_3005 = UpstreamReport(
-    3005,
+BK_3005 = ClientScenario(
+    "bk-3005-java-client",
+    "apache/bookkeeper#3005",
     "An entry acknowledged to the application while its ensemble change is in flight",
     "E=2, WQ=AQ=1, four pipelined entries (e0, e2 to b1; e1, e3 to b2). b1's answer to e0 is "
     "held while b2 acknowledges e1; e3 fails on b2 (an error answer); e0's answer is released "
@@ -170,7 +196,9 @@ BK_3005 = UpstreamReport(
 
 # #4097 -------------------------------------------------------------------------------------
 
-_SHAPE_4097 = WriterShape(4, 2, 2)
+#: Two spares: the report's second change (e6 failing on b3 and b4) needs two new bookies;
+#: with one the client gives up (NotEnoughBookies) and the window closes.
+_SHAPE_4097 = WriterShape(4, 2, 2, spares=2)
 
 
 _HOLD_ZK_4097_MS = 4500
@@ -199,8 +227,9 @@ def _check_4097(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
     return Window(reached and not gave_up and changes >= 1, evidence)
 
 
-BK_4097 = UpstreamReport(
-    4097,
+BK_4097 = ClientScenario(
+    "bk-4097-java-client",
+    "apache/bookkeeper#4097",
     "Entries written to bookies the ledger's metadata does not name (NoSuchEntry on read)",
     "E=4 WQ=AQ=2 (the PR's test). b1 is paused; e0..e3 are written, e1 and e2 complete; "
     "ZooKeeper stalls; e4..e6 are written: e5 fails on b3 (a first ensemble change, whose "
@@ -229,22 +258,150 @@ BK_4097 = UpstreamReport(
     _check_4097,
 )
 
-#: The reports, by scenario name (the names the command line knows, checked here).
-REPORTS: dict[str, UpstreamReport] = {report.name: report for report in (BK_3005, BK_4097)}
+# The throttle hypothesis ---------------------------------------------------------------------
+
+_SHAPE_THROTTLE = WriterShape(2, 1, 1)
+_HOLD_ZK_THROTTLE_MS = 1500
+
+
+def _check_throttle(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    """Reached when e3 went to b2 after the change that replaced b2 had completed: the add
+    carried the ensemble it took before its wait on the throttle."""
+    log = _Log(example, role)
+    failed = log.forged_answer("b2", 1)
+    held = log.fault(FaultKind.HOLD_METADATA.value)
+    stale = log.request("b2", 3)
+    window = _in_order(failed, held, stale)
+    if not window.reached or held is None or stale is None:
+        return window
+    released = held[0] + _HOLD_ZK_THROTTLE_MS / 1000
+    replaced = [first for first, bookies in example.record.segments if 1 not in bookies]
+    evidence = (
+        *window.evidence,
+        f"{released:.3f} the held metadata write released (the change completes)",
+        f"metadata: {len(example.record.segments) - 1} ensemble change(s); b2 out from "
+        + (f"e{replaced[0]}" if replaced else "nowhere"),
+    )
+    return Window(stale[0] > released and bool(replaced) and replaced[0] <= 3, evidence)
+
+
+THROTTLE = ClientScenario(
+    "throttle-stale-ensemble-java-client",
+    "a hypothesis read from LedgerHandle.asyncAddEntry (4.17.3), issue 29",
+    "An add throttled across an ensemble change goes to the replaced bookie",
+    "E=2 WQ=AQ=1, the client's throttle at 1 add a second, four adds. asyncAddEntry takes the "
+    "current ensemble (PendingAddOp.create) before doAsyncAddEntry waits on the throttle "
+    "(RateLimiter.acquire), and the ensemble change resends only the adds already pending. "
+    "b2's answer to e1 is a forged EIO: the change replacing b2 starts, its metadata write "
+    "held 1.5 s; e3 takes the old ensemble while it waits on the throttle, the change "
+    "completes, and e3 goes to b2, which the metadata no longer names for it. If b2 "
+    "acknowledges it, the client acknowledges an entry no reader following the metadata finds.",
+    _SHAPE_THROTTLE,
+    WriterRunPlan(
+        _SHAPE_THROTTLE,
+        4,
+        FrameSchedule(
+            {answer_key("b2", 1): forge("EIO")},
+            (FaultEvent(FaultKind.HOLD_METADATA, answer_key("b2", 1), None, _HOLD_ZK_THROTTLE_MS),),
+        ),
+        origin="throttle hypothesis (issue 29)",
+    ),
+    _check_throttle,
+    client_properties={"throttle": "1"},
+)
+
+# #4651 -------------------------------------------------------------------------------------
+
+_SHAPE_4651 = WriterShape(2, 2, 1, spares=2)
+#: Large enough that a stalled connection's socket buffers fill and netty's channel becomes
+#: unwritable (its high-water mark is 512 KiB) within the first adds.
+_ENTRY_BYTES_4651 = 1024 * 1024
+_STALL_4651_MS = 1500
+
+
+def _check_4651(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    """Reached when the client got an acknowledgement of an entry from a bookie that the
+    ledger's metadata does not name for that entry (the report: entries written to [BK1, BK2],
+    ZooKeeper recording [BK3, BK4] for them)."""
+    log = _Log(example, role)
+    record = example.record
+    evidence = [line for _at, line in filter(None, (log.fault("stall b1"), log.fault("stall b2")))]
+    segments = record.segments
+    evidence.append(
+        "metadata: "
+        + "; ".join(
+            f"from e{first}: {','.join(f'b{b + 1}' for b in bookies)}"
+            for first, bookies in segments
+        )
+    )
+    reached = False
+    for entry in range(record.entries):
+        named = _holders(segments, entry, record.shape.write_quorum)
+        for bookie in ("b1", "b2"):
+            answer = log.delivered_answer(bookie, entry)
+            index = int(bookie[1:]) - 1
+            if answer is not None and index not in named:
+                evidence.append(answer[1] + " (a bookie the metadata does not name for it)")
+                reached = True
+    return Window(reached, tuple(evidence))
+
+
+def _holders(segments: Sequence[tuple[int, tuple[int, ...]]], entry: int, quorum: int) -> set[int]:
+    """The bookies the metadata names for ``entry`` (its write set)."""
+    starts = [segment for segment in segments if segment[0] <= entry]
+    if not starts:
+        return set()
+    _first, bookies = max(starts, key=lambda segment: segment[0])
+    return {bookies[(entry + i) % len(bookies)] for i in range(quorum)}
+
+
+BK_4651 = ClientScenario(
+    "bk-4651-java-client",
+    "apache/bookkeeper#4651",
+    "ZooKeeper records the new bookies for entries written to the old ones",
+    "E=2 WQ=2 AQ=1, waitTimeoutOnBackpressureMs=0 (fail an add at once on an unwritable "
+    "channel), 1 MiB entries. The client's connections to b1 and b2 stall: e0 and e1 are on "
+    "their way to both, e2 fails at once (the channels are not writable), so the client "
+    "changes its ensemble from LAC+1 = e0 to b3,b4; then e0 and e1 succeed on b1 and b2 and "
+    "complete while the change's callback waits. The entries are on b1,b2; the metadata names "
+    "b3,b4 for them. (A narrow race: the report's own words.)",
+    _SHAPE_4651,
+    WriterRunPlan(
+        _SHAPE_4651,
+        3,
+        FrameSchedule(
+            events=(
+                FaultEvent(FaultKind.STALL, None, "b1", _STALL_4651_MS),
+                FaultEvent(FaultKind.STALL, None, "b2", _STALL_4651_MS),
+            ),
+        ),
+        origin="apache/bookkeeper#4651",
+    ),
+    _check_4651,
+    client_properties={"waitTimeoutOnBackpressureMs": "0"},
+    entry_bytes=_ENTRY_BYTES_4651,
+)
+
+#: The scenarios, by name (the names the command line knows, checked here).
+REPORTS: dict[str, ClientScenario] = {
+    scenario.name: scenario for scenario in (BK_3005, BK_4097, BK_4651, THROTTLE)
+}
 if tuple(REPORTS) != REPORT_SCENARIOS:
     raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
 
 
-def window_of(report: UpstreamReport, example: Any) -> Window:
+def window_of(report: ClientScenario, example: Any) -> Window:
     return report.check(example, report.role())
 
 
 __all__ = [
     "BK_3005",
     "BK_4097",
+    "BK_4651",
     "REPORTS",
     "REPORT_ADD_TIMEOUT_S",
-    "UpstreamReport",
+    "THROTTLE",
+    "ClientScenario",
     "Window",
     "answer_key",
     "window_of",

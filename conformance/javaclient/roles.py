@@ -59,10 +59,16 @@ def role_of_plan(data: Any, settings: Mapping[str, Any] | None = None) -> Role[A
     role = role_named(str(name), shape)
     recorded = settings or {}
     if isinstance(role, WriterRole):
+        entry_bytes = recorded.get("entry_bytes")
         return WriterRole(
             role.shape,
             add_entry_timeout_s=int(recorded.get("add_entry_timeout_s", role.add_entry_timeout_s)),
             faults=FaultSet(recorded.get("faults", role.faults.value)),
+            client_properties={
+                str(key): str(value)
+                for key, value in dict(recorded.get("client_properties", {})).items()
+            },
+            entry_bytes=None if entry_bytes is None else int(entry_bytes),
         )
     return role
 

@@ -112,6 +112,9 @@ class SessionLayout:
     #: Put a proxy on the client's ZooKeeper connection (its metadata writes can then be held
     #: and its session expired); the bookies keep their own connections.
     proxies_zookeeper: bool = True
+    #: More ``ClientConfiguration`` properties, as ``setProperty`` takes them (e.g. the add
+    #: throttle at 1 add a second: ``(("throttle", "1"),)``).
+    client_properties: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.bookies < 1:
@@ -241,6 +244,7 @@ class ClientSession:
             speculative_read_timeout_ms=layout.speculative_read_timeout_ms,
             read_entry_timeout_s=layout.read_entry_timeout_s,
             add_entry_timeout_s=layout.add_entry_timeout_s,
+            properties=dict(layout.client_properties),
         )
         jvm = JvmOptions(
             log_path=options.log_dir / "jvm.log",

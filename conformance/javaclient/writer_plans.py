@@ -3,9 +3,10 @@ client adds (pipelined), and what the proxies do with each add.
 
 The Java client is the spec's writer ``c1``: it creates a ledger of ``shape`` (E, WQ, AQ) on a
 cluster of E + 1 bookies (one spare, so every ensemble change has exactly one replacement,
-the model's and the client's alike), sends ``entries`` adds without waiting, then closes the
-ledger. Each add frame is forwarded, dropped (the spec's lost message: the client's add
-timeout fires and it changes its ensemble), or held until ``k`` other frames passed.
+the model's and the client's alike; a shape may have more spares), sends ``entries`` adds
+without waiting, then closes the ledger. Each add frame is forwarded, dropped (the spec's lost
+message: the client's add timeout fires and it changes its ensemble), or held until ``k`` other
+frames passed.
 
 Bookies are named by the ledger's first ensemble, as the model's ``ClientCreatesLedger``
 chooses it: b1..bE are its positions 0..E-1, b{E+1} the spare. The real client picks its
@@ -35,13 +36,19 @@ FIRST_WRITER_RELEASE = "4.12.0"
 MAX_DELAY_MS = 3000
 
 
+#: At most this many spare bookies beside the ensemble.
+MAX_SPARES = 3
+
+
 @dataclass(frozen=True, order=True)
 class WriterShape:
-    """A ledger's ensemble size, write quorum and ack quorum."""
+    """A ledger's ensemble size, write quorum and ack quorum, and the spare bookies of its
+    cluster (one by default: every ensemble change then has exactly one replacement)."""
 
     ensemble: int
     write_quorum: int
     ack_quorum: int
+    spares: int = 1
 
     def __post_init__(self) -> None:
         if not self.ensemble >= self.write_quorum >= self.ack_quorum >= 1:
@@ -51,11 +58,13 @@ class WriterShape:
             )
         if self.ensemble > 8:
             raise PlanError(f"E={self.ensemble}: at most 8 bookies per ensemble here")
+        if not 1 <= self.spares <= MAX_SPARES:
+            raise PlanError(f"1..{MAX_SPARES} spare bookies, not {self.spares}")
 
     @property
     def bookies(self) -> int:
-        """The cluster: the ensemble and one spare."""
-        return self.ensemble + 1
+        """The cluster: the ensemble and the spares."""
+        return self.ensemble + self.spares
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -65,16 +74,20 @@ class WriterShape:
         return f"E={self.ensemble} WQ={self.write_quorum} AQ={self.ack_quorum}"
 
     def key(self) -> str:
-        return f"{self.ensemble}/{self.write_quorum}/{self.ack_quorum}"
+        spares = "" if self.spares == 1 else f"+{self.spares}"
+        return f"{self.ensemble}/{self.write_quorum}/{self.ack_quorum}{spares}"
 
     @classmethod
     def parse(cls, text: str) -> WriterShape:
-        """``"3/2/2"`` (E/WQ/AQ)."""
+        """``"3/2/2"`` (E/WQ/AQ, one spare) or ``"4/2/2+2"`` (two spares)."""
         try:
-            ensemble, write_quorum, ack_quorum = (int(part) for part in text.split("/"))
+            quorums, _plus, spares = text.partition("+")
+            ensemble, write_quorum, ack_quorum = (int(part) for part in quorums.split("/"))
+            return cls(ensemble, write_quorum, ack_quorum, int(spares) if spares else 1)
         except ValueError as exc:
-            raise PlanError(f"a ledger shape is E/WQ/AQ, e.g. 3/2/2; got {text!r}") from exc
-        return cls(ensemble, write_quorum, ack_quorum)
+            raise PlanError(
+                f"a ledger shape is E/WQ/AQ[+SPARES], e.g. 3/2/2 or 4/2/2+2; got {text!r}"
+            ) from exc
 
     def writeset(self, entry: int) -> tuple[int, ...]:
         """The positions of the first ensemble that entry ``entry`` (BookKeeper's id) goes to."""

@@ -219,8 +219,17 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
         )
 
 
-def _payload(ledger_id: int, index: int) -> bytes:
-    return f"bkconform writer ledger {ledger_id} add {index}".encode()
+#: The largest payload a writer's add may carry (BookKeeper's default nettyMaxFrameSizeBytes
+#: is 5 MiB).
+MAX_ENTRY_BYTES = 4 * 1024 * 1024
+
+
+def _payload(ledger_id: int, index: int, size: int | None = None) -> bytes:
+    """The add's payload: a text naming the ledger and the add, padded to ``size`` bytes."""
+    text = f"bkconform writer ledger {ledger_id} add {index}".encode()
+    if size is None:
+        return text
+    return (text + b"." * size)[:size]
 
 
 async def _read_all(
@@ -272,15 +281,24 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         add_entry_timeout_s: int = 1,
         callbacks_timeout: float = 20.0,
         faults: FaultSet = FaultSet.EXTENDED,
+        client_properties: Mapping[str, str] | None = None,
+        entry_bytes: int | None = None,
     ) -> None:
         """``add_entry_timeout_s``: how soon a dropped add makes the client change its
         ensemble; ``callbacks_timeout``: how long the client may take to call back every add
-        (an ensemble change, then resends)."""
+        (an ensemble change, then resends); ``client_properties``: more of the client's
+        configuration, as ``ClientConfiguration.setProperty`` takes it (``throttle``: adds a
+        second; ``waitTimeoutOnBackpressureMs``...); ``entry_bytes``: each add's payload
+        (None: a short text naming the ledger and the add)."""
+        if entry_bytes is not None and not 1 <= entry_bytes <= MAX_ENTRY_BYTES:
+            raise PlanError(f"an entry has 1..{MAX_ENTRY_BYTES} bytes, not {entry_bytes}")
         self.shape = shape
         self.max_faults = max_faults
         self.add_entry_timeout_s = add_entry_timeout_s
         self.callbacks_timeout = callbacks_timeout
         self.faults = faults
+        self.client_properties = dict(sorted((client_properties or {}).items()))
+        self.entry_bytes = entry_bytes
 
     def layout(self) -> SessionLayout:
         return SessionLayout(
@@ -288,6 +306,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             add_entry_timeout_s=self.add_entry_timeout_s,
             records_adds=True,
             refusal_hint="older clients can be searched as the recovering reader (--role recovery)",
+            client_properties=tuple(self.client_properties.items()),
         )
 
     def config(self) -> ModelConfig:
@@ -299,10 +318,17 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             "shape": self.shape.key(),
             "add_entry_timeout_s": self.add_entry_timeout_s,
             "faults": self.faults.value,
+            **({"client_properties": self.client_properties} if self.client_properties else {}),
+            **({"entry_bytes": self.entry_bytes} if self.entry_bytes is not None else {}),
         }
 
     def describe(self) -> str:
-        return f"writing ({self.shape.describe()}, {self.shape.bookies} bookies, one spare)"
+        extra = [f"{key}={value}" for key, value in self.client_properties.items()]
+        if self.entry_bytes is not None:
+            extra.append(f"{self.entry_bytes}-byte entries")
+        more = "".join(f", {item}" for item in extra)
+        spares = "one spare" if self.shape.spares == 1 else f"{self.shape.spares} spares"
+        return f"writing ({self.shape.describe()}, {self.shape.bookies} bookies, {spares}{more})"
 
     @property
     def max_hold_s(self) -> float:
@@ -362,7 +388,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             for index in range(plan.entries):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
-                adds.add(index, _payload(ledger.ledger_id, index))
+                adds.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
             adds.wait(self.callbacks_timeout)
             try:
                 ledger.close()
@@ -458,6 +484,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
 __all__ = [
     "HOLD_FRACTION",
+    "MAX_ENTRY_BYTES",
     "FaultSet",
     "WriterRole",
     "smaller_writer_plans",

@@ -212,6 +212,15 @@ def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
     )
 
 
+#: An ensemble change of the model's writer: the failed bookies and the new ensemble (masks).
+ChangeKey = tuple[int, int]
+
+
+def _change_key(label: Label) -> ChangeKey:
+    detail = dict(label.detail)
+    return int(detail["failed"]), int(detail["ensemble"])
+
+
 class _Kind(enum.IntEnum):
     FRAME = 0
     FAILURE = 1
@@ -263,7 +272,7 @@ class _WriterReplay(ModelReplay):
         record: WriterRecord,
         cfg: ModelConfig,
         fates: Mapping[int, AddFate],
-        prescribed: Sequence[int] = (),
+        prescribed: Sequence[ChangeKey] = (),
     ) -> None:
         super().__init__(cfg)
         self.record = record
@@ -271,11 +280,11 @@ class _WriterReplay(ModelReplay):
         self.fates = fates
         #: An answer's pairing key -> its request's frame id.
         self.request_of: dict[object, int] = {}
-        #: The failed sets (bitmasks) of the first ensemble changes, if prescribed; at each
-        #: change the sets the model offered, and the one taken.
+        #: The first ensemble changes (failed set, new ensemble), if prescribed; at each
+        #: change the ones the model offered, and the one taken.
         self.prescribed = list(prescribed)
-        self.options: list[list[int]] = []
-        self.chosen: list[int] = []
+        self.options: list[list[ChangeKey]] = []
+        self.chosen: list[ChangeKey] = []
         self.ignored: set[int] = set()
         #: Requests sent again to a bookie that had them (their answers are ignored too).
         self.duplicates: set[tuple[str, int, object]] = set()
@@ -335,7 +344,9 @@ class _WriterReplay(ModelReplay):
         first (``partial_ensemble_changes``, as BookKeeper handles failures a change at a
         time); which one the client did shows only in what follows, so the change taken is
         the prescribed one (:func:`judge` tries the alternatives), else the spec's own: all
-        of them at once when possible, else the largest subset that can be replaced."""
+        of them at once when possible, else the largest subset that can be replaced. With more
+        than one spare the replacements are a choice too: first the new ensemble whose bookies
+        the ledger's metadata names together, if one does."""
         candidates = [
             t
             for t in successors(self.cfg, self.state)
@@ -343,16 +354,15 @@ class _WriterReplay(ModelReplay):
         ]
         if not candidates:
             return False
-        masks = sorted(
-            {int(dict(t.label.detail)["failed"]) for t in candidates},
-            key=lambda mask: (-mask.bit_count(), mask),
-        )
+        by_key = {_change_key(t.label): t for t in candidates}
+        named = {sum(1 << b for b in bookies) for _first, bookies in self.record.segments}
+        keys = sorted(by_key, key=lambda key: (-key[0].bit_count(), key[1] not in named, key))
         index = len(self.chosen)
         prescribed = self.prescribed[index] if index < len(self.prescribed) else None
-        mask = prescribed if prescribed in masks else masks[0]
-        self.options.append(masks)
-        self.chosen.append(mask)
-        transition = next(t for t in candidates if dict(t.label.detail)["failed"] == mask)
+        key = prescribed if prescribed in by_key else keys[0]
+        self.options.append(keys)
+        self.chosen.append(key)
+        transition = by_key[key]
         self.execution.apply_observed(transition, request=why)
         self.ensemble_changes += 1
         self.changed_at = at
@@ -779,16 +789,16 @@ def _stories(
     told += 1
     if first.verdict is not Verdict.DIVERGENCE or not options:
         return first, told
-    queue: deque[tuple[tuple[int, ...], list[list[int]], list[int]]] = deque(
+    queue: deque[tuple[tuple[ChangeKey, ...], list[list[ChangeKey]], list[ChangeKey]]] = deque(
         [((), options, chosen)]
     )
     while queue and told < MAX_STORIES:
         prefix, options, chosen = queue.popleft()
         for index in range(len(prefix), len(options)):
-            for mask in options[index]:
-                if mask == chosen[index] or told >= MAX_STORIES:
+            for key in options[index]:
+                if key == chosen[index] or told >= MAX_STORIES:
                     continue
-                alternative = (*chosen[:index], mask)
+                alternative = (*chosen[:index], key)
                 judgement, more, taken = _story(record, events, fates, alternative)
                 told += 1
                 if judgement.verdict is Verdict.CLEAN:
@@ -801,8 +811,8 @@ def _story(
     record: WriterRecord,
     events: Sequence[JavaEvent],
     fates: Mapping[int, AddFate],
-    prescribed: Sequence[int],
-) -> tuple[Judgement, list[list[int]], list[int]]:
+    prescribed: Sequence[ChangeKey],
+) -> tuple[Judgement, list[list[ChangeKey]], list[ChangeKey]]:
     cfg = writer_config(record.shape, record.entries)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
     replay = _WriterReplay(record, cfg, fates, prescribed)

@@ -22,6 +22,7 @@ from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_
 from conformance.javaclient.writer_role import (
     FaultSet,
     WriterRole,
+    _payload,
     smaller_writer_plans,
     writer_run_plans,
 )
@@ -167,3 +168,19 @@ def test_a_role_remembers_its_faults_for_replay() -> None:
     role = WriterRole(SHAPE, faults=FaultSet.REQUESTS)
     again = role_of_plan(WriterRunPlan(SHAPE, 2).to_json(), role.settings())
     assert isinstance(again, WriterRole) and again.faults is FaultSet.REQUESTS
+
+
+def test_a_writers_client_settings_and_entry_size_reach_the_client_and_are_remembered() -> None:
+    role = WriterRole(SHAPE, client_properties={"throttle": "1"}, entry_bytes=300_000)
+    assert ("throttle", "1") in role.layout().client_properties
+    assert "throttle=1" in role.describe() and "300000-byte entries" in role.describe()
+    again = role_of_plan(WriterRunPlan(SHAPE, 2).to_json(), role.settings())
+    assert isinstance(again, WriterRole)
+    assert again.client_properties == {"throttle": "1"} and again.entry_bytes == 300_000
+    plain = WriterRole(SHAPE)
+    assert plain.layout().client_properties == ()
+    assert "client_properties" not in plain.settings() and "entry_bytes" not in plain.settings()
+    with pytest.raises(PlanError, match="an entry has"):
+        WriterRole(SHAPE, entry_bytes=0)
+    assert len(_payload(7, 1, 300_000)) == 300_000
+    assert _payload(7, 1).startswith(b"bkconform writer ledger 7 add 1")

@@ -131,6 +131,13 @@ def test_plans_refuse_what_no_run_can_do() -> None:
         WriterShape(2, 3, 1)
     with pytest.raises(PlanError, match="E/WQ/AQ"):
         WriterShape.parse("3-2-2")
+    with pytest.raises(PlanError, match="spare bookies"):
+        WriterShape(4, 2, 2, spares=0)
+    assert WriterShape.parse("4/2/2+2") == WriterShape(4, 2, 2, spares=2)
+    assert (
+        WriterShape(4, 2, 2, spares=2).key() == "4/2/2+2" and WriterShape(3, 2, 2).key() == "3/2/2"
+    )
+    assert WriterShape(4, 2, 2, spares=2).bookies == 6
     with pytest.raises(PlanError, match="not a writer plan"):
         WriterRunPlan.from_json({"role": "recovery"})
     with pytest.raises(PlanError, match="at most 1 of 2"):
