@@ -197,6 +197,11 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         **({"unreachable": list(record.unreachable)} if record.unreachable else {}),
         "add_timeout_s": record.add_timeout_s,
         "timeout_check_s": record.timeout_check_s,
+        **(
+            {"client_reads": [[e, r] for e, r in sorted(record.client_reads.items())]}
+            if record.client_reads
+            else {}
+        ),
     }
 
 
@@ -224,6 +229,7 @@ def writer_record_from_json(
             unreachable=tuple(int(b) for b in data.get("unreachable", ())),
             add_timeout_s=float(data.get("add_timeout_s", add_timeout_s)),
             timeout_check_s=float(data.get("timeout_check_s", timeout_check_s)),
+            client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

@@ -15,6 +15,7 @@ the writer's follow the ledger's first ensemble), and every record keeps that ma
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -376,6 +377,7 @@ class SessionFaults:
         #: The model's bookie name -> (its proxy's name, its bookie id).
         self._bookies = {name: (proxy, proxies[proxy]) for proxy, name in names.items()}
         self._undo: dict[str, tuple[threading.Timer | None, Callable[[], None]]] = {}
+        self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
@@ -432,15 +434,19 @@ class SessionFaults:
         self._session.wait_routed()
 
     def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
-        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner."""
-        timer = threading.Timer(seconds, self._undo_now, args=(what,))
+        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner. Each fault
+        has its own undo: a plan may hold the metadata writes (or pause a bookie) twice, and
+        each hold is released (a shared key once leaked the first hold into the next run)."""
+        key = f"{what} #{next(self._counter)}"
+        timer = threading.Timer(seconds, self._undo_now, args=(key,))
         timer.daemon = True
         with self._lock:
-            self._undo[what] = (timer, undo)
+            self._undo[key] = (timer, undo)
         timer.start()
 
     def _at_close(self, what: str, undo: Callable[[], None]) -> None:
-        """Undo ``what`` when the run ends."""
+        """Undo ``what`` when the run ends (once, however many times it was done: a bookie
+        crashed twice starts again once)."""
         with self._lock:
             self._undo[what] = (None, undo)
 

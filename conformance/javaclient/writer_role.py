@@ -29,10 +29,11 @@ refuse, held ZooKeeper writes, session expiry). The model's danger plans come fr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -41,7 +42,7 @@ from adapters.bookkeeper.client import BookieClient
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient import BKError, JavaDigestType
-from adapters.javaclient.pipelined_adds import PipelinedAdds, code_name
+from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
 from adapters.zookeeper.metadata import LedgerState
 from conformance.javaclient.plans import (
     DROP,
@@ -217,6 +218,50 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
             delayed=delayed,
             delay_ms=plan.delay_ms if delayed else 0,
         )
+
+
+#: How long the client may take to read one entry back (its own timeouts and retries).
+CLIENT_READ_TIMEOUT_S = 15.0
+
+
+def _read_with_the_client(
+    session: ClientSession,
+    ledger_id: int,
+    outcomes: Sequence[AddOutcome],
+    entry_bytes: int | None,
+) -> dict[int, str]:
+    """Each acknowledged entry read back as a user would: the same Java client opens the closed
+    ledger (no recovery) and reads it by the metadata's ensembles. Entry -> ``OK``, ``wrong
+    data``, or the client's error."""
+    try:
+        reader = session.client.open_ledger(
+            ledger_id, JavaDigestType.CRC32, PASSWORD, recovery=False, timeout=CLIENT_READ_TIMEOUT_S
+        )
+    except BKError as exc:
+        failed = f"open failed: {type(exc).__name__}"
+        return {o.entry_id: failed for o in outcomes if o.acknowledged and o.entry_id is not None}
+    reads: dict[int, str] = {}
+    try:
+        for outcome in outcomes:
+            if not _acked(outcome):
+                continue
+            entry = outcome.entry_id
+            assert entry is not None
+            try:
+                (read,) = reader.read_entries(entry, entry, timeout=CLIENT_READ_TIMEOUT_S)
+            except BKError as exc:
+                reads[entry] = type(exc).__name__
+                continue
+            wanted = _payload(ledger_id, outcome.index, entry_bytes)
+            reads[entry] = "OK" if read.data == wanted else "wrong data"
+    finally:
+        with contextlib.suppress(BKError):
+            reader.close(timeout=CLIENT_READ_TIMEOUT_S)
+    return reads
+
+
+def _acked(outcome: AddOutcome) -> bool:
+    return outcome.acknowledged and outcome.entry_id is not None
 
 
 #: The largest payload a writer's add may carry (BookKeeper's default nettyMaxFrameSizeBytes
@@ -408,6 +453,12 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             ledger.ledger_id, plan.entries, addresses, session.options.request_timeout
         )
         frames, deliveries = session.frames_since(mark)
+        # After the frames are taken: the reads are the user's check, not the writer's steps.
+        client_reads = (
+            _read_with_the_client(session, ledger.ledger_id, outcomes, self.entry_bytes)
+            if closed is not None
+            else {}
+        )
         return WriterRecord(
             ledger_id=ledger.ledger_id,
             shape=shape,
@@ -424,6 +475,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             unreachable=unreachable,
             add_timeout_s=self.add_entry_timeout_s,
             timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
+            client_reads=client_reads,
         )
 
     def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
@@ -454,6 +506,11 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             for entry, bookies in sorted(record.stored.items())
         )
         lines.append(f"read back: {stored}")
+        if record.client_reads:
+            reads = "; ".join(
+                f"e{entry}: {read}" for entry, read in sorted(record.client_reads.items())
+            )
+            lines.append(f"read by the Java client: {reads}")
         return lines
 
     def tallies(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, Any]:

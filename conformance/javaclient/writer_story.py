@@ -117,6 +117,9 @@ class WriterRecord:
     #: requests (``timeoutMonitorIntervalSec``): together they say when an answer came too late.
     add_timeout_s: float = 1.0
     timeout_check_s: float = 1.0
+    #: Each acknowledged entry read back by the Java client from the closed ledger: ``OK``,
+    #: ``wrong data`` or the client's error (empty: not read, or recorded before reads were).
+    client_reads: Mapping[int, str] = field(default_factory=dict)
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:
@@ -722,10 +725,12 @@ class _WriterReplay(ModelReplay):
                             f"set ({names}) could not be reached"
                         )
                     continue
+                read = record.client_reads.get(entry)
                 self.execution.add_violation(
                     f"AllAckedEntriesAreReadable (on the real cluster): the Java client "
                     f"acknowledged e{entry}, and none of its write set in the metadata "
                     f"({names}, ensemble from e{first}) returns it"
+                    + ("" if read is None else f" (the Java client reading it back: {read})")
                 )
 
 

@@ -1,7 +1,7 @@
-"""The upstream reports' scenarios: their plans are valid writer plans, and a real 4.17.3 run
-of #3005's (recorded) is judged a violation with the report's interleaving reached; the same
-run with the held answer released before the change, or without the forged error, is not the
-report's interleaving."""
+"""The scenarios (upstream reports and hypotheses): their plans are valid writer plans; real
+4.17.3 runs of #3005's and of the throttle hypothesis (recorded) are judged violations with
+their interleavings reached; the same runs altered (the held answer released before the
+change, the stale add sent before the change completed) are not those interleavings."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.javaclient import REPORT_SCENARIOS
-from conformance.javaclient.reports import BK_3005, BK_4097, REPORTS, window_of
+from conformance.javaclient.reports import BK_3005, BK_4097, REPORTS, THROTTLE, window_of
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
@@ -20,10 +20,11 @@ from conformance.javaclient.writer_story import judge
 from conformance.verdict import Verdict
 
 RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.json"
+THROTTLED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-throttle.json"
 
 
-def _recorded() -> tuple[dict[str, Any], Example[Any, Any]]:
-    item = json.loads(RECORDED.read_text())
+def _recorded(path: Path = RECORDED) -> tuple[dict[str, Any], Example[Any, Any]]:
+    item = json.loads(path.read_text())
     # Read as the run's role reads it: its add timeout was the report's, 10 s.
     record = role_of_plan(item["plan"], item["role_settings"]).record_from_json(item["record"])
     plan = WriterRunPlan.from_json(item["plan"])
@@ -60,3 +61,25 @@ def test_without_the_held_write_or_with_the_answer_too_late_the_window_is_not_re
     (at, what) = example.faults[0]
     much_earlier = dataclasses.replace(example, faults=((at - 10.0, what),))
     assert not window_of(BK_3005, much_earlier).reached  # e0's answer came after the hold
+
+
+def test_the_recorded_throttle_run_acknowledges_an_entry_sent_to_the_replaced_bookie() -> None:
+    item, example = _recorded(THROTTLED)
+    assert item["role_settings"]["client_properties"] == {"throttle": "1"}
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.VIOLATION
+    (violation,) = judgement.outcome.violations
+    assert "acknowledged e3" in violation and "BKNoSuchEntry" in violation
+    # The judge also names the step the spec's writer cannot take: e3 to b2 after the change.
+    assert any("add e3" in d and "no such add" in d for d in judgement.frame_divergences)
+    window = window_of(THROTTLE, example)
+    assert window.reached, window.evidence
+    assert example.record.client_reads == {0: "OK", 1: "OK", 2: "OK", 3: "BKNoSuchEntry"}
+
+
+def test_a_stale_add_sent_before_the_change_completed_is_not_the_hypothesis() -> None:
+    _item, example = _recorded(THROTTLED)
+    (at, what) = example.faults[0]
+    # Had the held metadata write been released 10 s later, e3 went out during the change.
+    later = dataclasses.replace(example, faults=((at + 10.0, what),))
+    assert not window_of(THROTTLE, later).reached

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from adapters.javaclient import BookKeeperVersion
+from conformance.javaclient.plans import FaultEvent, FaultKind
 from conformance.javaclient.session import (
     ClientSession,
+    SessionFaults,
     SessionLayout,
     SessionOptions,
     SessionRefused,
@@ -58,3 +60,35 @@ def test_a_record_keeps_the_deliveries_of_its_own_frames_only() -> None:
 
 def test_proxies_are_named_by_the_roles_model_bookies() -> None:
     assert model_bookie_names({"p1": 2, "p2": 0}) == {"p1": "b3", "p2": "b1"}
+
+
+class _FakeZooKeeper:
+    def __init__(self) -> None:
+        self.rules: set[int] = set()
+        self._next = 0
+
+    def add_rule(self, match: object, action: object) -> int:
+        self._next += 1
+        self.rules.add(self._next)
+        return self._next
+
+    def remove_rule(self, rule: int) -> None:
+        self.rules.discard(rule)
+
+    def release_all(self) -> None:
+        pass
+
+
+def test_each_timed_fault_is_undone_even_when_a_plan_repeats_it() -> None:
+    # A generated plan held the metadata writes twice from the start, with the same duration:
+    # one shared undo released only the second hold, and the first held every later run's
+    # createLedger.
+    zookeeper = _FakeZooKeeper()
+    session: Any = SimpleNamespace(proxies={}, bookie_ids=[], zookeeper_proxy=zookeeper)
+    faults = SessionFaults(session, cluster=None, names={})  # type: ignore[arg-type]
+    hold = FaultEvent(FaultKind.HOLD_METADATA, None, None, 60_000)
+    faults.execute(hold)
+    faults.execute(hold)
+    assert len(zookeeper.rules) == 2
+    faults.close()
+    assert zookeeper.rules == set()
