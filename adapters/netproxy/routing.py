@@ -26,7 +26,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -197,6 +197,16 @@ class _Routing:
             return None
         return bytes(data), stat
 
+    def _of(self, bookies: Iterable[str] | None) -> list[str]:
+        """``bookies`` (default: every target); a bookie that is not a target is an error."""
+        if bookies is None:
+            return list(self.targets)
+        chosen = list(bookies)
+        unknown = sorted(set(chosen) - set(self.targets))
+        if unknown:
+            raise ValueError(f"not routed here: {unknown} (the targets: {sorted(self.targets)})")
+        return chosen
+
     def _wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
@@ -281,17 +291,22 @@ class ServiceInfoRewrite(_Routing):
 
         return apply
 
-    def routed(self) -> bool:
-        """True when every registration points at its proxy right now."""
-        for bookie_id in self.targets:
+    def routed(self, bookies: Iterable[str] | None = None) -> bool:
+        """True when every registration (of ``bookies``, default all) points at its proxy
+        right now."""
+        for bookie_id in self._of(bookies):
             current = self._get(self._path(bookie_id))
             if current is None or current[0] != self._desired(bookie_id, current[0]):
                 return False
         return True
 
-    def wait_routed(self, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Wait (bounded) until :meth:`routed`; :class:`ProxyTimeout` otherwise."""
-        self._wait_until(self.routed, timeout, "the service-info rewrite")
+    def wait_routed(
+        self, timeout: float = DEFAULT_TIMEOUT, bookies: Iterable[str] | None = None
+    ) -> None:
+        """Wait (bounded) until :meth:`routed`; :class:`ProxyTimeout` otherwise. ``bookies``:
+        only those (a bookie that is down has no registration to route)."""
+        wanted = self._of(bookies)
+        self._wait_until(lambda: self.routed(wanted), timeout, "the service-info rewrite")
 
     def close(self) -> None:
         """Stop watching and write each bookie's own endpoint back (where still rewritten)."""
@@ -378,16 +393,19 @@ class RegistrationReplace(_Routing):
 
         return remove
 
-    def routed(self) -> bool:
-        for bookie_id in self.targets:
+    def routed(self, bookies: Iterable[str] | None = None) -> bool:
+        for bookie_id in self._of(bookies):
             if self._get(available_path(self.ledgers_root, bookie_id)) is not None:
                 return False
             if self._get(available_path(self.ledgers_root, self.proxy_id(bookie_id))) is None:
                 return False
         return True
 
-    def wait_routed(self, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._wait_until(self.routed, timeout, "the registration replacement")
+    def wait_routed(
+        self, timeout: float = DEFAULT_TIMEOUT, bookies: Iterable[str] | None = None
+    ) -> None:
+        wanted = self._of(bookies)
+        self._wait_until(lambda: self.routed(wanted), timeout, "the registration replacement")
 
     def close(self) -> None:
         if self._stopped:

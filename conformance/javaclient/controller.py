@@ -128,8 +128,10 @@ class ScheduleController:
         self.errors: list[str] = []
         #: The plan's fault events whose frame never came (so they never took effect).
         self.untriggered: list[str] = []
-        #: ``(when, what)`` of each fault carried out (``time.monotonic()``).
+        #: ``(when, what)`` of each fault carried out (``time.monotonic()``, when it was done).
         self.faults: list[tuple[float, str]] = []
+        #: ``(when it was done, the event)`` of each fault carried out, as plan data.
+        self.events_done: list[tuple[float, FaultEvent]] = []
         self._seen: set[FrameKey] = set()
         self._decided: set[int] = set()
         self._holding: dict[int, _Held] = {}
@@ -204,7 +206,9 @@ class ScheduleController:
             except Exception as exc:
                 self.errors.append(f"fault {event.describe()} failed: {exc!r}")
             else:
-                self.faults.append((time.monotonic(), what))
+                finished = time.monotonic()
+                self.faults.append((finished, what))
+                self.events_done.append((finished, event))
             finally:
                 done.set()
 

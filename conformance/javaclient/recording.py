@@ -202,6 +202,7 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             if record.client_reads
             else {}
         ),
+        **({"wiped": [[b, at] for b, at in sorted(record.wiped.items())]} if record.wiped else {}),
     }
 
 
@@ -230,6 +231,7 @@ def writer_record_from_json(
             add_timeout_s=float(data.get("add_timeout_s", add_timeout_s)),
             timeout_check_s=float(data.get("timeout_check_s", timeout_check_s)),
             client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
+            wiped={int(b): float(at) for b, at in data.get("wiped", ())},
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

@@ -383,6 +383,9 @@ def _finish(
         extra={
             "java_search": stats,
             "finding_plan": shrunk.plan.to_json(),
+            # The shrunk finding's faults as carried out (when, what), as a scenario records
+            # them.
+            "faults": [[at, what] for at, what in shrunk.faults],
             **role.finding_facts(judgement),
         },
         story=FINDING,

@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,11 @@ INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
     CoverageError,
     RunUndecided,
 )
+
+
+#: How long a restarted bookie may take to register again (its JVM starts and replays its
+#: journal: two bookies restarting together on a busy 2-core machine took more than 10 s).
+ROUTED_AFTER_RESTART_S = 45.0
 
 
 @dataclass(frozen=True)
@@ -344,11 +349,16 @@ class ClientSession:
         """The session's coverage so far (None: not measured)."""
         return self._coverage
 
-    def wait_routed(self) -> None:
-        """Wait (bounded) until every bookie is routed through its proxy again: a restarted
-        bookie registers its own address, which the routing rewrites."""
+    def wait_routed(self, down: Collection[str] = ()) -> None:
+        """Wait (bounded: :data:`ROUTED_AFTER_RESTART_S`) until every bookie but those
+        ``down`` (ids of bookies a plan crashed: they have no registration) is routed through
+        its proxy again: a restarted bookie registers its own address, which the routing
+        rewrites."""
         if self._routing is not None:
-            self._routing.wait_routed(self.options.request_timeout)
+            up = [bookie_id for bookie_id in self.bookie_ids if bookie_id not in down]
+            self._routing.wait_routed(
+                max(self.options.request_timeout, ROUTED_AFTER_RESTART_S), bookies=up
+            )
 
     def faults(self, names: Mapping[str, str]) -> SessionFaults:
         """The executor of a run's faults, its bookies named by ``names`` (proxy -> name)."""
@@ -378,6 +388,8 @@ class SessionFaults:
         self._bookies = {name: (proxy, proxies[proxy]) for proxy, name in names.items()}
         self._undo: dict[str, tuple[threading.Timer | None, Callable[[], None]]] = {}
         self._counter = itertools.count(1)
+        #: The ids of the bookies crashed and not started again.
+        self._down: set[str] = set()
         self._lock = threading.Lock()
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
@@ -393,6 +405,7 @@ class SessionFaults:
         if kind is FaultKind.CRASH:
             assert node is not None
             self._cluster.crash(node)
+            self._down.add(node.id)
             # Down for the rest of the run; the next run of the session starts it again.
             self._at_close(what, lambda: self._restart(node))
         elif kind is FaultKind.PAUSE:
@@ -407,7 +420,7 @@ class SessionFaults:
             assert node is not None
             self._cluster.crash(node)
             self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
-            self._session.wait_routed()
+            self._session.wait_routed(self._down)
         elif kind is FaultKind.RESET:
             assert proxy is not None
             proxy.reset_connections()
@@ -429,9 +442,11 @@ class SessionFaults:
 
     def _restart(self, node: Node) -> None:
         self._cluster.restart(node)
+        self._down.discard(node.id)
         # Until the routing is back, the client could resolve the bookie's own address and
-        # go round its proxy.
-        self._session.wait_routed()
+        # go round its proxy. A bookie still down (crashed, restarted at the run's end) has
+        # nothing to route: waiting for it failed every run that crashed two bookies.
+        self._session.wait_routed(self._down)
 
     def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
         """Undo ``what`` after ``seconds``, or when the run ends if that is sooner. Each fault

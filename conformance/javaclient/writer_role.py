@@ -429,7 +429,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         adds = PipelinedAdds(ledger, plan.entries)
         closed_at: float | None = None
         close_error: str | None = None
-        with arrange(ledger.ledger_id, model_bookie_names(bookie_of_proxy)):
+        with arrange(ledger.ledger_id, model_bookie_names(bookie_of_proxy)) as controller:
             for index in range(plan.entries):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
@@ -453,6 +453,14 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             ledger.ledger_id, plan.entries, addresses, session.options.request_timeout
         )
         frames, deliveries = session.frames_since(mark)
+        # The bookies the plan wiped (restarted without their data), by model index, with when
+        # the restart was done: what they held before is lost by design, not by the client.
+        index_of_name = {f"b{i + 1}": i for i in range(shape.bookies)}
+        wiped = {
+            index_of_name[event.bookie]: done
+            for done, event in getattr(controller, "events_done", ())
+            if event.kind is FaultKind.RESTART_EMPTY and event.bookie in index_of_name
+        }
         # After the frames are taken: the reads are the user's check, not the writer's steps.
         client_reads = (
             _read_with_the_client(session, ledger.ledger_id, outcomes, self.entry_bytes)
@@ -476,6 +484,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             add_timeout_s=self.add_entry_timeout_s,
             timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
             client_reads=client_reads,
+            wiped=wiped,
         )
 
     def record_from_json(self, data: dict[str, Any]) -> WriterRecord:

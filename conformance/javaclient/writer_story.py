@@ -120,6 +120,9 @@ class WriterRecord:
     #: Each acknowledged entry read back by the Java client from the closed ledger: ``OK``,
     #: ``wrong data`` or the client's error (empty: not read, or recorded before reads were).
     client_reads: Mapping[int, str] = field(default_factory=dict)
+    #: Model bookie -> when the plan wiped it (restarted it without its data): the copies it
+    #: held then are lost by the plan, not by the client.
+    wiped: Mapping[int, float] = field(default_factory=dict)
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:
@@ -295,7 +298,9 @@ class _WriterReplay(ModelReplay):
         self.expected: dict[tuple[int, int], int] = {}
         self.ensemble_changes = 0
         self.changed_at = 0.0
+        #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
+        self.all_events: Sequence[JavaEvent] = ()
 
     def taken(self, label: Label) -> None:
         """The adds the model's writer just sent: each must show as one frame at a proxy
@@ -699,6 +704,25 @@ class _WriterReplay(ModelReplay):
     def _real_segments(self) -> list[tuple[int, tuple[int, ...]]]:
         return [(first, tuple(bookies)) for first, bookies in self.record.segments]
 
+    def _wiped_copies(self, entry: int, holders: set[int]) -> set[int]:
+        """The bookies of ``holders`` (the entry's write set in the metadata) its add reached
+        before the plan wiped them; the empty set unless the add reached some holder and every
+        holder it reached was wiped afterwards. A write set the add never reached (the
+        metadata names bookies that never got it) leaves the loss to the client."""
+        reached = {
+            event.bookie: event.at
+            for event in self.all_events
+            if event.phase is Phase.ANSWERED
+            and event.kind is FrameKind.ADD
+            and event.entry_id == entry
+            and event.bookie in holders
+        }
+        if not reached:
+            return set()
+        wiped = self.record.wiped
+        erased = {b for b, at in reached.items() if b in wiped and wiped[b] >= at}
+        return erased if erased == set(reached) else set()
+
     def check_readable(self) -> None:
         """Every acknowledged entry is returned by a bookie of its write set in the metadata."""
         record = self.record
@@ -715,6 +739,16 @@ class _WriterReplay(ModelReplay):
             holders = {positions[(entry + i) % size] for i in range(record.shape.write_quorum)}
             if not holders & set(record.stored.get(entry, ())):
                 names = ", ".join(bookie_name(b) for b in sorted(holders))
+                erased = self._wiped_copies(entry, holders)
+                if erased:
+                    # Data loss by design: every copy its write set had was on a bookie the
+                    # plan wiped afterwards (with AQ=1 one wipe loses an entry).
+                    self.notes.append(
+                        f"e{entry} is on no bookie of its write set ({names}): "
+                        f"{', '.join(bookie_name(b) for b in sorted(erased))} held it and was "
+                        "wiped by the plan afterwards (data loss by design, not the client's)"
+                    )
+                    continue
                 down = holders & set(record.unreachable)
                 if down:
                     # Not readable now, but the bookie that may hold it is down, not wrong.
@@ -821,6 +855,7 @@ def _story(
     cfg = writer_config(record.shape, record.entries)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
     replay = _WriterReplay(record, cfg, fates, prescribed)
+    replay.all_events = events
     replay.note_timeouts(events)
     try:
         replay.take(

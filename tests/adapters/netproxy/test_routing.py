@@ -170,6 +170,15 @@ def test_service_info_rewrite_survives_reregistration(
         assert asyncio.run(add_through(address.host, address.port)) is StatusCode.EOK
         assert proxy.frames(FrameMatch.request(Operation.ADD_ENTRY))
 
+        # A bookie that is down (its registration gone) is not routed, and a wait for the
+        # others leaves it out; a bookie the routing does not know is an error.
+        zk.delete(available_path(ROOT, bookie_id))
+        others = [b for b in proxies if b != bookie_id]
+        assert not routing.routed() and routing.routed(others)
+        routing.wait_routed(1, bookies=others)
+        with pytest.raises(ValueError, match="not routed here"):
+            routing.routed(["nobody:1"])
+
         session = reregister(cluster, bookie_id, originals[bookie_id])
         try:
             routing.wait_routed(5)

@@ -194,3 +194,22 @@ def test_the_clients_timeout_check_interval_is_its_configurations() -> None:
     assert timeout_check_interval_s(1) == 1
     assert timeout_check_interval_s(10, 5) == 1
     assert timeout_check_interval_s(60, 60) == 1
+
+
+WIPED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-wiped-aq1.json"
+
+
+def test_an_entry_lost_with_the_one_bookie_a_plan_wiped_is_no_violation() -> None:
+    # E=2 WQ=AQ=1: b2 acknowledged e1, then the plan restarted b2 without its data. The entry
+    # is gone by design (one copy, wiped); the client lost nothing.
+    item = json.loads(WIPED.read_text())
+    record = role_of_plan(item["plan"], item["role_settings"]).record_from_json(item["record"])
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome
+    assert "wiped by the plan afterwards" in (judgement.outcome.note or "")
+    # Had the wipe come before e1 reached b2, the loss would be the client's.
+    (first_add,) = [f.at for f in record.frames if f.info.entry_id == 1][:1]
+    early = dataclasses.replace(record, wiped={1: first_add - 1.0})
+    assert judge(early).verdict is Verdict.VIOLATION
+    # And without the wipe known, it is a violation too.
+    assert judge(dataclasses.replace(record, wiped={})).verdict is Verdict.VIOLATION

@@ -21,6 +21,7 @@ from conformance.verdict import Verdict
 
 RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.json"
 THROTTLED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-throttle.json"
+BK4097 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4097.json"
 
 
 def _recorded(path: Path = RECORDED) -> tuple[dict[str, Any], Example[Any, Any]]:
@@ -83,3 +84,23 @@ def test_a_stale_add_sent_before_the_change_completed_is_not_the_hypothesis() ->
     # Had the held metadata write been released 10 s later, e3 went out during the change.
     later = dataclasses.replace(example, faults=((at + 10.0, what),))
     assert not window_of(THROTTLE, later).reached
+
+
+def test_the_recorded_4097_run_leaves_an_acknowledged_entry_on_bookies_the_metadata_drops() -> None:
+    item, example = _recorded(BK4097)
+    assert item["role_settings"]["shape"] == "4/2/2+2"
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.VIOLATION
+    (violation,) = judgement.outcome.violations
+    assert "acknowledged e2" in violation and "BKNoSuchEntry" in violation
+    window = window_of(BK_4097, example)
+    assert window.reached, window.evidence
+    # The change replaced the first ensemble in place (from e0): no second segment, two
+    # bookies brought in.
+    assert len(example.record.segments) == 1
+    assert any("2 bookie(s) brought in" in line for line in window.evidence)
+    # Without b3's crash (the first change's trigger) the window is not the report's.
+    no_crash = dataclasses.replace(
+        example, faults=tuple(f for f in example.faults if not f[1].startswith("crash b3"))
+    )
+    assert not window_of(BK_4097, no_crash).reached
