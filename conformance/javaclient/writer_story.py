@@ -724,7 +724,9 @@ class _WriterReplay(ModelReplay):
         return erased if erased == set(reached) else set()
 
     def check_readable(self) -> None:
-        """Every acknowledged entry is returned by a bookie of its write set in the metadata."""
+        """Every acknowledged entry is returned by a bookie of its write set in the metadata
+        (``AllAckedEntriesAreReadable``), and by AQ of them (``AllCommittedEntriesReachAck
+        Quorum``: fewer is an entry acknowledged as durable that is not, on the cluster)."""
         record = self.record
         if not record.segments:
             return
@@ -737,35 +739,77 @@ class _WriterReplay(ModelReplay):
             )
             size = len(positions)
             holders = {positions[(entry + i) % size] for i in range(record.shape.write_quorum)}
-            if not holders & set(record.stored.get(entry, ())):
-                names = ", ".join(bookie_name(b) for b in sorted(holders))
-                erased = self._wiped_copies(entry, holders)
-                if erased:
-                    # Data loss by design: every copy its write set had was on a bookie the
-                    # plan wiped afterwards (with AQ=1 one wipe loses an entry).
-                    self.notes.append(
-                        f"e{entry} is on no bookie of its write set ({names}): "
-                        f"{', '.join(bookie_name(b) for b in sorted(erased))} held it and was "
-                        "wiped by the plan afterwards (data loss by design, not the client's)"
-                    )
-                    continue
-                down = holders & set(record.unreachable)
-                if down:
-                    # Not readable now, but the bookie that may hold it is down, not wrong.
-                    if self.execution.error is None:
-                        self.execution.error = (
-                            f"e{entry} could not be read back: "
-                            f"{', '.join(bookie_name(b) for b in sorted(down))} of its write "
-                            f"set ({names}) could not be reached"
-                        )
-                    continue
-                read = record.client_reads.get(entry)
-                self.execution.add_violation(
-                    f"AllAckedEntriesAreReadable (on the real cluster): the Java client "
-                    f"acknowledged e{entry}, and none of its write set in the metadata "
-                    f"({names}, ensemble from e{first}) returns it"
-                    + ("" if read is None else f" (the Java client reading it back: {read})")
+            copies = holders & set(record.stored.get(entry, ()))
+            if copies:
+                self._check_ack_quorum(entry, first, holders, copies)
+                continue
+            names = ", ".join(bookie_name(b) for b in sorted(holders))
+            erased = self._wiped_copies(entry, holders)
+            if erased:
+                # Data loss by design: every copy its write set had was on a bookie the
+                # plan wiped afterwards (with AQ=1 one wipe loses an entry).
+                self.notes.append(
+                    f"e{entry} is on no bookie of its write set ({names}): "
+                    f"{', '.join(bookie_name(b) for b in sorted(erased))} held it and was "
+                    "wiped by the plan afterwards (data loss by design, not the client's)"
                 )
+                continue
+            down = holders & set(record.unreachable)
+            if down:
+                # Not readable now, but the bookie that may hold it is down, not wrong.
+                if self.execution.error is None:
+                    self.execution.error = (
+                        f"e{entry} could not be read back: "
+                        f"{', '.join(bookie_name(b) for b in sorted(down))} of its write "
+                        f"set ({names}) could not be reached"
+                    )
+                continue
+            read = record.client_reads.get(entry)
+            self.execution.add_violation(
+                f"AllAckedEntriesAreReadable (on the real cluster): the Java client "
+                f"acknowledged e{entry}, and none of its write set in the metadata "
+                f"({names}, ensemble from e{first}) returns it"
+                + ("" if read is None else f" (the Java client reading it back: {read})")
+            )
+
+    def _check_ack_quorum(
+        self, entry: int, first: int, holders: set[int], copies: set[int]
+    ) -> None:
+        """An acknowledged entry has at least AQ copies in its write set in the metadata. A
+        write set bookie the plan wiped, or one that could not be read back, may explain a
+        missing copy: a note, or undecided, not a violation."""
+        record = self.record
+        quorum = record.shape.ack_quorum
+        if len(copies) >= quorum:
+            return
+        names = ", ".join(bookie_name(b) for b in sorted(holders))
+        having = ", ".join(bookie_name(b) for b in sorted(copies))
+        wiped = holders & set(record.wiped)
+        if wiped:
+            self.notes.append(
+                f"e{entry} has {len(copies)} of AQ={quorum} copies in its write set ({names}): "
+                f"{', '.join(bookie_name(b) for b in sorted(wiped))} was wiped by the plan"
+            )
+            return
+        down = holders & set(record.unreachable)
+        if down:
+            if self.execution.error is None:
+                self.execution.error = (
+                    f"e{entry}'s copies could not all be read back: "
+                    f"{', '.join(bookie_name(b) for b in sorted(down))} could not be reached"
+                )
+            return
+        elsewhere = set(record.stored.get(entry, ())) - holders
+        outside = (
+            f"; {', '.join(bookie_name(b) for b in sorted(elsewhere))}, outside it, has it"
+            if elsewhere
+            else ""
+        )
+        self.execution.add_violation(
+            f"AllCommittedEntriesReachAckQuorum (on the real cluster): the Java client "
+            f"acknowledged e{entry} (AQ={quorum}), and only {having} of its write set in the "
+            f"metadata ({names}, ensemble from e{first}) has it{outside}"
+        )
 
 
 def _positions(cfg: ModelConfig, ensemble: int, order: tuple[int, ...]) -> tuple[int, ...]:

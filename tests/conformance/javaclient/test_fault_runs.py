@@ -213,3 +213,28 @@ def test_an_entry_lost_with_the_one_bookie_a_plan_wiped_is_no_violation() -> Non
     assert judge(early).verdict is Verdict.VIOLATION
     # And without the wipe known, it is a violation too.
     assert judge(dataclasses.replace(record, wiped={})).verdict is Verdict.VIOLATION
+
+
+UNDER_REPLICATED = (
+    Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-search-4-2-2-ack-quorum.json"
+)
+
+
+def test_an_entry_acknowledged_with_one_copy_in_its_write_set_breaks_the_ack_quorum() -> None:
+    # Found by the 4/2/2 search: a forged EIO on e2 at b3 starts a change from e0 (nothing
+    # confirmed yet) that puts b5 in b3's place; e1, acknowledged by b2 and b3, has one copy in
+    # its new write set (b2, b5). Readable, but acknowledged as durable (AQ=2) and not.
+    item = json.loads(UNDER_REPLICATED.read_text())
+    record = role_of_plan(item["plan"], item["role_settings"]).record_from_json(item["record"])
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.VIOLATION
+    (violation,) = judgement.outcome.violations
+    assert violation.startswith("AllCommittedEntriesReachAckQuorum") and "e1 (AQ=2)" in violation
+    assert any("acknowledged e1 to its caller" in d for d in judgement.outcome.divergences)
+    # Had b5 got e1 too, both copies would be in the write set: no violation.
+    stored = {**record.stored, 1: (*record.stored[1], 4)}
+    fixed = judge(dataclasses.replace(record, stored=stored))
+    assert not any(v.startswith("AllCommitted") for v in fixed.outcome.violations)
+    # A wipe of a write-set bookie may explain a missing copy: a note, not a violation.
+    wiped = judge(dataclasses.replace(record, wiped={4: record.frames[-1].at}))
+    assert not wiped.outcome.violations
