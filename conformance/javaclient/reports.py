@@ -323,36 +323,44 @@ THROTTLE = ClientScenario(
 # #4651 -------------------------------------------------------------------------------------
 
 _SHAPE_4651 = WriterShape(2, 2, 1, spares=2)
-#: Large enough that a stalled connection's socket buffers fill and netty's channel becomes
-#: unwritable (its high-water mark is 512 KiB) within the first adds.
-_ENTRY_BYTES_4651 = 1024 * 1024
-_STALL_4651_MS = 1500
+#: Large enough that a stalled connection's socket buffers fill (on localhost the kernel
+#: takes several MiB: 3 MiB entries did not fill them) and netty's channel becomes unwritable
+#: (its high-water mark is 512 KiB) within the first adds.
+_ENTRY_BYTES_4651 = 3 * 1024 * 1024
+_STALL_4651_MS = 4000
 
 
 def _check_4651(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
-    """Reached when the client got an acknowledgement of an entry from a bookie that the
-    ledger's metadata does not name for that entry (the report: entries written to [BK1, BK2],
-    ZooKeeper recording [BK3, BK4] for them)."""
+    """Reached when the client acknowledged an entry on the strength of answers from bookies
+    the ledger's metadata does not name for it: such an answer came before the callback, and
+    none from a bookie the metadata names (the report: entries written to [BK1, BK2], their
+    callbacks sent, ZooKeeper recording [BK3, BK4] for them)."""
     log = _Log(example, role)
     record = example.record
-    evidence = [line for _at, line in filter(None, (log.fault("stall b1"), log.fault("stall b2")))]
-    segments = record.segments
-    evidence.append(
-        "metadata: "
-        + "; ".join(
-            f"from e{first}: {','.join(f'b{b + 1}' for b in bookies)}"
-            for first, bookies in segments
-        )
+    stalls = (log.fault("stall b1"), log.fault("stall b2"))
+    evidence = [line for step in stalls if step is not None for _at, line in [step]]
+    described = (
+        f"from e{first}: {','.join(f'b{b + 1}' for b in bs)}" for first, bs in record.segments
     )
+    evidence.append("metadata: " + "; ".join(described))
     reached = False
-    for entry in range(record.entries):
-        named = _holders(segments, entry, record.shape.write_quorum)
-        for bookie in ("b1", "b2"):
-            answer = log.delivered_answer(bookie, entry)
-            index = int(bookie[1:]) - 1
-            if answer is not None and index not in named:
-                evidence.append(answer[1] + " (a bookie the metadata does not name for it)")
-                reached = True
+    for outcome in record.outcomes:
+        if not outcome.acknowledged or outcome.entry_id is None or outcome.at is None:
+            continue
+        entry = outcome.entry_id
+        named = _holders(record.segments, entry, record.shape.write_quorum)
+        answers = {
+            bookie: log.delivered_answer(f"b{bookie + 1}", entry)
+            for bookie in range(record.shape.bookies)
+        }
+        before = {b: a for b, a in answers.items() if a is not None and a[0] <= outcome.at}
+        if before and not set(before) & named:
+            reached = True
+            evidence.extend(line for _at, line in before.values())
+            evidence.append(
+                f"{outcome.at:.3f} callback: {outcome.describe()} (no answer yet from "
+                f"{', '.join(f'b{b + 1}' for b in sorted(named))}, its write set in the metadata)"
+            )
     return Window(reached, tuple(evidence))
 
 
@@ -370,15 +378,16 @@ BK_4651 = ClientScenario(
     "apache/bookkeeper#4651",
     "ZooKeeper records the new bookies for entries written to the old ones",
     "E=2 WQ=2 AQ=1, waitTimeoutOnBackpressureMs=0 (fail an add at once on an unwritable "
-    "channel), 1 MiB entries. The client's connections to b1 and b2 stall: e0 and e1 are on "
-    "their way to both, e2 fails at once (the channels are not writable), so the client "
+    "channel), 3 MiB entries. The client's connections to b1 and b2 stall: the first entries "
+    "are on their way to both, a later one fails at once (the channels are not writable), so "
+    "the client "
     "changes its ensemble from LAC+1 = e0 to b3,b4; then e0 and e1 succeed on b1 and b2 and "
     "complete while the change's callback waits. The entries are on b1,b2; the metadata names "
     "b3,b4 for them. (A narrow race: the report's own words.)",
     _SHAPE_4651,
     WriterRunPlan(
         _SHAPE_4651,
-        3,
+        8,
         FrameSchedule(
             events=(
                 FaultEvent(FaultKind.STALL, None, "b1", _STALL_4651_MS),
