@@ -228,6 +228,39 @@ MUTATIONS = (
         ("tests/conformance/javaclient/test_search.py",),
         "a Java client schedule that was not applied is judged as if it had been",
     ),
+    # The writer's judge under the extended faults (issue 29).
+    Mutation(
+        "late-answers-on-time",
+        "conformance/javaclient/writer_story.py",
+        "        if answer_delay > first_cut and request_delay < last_cut:\n",
+        "        if False:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an answer after the client's add timeout is never read as the spec's lost answer",
+    ),
+    Mutation(
+        "wiped-copies-always-excused",
+        "conformance/javaclient/writer_story.py",
+        "        return erased if erased == set(reached) else set()\n",
+        "        return set(reached) or holders\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an entry the write set never got is excused as if a wipe had lost it",
+    ),
+    Mutation(
+        "ack-quorum-never-checked",
+        "conformance/javaclient/writer_story.py",
+        "        if len(copies) >= quorum:\n",
+        "        if True:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an acknowledged entry with fewer than AQ copies in its write set passes",
+    ),
+    Mutation(
+        "client-reads-forgotten",
+        "conformance/javaclient/recording.py",
+        '            client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},\n',
+        "",
+        ("tests/conformance/javaclient/test_reports.py",),
+        "a recorded run loses the client's own reads (the violation no longer quotes them)",
+    ),
     # The Java client under search (issue 15).
     Mutation(
         "java-search-nothing-ran-clean",
