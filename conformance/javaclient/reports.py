@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.netproxy import FrameRecord
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.observed import FORGED
 from conformance.javaclient.plans import (
@@ -108,23 +109,19 @@ class _Log:
         return None
 
     def forged_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
-        for frame in self.record.frames:
-            if (
-                self.names.get(frame.proxy) == bookie
-                and frame.decision == FORGED
-                and frame.info.entry_id == entry
-            ):
-                return frame.at, f"{frame.at:.3f} [{bookie}] {frame.describe()}"
-        return None
+        """When the harness answered ``bookie``'s add of ``entry`` with a forged error."""
+        return self._first(bookie, entry, lambda frame: frame.decision == FORGED)
 
     def request(self, bookie: str, entry: int) -> tuple[float, str] | None:
         """When the client's first add of ``entry`` to ``bookie`` reached its proxy."""
+        return self._first(bookie, entry, lambda frame: frame.info.direction.value == "request")
+
+    def _first(
+        self, bookie: str, entry: int, wanted: Callable[[FrameRecord], bool]
+    ) -> tuple[float, str] | None:
         for frame in self.record.frames:
-            if (
-                self.names.get(frame.proxy) == bookie
-                and frame.info.direction.value == "request"
-                and frame.info.entry_id == entry
-            ):
+            mine = self.names.get(frame.proxy) == bookie and frame.info.entry_id == entry
+            if mine and wanted(frame):
                 return frame.at, f"{frame.at:.3f} [{bookie}] {frame.describe()}"
         return None
 

@@ -754,15 +754,8 @@ class _WriterReplay(ModelReplay):
                     "wiped by the plan afterwards (data loss by design, not the client's)"
                 )
                 continue
-            down = holders & set(record.unreachable)
-            if down:
+            if self._unreachable(entry, holders):
                 # Not readable now, but the bookie that may hold it is down, not wrong.
-                if self.execution.error is None:
-                    self.execution.error = (
-                        f"e{entry} could not be read back: "
-                        f"{', '.join(bookie_name(b) for b in sorted(down))} of its write "
-                        f"set ({names}) could not be reached"
-                    )
                 continue
             read = record.client_reads.get(entry)
             self.execution.add_violation(
@@ -771,6 +764,18 @@ class _WriterReplay(ModelReplay):
                 f"({names}, ensemble from e{first}) returns it"
                 + ("" if read is None else f" (the Java client reading it back: {read})")
             )
+
+    def _unreachable(self, entry: int, holders: set[int]) -> bool:
+        """Whether a bookie of ``entry``'s write set could not be read back (down after a
+        crash the plan made): what it holds is unknown, and the run undecided."""
+        down = holders & set(self.record.unreachable)
+        if down and self.execution.error is None:
+            self.execution.error = (
+                f"e{entry} could not be read back: "
+                f"{', '.join(bookie_name(b) for b in sorted(down))} of its write set "
+                f"({', '.join(bookie_name(b) for b in sorted(holders))}) could not be reached"
+            )
+        return bool(down)
 
     def _check_ack_quorum(
         self, entry: int, first: int, holders: set[int], copies: set[int]
@@ -791,13 +796,7 @@ class _WriterReplay(ModelReplay):
                 f"{', '.join(bookie_name(b) for b in sorted(wiped))} was wiped by the plan"
             )
             return
-        down = holders & set(record.unreachable)
-        if down:
-            if self.execution.error is None:
-                self.execution.error = (
-                    f"e{entry}'s copies could not all be read back: "
-                    f"{', '.join(bookie_name(b) for b in sorted(down))} could not be reached"
-                )
+        if self._unreachable(entry, holders):
             return
         elsewhere = set(record.stored.get(entry, ())) - holders
         outside = (
