@@ -77,6 +77,42 @@ def test_a_forged_fenced_answer_fails_the_handle(session: Any) -> None:
     assert any("LedgerFenced" in line for line in _callbacks(example)), _callbacks(example)
 
 
+@pytest.mark.parametrize(
+    ("status", "replaced", "callback"),
+    [
+        ("ETOOMANYREQUESTS", True, "OK"),
+        ("ENOLEDGER", True, "OK"),
+        ("EUA", False, "UnauthorizedAccess"),
+    ],
+)
+def test_each_forged_status_makes_the_client_change_its_ensemble_or_fail(
+    session: Any, status: str, replaced: bool, callback: str
+) -> None:
+    example = _run(session, FrameSchedule({B2_ANSWER_E0: forge(status)}))
+    assert _b2_replaced(example) is replaced, (status, example.record.segments)
+    assert callback in _callbacks(example)[0], (status, _callbacks(example))
+
+
+def test_a_restart_keeps_what_the_bookie_stored(session: Any) -> None:
+    # b2 is killed and started again (its data kept) when its answer to e0 leaves it: e0 is
+    # acknowledged and b2 still returns it afterwards.
+    restart = FaultEvent(FaultKind.RESTART, B2_ANSWER_E0, "b2")
+    example = _run(session, FrameSchedule(events=(restart,)))
+    assert _callbacks(example)[0] == "add 0 (e0): OK"
+    assert 1 in example.record.stored[0], example.record.stored
+
+
+def test_a_pause_at_a_frame_times_the_bookies_adds_out(session: Any) -> None:
+    # b2 stops as e1 reaches it, for 3 s (the add timeout is 1 s): the client replaces it,
+    # and b2's late answers are ignored.
+    pause = FaultEvent(FaultKind.PAUSE, add_key("b2", 1), "b2", 3000)
+    example = _run(session, FrameSchedule(events=(pause,)))
+    assert any(1 not in bookies for _first, bookies in example.record.segments), (
+        example.record.segments
+    )
+    assert example.judgement is not None and example.judgement.ensemble_changes >= 1
+
+
 def test_an_answer_held_past_the_add_timeout_arrives_after_the_ensemble_change(
     session: Any,
 ) -> None:
