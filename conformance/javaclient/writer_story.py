@@ -291,7 +291,6 @@ class _WriterReplay(ModelReplay):
         self.prescribed = list(prescribed)
         self.options: list[list[ChangeKey]] = []
         self.chosen: list[ChangeKey] = []
-        self.ignored: set[int] = set()
         #: Requests sent again to a bookie that had them (their answers are ignored too).
         self.duplicates: set[tuple[str, int, object]] = set()
         #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
@@ -343,6 +342,32 @@ class _WriterReplay(ModelReplay):
             if not frames or self._fate(frames[0]) is AddFate.REQUEST_TIMED_OUT:
                 lost.add(bookie_name(b))
         return lost
+
+    def _change_the_metadata_shows(self, frame: str, at: float) -> bool:
+        """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
+        of the ledger's ensembles in the metadata, if the model's writer can: True if taken."""
+        named = {
+            (translation.spec_entry_id(first), sum(1 << b for b in bookies))
+            for first, bookies in self.record.segments
+        }
+        shown = [
+            _change_key(t.label)
+            for t in successors(self.cfg, self.state)
+            if t.label.action == _CHANGE
+            and t.label.client == 0
+            and (int(dict(t.label.detail)["first_entry_id"]), _change_key(t.label)[1]) in named
+        ]
+        if not shown:
+            return False
+        index = len(self.chosen)
+        prescribed = list(self.prescribed)
+        if index >= len(prescribed) or prescribed[index] not in shown:
+            self.prescribed = [*prescribed[:index], shown[0]]
+        return self.change_ensemble(
+            f"{frame}: the entry's first adds never reached a proxy; the client changed its "
+            "ensemble as the metadata shows",
+            at,
+        )
 
     def change_ensemble(self, why: str, at: float) -> bool:
         """Take a ``ClientChangesEnsemble`` if the model's writer can: True if taken. ``at``:
@@ -482,6 +507,13 @@ class _WriterReplay(ModelReplay):
                         else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
                     ),
                 )
+        if not self.expected.get(key) and self._change_the_metadata_shows(frame, event.at):
+            # The entry's first adds never reached a proxy (a bookie down from the start, a
+            # stalled connection: the client failed them itself), so this frame is already a
+            # resend, after a change made once those adds were sent. Taken only when the
+            # metadata shows that very change: otherwise an add to the wrong bookie (the
+            # throttle finding's) would be explained by a change the client never made.
+            self.resend_all()
         if self.expected.get(key):
             self.expected[key] -= 1
             return
@@ -605,6 +637,21 @@ class _WriterReplay(ModelReplay):
             # Not the copy the timing suggests: the other (a bookie may hold both a timed-out
             # add and its resend; the judge tells them apart by when they reached it).
             answer = dataclasses.replace(answer, late=not answer.late)
+        if (
+            not enabled(self.cfg, self.state, answer)
+            and request is not None
+            and self.fates.get(request) is AddFate.REQUEST_TIMED_OUT
+        ):
+            # The client timed this add out before it reached the bookie, and the model's
+            # writer has not (yet) replaced the bookie, so the spec's message is still lost,
+            # not LATE: the bookie storing it is no step of the spec's. Its answer cannot count
+            # (the client dropped the request), so nothing the judge checks depends on it.
+            self.notes.append(
+                f"frame #{event.frame.frame_id}: {bookie} stored e{event.entry_id} after the "
+                "client had timed the add out, before any ensemble change the model took "
+                "replaced it (or after the client gave up): no step of the spec's; ignored"
+            )
+            return
         self.take(
             answer,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
@@ -702,7 +749,13 @@ class _WriterReplay(ModelReplay):
         ]
 
     def _real_segments(self) -> list[tuple[int, tuple[int, ...]]]:
-        return [(first, tuple(bookies)) for first, bookies in self.record.segments]
+        """The metadata's ensembles as the model writes them: by position when striped (an
+        entry's write set depends on them), else as sets in ascending order (every bookie gets
+        every entry, and the model keeps such ensembles as sets: the client's positions, e.g.
+        a replacement in position 0, say nothing)."""
+        if self.cfg.striped:
+            return [(first, tuple(bookies)) for first, bookies in self.record.segments]
+        return [(first, tuple(sorted(bookies))) for first, bookies in self.record.segments]
 
     def _wiped_copies(self, entry: int, holders: set[int]) -> set[int]:
         """The bookies of ``holders`` (the entry's write set in the metadata) its add reached

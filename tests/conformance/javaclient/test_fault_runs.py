@@ -16,7 +16,8 @@ from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance.javaclient.observed import FORGED, java_events
 from conformance.javaclient.plans import FORGEABLE, FaultKind
 from conformance.javaclient.roles import role_of_plan
-from conformance.javaclient.writer_plans import WriterRunPlan
+from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
+from conformance.javaclient.writer_role import WriterRole
 from conformance.javaclient.writer_story import (
     AddFate,
     WriterRecord,
@@ -238,3 +239,54 @@ def test_an_entry_acknowledged_with_one_copy_in_its_write_set_breaks_the_ack_quo
     # A wipe of a write-set bookie may explain a missing copy: a note, not a violation.
     wiped = judge(dataclasses.replace(record, wiped={4: record.frames[-1].at}))
     assert not wiped.outcome.violations
+
+
+SEARCH_EXAMPLES = (
+    Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-search-examples.jsonl.gz"
+)
+
+
+def _search_examples() -> dict[str, WriterRecord]:
+    with gzip.open(SEARCH_EXAMPLES, "rt") as f:
+        items = [json.loads(line) for line in f]
+    return {
+        item["name"]: WriterRole(WriterShape.parse(item["record"]["shape"])).record_from_json(
+            item["record"]
+        )
+        for item in items
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_search_examples()))
+def test_search_examples_the_judge_once_called_divergences_are_clean(name: str) -> None:
+    # Each was a divergence of the judge's in a 30-minute search, not of the client's.
+    judgement = judge(_search_examples()[name])
+    assert judgement.verdict is Verdict.CLEAN, (name, judgement.outcome)
+
+
+def test_a_request_the_client_gave_up_on_stored_later_is_a_note() -> None:
+    record = _search_examples()[
+        "a request stored after the client timed it out and gave up (4/2/2)"
+    ]
+    assert "no step of the spec's; ignored" in (judge(record).outcome.note or "")
+
+
+def test_resends_whose_first_adds_never_reached_a_proxy_follow_the_metadatas_change() -> None:
+    record = _search_examples()[
+        "a bookie down from the start: the first frames are resends (2/1/1)"
+    ]
+    judgement = judge(record)
+    assert judgement.ensemble_changes == 1
+    # Without the metadata showing that change, the same frames are an add to a bookie
+    # outside the write set.
+    first, bookies = record.segments[0]
+    other = dataclasses.replace(record, segments=[(first, tuple(reversed(bookies)))])
+    assert judge(other).verdict is not Verdict.CLEAN
+
+
+def test_an_e_equals_wq_ensemble_is_compared_as_a_set() -> None:
+    record = _search_examples()["a bookie replaced in position 0 of an E=WQ ensemble (2/2/2)"]
+    assert record.segments[0][1] != tuple(sorted(record.segments[0][1]))  # b3 in position 0
+    # The same run striped (E=2 WQ=1): positions matter, and the model's differ.
+    striped = dataclasses.replace(record, shape=WriterShape(2, 1, 1))
+    assert judge(striped).verdict is not Verdict.CLEAN
