@@ -40,6 +40,8 @@ class Judgement:
     frame_divergences: list[str] = field(default_factory=list)
     #: Ensemble changes the client made (the model's steps that explain them).
     ensemble_changes: int = 0
+    #: Answers that reached the client when the model's client no longer took them.
+    stale_answers: int = 0
     #: Whether the client's recovery reads carried FENCE_LEDGER (None: it sent none, or the
     #: role sends no recovery read).
     reads_fenced: bool | None = None

@@ -210,6 +210,11 @@ class Role(ABC, Generic[PlanT, RecordT]):
         in a category (each counted), or a number (summed)."""
         return {}
 
+    def steering(self, example: Example[PlanT, RecordT]) -> Mapping[str, float]:
+        """Hypothesis' targets of an example besides the client's new coverage and its
+        ensemble changes: the dangers the role's open upstream bugs need, by name."""
+        return {}
+
     def example_facts(self, example: Example[PlanT, RecordT]) -> dict[str, Any]:
         """What ``examples.jsonl`` keeps of an example besides its plan and verdict."""
         return {}

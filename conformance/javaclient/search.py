@@ -267,7 +267,7 @@ def search(
         result.verdicts[run.verdict] += 1
         result.untriggered_examples += bool(run.untriggered)
         result.coverage.add(run, role.tallies(run))
-        _steer(run)
+        _steer(role, run)
         if on_example is not None:
             on_example(result.examples, run)
         if run.unapplied is not None:
@@ -296,13 +296,15 @@ def search(
     return result
 
 
-def _steer(run: Example[Any, Any]) -> None:
-    """Hypothesis' targets: the client's code an example covered first, and the dangers the
-    open upstream bugs need (ensemble changes made with entries pending)."""
+def _steer(role: Role[Any, Any], run: Example[Any, Any]) -> None:
+    """Hypothesis' targets: the client's code an example covered first, its ensemble changes,
+    and the role's own dangers (:meth:`~.role.Role.steering`)."""
     if run.new_coverage is not None:
         target(run.new_coverage.score, label="new client coverage")
     if run.judgement is not None:
         target(float(run.judgement.ensemble_changes), label="ensemble changes")
+        for label, value in role.steering(run).items():
+            target(value, label=label)
 
 
 def shrink_finding(

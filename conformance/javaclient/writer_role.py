@@ -79,6 +79,8 @@ from conformance.javaclient.writer_story import (
 )
 from conformance.javaclient.writer_story import judge as judge_writer
 from conformance.targets.cluster_target import PASSWORD
+from model.bookkeeper.action_table import Actor, Move, the_action
+from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.config import ModelConfig
 
 #: A frame held until ``k`` other frames have passed is released at this fraction of the
@@ -218,6 +220,41 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
             delayed=delayed,
             delay_ms=plan.delay_ms if delayed else 0,
         )
+
+
+#: The spec's ClientResendsPendingAddOp: a pending add moved to a new ensemble.
+_RESEND = the_action(
+    actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.SEND, recovery=False
+)
+#: A callback this long after its entry's ack quorum answered was held back by the client.
+HELD_COMPLETION_S = 0.1
+
+
+def held_completions(record: WriterRecord) -> int:
+    """Acknowledged entries whose callback came :data:`HELD_COMPLETION_S` or more after the
+    client had AQ answers confirming them (it held the completion, e.g. during a change)."""
+    confirmed: dict[int, list[float]] = {}
+    for frame in record.frames:
+        delivery = record.deliveries.get(frame.frame_id)
+        if (
+            frame.info.direction.value != "response"
+            or frame.info.status is not StatusCode.EOK
+            or frame.info.entry_id is None
+            or delivery is None
+            or not delivery.delivered
+            or frame.info.ledger_id != record.ledger_id
+        ):
+            continue
+        confirmed.setdefault(frame.info.entry_id, []).append(delivery.at)
+    held = 0
+    quorum = record.shape.ack_quorum
+    for outcome in record.outcomes:
+        if outcome.entry_id is None:
+            continue
+        times = sorted(confirmed.get(outcome.entry_id, ()))
+        if outcome.acknowledged and outcome.at is not None and len(times) >= quorum:
+            held += outcome.at - times[quorum - 1] >= HELD_COMPLETION_S
+    return held
 
 
 #: How long the client may take to read one entry back (its own timeouts and retries).
@@ -539,6 +576,19 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             "examples_where_a_bookie_came_back": int(came_back),
         }
 
+    def steering(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, float]:
+        """The windows of #3005 and #4097: pending adds an ensemble change moved, answers
+        released after a change (the client no longer takes them), and completions the client
+        held back (an entry's callback long after its ack quorum answered)."""
+        judgement = example.judgement
+        if judgement is None:
+            return {}
+        return {
+            "pending adds moved by ensemble changes": float(judgement.actions.get(_RESEND, 0)),
+            "answers released after an ensemble change": float(judgement.stale_answers),
+            "completions held back": float(held_completions(example.record)),
+        }
+
     def example_facts(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, Any]:
         judgement = example.judgement
         return {
@@ -549,10 +599,12 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
 
 __all__ = [
+    "HELD_COMPLETION_S",
     "HOLD_FRACTION",
     "MAX_ENTRY_BYTES",
     "FaultSet",
     "WriterRole",
+    "held_completions",
     "smaller_writer_plans",
     "stored_entries",
     "writer_run_plans",

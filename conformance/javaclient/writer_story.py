@@ -297,6 +297,9 @@ class _WriterReplay(ModelReplay):
         self.expected: dict[tuple[int, int], int] = {}
         self.ensemble_changes = 0
         self.changed_at = 0.0
+        #: Answers that reached the client when its writer no longer took them (released
+        #: after an ensemble change, or after the close).
+        self.stale_answers = 0
         #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
         self.all_events: Sequence[JavaEvent] = ()
@@ -679,6 +682,7 @@ class _WriterReplay(ModelReplay):
         )
         c1 = self.state.clients[0]
         if c1.status != STATUS_OPEN or not enabled(self.cfg, self.state, scripted):
+            self.stale_answers += 1
             self.notes.append(
                 f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}) reached "
                 "the client when the model's writer no longer takes it (not in its ensemble, "
@@ -992,6 +996,7 @@ def _story(
         cfg,
         list(replay.frame_divergences),
         ensemble_changes=replay.ensemble_changes,
+        stale_answers=replay.stale_answers,
     )
     return judgement, replay.options, replay.chosen
 

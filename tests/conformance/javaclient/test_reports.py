@@ -15,7 +15,7 @@ from conformance.javaclient.reports import BK_3005, BK_4097, REPORTS, THROTTLE, 
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
-from conformance.javaclient.writer_role import WriterRole
+from conformance.javaclient.writer_role import WriterRole, held_completions
 from conformance.javaclient.writer_story import judge
 from conformance.verdict import Verdict
 
@@ -116,3 +116,17 @@ def _split(violations: list[str]) -> tuple[list[str], list[str]]:
     quorum = [v for v in violations if v.startswith("AllCommittedEntriesReachAckQuorum")]
     assert len(readable) + len(quorum) == len(violations), violations
     return readable, quorum
+
+
+def test_the_writers_search_is_steered_towards_the_3005_window() -> None:
+    _item, example = _recorded()
+    steering = WriterRole(BK_3005.shape).steering(example)
+    # e1 (acknowledged by b2 at once) and e2 waited for e0's held answer and the change.
+    assert steering["completions held back"] >= 2
+    assert steering["pending adds moved by ensemble changes"] >= 1
+    assert set(steering) == {
+        "pending adds moved by ensemble changes",
+        "answers released after an ensemble change",
+        "completions held back",
+    }
+    assert held_completions(dataclasses.replace(example.record, outcomes=[])) == 0
