@@ -79,8 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shape", type=WriterShape.parse, default=None, help="E/WQ/AQ")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=None, help="seconds")
+    parser.add_argument(
+        "--settings",
+        default=None,
+        help="the role's settings as JSON (Role.settings: its faults...)",
+    )
     args = parser.parse_args(argv)
-    role = role_named(args.role, args.shape)
+    if args.settings is not None:
+        settings = json.loads(args.settings)
+        role = role_of_plan({**settings, "role": args.role}, settings)
+    else:
+        role = role_named(args.role, args.shape)
     budget = role.guidance_budget_s if args.budget is None else args.budget
     plans = role.guided_plans(args.seed, budget)
     json.dump([plan.to_json() for plan in plans], sys.stdout)

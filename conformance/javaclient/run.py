@@ -250,6 +250,7 @@ class _Guidance:
         ]
         if "shape" in settings:
             command += ["--shape", str(settings["shape"])]
+        command += ["--settings", json.dumps(settings)]
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

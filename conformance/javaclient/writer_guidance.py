@@ -17,7 +17,9 @@ state by what the issue's open bugs need:
   still on its way.
 
 A trace scores its most dangerous step. Each state that scores is turned into a plan: every
-add request the trace lost becomes a ``drop`` of that add (bookie names are the model's,
+add request the trace lost becomes a ``drop`` of that add (with the extended faults also, in
+plans of their own, a forged EIO in place of its answer, and its answer held past the add
+timeout: :class:`Realization`) (bookie names are the model's,
 which are the run's: b1..bE by position in the first ensemble, b{E+1} the spare, and with one
 spare the model's replacement is the client's). Plans are deduplicated and ordered by score
 (highest first), then by fewer faults.
@@ -25,12 +27,13 @@ spare the model's replacement is the client's). Plans are deduplicated and order
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conformance.javaclient.plans import DROP, FrameSchedule
+from conformance.javaclient.plans import DROP, FrameKey, FrameSchedule, forge, hold_for
 from conformance.javaclient.writer_plans import (
     SEARCHED_ENTRIES,
     WriterRunPlan,
@@ -152,6 +155,33 @@ def _explore(
             queue.append((t.state, child))
 
 
+class Realization(enum.Enum):
+    """How the harness makes an add the spec's writer lost: each is a lost message to the
+    spec, and each takes the client down another path."""
+
+    #: The proxy never sends the request: the client's add timeout fires.
+    DROP = "drop"
+    #: The bookie stores it, and its answer is replaced by a forged EIO: the client fails the
+    #: bookie at once.
+    FORGED_ERROR = "forged error"
+    #: The bookie stores it, and its answer is held past the add timeout: a late answer.
+    LATE_ANSWER = "late answer"
+
+
+#: Held this long, an answer comes after the client timed its add out (1 s, checked every
+#: second).
+_LATE_MS = 2500
+
+
+def _schedule(lost: frozenset[tuple[str, int]], realization: Realization) -> FrameSchedule:
+    if realization is Realization.DROP:
+        return FrameSchedule({add_key(bookie, entry): DROP for bookie, entry in lost})
+    choice = forge("EIO") if realization is Realization.FORGED_ERROR else hold_for(_LATE_MS)
+    return FrameSchedule(
+        {FrameKey("add", bookie, entry, answer=True): choice for bookie, entry in lost}
+    )
+
+
 def writer_guided_plans(
     shape: WriterShape,
     *,
@@ -159,9 +189,11 @@ def writer_guided_plans(
     max_faults: int = 2,
     entries: Sequence[int] = (2, 3, SEARCHED_ENTRIES),
     limit: int = 40,
+    realizations: Sequence[Realization] = (Realization.DROP,),
 ) -> list[WriterRunPlan]:
     """Plans from the model's most dangerous writer interleavings (see the module
-    docstring), at most ``limit``, exploring for at most ``budget_s`` seconds in all."""
+    docstring), each danger made by each of ``realizations``, at most ``limit``, exploring
+    for at most ``budget_s`` seconds in all."""
     plans: list[tuple[int, int, int, WriterRunPlan]] = []
     per_shape = budget_s / max(1, len(entries))
     for count in entries:
@@ -169,9 +201,10 @@ def writer_guided_plans(
         found: dict[frozenset[tuple[str, int]], int] = {}
         _explore(cfg, max_faults, time.monotonic() + per_shape, found)
         for lost, score in found.items():
-            decisions = {add_key(bookie, entry): DROP for bookie, entry in lost}
-            plan = WriterRunPlan(shape, count, FrameSchedule(decisions), origin=_origin(score))
-            plans.append((-score, len(lost), count, plan))
+            for realization in realizations:
+                schedule = _schedule(lost, realization)
+                plan = WriterRunPlan(shape, count, schedule, origin=_origin(score))
+                plans.append((-score, len(lost), count, plan))
     plans.sort(key=lambda item: (item[0], item[1], item[2], item[3].schedule.describe()))
     unique: list[WriterRunPlan] = []
     keys: set[tuple[int, tuple[str, ...]]] = set()
@@ -187,4 +220,4 @@ def _origin(score: int) -> str:
     return f"the model's writer (danger {score})"
 
 
-__all__ = ["writer_guided_plans"]
+__all__ = ["Realization", "writer_guided_plans"]

@@ -65,7 +65,7 @@ from conformance.javaclient.session import (
     SessionLayout,
     model_bookie_names,
 )
-from conformance.javaclient.writer_guidance import writer_guided_plans
+from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import (
     SEARCHED_ENTRIES,
     WriterRunPlan,
@@ -423,7 +423,12 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
     def guided_plans(self, seed: int, budget_s: float) -> list[WriterRunPlan]:
         # The danger plans are ordered by score, not drawn: the seed changes nothing here.
-        return writer_guided_plans(self.shape, budget_s=budget_s)
+        realizations = (
+            tuple(Realization) if self.faults is FaultSet.EXTENDED else (Realization.DROP,)
+        )
+        return writer_guided_plans(
+            self.shape, budget_s=budget_s, realizations=realizations, limit=40 * len(realizations)
+        )
 
     def smaller_plans(self, plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
         return smaller_writer_plans(plan)

@@ -17,7 +17,7 @@ from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.run import session_options
 from conformance.javaclient.search import run_plan
 from conformance.javaclient.session import ClientSession
-from conformance.javaclient.writer_guidance import writer_guided_plans
+from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import (
     FaultSet,
@@ -58,6 +58,32 @@ def test_the_model_guides_towards_ensemble_changes_with_entries_in_flight() -> N
     assert all(p.origin.startswith("the model's writer") for p in plans)
     # Highest danger first: two changes (a bookie lost, then its replacement).
     assert plans[0].faults() == 2
+
+
+def test_the_model_s_dangers_are_made_by_every_realization_with_the_extended_faults() -> None:
+    every = writer_guided_plans(
+        SHAPE, budget_s=2.0, entries=(2,), realizations=tuple(Realization), limit=1000
+    )
+    # Each danger three times: its lost adds dropped, answered EIO, answered late.
+    by_danger: dict[frozenset[tuple[str, int]], set[str]] = {}
+    for plan in every:
+        lost = frozenset((key.bookie, key.entry_id) for key in plan.schedule.decisions)
+        by_danger.setdefault(lost, set()).update(c.action for c in plan.schedule.decisions.values())
+    assert by_danger and all(actions == {"drop", "forge", "hold"} for actions in by_danger.values())
+    kinds = {
+        (key.answer, choice.action, choice.for_ms > 0)
+        for plan in every
+        for key, choice in plan.schedule.decisions.items()
+    }
+    assert kinds == {(False, "drop", False), (True, "forge", False), (True, "hold", True)}
+    guided = WriterRole(SHAPE).guided_plans(0, 2.0)
+    assert {c.action for p in guided for c in p.schedule.decisions.values()} == {
+        "drop",
+        "forge",
+        "hold",
+    }
+    requests_only = WriterRole(SHAPE, faults=FaultSet.REQUESTS).guided_plans(0, 2.0)
+    assert {c.action for p in requests_only for c in p.schedule.decisions.values()} == {"drop"}
 
 
 def test_the_tallies_count_a_bookie_coming_back() -> None:
