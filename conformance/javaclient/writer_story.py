@@ -469,10 +469,12 @@ class _WriterReplay(ModelReplay):
 
     def failure(self, failure: _Failure) -> None:
         """A forged error reached the client: it changes its ensemble now, if the model's
-        writer can (the bookie's add is lost to it); else the change is taken when its frames
-        show, as for a timeout."""
+        writer can (the bookie's add is lost to it) and the change it would make now (from
+        the entry after its LAC) is one the metadata shows; else the change is taken when its
+        frames show, as for a timeout (an answer delivered at the same moment may have been
+        processed first, and the change made from a later entry)."""
         frame = failure.frame
-        if self.change_ensemble(
+        if self._change_the_metadata_shows(
             f"frame #{frame.frame_id} to the client: {frame.info.describe()} (forged): the "
             "client changes its ensemble on an error answer",
             failure.at,
@@ -640,6 +642,17 @@ class _WriterReplay(ModelReplay):
             # Not the copy the timing suggests: the other (a bookie may hold both a timed-out
             # add and its resend; the judge tells them apart by when they reached it).
             answer = dataclasses.replace(answer, late=not answer.late)
+        if not enabled(self.cfg, self.state, answer) and self._holds(event.bookie, entry):
+            # A second copy of an add the bookie already stored in the model: the timed-out
+            # add and its resend carry the same LAC when nothing was confirmed in between, so
+            # the spec's message bag holds them as one message, processed once. Storing the
+            # entry again changes nothing; an answer the client counts is still judged.
+            self.notes.append(
+                f"frame #{event.frame.frame_id}: {bookie} answered a second copy of "
+                f"e{event.entry_id}, which its model already holds (one message to the spec); "
+                "ignored"
+            )
+            return
         if (
             not enabled(self.cfg, self.state, answer)
             and request is not None
@@ -660,6 +673,10 @@ class _WriterReplay(ModelReplay):
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
             observed=translation.add_observation(status),
         )
+
+    def _holds(self, bookie: int, entry: int) -> bool:
+        """Whether the model's ``bookie`` has stored the spec's entry ``entry``."""
+        return any(stored.id == entry for stored in self.state.b_entries[bookie])
 
     def _late(self, event: JavaEvent, entry: int) -> bool:
         """Whether the add this answer is for reached its bookie after the client had timed it
