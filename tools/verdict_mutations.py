@@ -254,6 +254,15 @@ MUTATIONS = (
         "an acknowledged entry with fewer than AQ copies in its write set passes",
     ),
     Mutation(
+        "a-close-below-acknowledged-entries-excused",
+        "conformance/javaclient/writer_story.py",
+        "        if not wanted or any(o is None or o.code is None or o.acknowledged"
+        " for o in wanted):\n",
+        "        if not wanted:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "a client closing below entries it acknowledged is excused as having given up",
+    ),
+    Mutation(
         "client-reads-forgotten",
         "conformance/javaclient/recording.py",
         '            client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},\n',

@@ -751,7 +751,18 @@ class _WriterReplay(ModelReplay):
         )
         s = self.state
         model_last = translation.bk_entry_id(s.meta_last_entry)
-        if model_last != record.closed_last_entry:
+        given_up = self._failed_to_the_caller(record.closed_last_entry + 1, model_last)
+        if record.closed_last_entry < model_last and given_up:
+            # The client failed these adds (an ensemble change that found no bookie, a fenced
+            # or unauthorized answer) though the model's writer had their ack quorum: it gave
+            # up on them, which the spec's writer cannot, and closed below them. Its caller was
+            # told they failed, so nothing acknowledged is lost.
+            self.notes.append(
+                f"the Java client closed the ledger at e{record.closed_last_entry}, below the "
+                f"model's writer's LAC e{model_last}: it failed "
+                f"{', '.join(given_up)} to its caller (it gave up; the spec's writer cannot)"
+            )
+        elif model_last != record.closed_last_entry:
             self.execution.add_divergence(
                 f"the Java client closed the ledger at e{record.closed_last_entry}; the model's "
                 f"writer closes it at e{model_last} (its LAC)"
@@ -762,6 +773,15 @@ class _WriterReplay(ModelReplay):
                 f"the ledger's ensembles are {_segments_text(real)}; the model's writer's "
                 f"are {_segments_text(model_segments)}"
             )
+
+    def _failed_to_the_caller(self, first: int, last: int) -> list[str]:
+        """The callbacks of entries ``first``..``last`` if every one of them failed (the
+        writer adds in order, so add number ``i`` is entry ``i``); else the empty list."""
+        by_index = {o.index: o for o in self.record.outcomes}
+        wanted = [by_index.get(entry) for entry in range(first, last + 1)]
+        if not wanted or any(o is None or o.code is None or o.acknowledged for o in wanted):
+            return []
+        return [o.describe() for o in wanted if o is not None]
 
     def _model_segments(self) -> list[tuple[int, tuple[int, ...]]]:
         return [

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance.javaclient.observed import FORGED, java_events
 from conformance.javaclient.plans import FORGEABLE, FaultKind
@@ -290,3 +291,18 @@ def test_an_e_equals_wq_ensemble_is_compared_as_a_set() -> None:
     # The same run striped (E=2 WQ=1): positions matter, and the model's differ.
     striped = dataclasses.replace(record, shape=WriterShape(2, 1, 1))
     assert judge(striped).verdict is not Verdict.CLEAN
+
+
+def test_a_client_that_gave_up_on_confirmed_adds_closes_below_them_and_loses_nothing() -> None:
+    name = "the client gave up on adds whose ack quorum had answered, and closed below them (4/2/2)"
+    record = _search_examples()[name]
+    judgement = judge(record)
+    assert "it gave up; the spec's writer cannot" in (judgement.outcome.note or "")
+    # Had the client acknowledged the entry it closed below, the close would lose it.
+    last = record.closed_last_entry
+    assert last is not None
+    acknowledged = [
+        AddOutcome(o.index, 0, o.index, o.at) if o.index == last + 1 else o for o in record.outcomes
+    ]
+    lost = judge(dataclasses.replace(record, outcomes=acknowledged))
+    assert lost.verdict is not Verdict.CLEAN
