@@ -943,16 +943,24 @@ def judge(record: WriterRecord) -> Judgement:
     readings = itertools.product(
         *([(request, fate) for fate in fates[request]] for request in told_both)
     )
+    assignments = [{**likeliest, **dict(reading)} for reading in readings]
+    # Each reading's own story first (one each), then their alternative ensemble changes with
+    # what is left of the budget: one reading's alternatives must not use up the stories
+    # before the right reading is told.
     first: Judgement | None = None
-    told = 0
-    for reading in readings:
-        assignment = {**likeliest, **dict(reading)}
-        judgement, told = _stories(record, events, assignment, told)
-        if first is None:
-            first = judgement
-        if judgement.verdict is not Verdict.DIVERGENCE or told >= MAX_STORIES:
-            return judgement if judgement.verdict is not Verdict.DIVERGENCE else first
+    for assignment in assignments:
+        judgement, _options, _chosen = _story(record, events, assignment, ())
+        first = first or judgement
+        if judgement.verdict is not Verdict.DIVERGENCE:
+            return judgement
     assert first is not None
+    told = len(assignments)
+    for assignment in assignments:
+        if told >= MAX_STORIES:
+            break
+        judgement, told = _stories(record, events, assignment, told - 1)
+        if judgement.verdict is not Verdict.DIVERGENCE:
+            return judgement
     return first
 
 
