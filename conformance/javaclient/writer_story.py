@@ -71,7 +71,8 @@ from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import STATUS_OPEN, PendingAddOp, bookie_name
-from model.bookkeeper.scripted import enabled, step
+from model.bookkeeper.scripted import ScriptedStep, enabled, step
+from model.bookkeeper.scripted import take as take_step
 
 WRITER = "c1"
 #: The writer's actions, each found by what it is in the action table.
@@ -345,6 +346,24 @@ class _WriterReplay(ModelReplay):
             if not frames or self._fate(frames[0]) is AddFate.REQUEST_TIMED_OUT:
                 lost.add(bookie_name(b))
         return lost
+
+    def _moves_past_a_change(self, receive: ScriptedStep) -> bool:
+        """Whether taking ``receive`` would move the model's writer's LAC past an entry the
+        metadata starts a new ensemble at, which its current fragment is not: the client made
+        that change before its LAC moved, so it comes first."""
+        if not enabled(self.cfg, self.state, receive):
+            return False
+        c1 = self.state.clients[0]
+        after = take_step(self.cfg, self.state, receive).state.clients[0]
+        if after.lac == c1.lac:
+            return False
+        assert c1.curr_fragment is not None
+        current = (c1.curr_fragment.first_entry_id, c1.curr_fragment.ensemble)
+        return any(
+            translation.spec_entry_id(first) == c1.lac + 1
+            and (c1.lac + 1, sum(1 << b for b in bookies)) != current
+            for first, bookies in self.record.segments
+        )
 
     def _change_the_metadata_shows(self, frame: str, at: float) -> bool:
         """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
@@ -698,6 +717,20 @@ class _WriterReplay(ModelReplay):
             entry=entry,
         )
         c1 = self.state.clients[0]
+        if c1.status == STATUS_OPEN and self._moves_past_a_change(scripted):
+            # The metadata has a change from the entry after the model's LAC: the client made
+            # it before its LAC moved on (a failure it learnt of at once, e.g. a connection to
+            # a crashed bookie refused), however late its frames show it.
+            frame = f"frame #{event.frame.frame_id} delivered to the client"
+            if self._change_the_metadata_shows(frame, event.at):
+                self.resend_all()
+                c1 = self.state.clients[0]
+                scripted = step(
+                    observed.receive_action(event.kind, event.status),
+                    client=WRITER,
+                    peer=peer,
+                    entry=entry,
+                )
         if c1.status != STATUS_OPEN or not enabled(self.cfg, self.state, scripted):
             self.stale_answers += 1
             self.notes.append(
