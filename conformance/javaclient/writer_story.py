@@ -53,7 +53,7 @@ import dataclasses
 import enum
 import itertools
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adapters.bookkeeper.status import StatusCode
@@ -347,6 +347,14 @@ class _WriterReplay(ModelReplay):
                 lost.add(bookie_name(b))
         return lost
 
+    def _metadata_fragments(self) -> set[tuple[int, int]]:
+        """The ledger's ensembles in the metadata as the model names fragments: (the spec's
+        first entry id, the bookies as a mask)."""
+        return {
+            (translation.spec_entry_id(first), sum(1 << b for b in bookies))
+            for first, bookies in self.record.segments
+        }
+
     def _moves_past_a_change(self, receive: ScriptedStep) -> bool:
         """Whether taking ``receive`` would move the model's writer's LAC past an entry the
         metadata starts a new ensemble at, which its current fragment is not: the client made
@@ -360,18 +368,15 @@ class _WriterReplay(ModelReplay):
         assert c1.curr_fragment is not None
         current = (c1.curr_fragment.first_entry_id, c1.curr_fragment.ensemble)
         return any(
-            translation.spec_entry_id(first) == c1.lac + 1
-            and (c1.lac + 1, sum(1 << b for b in bookies)) != current
-            for first, bookies in self.record.segments
+            first == c1.lac + 1 and (first, ensemble) != current
+            for first, ensemble in self._metadata_fragments()
         )
 
-    def _change_the_metadata_shows(self, frame: str, at: float) -> bool:
+    def _take_the_change_the_metadata_shows(self, why: str, at: float) -> bool:
         """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
-        of the ledger's ensembles in the metadata, if the model's writer can: True if taken."""
-        named = {
-            (translation.spec_entry_id(first), sum(1 << b for b in bookies))
-            for first, bookies in self.record.segments
-        }
+        of the ledger's ensembles in the metadata, and the resends it causes, if the model's
+        writer can: True if taken."""
+        named = self._metadata_fragments()
         shown = [
             _change_key(t.label)
             for t in successors(self.cfg, self.state)
@@ -379,21 +384,17 @@ class _WriterReplay(ModelReplay):
             and t.label.client == 0
             and (int(dict(t.label.detail)["first_entry_id"]), _change_key(t.label)[1]) in named
         ]
-        if not shown:
+        if not shown or not self.change_ensemble(why, at, among=shown):
             return False
-        index = len(self.chosen)
-        prescribed = list(self.prescribed)
-        if index >= len(prescribed) or prescribed[index] not in shown:
-            self.prescribed = [*prescribed[:index], shown[0]]
-        return self.change_ensemble(
-            f"{frame}: the entry's first adds never reached a proxy; the client changed its "
-            "ensemble as the metadata shows",
-            at,
-        )
+        self.resend_all()
+        return True
 
-    def change_ensemble(self, why: str, at: float) -> bool:
-        """Take a ``ClientChangesEnsemble`` if the model's writer can: True if taken. ``at``:
-        no later than this the client had changed it (its resends are logged from then).
+    def change_ensemble(
+        self, why: str, at: float, among: Collection[ChangeKey] | None = None
+    ) -> bool:
+        """Take a ``ClientChangesEnsemble`` (one of ``among``, if given) if the model's writer
+        can: True if taken. ``at``: no later than this the client had changed it (its resends
+        are logged from then).
 
         With several timed-out bookies the model may replace them all at once or a subset
         first (``partial_ensemble_changes``, as BookKeeper handles failures a change at a
@@ -407,10 +408,14 @@ class _WriterReplay(ModelReplay):
             for t in successors(self.cfg, self.state)
             if t.label.action == _CHANGE and t.label.client == 0
         ]
-        if not candidates:
+        by_key = {
+            _change_key(t.label): t
+            for t in candidates
+            if among is None or _change_key(t.label) in among
+        }
+        if not by_key:
             return False
-        by_key = {_change_key(t.label): t for t in candidates}
-        named = {sum(1 << b for b in bookies) for _first, bookies in self.record.segments}
+        named = {ensemble for _first, ensemble in self._metadata_fragments()}
         keys = sorted(by_key, key=lambda key: (-key[0].bit_count(), key[1] not in named, key))
         index = len(self.chosen)
         prescribed = self.prescribed[index] if index < len(self.prescribed) else None
@@ -493,12 +498,11 @@ class _WriterReplay(ModelReplay):
         frames show, as for a timeout (an answer delivered at the same moment may have been
         processed first, and the change made from a later entry)."""
         frame = failure.frame
-        if self._change_the_metadata_shows(
+        self._take_the_change_the_metadata_shows(
             f"frame #{frame.frame_id} to the client: {frame.info.describe()} (forged): the "
             "client changes its ensemble on an error answer",
             failure.at,
-        ):
-            self.resend_all()
+        )
 
     def sent_add(self, event: JavaEvent) -> None:
         """An add frame: the model's writer must have sent that add (to that bookie) and not
@@ -531,13 +535,17 @@ class _WriterReplay(ModelReplay):
                         else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
                     ),
                 )
-        if not self.expected.get(key) and self._change_the_metadata_shows(frame, event.at):
+        if not self.expected.get(key):
             # The entry's first adds never reached a proxy (a bookie down from the start, a
             # stalled connection: the client failed them itself), so this frame is already a
             # resend, after a change made once those adds were sent. Taken only when the
             # metadata shows that very change: otherwise an add to the wrong bookie (the
             # throttle finding's) would be explained by a change the client never made.
-            self.resend_all()
+            self._take_the_change_the_metadata_shows(
+                f"{frame}: the entry's first adds never reached a proxy; the client changed "
+                "its ensemble as the metadata shows",
+                event.at,
+            )
         if self.expected.get(key):
             self.expected[key] -= 1
             return
@@ -721,16 +729,12 @@ class _WriterReplay(ModelReplay):
             # The metadata has a change from the entry after the model's LAC: the client made
             # it before its LAC moved on (a failure it learnt of at once, e.g. a connection to
             # a crashed bookie refused), however late its frames show it.
-            frame = f"frame #{event.frame.frame_id} delivered to the client"
-            if self._change_the_metadata_shows(frame, event.at):
-                self.resend_all()
-                c1 = self.state.clients[0]
-                scripted = step(
-                    observed.receive_action(event.kind, event.status),
-                    client=WRITER,
-                    peer=peer,
-                    entry=entry,
-                )
+            self._take_the_change_the_metadata_shows(
+                f"frame #{event.frame.frame_id} delivered to the client: the metadata shows a "
+                "change from the entry after the LAC, made before this answer counted",
+                event.at,
+            )
+            c1 = self.state.clients[0]
         if c1.status != STATUS_OPEN or not enabled(self.cfg, self.state, scripted):
             self.stale_answers += 1
             self.notes.append(
