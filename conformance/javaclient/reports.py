@@ -14,7 +14,7 @@ verdict on a run that did not reach the report's window says nothing about the r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from conformance.javaclient.plans import (
 from conformance.javaclient.role import Example
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
-from conformance.javaclient.writer_story import WriterRecord
+from conformance.javaclient.writer_story import WriterRecord, metadata_write_set, segments_text
 
 #: Long enough that a hold of a few seconds never times an add out: the reports' windows are
 #: made by answers held and errors forged, not by the client's timer.
@@ -224,10 +224,7 @@ def _check_4097(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
     # segments.
     first = tuple(range(example.record.shape.ensemble))
     replaced = {b for _first, bookies in example.record.segments for b in bookies} - set(first)
-    segments = "; ".join(
-        f"from e{start}: {','.join(f'b{b + 1}' for b in bookies)}"
-        for start, bookies in example.record.segments
-    )
+    segments = segments_text(example.record.segments)
     evidence += (f"metadata: {segments} ({len(replaced)} bookie(s) brought in)",)
     return Window(reached and not gave_up and bool(replaced), evidence)
 
@@ -336,16 +333,13 @@ def _check_4651(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
     record = example.record
     stalls = (log.fault("stall b1"), log.fault("stall b2"))
     evidence = [line for step in stalls if step is not None for _at, line in [step]]
-    described = (
-        f"from e{first}: {','.join(f'b{b + 1}' for b in bs)}" for first, bs in record.segments
-    )
-    evidence.append("metadata: " + "; ".join(described))
+    evidence.append(f"metadata: {segments_text(record.segments)}")
     reached = False
     for outcome in record.outcomes:
         if not outcome.acknowledged or outcome.entry_id is None or outcome.at is None:
             continue
         entry = outcome.entry_id
-        named = _holders(record.segments, entry, record.shape.write_quorum)
+        _first, named = metadata_write_set(record.segments, entry, record.shape.write_quorum)
         answers = {
             bookie: log.delivered_answer(f"b{bookie + 1}", entry)
             for bookie in range(record.shape.bookies)
@@ -359,15 +353,6 @@ def _check_4651(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
                 f"{', '.join(f'b{b + 1}' for b in sorted(named))}, its write set in the metadata)"
             )
     return Window(reached, tuple(evidence))
-
-
-def _holders(segments: Sequence[tuple[int, tuple[int, ...]]], entry: int, quorum: int) -> set[int]:
-    """The bookies the metadata names for ``entry`` (its write set)."""
-    starts = [segment for segment in segments if segment[0] <= entry]
-    if not starts:
-        return set()
-    _first, bookies = max(starts, key=lambda segment: segment[0])
-    return {bookies[(entry + i) % len(bookies)] for i in range(quorum)}
 
 
 BK_4651 = ClientScenario(

@@ -74,6 +74,7 @@ from conformance.javaclient.writer_plans import (
 )
 from conformance.javaclient.writer_story import (
     WriterRecord,
+    segments_text,
     timeout_check_interval_s,
     writer_config,
 )
@@ -543,11 +544,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         for outcome in record.outcomes:
             at = "" if outcome.at is None else f"{outcome.at:.3f} "
             lines.append(f"{at}callback: {outcome.describe()}")
-        segments = "; ".join(
-            f"from e{first}: {','.join(f'b{b + 1}' for b in bookies)}"
-            for first, bookies in record.segments
-        )
-        lines.append(f"ensembles: {segments}")
+        lines.append(f"ensembles: {segments_text(record.segments)}")
         if record.close_error:
             lines.append(f"close failed: {record.close_error}")
         else:

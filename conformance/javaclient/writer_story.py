@@ -807,8 +807,8 @@ class _WriterReplay(ModelReplay):
         model_segments, real = self._model_segments(), self._real_segments()
         if model_segments != real:
             self.execution.add_divergence(
-                f"the ledger's ensembles are {_segments_text(real)}; the model's writer's "
-                f"are {_segments_text(model_segments)}"
+                f"the ledger's ensembles are {segments_text(real)}; the model's writer's "
+                f"are {segments_text(model_segments)}"
             )
 
     def _failed_to_the_caller(self, first: int, last: int) -> list[str]:
@@ -865,11 +865,7 @@ class _WriterReplay(ModelReplay):
             if not outcome.acknowledged or outcome.entry_id is None:
                 continue
             entry = outcome.entry_id
-            first, positions = max(
-                (seg for seg in record.segments if seg[0] <= entry), key=lambda seg: seg[0]
-            )
-            size = len(positions)
-            holders = {positions[(entry + i) % size] for i in range(record.shape.write_quorum)}
+            first, holders = metadata_write_set(record.segments, entry, record.shape.write_quorum)
             copies = holders & set(record.stored.get(entry, ()))
             if copies:
                 self._check_ack_quorum(entry, first, holders, copies)
@@ -946,10 +942,23 @@ def _positions(cfg: ModelConfig, ensemble: int, order: tuple[int, ...]) -> tuple
     return order or tuple(b for b in range(cfg.bookies) if ensemble >> b & 1)
 
 
-def _segments_text(segments: Sequence[tuple[int, tuple[int, ...]]]) -> str:
+def segments_text(segments: Sequence[tuple[int, tuple[int, ...]]]) -> str:
+    """A ledger's ensembles as ``from e0: b1,b2; from e3: b1,b3`` (model bookie indexes)."""
     return "; ".join(
         f"from e{first}: {','.join(bookie_name(b) for b in bookies)}" for first, bookies in segments
     )
+
+
+def metadata_write_set(
+    segments: Sequence[tuple[int, tuple[int, ...]]], entry: int, write_quorum: int
+) -> tuple[int, set[int]]:
+    """The first entry of the ensemble the metadata names for ``entry``, and the entry's write
+    set in it (by position, as BookKeeper stripes); ``(-1, set())`` if none names it."""
+    covering = [seg for seg in segments if seg[0] <= entry]
+    if not covering:
+        return -1, set()
+    first, positions = max(covering, key=lambda seg: seg[0])
+    return first, {positions[(entry + i) % len(positions)] for i in range(write_quorum)}
 
 
 #: At most this many stories are told per run when looking for the ensemble changes that
@@ -1090,6 +1099,8 @@ __all__ = [
     "WriterRecord",
     "add_fates",
     "judge",
+    "metadata_write_set",
+    "segments_text",
     "timeout_check_interval_s",
     "writer_config",
 ]
