@@ -12,6 +12,13 @@ the faults as carried out, the record) to ``--out``, gzipped when the name ends 
     .venv/bin/python tools/record_fault_runs.py --bookkeeper 4.17.3 \\
         --out tests/conformance/javaclient/recorded_runs/bookkeeper-4.17.3-fault-runs.jsonl.gz
 
+``--role both`` records the fail-over runs instead (a second client recovers the ledger while
+the writer writes, some with a fault: ``FAILOVER_PLANS``), which
+``tests/conformance/javaclient/test_failover_runs.py`` judges:
+
+    .venv/bin/python tools/record_fault_runs.py --bookkeeper 4.17.3 --role both \\
+        --out tests/conformance/javaclient/recorded_runs/bookkeeper-4.17.3-failover-runs.jsonl.gz
+
 Exit 0 when every plan ran and applied; 2 when one could not (the others are still written).
 """
 
@@ -27,6 +34,7 @@ from typing import IO
 
 from adapters.installations.bookkeeper import BookKeeperInstallError, resolve_bookkeeper
 from adapters.javaclient import distribution_version
+from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.plans import (
     DROP,
     FaultEvent,
@@ -106,6 +114,47 @@ PLANS: dict[str, FrameSchedule] = {
     "expire session": FrameSchedule(events=(_event(FaultKind.EXPIRE_SESSION),)),
 }
 
+#: Name -> a fail-over run (``--role both``): its schedule, after how many of the writer's
+#: adds the second client recovers the ledger, and how long after them.
+FAILOVER_PLANS: dict[str, tuple[FrameSchedule, int, int]] = {
+    "recovery after every add": (FrameSchedule(), ENTRIES, 0),
+    "recovery after every add, a second later": (FrameSchedule(), ENTRIES, 1000),
+    "recovery in the middle": (FrameSchedule(), 2, 300),
+    "recovery after the first add": (FrameSchedule(), 1, 0),
+    "answer held past the recovery": (
+        FrameSchedule({_answer("b2", 1): hold_for(3000)}),
+        ENTRIES,
+        200,
+    ),
+    "request dropped, recovery around the timeout": (
+        FrameSchedule({_request("b2", 0): DROP}),
+        ENTRIES,
+        1000,
+    ),
+    "forged error, metadata held, recovery": (
+        FrameSchedule(
+            {_answer("b2", 0): forge("EIO")}, (_event(FaultKind.HOLD_METADATA, None, None, 2500),)
+        ),
+        ENTRIES,
+        300,
+    ),
+    "crash, then recovery": (
+        FrameSchedule(events=(_event(FaultKind.CRASH, _answer("b3", 1), "b3"),)),
+        ENTRIES,
+        500,
+    ),
+    "pause through the recovery": (
+        FrameSchedule(events=(_event(FaultKind.PAUSE, _request("b1", 3), "b1", 3000),)),
+        ENTRIES,
+        100,
+    ),
+    "restart empty, then recovery": (
+        FrameSchedule(events=(_event(FaultKind.RESTART_EMPTY, _answer("b2", 1), "b2"),)),
+        ENTRIES,
+        1000,
+    ),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -114,18 +163,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", nargs="*", default=None, help="the plans to run, by name")
+    parser.add_argument(
+        "--role",
+        choices=(WriterRole.name, FailoverRole.name),
+        default=WriterRole.name,
+        help="writer: one run per fault kind; both: the fail-over runs",
+    )
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.only or ()) - set(PLANS))
+    plans = _plans(args.role)
+    unknown = sorted(set(args.only or ()) - set(plans))
     if unknown:
-        parser.error(f"no plan named {unknown}; the plans: {sorted(PLANS)}")
+        parser.error(f"no plan named {unknown}; the plans: {sorted(plans)}")
     try:
         home = resolve_bookkeeper(args.bookkeeper)
     except BookKeeperInstallError as exc:
         print(f"record_fault_runs: {exc}", file=sys.stderr)
         return 2
     version = distribution_version(home)
-    role = WriterRole(SHAPE)
-    names = args.only or list(PLANS)
+    role = FailoverRole(SHAPE) if args.role == FailoverRole.name else WriterRole(SHAPE)
+    names = args.only or list(plans)
     failed: list[str] = []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     opener = gzip.open if args.out.suffix == ".gz" else open
@@ -135,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         ClientSession(session_options(role, home, Path(run_dir))) as session,
     ):
         for name in names:
-            plan = WriterRunPlan(SHAPE, ENTRIES, PLANS[name], origin=f"fault run: {name}")
+            plan = plans[name]
             try:
                 example = run_plan(session, role, plan)
             except INFRASTRUCTURE_ERRORS as exc:
@@ -149,6 +205,26 @@ def main(argv: list[str] | None = None) -> int:
             _write(sink, name, str(version), role, example)
             print(f"{name}: {example.verdict.value}", flush=True)
     return 2 if failed else 0
+
+
+def _plans(role: str) -> dict[str, WriterRunPlan]:
+    """The runs of a role, by name."""
+    if role == FailoverRole.name:
+        return {
+            name: WriterRunPlan(
+                SHAPE,
+                ENTRIES,
+                schedule,
+                origin=f"fail-over run: {name}",
+                recover_after=after,
+                recover_delay_ms=delay_ms,
+            )
+            for name, (schedule, after, delay_ms) in FAILOVER_PLANS.items()
+        }
+    return {
+        name: WriterRunPlan(SHAPE, ENTRIES, schedule, origin=f"fault run: {name}")
+        for name, schedule in PLANS.items()
+    }
 
 
 def _write(

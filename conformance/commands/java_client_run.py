@@ -49,8 +49,8 @@ from conformance.rundir import FINISHED, new_run_dir, read_results
 from conformance.verdict import Verdict
 
 EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
-#: What --role accepts: the roles, and both of them racing on one ledger (not built yet).
-ROLES = (*ROLE_NAMES, "both")
+#: What --role accepts: the roles (``both``: a writer and a recovering client on one ledger).
+ROLES = ROLE_NAMES
 #: The budget when neither --seconds nor --max-examples is given.
 DEFAULT_SECONDS = 300.0
 DEFAULT_MAX_EXAMPLES = 10_000
@@ -64,11 +64,6 @@ def check_run_arguments(args: argparse.Namespace) -> Path:
         raise CannotRun(
             "--client java runs on --target local only (bookies, proxies and the Java client "
             f"are started here); got --target {args.target}"
-        )
-    if getattr(args, "role", "recovery") == "both":
-        raise CannotRun(
-            "--role both (the Java client writing and another Java client recovering in one "
-            "run) is not built yet; run --role writer and --role recovery"
         )
     _refuse_switches(args)
     role_from_args(args)  # refuses a role or shape no run can have

@@ -113,7 +113,8 @@ def register(subparsers: Any) -> None:
         default="recovery",
         help="with --client java: the Java client's role (recovery: it recovers the ledger "
         "w1 wrote; writer: it writes a ledger of --ensemble/--wq/--aq on E + 1 bookies, "
-        "pipelined, through ensemble changes; both is not built yet)",
+        "pipelined, through ensemble changes; both: that writer, and a second Java client "
+        "recovering its ledger while it writes)",
     )
     search.add_argument(
         "--random-config",

@@ -8,6 +8,7 @@ regression test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from conformance.errors import ConformanceError
 from conformance.javaclient.plans import WriterPlan
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterShape
-from conformance.javaclient.writer_story import WriterRecord
+from conformance.javaclient.writer_story import Takeover, WriterRecord
 
 FORMAT = 1
 
@@ -203,6 +204,9 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             else {}
         ),
         **({"wiped": [[b, at] for b, at in sorted(record.wiped.items())]} if record.wiped else {}),
+        **(
+            {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
+        ),
     }
 
 
@@ -232,9 +236,24 @@ def writer_record_from_json(
             timeout_check_s=float(data.get("timeout_check_s", timeout_check_s)),
             client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
             wiped={int(b): float(at) for b, at in data.get("wiped", ())},
+            takeover=_takeover(data.get("takeover")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc
+
+
+def _takeover(data: Any) -> Takeover | None:
+    if data is None:
+        return None
+    last = data["last_entry"]
+    error = data.get("error")
+    return Takeover(
+        after_adds=int(data["after_adds"]),
+        started_at=float(data["started_at"]),
+        returned_at=float(data["returned_at"]),
+        last_entry=None if last is None else int(last),
+        error=None if error is None else str(error),
+    )
 
 
 R = TypeVar("R")

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Role
@@ -22,7 +23,7 @@ from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
 from conformance.javaclient.writer_role import FaultSet, WriterRole
 
 #: The roles a run can ask for, by name.
-ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name)
+ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name, FailoverRole.name)
 #: What a role is when the command line does not say.
 DEFAULT_ROLE = RecoveryRole.name
 
@@ -45,6 +46,8 @@ def role_named(
         return RecoveryRole()
     if name == WriterRole.name:
         return WriterRole(shape or DEFAULT_SHAPES[0], faults=faults or FaultSet.EXTENDED)
+    if name == FailoverRole.name:
+        return FailoverRole(shape or DEFAULT_SHAPES[0], faults=faults or FaultSet.EXTENDED)
     raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}")
 
 
@@ -60,7 +63,7 @@ def role_of_plan(data: Any, settings: Mapping[str, Any] | None = None) -> Role[A
     recorded = settings or {}
     if isinstance(role, WriterRole):
         entry_bytes = recorded.get("entry_bytes")
-        return WriterRole(
+        return type(role)(
             role.shape,
             add_entry_timeout_s=int(recorded.get("add_entry_timeout_s", role.add_entry_timeout_s)),
             faults=FaultSet(recorded.get("faults", role.faults.value)),

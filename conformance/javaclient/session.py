@@ -121,6 +121,12 @@ class SessionLayout:
     #: More ``ClientConfiguration`` properties, as ``setProperty`` takes them (e.g. the add
     #: throttle at 1 add a second: ``(("throttle", "1"),)``).
     client_properties: tuple[tuple[str, str], ...] = ()
+    #: A second BookKeeper client in the same JVM (its own bookie connections and ZooKeeper
+    #: session), which recovers the first one's ledger: the broker that takes over a ledger
+    #: (``--role both``). Its ZooKeeper connection is not proxied: held metadata writes and
+    #: an expired session are the writer's. Its reads time out after this many seconds (0: no
+    #: second client).
+    recovering_client_read_timeout_s: int = 0
 
     def __post_init__(self) -> None:
         if self.bookies < 1:
@@ -182,6 +188,7 @@ class ClientSession:
         self._group: ProxyGroup | None = None
         self._cluster: LocalCluster | None = None
         self._client: BookKeeperJavaClient | None = None
+        self._recovering_client: BookKeeperJavaClient | None = None
         self._zookeeper: ZooKeeperProxy | None = None
         self._routing: Any = None
         self._coverage: CoverageTracker | None = None
@@ -265,6 +272,19 @@ class ClientSession:
                 jvm_options=jvm,
             )
         )
+        if layout.recovering_client_read_timeout_s:
+            # In the writer's JVM, closed before it (the stack unwinds in reverse).
+            recovering = ClientOptions(
+                endpoints.metadata_service_uri,
+                speculative_read_timeout_ms=layout.speculative_read_timeout_ms,
+                read_entry_timeout_s=layout.recovering_client_read_timeout_s,
+                add_entry_timeout_s=layout.add_entry_timeout_s,
+            )
+            self._recovering_client = self._stack.enter_context(
+                BookKeeperJavaClient.connect(
+                    self._client.gateway, recovering, timeout=options.java_call_timeout
+                )
+            )
         if self._coverage is not None:
             # What the start-up covered is no example's.
             reset_coverage(self._client.gateway)
@@ -282,6 +302,13 @@ class ClientSession:
         if self._client is None:
             raise RunUndecided("the session is not started (use it in a with block)")
         return self._client
+
+    @property
+    def recovering_client(self) -> BookKeeperJavaClient:
+        """The second client of a layout that asks for one (:class:`RunUndecided` if not)."""
+        if self._recovering_client is None:
+            raise RunUndecided("this session has no recovering client beside the writer")
+        return self._recovering_client
 
     @property
     def zookeeper_proxy(self) -> ZooKeeperProxy:

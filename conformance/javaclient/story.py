@@ -15,7 +15,7 @@ invariants are checked.
 The real client overlaps its recovery reads with its write-backs (it reads e2 while e1's
 write-back is unconfirmed). The story still takes each event's step at the point the frame log
 shows it, never reordered: the spec's read/write phase already allows that interleaving (see
-:class:`_JavaReplay` and docs/javaclient-scenario.md, "Concurrent reads and write-backs").
+:class:`RecoverySteps` and docs/javaclient-scenario.md, "Concurrent reads and write-backs").
 
 Each frame the Java client sent is also checked against the SPEC's client (``spec_cfg``, reads
 fence unless told otherwise): at that point of the story, would the spec's client send this
@@ -48,7 +48,7 @@ from conformance.javaclient.observed import (
 )
 from conformance.javaclient.plans import BOOKIES, WriterAdd, WriterPlan
 from conformance.observations import Observation
-from model.bookkeeper.action_table import Actor, WriteEnd, add_answer, the_action
+from model.bookkeeper.action_table import Actor, Move, WriteEnd, add_answer, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, fencing_coverage, successors
 from model.bookkeeper.config import ModelConfig
@@ -62,6 +62,7 @@ from model.bookkeeper.records import (
     FenceResponse,
     Message,
     bookie_name,
+    bookies_of,
 )
 from model.bookkeeper.render import describe_message
 from model.bookkeeper.scripted import enabled, step
@@ -71,7 +72,7 @@ SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 WRITER = "c1"
 RECOVERER = "c2"
 #: The recovering client's requests, each sent in its own action of the spec.
-_RECOVERY_KINDS = frozenset({FrameKind.FENCE_READ, FrameKind.RECOVERY_READ, FrameKind.RECOVERY_ADD})
+RECOVERY_KINDS = frozenset({FrameKind.FENCE_READ, FrameKind.RECOVERY_READ, FrameKind.RECOVERY_ADD})
 #: What the engine calls each kind of answer the proxies see.
 _ANSWER_KINDS = {
     FrameKind.FENCE_READ: "fence",
@@ -83,12 +84,19 @@ _ANSWER_KINDS = {
 #: RecoveryClientClosesLedger.
 _CREATE = the_action(actor=Actor.CLIENT, phase=ProtocolPhase.CREATE)
 _SEND_ADDS = send_action(FrameKind.ADD)
-_RECOVERY_CLOSE = the_action(
+RECOVERY_CLOSE = the_action(
     actor=Actor.CLIENT, phase=ProtocolPhase.CLOSE, recovery=True, write_ends=WriteEnd.SUCCEEDS
 )
 #: The recovering client's one receive action for its write-backs, whatever the answer (the
 #: writer's ClientReceivesAddConfirmedResponse is enabled only on an OPEN ledger).
 _WRITE_BACK_CONFIRMED = add_answer(Actor.CLIENT, fenced=False, recovery=True)
+#: The recovering client's ensemble change and the write-backs it sends again after it.
+_RECOVERY_CHANGE = the_action(
+    actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.NONE, recovery=True
+)
+_RECOVERY_RESEND = the_action(
+    actor=Actor.CLIENT, phase=ProtocolPhase.ENSEMBLE_CHANGE, move=Move.SEND, recovery=True
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ class RecoveryRecord:
     recovered_at: float | None = None
 
 
-class _Story(ModelReplay):
+class RecoveryStory(ModelReplay):
     """The model fed with what was observed (:class:`ModelReplay`), and what the SPEC's
     client (``spec_cfg``) would do at each point, for the frame check."""
 
@@ -176,7 +184,7 @@ def _frame_message(event: JavaEvent, spec_requests: set[Message]) -> Message | N
     return None
 
 
-class _JavaReplay:
+class RecoverySteps:
     """Steps for the Java client's events, and the frame check against the spec's client.
 
     Each event is taken where the frame log shows it, never moved: the Java client's
@@ -206,14 +214,89 @@ class _JavaReplay:
     the last read and every write-back's ack quorum.
     """
 
-    def __init__(self, story: _Story, events: Sequence[JavaEvent]) -> None:
+    def __init__(
+        self,
+        story: RecoveryStory,
+        events: Sequence[JavaEvent],
+        add_timeout_s: float | None = None,
+    ) -> None:
+        """``add_timeout_s``: the client's add timeout, when its write-backs can time out (a
+        write-back that never got through, or reached its proxy after the timeout, is the
+        spec's lost message: :meth:`lost_write_backs`); None: only a write-back a proxy
+        dropped is lost (:meth:`dropped`, the recovering role's runs)."""
         self.story = story
         self.events = events
+        self.add_timeout_s = add_timeout_s
         self.started: dict[tuple[FrameKind, int | None], set[Message]] = {}
         self.sent: set[tuple[FrameKind, int | None, int]] = set()
         self.ignored: set[int] = set()
         #: Fence answers delivered to the client during its fencing phase, not yet taken.
         self.fence_answers: list[JavaEvent] = []
+
+    def lost_write_backs(self, entry: int | None, since: float) -> set[int]:
+        """Bookies whose write-back of ``entry`` sent from ``since`` on never got through in
+        time: dropped, never answered (a crashed bookie), never sent at all (the connection to
+        a crashed bookie failed), or reaching the proxy only after the client's add timeout (a
+        stalled connection). The client times such a write-back out (the spec's lost
+        message), and replaces the bookie (``RecoveryClientChangesEnsemble``)."""
+        deadline = float("inf") if self.add_timeout_s is None else since + self.add_timeout_s
+        through = {
+            e.bookie
+            for e in self.events
+            if e.phase is Phase.SENT
+            and e.kind is FrameKind.RECOVERY_ADD
+            and _spec_entry(e) == entry
+            and since <= e.at < deadline
+            and e.delivered
+            and e.answered
+        }
+        return set(range(self.story.cfg.bookies)) - through
+
+    def change_ensemble_for(self, event: JavaEvent) -> bool:
+        """A write-back to a bookie the model's recovering client has not sent it to: the
+        client replaced a bookie whose write-back failed. Take the change whose new ensemble
+        has that bookie (``RecoveryClientChangesEnsemble``) and the resends it causes
+        (``RecoveryClientSendsPendingAddOp``); True if the model's client could."""
+        story = self.story
+        changes = [
+            t
+            for t in successors(story.cfg, story.state)
+            if t.label.action == _RECOVERY_CHANGE
+            and t.label.client == 1
+            and int(dict(t.label.detail)["ensemble"]) >> event.bookie & 1
+        ]
+        if not changes:
+            return False
+        story.execution.apply_observed(
+            changes[0],
+            request=f"frame #{event.frame.frame_id}: a write-back to {bookie_name(event.bookie)}, "
+            "outside the recovering client's ensemble: it replaced a bookie whose write-back "
+            "failed",
+        )
+        for _ in range(story.cfg.send_limit):
+            resends = [
+                t
+                for t in successors(story.cfg, story.state)
+                if t.label.action == _RECOVERY_RESEND and t.label.client == 1
+            ]
+            if not resends:
+                break
+            label = resends[0].label
+            resent = int(dict(label.detail)["entry"])
+            lost = {
+                bookie_name(m.bookie)
+                for m, _ in label.sent
+                if m.bookie in self.lost_write_backs(resent, event.at)
+            }
+            taken = story.take(
+                step(_RECOVERY_RESEND, client=RECOVERER, entry=resent, lost=lost),
+                request=f"e{translation.bk_entry_id(resent)} written back to the bookies new "
+                "to its write set",
+            )
+            self.started.setdefault((FrameKind.RECOVERY_ADD, resent), set()).update(
+                m for m, _ in taken.sent
+            )
+        return True
 
     def dropped(self, kind: FrameKind, entry: int | None) -> set[int]:
         """Bookies whose request of this step a proxy dropped: the model's lost messages.
@@ -238,21 +321,25 @@ class _JavaReplay:
 
     def run(self, events: Sequence[JavaEvent]) -> None:
         for event in events:
-            if event.phase is Phase.SENT:
-                if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
-                    self.settle_fencing(_spec_entry(event))
-                self.sent_event(event)
-            elif event.kind not in _RECOVERY_KINDS:
-                continue  # reported when it was sent
-            elif event.phase is Phase.ANSWERED:
-                self.answered(event)
-            else:
-                self.received(event)
+            self.event(event)
+
+    def event(self, event: JavaEvent) -> None:
+        """Take the step of one event of the recovering client's."""
+        if event.phase is Phase.SENT:
+            if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
+                self.settle_fencing(_spec_entry(event))
+            self.sent_event(event)
+        elif event.kind not in RECOVERY_KINDS:
+            return  # reported when it was sent
+        elif event.phase is Phase.ANSWERED:
+            self.answered(event)
+        else:
+            self.received(event)
 
     def sent_event(self, event: JavaEvent) -> None:
         story = self.story
         frame = f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}"
-        if event.kind not in _RECOVERY_KINDS:  # a writer's add, or no protocol request
+        if event.kind not in RECOVERY_KINDS:  # a writer's add, or no protocol request
             story.frame_divergences.append(
                 f"{frame}: {event.frame.info.describe()}: the spec's recovering client sends "
                 "no such request"
@@ -263,11 +350,21 @@ class _JavaReplay:
         action = send_action(event.kind)
         if batch not in self.started:
             self.started[batch] = story.spec_requests(action, entry)
-            lost = story.recipients(action, entry) & self.dropped(event.kind, entry)
+            lost = story.recipients(action, entry) & (
+                self.lost_write_backs(entry, event.at)
+                if event.kind is FrameKind.RECOVERY_ADD and self.add_timeout_s is not None
+                else self.dropped(event.kind, entry)
+            )
             story.take(
                 step(action, client=RECOVERER, entry=entry, lost={bookie_name(b) for b in lost}),
                 request=f"{frame}: {event.frame.info.describe()}",
             )
+        if (
+            event.kind is FrameKind.RECOVERY_ADD
+            and _frame_message(event, self.started[batch]) is None
+            and event.bookie not in self.recovery_ensemble()
+        ):
+            self.change_ensemble_for(event)
         key = (event.kind, entry, event.bookie)
         if key in self.sent:
             story.frame_divergences.append(
@@ -413,6 +510,11 @@ class _JavaReplay:
                     return list(subset)
         return list(in_order)
 
+    def recovery_ensemble(self) -> set[int]:
+        """The bookies of the model's recovering client's current ensemble."""
+        fragment = self.story.state.clients[1].curr_fragment
+        return set() if fragment is None else set(bookies_of(fragment.ensemble))
+
     def writing_back(self, entry: int | None) -> bool:
         """Whether the model's recovering client still waits for confirmations of ``entry``."""
         client = self.story.state.clients[1]
@@ -436,7 +538,7 @@ def _unfenced_read(event: JavaEvent) -> bool:
 
 
 def _writer_add(
-    story: _Story, add: WriterAdd, answers: Mapping[tuple[int, str], StatusCode]
+    story: RecoveryStory, add: WriterAdd, answers: Mapping[tuple[int, str], StatusCode]
 ) -> None:
     bookie, bk_entry = add.bookie, add.entry
     status = answers.get((bk_entry, bookie))
@@ -506,7 +608,7 @@ def judge(
         # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
         lac_counts_as_confirmed=True,
     )
-    story = _Story(cfg, spec_cfg)
+    story = RecoveryStory(cfg, spec_cfg)
     try:
         story.take(step(_CREATE, client=WRITER), request="w1 writes the metadata")
         for bk_entry in range(acked):
@@ -531,14 +633,14 @@ def judge(
             story.take(step(_SEND_ADDS, client=WRITER, lost=lost))
         for add in record.writer.before():
             _writer_add(story, add, record.writer_answers)
-        replay = _JavaReplay(story, events)
+        replay = RecoverySteps(story, events)
         cut = record.recovered_at
         replay.run([e for e in events if cut is None or e.at <= cut])
         if replay.fence_answers:
             replay.settle_fencing(None)  # the client sent no recovery read
         if record.closed_last_entry is not None:
             story.take(
-                step(_RECOVERY_CLOSE, client=RECOVERER),
+                step(RECOVERY_CLOSE, client=RECOVERER),
                 request=f"the Java client closes the ledger at {record.closed_last_entry}",
                 observed=Observation("metadata", "OK", success=True),
             )
@@ -572,7 +674,12 @@ def _fence_note(fenced: bool | None) -> str:
 
 
 __all__ = [
+    "RECOVERER",
+    "RECOVERY_CLOSE",
+    "RECOVERY_KINDS",
     "SPEC_CONFIG",
     "RecoveryRecord",
+    "RecoverySteps",
+    "RecoveryStory",
     "judge",
 ]

@@ -114,10 +114,30 @@ class WriterRunPlan:
     #: timeout they are sent while the client changes its ensemble (#4097's window).
     delayed: int = 0
     delay_ms: int = 0
+    #: A broker fail-over (``--role both``): once the first ``recover_after`` adds are sent
+    #: and ``recover_delay_ms`` later (their answers and timeouts still to come), a second
+    #: Java client recovers the ledger (``openLedger``: fences it, closes it); the writer
+    #: sends its other adds after that, then closes. None: no recovery (the writer role).
+    recover_after: int | None = None
+    recover_delay_ms: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.entries <= MAX_ENTRIES:
             raise PlanError(f"a writer example adds 1..{MAX_ENTRIES} entries, got {self.entries}")
+        if self.recover_after is None:
+            if self.recover_delay_ms:
+                raise PlanError("a recovery delay goes with a recovery (recover_after)")
+        elif not 1 <= self.recover_after <= self.entries:
+            raise PlanError(
+                f"the recovering client starts after 1..{self.entries} of the writer's adds, "
+                f"not {self.recover_after}"
+            )
+        elif not 0 <= self.recover_delay_ms <= MAX_DELAY_MS:
+            raise PlanError(
+                f"a recovery delay of 0..{MAX_DELAY_MS} ms, not {self.recover_delay_ms}"
+            )
+        elif self.delayed:
+            raise PlanError("a fail-over plan sends its later adds after the recovery, not delayed")
         if not 0 <= self.delayed < self.entries:
             raise PlanError(
                 f"{self.delayed} delayed entries: at most {self.entries - 1} of {self.entries} "
@@ -147,6 +167,11 @@ class WriterRunPlan:
             if not 0 <= key.entry_id < self.entries:
                 raise PlanError(f"{key.describe()}: the writer adds e0..e{self.entries - 1}")
 
+    @property
+    def role(self) -> str:
+        """The role the plan is for: ``both`` with a recovery, else ``writer``."""
+        return "writer" if self.recover_after is None else "both"
+
     def choice(self, bookie: str, entry: int) -> Choice:
         return self.schedule.choice(add_key(bookie, entry))
 
@@ -160,6 +185,17 @@ class WriterRunPlan:
             if self.delayed
             else ""
         )
+        if self.recover_after is not None:
+            sent = self.recover_after
+            rest = (
+                f", then e{sent}..e{self.entries - 1}" if sent < self.entries else ", nothing more"
+            )
+            return [
+                f"{self.shape.describe()} on {self.shape.bookies} bookies; the writer adds "
+                f"e0..e{sent - 1} pipelined; {self.recover_delay_ms} ms later a second client "
+                f"recovers the ledger; the writer adds{rest}, then closes",
+                *self.schedule.describe(),
+            ]
         return [
             f"{self.shape.describe()} on {self.shape.bookies} bookies; the Java client adds "
             f"e0..e{self.entries - 1} pipelined{later}, then closes",
@@ -168,20 +204,32 @@ class WriterRunPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "role": "writer",
+            "role": self.role,
             "shape": self.shape.key(),
             "entries": self.entries,
             "schedule": self.schedule.to_json(),
             "origin": self.origin,
             **({"delayed": self.delayed, "delay_ms": self.delay_ms} if self.delayed else {}),
+            **(
+                {"recover_after": self.recover_after, "recover_delay_ms": self.recover_delay_ms}
+                if self.recover_after is not None
+                else {}
+            ),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WriterRunPlan:
-        if not isinstance(data, Mapping) or data.get("role") != "writer":
-            raise PlanError(f"not a writer plan (needs role 'writer'): {data!r}")
+        if not isinstance(data, Mapping) or data.get("role") not in ("writer", "both"):
+            raise PlanError(f"not a writer plan (needs role 'writer' or 'both'): {data!r}")
+        if (data["role"] == "both") != ("recover_after" in data):
+            raise PlanError(
+                f"a plan of role {data['role']!r} "
+                + ("needs" if data["role"] == "both" else "has no")
+                + " recover_after"
+            )
         try:
             shape = WriterShape.parse(str(data["shape"]))
+            recover_after = data.get("recover_after")
             return cls(
                 shape,
                 int(data["entries"]),
@@ -189,6 +237,8 @@ class WriterRunPlan:
                 str(data.get("origin", "recorded")),
                 int(data.get("delayed", 0)),
                 int(data.get("delay_ms", 0)),
+                None if recover_after is None else int(recover_after),
+                int(data.get("recover_delay_ms", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):

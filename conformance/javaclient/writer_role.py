@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from adapters.bookkeeper.client import BookieClient
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
-from adapters.javaclient import BKError, JavaDigestType
+from adapters.javaclient import BKError, JavaCallTimeout, JavaDigestType
 from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
 from adapters.zookeeper.metadata import LedgerState
 from conformance.javaclient.plans import (
@@ -73,6 +73,7 @@ from conformance.javaclient.writer_plans import (
     add_key,
 )
 from conformance.javaclient.writer_story import (
+    Takeover,
     WriterRecord,
     segments_text,
     timeout_check_interval_s,
@@ -210,6 +211,8 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
         yield dataclasses.replace(plan, schedule=schedule)
     if plan.delayed:
         yield dataclasses.replace(plan, delayed=0, delay_ms=0)
+    if plan.recover_delay_ms:
+        yield dataclasses.replace(plan, recover_delay_ms=0)
     if plan.entries > 1:
         last = plan.entries - 1
         delayed = min(plan.delayed, last - 1)
@@ -220,6 +223,8 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
             plan.origin,
             delayed=delayed,
             delay_ms=plan.delay_ms if delayed else 0,
+            recover_after=None if plan.recover_after is None else min(plan.recover_after, last),
+            recover_delay_ms=plan.recover_delay_ms,
         )
 
 
@@ -436,6 +441,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
 
     def plan_from_json(self, data: Mapping[str, Any]) -> WriterRunPlan:
         plan = WriterRunPlan.from_json(data)
+        if plan.role != self.name:
+            raise PlanError(f"the plan is for --role {plan.role}; this run is --role {self.name}")
         if plan.shape != self.shape:
             raise PlanError(
                 f"the plan is for {plan.shape.describe()}; this run is {self.shape.describe()}"
@@ -472,11 +479,16 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         adds = PipelinedAdds(ledger, plan.entries)
         closed_at: float | None = None
         close_error: str | None = None
+        takeover: Takeover | None = None
         with arrange(ledger.ledger_id, model_bookie_names(bookie_of_proxy)) as controller:
             for index in range(plan.entries):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
+                if index == plan.recover_after:
+                    takeover = self._take_over(session, plan, ledger.ledger_id)
                 adds.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
+            if plan.recover_after == plan.entries:
+                takeover = self._take_over(session, plan, ledger.ledger_id)
             adds.wait(self.callbacks_timeout)
             try:
                 ledger.close()
@@ -528,7 +540,36 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
             client_reads=client_reads,
             wiped=wiped,
+            takeover=takeover,
         )
+
+    def _take_over(self, session: ClientSession, plan: WriterRunPlan, ledger_id: int) -> Takeover:
+        """The second client recovers the ledger ``plan.recover_delay_ms`` after the writer's
+        first ``plan.recover_after`` adds were sent (bounded: a recovery that does not return
+        leaves the run undecided)."""
+        assert plan.recover_after is not None
+        time.sleep(plan.recover_delay_ms / 1000)
+        started = time.monotonic()
+        error: str | None = None
+        try:
+            recovered = session.recovering_client.open_ledger(
+                ledger_id,
+                JavaDigestType.CRC32,
+                PASSWORD,
+                recovery=True,
+                timeout=self.callbacks_timeout,
+            )
+        except JavaCallTimeout as exc:
+            raise RunUndecided(f"the second client's recovery did not return: {exc}") from exc
+        except BKError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            with contextlib.suppress(BKError):
+                recovered.close(timeout=CLIENT_READ_TIMEOUT_S)
+        returned = time.monotonic()
+        metadata, _version = session.ledger_store().read(ledger_id)
+        last = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+        return Takeover(plan.recover_after, started, returned, last, error)
 
     def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
         """A recorded run back; one recorded before the client's timeouts were takes this
@@ -544,6 +585,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         for outcome in record.outcomes:
             at = "" if outcome.at is None else f"{outcome.at:.3f} "
             lines.append(f"{at}callback: {outcome.describe()}")
+        if record.takeover is not None:
+            lines.append(record.takeover.describe())
         lines.append(f"ensembles: {segments_text(record.segments)}")
         if record.close_error:
             lines.append(f"close failed: {record.close_error}")

@@ -61,8 +61,22 @@ from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.javaclient import observed
-from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
-from conformance.javaclient.observed import FORGED, FrameKind, JavaEvent, Phase, java_events
+from conformance.javaclient.model_replay import Judgement, Stuck
+from conformance.javaclient.observed import (
+    FORGED,
+    FrameKind,
+    JavaEvent,
+    Phase,
+    java_events,
+    recovery_reads_fenced,
+)
+from conformance.javaclient.story import (
+    RECOVERER,
+    RECOVERY_CLOSE,
+    RECOVERY_KINDS,
+    RecoverySteps,
+    RecoveryStory,
+)
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
 from conformance.verdict import Verdict
@@ -87,6 +101,40 @@ _RESEND = the_action(  # ClientResendsPendingAddOp
 _CLOSE = the_action(  # ClientClosesLedgerSuccess
     actor=Actor.CLIENT, phase=ProtocolPhase.CLOSE, recovery=False, write_ends=WriteEnd.SUCCEEDS
 )
+_CLOSE_FAILS = the_action(  # ClientClosesLedgerFail
+    actor=Actor.CLIENT,
+    phase=ProtocolPhase.CLOSE,
+    recovery=False,
+    write_ends=WriteEnd.VERSION_MISMATCH,
+)
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """What the second client of a fail-over run (``--role both``) did: it recovered the
+    writer's ledger (``openLedger``) after the writer's first ``after_adds`` adds."""
+
+    after_adds: int
+    #: When ``openLedger`` started and returned (``time.monotonic()``, the frames' clock).
+    started_at: float
+    returned_at: float
+    #: The last entry of the ledger as the recovery closed it (None: it did not).
+    last_entry: int | None
+    #: Why ``openLedger`` failed, if it did.
+    error: str | None = None
+
+    def describe(self) -> str:
+        end = (
+            f"failed: {self.error}"
+            if self.error
+            else f"closed the ledger at e{self.last_entry}"
+            if self.last_entry is not None
+            else "returned with the ledger not closed"
+        )
+        return (
+            f"{self.started_at:.3f} the second client recovers the ledger (after the writer's "
+            f"first {self.after_adds} adds); {self.returned_at:.3f} {end}"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,6 +172,8 @@ class WriterRecord:
     #: Model bookie -> when the plan wiped it (restarted it without its data): the copies it
     #: held then are lost by the plan, not by the client.
     wiped: Mapping[int, float] = field(default_factory=dict)
+    #: The second client's recovery of the ledger (None: a writer run, nobody else touched it).
+    takeover: Takeover | None = None
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:
@@ -198,11 +248,12 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
     return fates
 
 
-def writer_config(shape: WriterShape, entries: int) -> ModelConfig:
-    """The model's configuration of a writer run."""
+def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelConfig:
+    """The model's configuration of a writer run (``clients=2``: a fail-over run, whose
+    recovering client is the model's ``c2``)."""
     return ModelConfig(
         bookies=shape.bookies,
-        clients=1,
+        clients=clients,
         ensemble_size=shape.ensemble,
         write_quorum=shape.write_quorum,
         ack_quorum=shape.ack_quorum,
@@ -232,6 +283,7 @@ class _Kind(enum.IntEnum):
     FRAME = 0
     FAILURE = 1
     CALLBACK = 2
+    TAKEOVER = 3
 
 
 #: Error answers on which the client fails the handle instead of changing its ensemble
@@ -273,20 +325,28 @@ class _Callback:
     outcome: AddOutcome
 
 
-class _WriterReplay(ModelReplay):
+class _WriterReplay(RecoveryStory):
+    """The model fed with the writer's frames and callbacks (its ``c1``), and in a fail-over
+    run with the recovering client's too (``c2``, through :class:`~.story.RecoverySteps`)."""
+
     def __init__(
         self,
         record: WriterRecord,
         cfg: ModelConfig,
         fates: Mapping[int, AddFate],
         prescribed: Sequence[ChangeKey] = (),
+        spec_cfg: ModelConfig | None = None,
     ) -> None:
-        super().__init__(cfg)
+        super().__init__(cfg, spec_cfg or cfg)
         self.record = record
+        #: The recovering client's steps (a fail-over run's), set by :meth:`run`.
+        self.recovery: RecoverySteps | None = None
         #: Request frame id -> what the client's timeout made of it (:func:`add_fates`).
         self.fates = fates
         #: An answer's pairing key -> its request's frame id.
         self.request_of: dict[object, int] = {}
+        #: The requests that reached a proxy after the writer's close returned.
+        self.sent_after_close: set[int] = set()
         #: The first ensemble changes (failed set, new ensemble), if prescribed; at each
         #: change the ones the model offered, and the one taken.
         self.prescribed = list(prescribed)
@@ -458,16 +518,27 @@ class _WriterReplay(ModelReplay):
         failures: Sequence[_Failure] = (),
     ) -> None:
         self.events = events
+        closed_at = self.record.closed_at
         for event in events:
             if event.phase is Phase.SENT:
                 self.request_of.setdefault(observed.pairing_key(event.frame), event.frame.frame_id)
+                if closed_at is not None and event.at > closed_at:
+                    self.sent_after_close.add(event.frame.frame_id)
         merged: list[tuple[float, int, int, object]] = [
             (e.at, _Kind.FRAME, i, e) for i, e in enumerate(events)
         ]
         merged += [(c.at, _Kind.CALLBACK, i, c) for i, c in enumerate(callbacks)]
         merged += [(f.at, _Kind.FAILURE, i, f) for i, f in enumerate(failures)]
+        takeover = self.record.takeover
+        if takeover is not None and self.recovery is None:
+            self.recovery = RecoverySteps(self, self.all_events, self.record.add_timeout_s)
+            merged.append((takeover.returned_at, _Kind.TAKEOVER, 0, takeover))
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         for _at, kind, _i, item in merged:
+            if kind is _Kind.TAKEOVER:
+                assert isinstance(item, Takeover)
+                self.recovered(item)
+                continue
             if kind is _Kind.CALLBACK:
                 assert isinstance(item, _Callback)
                 self.callback(item)
@@ -477,6 +548,9 @@ class _WriterReplay(ModelReplay):
                 self.failure(item)
                 continue
             assert isinstance(item, JavaEvent)
+            if self.recovery is not None and item.kind in RECOVERY_KINDS:
+                self.recovery.event(item)
+                continue
             if item.kind is not FrameKind.ADD:
                 if item.phase is Phase.SENT:
                     self.frame_divergences.append(
@@ -490,6 +564,83 @@ class _WriterReplay(ModelReplay):
                 self.answered(item)
             else:
                 self.received(item)
+
+    def recovered(self, takeover: Takeover) -> None:
+        """The second client's ``openLedger`` returned: the ledger was closed by then (the
+        spec's ``RecoveryClientClosesLedger``), at the end the model's recovery reaches."""
+        recovery = self.recovery
+        assert recovery is not None
+        if recovery.fence_answers:
+            recovery.settle_fencing(None)  # the client sent no recovery read
+        if takeover.last_entry is None:
+            self.notes.append(
+                "the second client's recovery did not close the ledger"
+                + (f": {takeover.error}" if takeover.error else "")
+            )
+            return
+        real_last = translation.spec_entry_id(takeover.last_entry)
+        recovery_close = step(RECOVERY_CLOSE, client=RECOVERER)
+        writer_close = step(_CLOSE, client=WRITER)
+        if self.state.clients[1].status is None:
+            # The recovery sent nothing: it found the ledger closed already (BookKeeper's
+            # openLedger then returns it as it is), which only the writer can have done.
+            if (
+                enabled(self.cfg, self.state, writer_close)
+                and self.state.clients[0].lac == real_last
+            ):
+                self.take(
+                    writer_close,
+                    request=f"the writer closes the ledger at e{takeover.last_entry} (its LAC) "
+                    "before the recovery starts",
+                    observed=Observation("metadata", "OK", success=True),
+                )
+                self.notes.append(
+                    "the second client found the ledger closed by the writer: nothing to recover"
+                )
+            elif given_up := self._failed_to_the_caller(
+                takeover.last_entry + 1, translation.bk_entry_id(self.state.clients[0].lac)
+            ):
+                # As at the writer's own close (close()): it failed these adds on an answer
+                # that fails the handle (EUA, a forged EFENCED) and closed below them.
+                self.notes.append(
+                    f"the writer closed the ledger at e{takeover.last_entry}, below the model's "
+                    f"writer's LAC, before the recovery started: it failed {', '.join(given_up)} "
+                    "to its caller (it gave up; the spec's writer cannot); the second client "
+                    "found the ledger closed"
+                )
+            else:
+                self.execution.add_divergence(
+                    f"the second client's recovery sent nothing and the ledger is closed at "
+                    f"e{takeover.last_entry}, which the model's writer cannot have closed it at"
+                )
+            return
+        if (
+            enabled(self.cfg, self.state, recovery_close)
+            and take_step(self.cfg, self.state, recovery_close).state.meta_last_entry != real_last
+            and enabled(self.cfg, self.state, writer_close)
+            and self.state.clients[0].lac == real_last
+        ):
+            # The ledger ends where the writer's LAC is, not where the recovery would close
+            # it: the writer, fenced, closed it first (over IN_RECOVERY), and the recovery
+            # found it closed (``fenced_writer_closes``).
+            self.take(
+                writer_close,
+                request=f"the writer closes the ledger at e{takeover.last_entry} (its LAC) "
+                "after a fenced add, before the recovery's close",
+                observed=Observation("metadata", "OK", success=True),
+            )
+        self.take(
+            recovery_close,
+            request=f"the second client's recovery ends with the ledger closed at "
+            f"e{takeover.last_entry}",
+            observed=Observation("metadata", "OK", success=True),
+        )
+        model_last = translation.bk_entry_id(self.state.meta_last_entry)
+        if model_last != takeover.last_entry:
+            self.execution.add_divergence(
+                f"the second client's recovery closed the ledger at e{takeover.last_entry}; "
+                f"the model's recovery closes it at e{model_last}"
+            )
 
     def failure(self, failure: _Failure) -> None:
         """A forged error reached the client: it changes its ensemble now, if the model's
@@ -680,6 +831,17 @@ class _WriterReplay(ModelReplay):
                 "ignored"
             )
             return
+        if not enabled(self.cfg, self.state, answer) and request in self.sent_after_close:
+            # The request reached the proxy only after the writer's close returned: the
+            # client had given up on the add (its handle closed: a fenced add, or the adds'
+            # callbacks all in) while the request waited for its connection. Storing it is
+            # no step of the spec's writer; its answer cannot count.
+            self.notes.append(
+                f"frame #{event.frame.frame_id}: {bookie} stored e{event.entry_id}, sent "
+                "after the writer's close returned (the client had given up on it): no step "
+                "of the spec's; ignored"
+            )
+            return
         if (
             not enabled(self.cfg, self.state, answer)
             and request is not None
@@ -765,6 +927,23 @@ class _WriterReplay(ModelReplay):
 
     def close(self) -> None:
         record = self.record
+        takeover = record.takeover
+        if takeover is not None and takeover.last_entry is not None:
+            # The recovery closed the ledger: the writer's close (after it) can only fail, or
+            # find the end it would have written (BookKeeper's close then succeeds); the
+            # spec's writer has no step for either. What it acknowledged is checked against
+            # the recovery's end (check_readable).
+            self.notes.append(
+                "the writer's close after the recovery "
+                + (f"failed: {record.close_error}" if record.close_error else "returned OK")
+            )
+            closing_fails = step(_CLOSE_FAILS, client=WRITER)
+            if enabled(self.cfg, self.state, closing_fails):
+                # The writer's close finds the ledger CLOSED (BookKeeper's close then fails,
+                # or returns OK if it would have written the same end): it withdraws.
+                self.take(closing_fails, request="the writer's close finds the ledger closed")
+            self._compare_segments()
+            return
         if record.closed_last_entry is None:
             if record.close_error:
                 self.notes.append(f"the Java client's close failed: {record.close_error}")
@@ -804,10 +983,13 @@ class _WriterReplay(ModelReplay):
                 f"the Java client closed the ledger at e{record.closed_last_entry}; the model's "
                 f"writer closes it at e{model_last} (its LAC)"
             )
+        self._compare_segments()
+
+    def _compare_segments(self) -> None:
         model_segments, real = self._model_segments(), self._real_segments()
         if model_segments != real:
             self.execution.add_divergence(
-                f"the ledger's ensembles are {segments_text(real)}; the model's writer's "
+                f"the ledger's ensembles are {segments_text(real)}; the model's "
                 f"are {segments_text(model_segments)}"
             )
 
@@ -861,6 +1043,7 @@ class _WriterReplay(ModelReplay):
         record = self.record
         if not record.segments:
             return
+        self._check_acknowledged_within_the_end()
         for outcome in record.outcomes:
             if not outcome.acknowledged or outcome.entry_id is None:
                 continue
@@ -891,6 +1074,24 @@ class _WriterReplay(ModelReplay):
                 f"({names}, ensemble from e{first}) returns it"
                 + ("" if read is None else f" (the Java client reading it back: {read})")
             )
+
+    def _check_acknowledged_within_the_end(self) -> None:
+        """No entry acknowledged to the writer lies beyond the closed ledger's last entry
+        (``NoDivergenceBetweenClientAndMetaData``, on the real cluster): a reader stops at the
+        last entry, so such an entry is lost, however many bookies hold it. In a fail-over run
+        the end is the recovery's (apache/bookkeeper#4812's symptom)."""
+        record = self.record
+        end = record.closed_last_entry
+        if end is None:
+            return
+        who = "the second client's recovery" if record.takeover is not None else "the writer"
+        for outcome in record.outcomes:
+            if outcome.acknowledged and outcome.entry_id is not None and outcome.entry_id > end:
+                self.execution.add_violation(
+                    f"NoDivergenceBetweenClientAndMetaData (on the real cluster): the Java "
+                    f"client acknowledged e{outcome.entry_id} to its caller; {who} closed the "
+                    f"ledger at e{end}: no reader will see e{outcome.entry_id}"
+                )
 
     def _unreachable(self, entry: int, holders: set[int]) -> bool:
         """Whether a bookie of ``entry``'s write set could not be read back (down after a
@@ -982,6 +1183,8 @@ def judge(record: WriterRecord) -> Judgement:
     reading of each add; every timed-out bookie replaced at once, where it can be) is the one
     reported."""
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    if record.takeover is not None:
+        events = fencing_order(events)
     fates = add_fates(record, events)
     uncertain = [request for request, possible in fates.items() if len(possible) > 1]
     likeliest = {request: possible[0] for request, possible in fates.items()}
@@ -1037,15 +1240,85 @@ def _stories(
     return first, told
 
 
+#: Two requests handed to one bookie within this long of each other, on different
+#: connections, may be processed in either order: a fence read and an add go to different
+#: thread pools of the bookie (the add's fence check comes when its write is processed).
+CONCURRENT_AT_BOOKIE_S = 0.05
+
+
+def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
+    """``events`` with each add that raced a fence read at its bookie placed where its answer
+    says the bookie processed it: an add answered EFENCED after the fence that caused it, an
+    add answered EOK before a fence it came within :data:`CONCURRENT_AT_BOOKIE_S` of. A
+    bookie's events are otherwise ordered by when the proxy handed it each request
+    (:func:`~.observed.processing_time`), which cannot order two requests that arrived
+    together on two clients' connections. An answer that no such race explains keeps its
+    place (and the model says whether it is possible)."""
+    fences: dict[int, list[float]] = {}
+    for event in events:
+        if event.phase is Phase.ANSWERED and (
+            event.kind is FrameKind.FENCE_READ
+            or (event.kind is FrameKind.RECOVERY_READ and event.fence)
+        ):
+            fences.setdefault(event.bookie, []).append(event.at)
+    placed = []
+    for event in events:
+        near = [
+            at
+            for at in fences.get(event.bookie, ())
+            if abs(at - event.at) <= CONCURRENT_AT_BOOKIE_S
+        ]
+        if event.phase is Phase.ANSWERED and event.kind is FrameKind.ADD and near:
+            if event.status is StatusCode.EFENCED and all(at > event.at for at in near):
+                event = dataclasses.replace(event, at=min(near) + 1e-6)
+            elif event.status is StatusCode.EOK and any(at < event.at for at in near):
+                event = dataclasses.replace(
+                    event, at=min(at for at in near if at < event.at) - 1e-6
+                )
+        placed.append(event)
+    placed.sort(key=lambda e: (e.at, e.phase, e.frame.frame_id))
+    return placed
+
+
+def story_configs(
+    record: WriterRecord, events: Sequence[JavaEvent]
+) -> tuple[ModelConfig, ModelConfig]:
+    """The model's configuration of ``record``'s story, and the spec's the recovering client's
+    frames are checked against (a writer run has none: the two are the same).
+
+    A fail-over run's is the writer's with the recovering client ``c2``, under what its frames
+    reveal and what the Java client does, as the recovering role judges it
+    (:func:`~.story.judge`): recovery reads fence as observed; a decided read's late answers
+    are ignored and its requests still reach their bookies; read errors count per entry;
+    write-backs complete from the recovered LAC on; and the writer closes the ledger when an
+    add is fenced (``fenced_writer_closes``). The spec's client reads with the fence."""
+    if record.takeover is None:
+        cfg = writer_config(record.shape, record.entries)
+        return cfg, cfg
+    spec_cfg = writer_config(record.shape, record.entries, clients=2)
+    fenced = recovery_reads_fenced(events)
+    cfg = dataclasses.replace(
+        spec_cfg,
+        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
+        late_read_answers_ignored=True,
+        late_read_requests_processed=True,
+        read_timeouts_per_entry=True,
+        lac_counts_as_confirmed=True,
+        # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
+        fenced_writer_closes=True,
+    )
+    return cfg, spec_cfg
+
+
 def _story(
     record: WriterRecord,
     events: Sequence[JavaEvent],
     fates: Mapping[int, AddFate],
     prescribed: Sequence[ChangeKey],
 ) -> tuple[Judgement, list[list[ChangeKey]], list[ChangeKey]]:
-    cfg = writer_config(record.shape, record.entries)
+    cfg, spec_cfg = story_configs(record, events)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(record, cfg, fates, prescribed)
+    replay = _WriterReplay(record, cfg, fates, prescribed, spec_cfg)
     replay.all_events = events
     replay.note_timeouts(events)
     try:

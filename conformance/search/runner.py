@@ -128,6 +128,7 @@ LATER_SWITCHES = frozenset(
         "ensembles_may_repeat",
         "partial_ensemble_changes",
         "late_adds_after_timeout",
+        "fenced_writer_closes",
     }
 )
 

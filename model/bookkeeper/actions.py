@@ -39,6 +39,7 @@ from model.bookkeeper.messaging import (
 from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
     ADD_ENTRY_RESPONSE,
+    CLIENT_CLOSING,
     CLIENT_WITHDRAWN,
     DELIVERED,
     FENCE_REQUEST,
@@ -613,7 +614,9 @@ def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Tr
         if not (_in_writeset(ctx, c, msg) if by_writeset else ensemble >> msg.bookie & 1):
             _stale_answer_ignored(ctx, c, msg, "ClientReceivesAddFencedResponse", out)
             continue
-        client = c._replace(status=CLIENT_WITHDRAWN)
+        # BookKeeper's writer closes the ledger instead (``fenced_writer_closes``).
+        fenced_out = CLIENT_CLOSING if ctx.cfg.fenced_writer_closes else CLIENT_WITHDRAWN
+        client = c._replace(status=fenced_out)
         label = Label("ClientReceivesAddFencedResponse", client=c.id, received=msg)
         out.append(
             Transition(
@@ -761,12 +764,18 @@ def _resend_pending_add_op(
 
 
 def _client_closes_ledger_success(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
-    """``ClientClosesLedgerSuccess``: a CAS on an OPEN ledger with the client's version."""
+    """``ClientClosesLedgerSuccess``: a CAS on an OPEN ledger with the client's version.
+
+    With ``fenced_writer_closes``, BookKeeper's close: it re-reads the metadata after a
+    version conflict and closes any ledger not CLOSED yet, IN_RECOVERY included."""
     s = ctx.s
-    if c.meta_version != s.meta_version or s.meta_status != STATUS_OPEN:
+    if ctx.cfg.fenced_writer_closes:
+        if s.meta_status not in (STATUS_OPEN, STATUS_IN_RECOVERY):
+            return
+    elif c.meta_version != s.meta_version or s.meta_status != STATUS_OPEN:
         return
     assert c.meta_version is not None
-    client = c._replace(meta_version=c.meta_version + 1, status=STATUS_CLOSED)
+    client = c._replace(meta_version=s.meta_version + 1, status=STATUS_CLOSED)
     label = Label("ClientClosesLedgerSuccess", client=c.id, detail=(("last_entry", c.lac),))
     out.append(
         Transition(
@@ -782,9 +791,12 @@ def _client_closes_ledger_success(ctx: _Ctx, c: ClientState, out: list[Transitio
 
 
 def _client_closes_ledger_fail(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
-    """``ClientClosesLedgerFail``: the ledger is no longer OPEN; the writer withdraws."""
+    """``ClientClosesLedgerFail``: the ledger is no longer OPEN; the writer withdraws (with
+    ``fenced_writer_closes``: it is CLOSED, as BookKeeper's close overwrites IN_RECOVERY)."""
     s = ctx.s
-    if s.meta_status == STATUS_OPEN:
+    if s.meta_status == STATUS_OPEN or (
+        ctx.cfg.fenced_writer_closes and s.meta_status != STATUS_CLOSED
+    ):
         return
     client = c._replace(status=CLIENT_WITHDRAWN, meta_version=None)
     label = Label("ClientClosesLedgerFail", client=c.id)
@@ -1033,15 +1045,28 @@ def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) 
 
 
 def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
-    """``RecoveryClientClosesLedger``: CAS the ledger to CLOSED at the last recoverable entry."""
+    """``RecoveryClientClosesLedger``: CAS the ledger to CLOSED at the last recoverable entry.
+
+    With ``fenced_writer_closes``, on a ledger another client closed meanwhile, BookKeeper's
+    ``closeRecovered`` writes nothing and ends with the metadata it finds: the client's LAC
+    is the ledger's last entry."""
     s = ctx.s
     if (
-        s.meta_version != c.meta_version
-        or s.meta_status != STATUS_IN_RECOVERY
-        or c.recovery_phase != READ_WRITE_PHASE
+        c.recovery_phase != READ_WRITE_PHASE
         or c.last_recoverable_entry is None
         or c.pending_add_ops
     ):
+        return
+    if ctx.cfg.fenced_writer_closes and s.meta_status == STATUS_CLOSED:
+        found = c._replace(status=STATUS_CLOSED, meta_version=s.meta_version, lac=s.meta_last_entry)
+        label = Label(
+            "RecoveryClientClosesLedger",
+            client=c.id,
+            detail=(("last_entry", s.meta_last_entry), ("closed_by_another", 1)),
+        )
+        out.append(Transition(label, s._replace(clients=_set_client(s, found))))
+        return
+    if s.meta_version != c.meta_version or s.meta_status != STATUS_IN_RECOVERY:
         return
     assert c.meta_version is not None
     client = c._replace(status=STATUS_CLOSED, meta_version=c.meta_version + 1)
@@ -1076,6 +1101,9 @@ def _client_actions(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
         if ctx.s.meta_status == STATUS_OPEN:
             _change_ensemble(ctx, c, False, "ClientChangesEnsemble", out)
         _resend_pending_add_op(ctx, c, False, "ClientResendsPendingAddOp", out)
+        _client_closes_ledger_success(ctx, c, out)
+        _client_closes_ledger_fail(ctx, c, out)
+    elif status == CLIENT_CLOSING:
         _client_closes_ledger_success(ctx, c, out)
         _client_closes_ledger_fail(ctx, c, out)
     elif status == STATUS_IN_RECOVERY:

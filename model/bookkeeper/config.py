@@ -90,6 +90,21 @@ class ModelConfig:
       (``ClientReceivesAddConfirmedResponse`` / ``...FencedResponse``), where the spec takes
       any bookie of the ensemble and leaves the others' answers in flight for ever. A bookie
       that crashes loses the LATE adds to it (no new timeout: the client acted on them).
+    - ``fenced_writer_closes`` (default False). In the spec a writer that receives an
+      EFENCED answer withdraws (``ClientReceivesAddFencedResponse``), and its close is a CAS
+      with its own metadata version on an OPEN ledger. BookKeeper's writer closes the ledger
+      at its LAC when an add is fenced (``LedgerHandle.handleUnrecoverableErrorDuringAdd``:
+      its own copy of the metadata, which never saw the recovery's IN_RECOVERY, decides), and
+      its close (``doAsyncCloseInternal``'s ``MetadataUpdateLoop``) re-reads the metadata on a
+      version conflict and closes any ledger not yet CLOSED, IN_RECOVERY included; the
+      recovering client's close (``ReadOnlyLedgerHandle.closeRecovered``) writes only if the
+      ledger is still IN_RECOVERY, and otherwise ends with the metadata as it finds it. True:
+      (1) the fenced writer becomes CLOSING instead of withdrawing; (2) an OPEN or CLOSING
+      writer's ``ClientClosesLedgerSuccess`` closes the ledger at its LAC whenever it is OPEN
+      or IN_RECOVERY, and its ``ClientClosesLedgerFail`` needs it CLOSED; (3) a recovering
+      client that finished reading and writing back, on a ledger someone else closed, takes
+      ``RecoveryClientClosesLedger`` without writing: its LAC becomes the ledger's last
+      entry. Found by the Java-client fail-over runs (``--role both``) on 4.17.3.
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -117,6 +132,7 @@ class ModelConfig:
     ensembles_may_repeat: bool = False
     partial_ensemble_changes: bool = False
     late_adds_after_timeout: bool = False
+    fenced_writer_closes: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -189,6 +205,8 @@ class ModelConfig:
             parts.append("PartialEnsembleChanges=TRUE")
         if self.late_adds_after_timeout:
             parts.append("LateAddsAfterTimeout=TRUE")
+        if self.fenced_writer_closes:
+            parts.append("FencedWriterCloses=TRUE")
         if self.max_crashes:
             phases = [
                 name

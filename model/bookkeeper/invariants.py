@@ -14,6 +14,7 @@ from typing import NamedTuple
 from model.bookkeeper.actions import fragment_of_entry_id, writeset
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import (
+    CLIENT_CLOSING,
     STATUS_CLOSED,
     STATUS_IN_RECOVERY,
     STATUS_OPEN,
@@ -52,13 +53,21 @@ def no_divergence_between_client_and_metadata(cfg: ModelConfig, s: State) -> boo
     """
     if s.meta_status != STATUS_CLOSED:
         return True
-    return all(c.status is None or c.lac <= s.meta_last_entry for c in s.clients)
+    # With ``fenced_writer_closes`` the writer may close the ledger while another client
+    # recovers it: that client's LAC is its recovery's progress, acknowledged to nobody, and
+    # it ends with the ledger's last entry (``RecoveryClientClosesLedger`` finds it closed).
+    still_recovering = STATUS_IN_RECOVERY if cfg.fenced_writer_closes else None
+    return all(
+        c.status is None or c.status == still_recovering or c.lac <= s.meta_last_entry
+        for c in s.clients
+    )
 
 
 def all_acked_entries_are_readable(cfg: ModelConfig, s: State) -> bool:
     """``AllAckedEntriesAreReadable``: each acknowledged entry is on a bookie of its fragment."""
     for c in s.clients:
-        if c.status not in (STATUS_OPEN, STATUS_CLOSED) or c.lac <= 0:
+        # A CLOSING writer (``fenced_writer_closes``) still answers for what it acknowledged.
+        if c.status not in (STATUS_OPEN, STATUS_CLOSED, CLIENT_CLOSING) or c.lac <= 0:
             continue
         for entry_id in range(1, c.lac + 1):
             fragment = fragment_of_entry_id(entry_id, s.meta_fragments)

@@ -26,6 +26,9 @@ STATUS_IN_RECOVERY = 2
 STATUS_CLOSED = 3
 CLIENT_WITHDRAWN = 4
 RECOVERY_ABORTED = 5
+#: A writer that learnt of fencing and closes the ledger at its LAC (``fenced_writer_closes``
+#: only: BookKeeper's ``LedgerHandle.handleUnrecoverableErrorDuringAdd``).
+CLIENT_CLOSING = 6
 
 STATUS_NAMES: dict[int | None, str] = {
     None: "Nil",
@@ -34,6 +37,7 @@ STATUS_NAMES: dict[int | None, str] = {
     STATUS_CLOSED: "CLOSED",
     CLIENT_WITHDRAWN: "WITHDRAWN",
     RECOVERY_ABORTED: "RECOVERY_ABORTED",
+    CLIENT_CLOSING: "CLOSING",
 }
 
 # Recovery phases.

@@ -33,7 +33,7 @@ STAND_IN = [*RUN, "--no-explore"]
     ("extra", "says"),
     [
         (["--target", "model"], "runs on --target local only"),
-        (["--target", "local", "--role", "both"], "--role both"),
+        (["--target", "local", "--role", "both", "--wq", "2", "--aq", "3"], "E >= WQ >= AQ"),
         (["--target", "local", "--role", "writer", "--wq", "2", "--aq", "3"], "E >= WQ >= AQ"),
         (["--target", "local", "--role", "writer", "--no-limbo"], "takes no model switches"),
         (["--target", "local", "--ensemble", "3", "--wq", "2"], "runs E=WQ=3, AQ=2"),

@@ -289,8 +289,11 @@ def test_coverage_counts_names_and_sums_the_roles_tallies() -> None:
 
 def test_a_divergence_is_kept_while_the_search_goes_on_unless_it_stops_at_any_finding() -> None:
     record = _writer_record()
-    assert record.closed_last_entry is not None
-    diverging = dataclasses.replace(record, closed_last_entry=record.closed_last_entry - 1)
+    # b3's proxy named as the spare b4: its adds go to a bookie outside the ensemble.
+    proxy = next(p for p, b in record.bookie_of_proxy.items() if b == 2)
+    spare = next(p for p, b in record.bookie_of_proxy.items() if b == 3)
+    renamed = {**record.bookie_of_proxy, proxy: 3, spare: 2}
+    diverging = dataclasses.replace(record, bookie_of_proxy=renamed)
     role = RecordedWriter(diverging)
     with _session() as session:
         going_on = search(session, role, max_examples=3, seed=1, shrink=False)

@@ -79,8 +79,12 @@ def test_metadata_the_model_does_not_reach_is_a_divergence() -> None:
     assert record.closed_last_entry is not None
     short = dataclasses.replace(record, closed_last_entry=record.closed_last_entry - 1)
     verdict = judge(short)
-    assert verdict.outcome.verdict == "divergence"
     assert any("closed the ledger at" in d for d in verdict.outcome.divergences)
+    # Its last entry was acknowledged: beyond the end, lost to every reader.
+    assert verdict.outcome.verdict == "violation"
+    (lost,) = verdict.outcome.violations
+    assert lost.startswith("NoDivergenceBetweenClientAndMetaData (on the real cluster)")
+    assert f"acknowledged e{record.closed_last_entry}" in lost
 
 
 def test_an_add_to_a_bookie_outside_the_write_set_is_a_divergence() -> None:
