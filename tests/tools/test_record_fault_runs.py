@@ -24,3 +24,21 @@ def test_an_unknown_plan_name_is_refused(capsys: pytest.CaptureFixture[str]) -> 
         record_fault_runs.main(["--out", "/nonexistent/x.jsonl", "--only", "no such plan"])
     assert raised.value.code == 2
     assert "no plan named ['no such plan']" in capsys.readouterr().err
+
+
+def test_the_fail_over_plans_are_valid_plans_of_role_both() -> None:
+    plans = record_fault_runs._plans("both")
+    assert set(plans) == set(record_fault_runs.FAILOVER_PLANS)
+    for name, plan in plans.items():
+        assert plan.role == "both" and plan.recover_after is not None, name
+        assert WriterRunPlan.from_json(plan.to_json()) == plan, name
+    assert all(plan.role == "writer" for plan in record_fault_runs._plans("writer").values())
+
+
+def test_a_writer_plan_name_is_not_a_fail_over_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        record_fault_runs.main(
+            ["--out", "/nonexistent/x.jsonl", "--role", "both", "--only", "drop request"]
+        )
+    assert raised.value.code == 2
+    assert "no plan named ['drop request']" in capsys.readouterr().err

@@ -1,0 +1,211 @@
+"""The fail-over judge (``--role both``) on recorded real runs of 4.17.3: a writer and a second
+client recovering its ledger, E=3 WQ=2 AQ=2 on four bookies.
+
+``bookkeeper-4.17.3-failover-runs.jsonl.gz`` holds one run per plan of
+``tools/record_fault_runs.py --role both`` (the recovery at several points of the writer's
+adds, with and without a fault); ``...-failover-examples.jsonl.gz`` holds examples of the first
+fail-over searches, each showing one reading the judge rests on. Each is judged clean, and each
+reading is shown to matter: without it, or with the run altered, the judgement fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.javaclient.pipelined_adds import AddOutcome
+from conformance.javaclient import story as recovery_story
+from conformance.javaclient import writer_story
+from conformance.javaclient.failover_role import FailoverRole
+from conformance.javaclient.observed import FrameKind, java_events
+from conformance.javaclient.roles import role_of_plan
+from conformance.javaclient.writer_plans import WriterRunPlan
+from conformance.javaclient.writer_story import WriterRecord, judge
+from conformance.verdict import Verdict
+
+RECORDED = Path(__file__).parent / "recorded_runs"
+RUNS = RECORDED / "bookkeeper-4.17.3-failover-runs.jsonl.gz"
+EXAMPLES = RECORDED / "bookkeeper-4.17.3-failover-examples.jsonl.gz"
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+def _load_runs() -> dict[str, tuple[WriterRunPlan, WriterRecord]]:
+    runs = {}
+    for row in _rows(RUNS):
+        role = role_of_plan(row["plan"], row["role_settings"])
+        assert isinstance(role, FailoverRole)
+        runs[row["name"]] = (role.plan_from_json(row["plan"]), role.record_from_json(row["record"]))
+    return runs
+
+
+RUNS_BY_NAME = _load_runs()
+EXAMPLES_BY_NAME = {
+    row["name"]: FailoverRole.records.from_json(row["record"]) for row in _rows(EXAMPLES)
+}
+EVERY_RUN = {**{name: record for name, (_plan, record) in RUNS_BY_NAME.items()}, **EXAMPLES_BY_NAME}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_RUN))
+def test_every_recorded_fail_over_is_one_clean_story_of_both_clients(name: str) -> None:
+    record = EVERY_RUN[name]
+    assert record.takeover is not None
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert judgement.cfg.clients == 2 and judgement.cfg.fenced_writer_closes
+    actions = [step.action for step in judgement.outcome.steps]
+    # Both clients' steps: the writer's creation and adds, the recovery's start and end.
+    assert actions[0] == "ClientCreatesLedger"
+    assert "ClientSendsAddEntryRequests" in actions
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    if any(e.kind is FrameKind.FENCE_READ for e in events):
+        assert {"ClientStartsRecovery", "RecoveryClientClosesLedger"} <= set(actions)
+    else:  # it found the ledger closed
+        assert "RecoveryClientClosesLedger" not in actions
+
+
+def test_the_runs_cover_the_recovery_before_during_and_after_the_writer_s_adds() -> None:
+    points = {
+        (plan.recover_after == plan.entries, plan.recover_delay_ms > 0)
+        for plan, _record in RUNS_BY_NAME.values()
+    }
+    assert points >= {(True, False), (True, True), (False, True), (False, False)}
+    # The writer's adds after the recovery were refused: fenced, never acknowledged.
+    _plan, middle = RUNS_BY_NAME["recovery in the middle"]
+    assert [o.describe().split(": ")[1] for o in middle.outcomes[2:]] == ["LedgerFenced"] * 2
+
+
+def test_an_entry_acknowledged_beyond_the_recovery_s_end_is_a_violation() -> None:
+    # #4812's symptom: the writer's add succeeds after the recovery closed the ledger below it.
+    _plan, record = RUNS_BY_NAME["recovery in the middle"]
+    assert record.closed_last_entry == 1
+    acknowledged = [
+        AddOutcome(o.index, 0, o.index, o.at) if o.index == 2 else o for o in record.outcomes
+    ]
+    judgement = judge(dataclasses.replace(record, outcomes=acknowledged))
+    assert judgement.verdict is Verdict.VIOLATION
+    assert any(
+        v.startswith("NoDivergenceBetweenClientAndMetaData (on the real cluster)")
+        and "acknowledged e2" in v
+        and "second client's recovery closed the ledger at e1" in v
+        for v in judgement.outcome.violations
+    )
+
+
+def test_a_recovery_that_ends_elsewhere_than_the_model_s_is_a_divergence() -> None:
+    _plan, record = RUNS_BY_NAME["recovery after every add"]
+    assert record.takeover is not None and record.takeover.last_entry == 3
+    elsewhere = dataclasses.replace(record.takeover, last_entry=2)
+    judgement = judge(dataclasses.replace(record, takeover=elsewhere))
+    assert judgement.verdict is not Verdict.CLEAN
+    assert any("recovery" in d for d in judgement.outcome.divergences)
+
+
+def test_the_fenced_writer_closing_over_the_recovery_needs_the_switch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = EXAMPLES_BY_NAME["the fenced writer closes the ledger over the recovery"]
+    judgement = judge(record)
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert any("before the recovery's close" in r for r in requests)
+    spec_configs = writer_story.story_configs
+
+    def without_the_switch(*args: Any) -> Any:
+        cfg, spec_cfg = spec_configs(*args)
+        return dataclasses.replace(cfg, fenced_writer_closes=False), spec_cfg
+
+    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
+    assert judge(record).verdict is not Verdict.CLEAN
+
+
+def test_a_fence_and_an_add_racing_at_a_bookie_are_ordered_by_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = EXAMPLES_BY_NAME["an add fenced before its fence read's answer passed"]
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    placed = writer_story.fencing_order(events)
+    assert placed != events
+    monkeypatch.setattr(writer_story, "fencing_order", lambda events: list(events))
+    assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_an_add_answered_efenced_long_before_any_fence_is_not_reordered() -> None:
+    record = EXAMPLES_BY_NAME["an add fenced before its fence read's answer passed"]
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    fenced = next(
+        e
+        for e in events
+        if e.kind is FrameKind.ADD
+        and e.status is not None
+        and e.status.name == "EFENCED"
+        and e.phase.name == "ANSWERED"
+    )
+    early = dataclasses.replace(fenced, at=fenced.at - 1.0)
+    others = [e for e in events if e is not fenced]
+    placed = writer_story.fencing_order([early, *others])
+    assert early in placed  # kept where it was: no fence read within 50 ms explains it
+
+
+def test_the_recovering_client_s_ensemble_change_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "a crash: the recovery replaces a bookie",
+        "a stall: the recovery replaces a bookie",
+    ):
+        record = EXAMPLES_BY_NAME[name]
+        actions = [step.action for step in judge(record).outcome.steps]
+        assert "RecoveryClientChangesEnsemble" in actions
+        assert "RecoveryClientSendsPendingAddOp" in actions
+    monkeypatch.setattr(
+        recovery_story.RecoverySteps, "change_ensemble_for", lambda self, event: False
+    )
+    assert (
+        judge(EXAMPLES_BY_NAME["a crash: the recovery replaces a bookie"]).verdict
+        is Verdict.DIVERGENCE
+    )
+
+
+class _Forgetful(set[int]):
+    """A set that keeps nothing: the judge without its record of late requests."""
+
+    def add(self, element: int) -> None:
+        pass
+
+
+def test_adds_that_reach_a_bookie_after_the_writer_s_close_are_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = EXAMPLES_BY_NAME["adds sent after the writer's close"]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN
+    assert "after the writer's close returned" in (judgement.outcome.note or "")
+    # Read as the writer's steps, the bookie stores adds the model's writer had lost.
+    original = writer_story._WriterReplay.__init__
+
+    def forgetting(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.sent_after_close = _Forgetful()
+
+    monkeypatch.setattr(writer_story._WriterReplay, "__init__", forgetting)
+    assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_a_writer_that_gave_up_before_the_recovery_is_a_note() -> None:
+    record = EXAMPLES_BY_NAME["a forged EUA: the writer gives up and closes before the recovery"]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN
+    assert "it gave up" in (judgement.outcome.note or "")
+    # An acknowledged entry among those it gave up on: no longer a writer that gave up.
+    acknowledged = [
+        AddOutcome(o.index, 0, o.index, o.at) if o.index == 1 else o for o in record.outcomes
+    ]
+    assert judge(dataclasses.replace(record, outcomes=acknowledged)).verdict is not Verdict.CLEAN
