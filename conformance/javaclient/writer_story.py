@@ -1252,8 +1252,10 @@ def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
     add answered EOK before a fence it came within :data:`CONCURRENT_AT_BOOKIE_S` of. A
     bookie's events are otherwise ordered by when the proxy handed it each request
     (:func:`~.observed.processing_time`), which cannot order two requests that arrived
-    together on two clients' connections. An answer that no such race explains keeps its
-    place (and the model says whether it is possible)."""
+    together on two clients' connections. And a fenced answer reaching the writer is taken
+    after the adds the writer sent within that time after it (the client had them on their
+    way before it handled the answer). An event that no such race explains keeps its place
+    (and the model says whether it is possible)."""
     fences: dict[int, list[float]] = {}
     for event in events:
         if event.phase is Phase.ANSWERED and (
@@ -1276,6 +1278,19 @@ def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
                     event, at=min(at for at in near if at < event.at) - 1e-6
                 )
         placed.append(event)
+    # The writer handles an answer on its ordered executor, where an add its caller had
+    # already submitted may go first: an add sent just after a fenced answer reached the
+    # client was on its way before the client knew.
+    sends = [e.at for e in placed if e.phase is Phase.SENT and e.kind is FrameKind.ADD]
+    for index, event in enumerate(placed):
+        if (
+            event.phase is Phase.RECEIVED
+            and event.kind is FrameKind.ADD
+            and event.status is StatusCode.EFENCED
+        ):
+            following = [at for at in sends if event.at <= at <= event.at + CONCURRENT_AT_BOOKIE_S]
+            if following:
+                placed[index] = dataclasses.replace(event, at=max(following) + 1e-6)
     placed.sort(key=lambda e: (e.at, e.phase, e.frame.frame_id))
     return placed
 
