@@ -21,6 +21,7 @@ REPORT_SCENARIOS = (
     "bk-3005-java-client",
     "bk-4097-java-client",
     "bk-4651-java-client",
+    "bk-4812-java-client",
     "throttle-stale-ensemble-java-client",
 )
 

@@ -30,12 +30,20 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from conformance.javaclient.plans import FaultEvent, FaultKind
 from conformance.javaclient.role import Example
 from conformance.javaclient.session import SessionLayout
 from conformance.javaclient.writer_plans import MAX_DELAY_MS, WriterRunPlan
-from conformance.javaclient.writer_role import WriterRole, smaller_writer_plans, writer_run_plans
+from conformance.javaclient.writer_role import (
+    FaultSet,
+    WriterRole,
+    smaller_writer_plans,
+    writer_run_plans,
+)
 from conformance.javaclient.writer_story import WriterRecord
 
+#: What happens to a bookie between the recovery and the writer's next add.
+_REPLACEMENTS = (FaultKind.RESTART_EMPTY, FaultKind.RESTART, FaultKind.CRASH)
 #: How long the recovering client waits for a read (a dropped read costs it that long).
 RECOVERING_READ_TIMEOUT_S = 2
 #: The recovery starts this long after the writer's adds at the latest: around the add
@@ -64,15 +72,27 @@ def failover_plans(draw: st.DrawFn, role: FailoverRole) -> WriterRunPlan:
     )
     recover_after = draw(st.integers(1, plan.entries))
     delay_ms = draw(st.one_of(st.just(0), st.integers(50, MAX_RECOVER_DELAY_MS)))
-    return with_takeover(plan, recover_after, delay_ms)
+    after: tuple[FaultEvent, ...] = ()
+    if recover_after < plan.entries and role.faults is FaultSet.EXTENDED:
+        # Bookies replaced while the writer is idle (#4812): restarted with or without their
+        # data at their address, or gone.
+        replaced = st.builds(
+            FaultEvent, st.sampled_from(_REPLACEMENTS), st.none(), st.sampled_from(role.shape.names)
+        )
+        after = tuple(draw(st.lists(replaced, max_size=2, unique_by=lambda e: e.bookie)))
+    return dataclasses.replace(with_takeover(plan, recover_after, delay_ms), after_recovery=after)
 
 
 def smaller_failover_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
-    """The writer's simplifications (each keeps the recovery), and the recovery moved to after
-    every add (the writer sends nothing after it)."""
+    """The writer's simplifications (each keeps the recovery), a fault after the recovery
+    taken away, and the recovery moved to after every add (the writer sends nothing after
+    it)."""
     yield from smaller_writer_plans(plan)
+    for event in plan.after_recovery:
+        kept = tuple(e for e in plan.after_recovery if e != event)
+        yield dataclasses.replace(plan, after_recovery=kept)
     if plan.recover_after is not None and plan.recover_after < plan.entries:
-        yield dataclasses.replace(plan, recover_after=plan.entries)
+        yield dataclasses.replace(plan, recover_after=plan.entries, after_recovery=())
 
 
 class FailoverRole(WriterRole):

@@ -466,6 +466,11 @@ class RecoveryPlan:
     schedule: FrameSchedule
     origin: str = "generated"
 
+    @property
+    def has_fault_events(self) -> bool:
+        """Whether a fault executor must carry out events of this plan."""
+        return bool(self.schedule.events)
+
     def describe(self) -> list[str]:
         return [*self.writer.describe(), *self.schedule.describe()]
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from adapters.netproxy import FrameRecord
 from conformance.javaclient import REPORT_SCENARIOS
-from conformance.javaclient.observed import FORGED
+from conformance.javaclient.failover_role import FailoverRole
+from conformance.javaclient.observed import FORGED, FrameKind, frame_kind
 from conformance.javaclient.plans import (
     FaultEvent,
     FaultKind,
@@ -77,7 +78,9 @@ class ClientScenario:
     entry_bytes: int | None = None
 
     def role(self) -> WriterRole:
-        return WriterRole(
+        """The writer, or with a recovery in the plan the fail-over role (``--role both``)."""
+        kind = FailoverRole if self.plan.role == FailoverRole.name else WriterRole
+        return kind(
             self.shape,
             add_entry_timeout_s=REPORT_ADD_TIMEOUT_S,
             client_properties=self.client_properties,
@@ -100,6 +103,22 @@ class _Log:
             if (
                 self.names.get(frame.proxy) == bookie
                 and frame.info.direction.value == "response"
+                and frame.info.entry_id == entry
+                and frame.decision != FORGED
+            ):
+                delivery = self.record.deliveries.get(frame.frame_id)
+                if delivery is not None and delivery.delivered:
+                    return delivery.at, f"{delivery.at:.3f} [{bookie}] {frame.describe()}"
+        return None
+
+    def writer_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
+        """When the writer got ``bookie``'s real answer to its add of ``entry`` (not a
+        recovering client's read or write-back of it)."""
+        for frame in self.record.frames:
+            if (
+                self.names.get(frame.proxy) == bookie
+                and frame.info.direction.value == "response"
+                and frame_kind(frame) is FrameKind.ADD
                 and frame.info.entry_id == entry
                 and frame.decision != FORGED
             ):
@@ -383,9 +402,66 @@ BK_4651 = ClientScenario(
     entry_bytes=_ENTRY_BYTES_4651,
 )
 
+# #4812 -------------------------------------------------------------------------------------
+
+_SHAPE_4812 = WriterShape(2, 2, 2)
+
+
+def _check_4812(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    """Reached when the recovery closed the ledger below the writer's next add, both bookies
+    of the writer's ensemble were then restarted without their data, and that add reached
+    them (and was answered) after both restarts."""
+    log = _Log(example, role)
+    record = example.record
+    takeover = record.takeover
+    if takeover is None or takeover.last_entry is None:
+        return Window(False, ("the recovery did not close the ledger",))
+    closed = (takeover.returned_at, takeover.describe())
+    wiped = (log.fault("restart empty b1"), log.fault("restart empty b2"))
+    later = takeover.last_entry + 1
+    answers = (log.writer_answer("b1", later), log.writer_answer("b2", later))
+    window = _in_order(closed, *wiped, *sorted(a for a in answers if a is not None))
+    reached = window.reached and all(a is not None for a in answers)
+    outcome = next((o for o in record.outcomes if o.index == later), None)
+    evidence = window.evidence
+    if outcome is not None:
+        evidence += (f"{outcome.at or 0:.3f} callback: {outcome.describe()}",)
+    if record.close_error:
+        evidence += (f"the writer's close: {record.close_error}",)
+    return Window(reached, evidence)
+
+
+BK_4812 = ClientScenario(
+    "bk-4812-java-client",
+    "apache/bookkeeper#4812",
+    "An add acknowledged after recovery closed the ledger below it, on bookies replaced at the "
+    "same address",
+    "E=2 WQ=AQ=2 on three bookies. The writer adds e0 and waits. Another client recovers the "
+    "ledger (the report: the decommission's autorecovery), closing it at e0 and fencing b1 and "
+    "b2; then b1 and b2 are replaced one at a time by fresh bookies at the same addresses "
+    "(restarted without their data: their fence is gone). The writer's next add, e1, goes to "
+    "its ensemble b1,b2, which accept it: e1 is acknowledged (no fencing error), beyond the "
+    "ledger's end (e0); the writer's close fails with a metadata version error. (The report's "
+    "decommission also copies e0 to the spare first; here e0 is lost with the wiped bookies, "
+    "by the plan.)",
+    _SHAPE_4812,
+    WriterRunPlan(
+        _SHAPE_4812,
+        2,
+        origin="apache/bookkeeper#4812",
+        recover_after=1,
+        recover_delay_ms=500,
+        after_recovery=(
+            FaultEvent(FaultKind.RESTART_EMPTY, None, "b1"),
+            FaultEvent(FaultKind.RESTART_EMPTY, None, "b2"),
+        ),
+    ),
+    _check_4812,
+)
+
 #: The scenarios, by name (the names the command line knows, checked here).
 REPORTS: dict[str, ClientScenario] = {
-    scenario.name: scenario for scenario in (BK_3005, BK_4097, BK_4651, THROTTLE)
+    scenario.name: scenario for scenario in (BK_3005, BK_4097, BK_4651, BK_4812, THROTTLE)
 }
 if tuple(REPORTS) != REPORT_SCENARIOS:
     raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
@@ -399,6 +475,7 @@ __all__ = [
     "BK_3005",
     "BK_4097",
     "BK_4651",
+    "BK_4812",
     "REPORTS",
     "REPORT_ADD_TIMEOUT_S",
     "THROTTLE",

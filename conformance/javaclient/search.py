@@ -56,7 +56,7 @@ def run_plan(
     @contextlib.contextmanager
     def arranged(ledger_id: int, names: Mapping[str, str]) -> Iterator[object]:
         # Only a plan with fault events needs the session's cluster (a stand-in has none).
-        executor = session.faults(names) if plan.schedule.events else None
+        executor = session.faults(names) if plan.has_fault_events else None
         with ScheduleController(
             session.group,
             session.proxies,

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.javaclient.observed import FrameKind
-from conformance.javaclient.plans import FORWARD, Choice, FrameKey, FrameSchedule, PlanError
+from conformance.javaclient.plans import (
+    FORWARD,
+    Choice,
+    FaultEvent,
+    FrameKey,
+    FrameSchedule,
+    PlanError,
+)
 
 #: At most this many entries in the examples the search draws and the model proposes: enough
 #: for a pipeline across an ensemble change (an entry before, one caught in it, one after).
@@ -120,6 +127,10 @@ class WriterRunPlan:
     #: sends its other adds after that, then closes. None: no recovery (the writer role).
     recover_after: int | None = None
     recover_delay_ms: int = 0
+    #: Faults carried out once the recovery has returned, before the writer's next add (their
+    #: ``at`` is None): an operator replacing the recovered ledger's bookies while the writer
+    #: is idle, e.g. each restarted without its data at its address (apache/bookkeeper#4812).
+    after_recovery: tuple[FaultEvent, ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.entries <= MAX_ENTRIES:
@@ -136,8 +147,18 @@ class WriterRunPlan:
             raise PlanError(
                 f"a recovery delay of 0..{MAX_DELAY_MS} ms, not {self.recover_delay_ms}"
             )
-        elif self.delayed:
-            raise PlanError("a fail-over plan sends its later adds after the recovery, not delayed")
+        if self.after_recovery and self.recover_after is None:
+            raise PlanError("faults after the recovery go with a recovery (recover_after)")
+        for event in self.after_recovery:
+            if event.at is not None:
+                raise PlanError(
+                    f"{event.describe()}: a fault after the recovery happens then, at no frame"
+                )
+            if event.bookie is not None and event.bookie not in self.shape.names:
+                raise PlanError(
+                    f"{event.describe()}: the cluster of {self.shape.describe()} has "
+                    f"{', '.join(self.shape.names)}"
+                )
         if not 0 <= self.delayed < self.entries:
             raise PlanError(
                 f"{self.delayed} delayed entries: at most {self.entries - 1} of {self.entries} "
@@ -172,12 +193,18 @@ class WriterRunPlan:
         """The role the plan is for: ``both`` with a recovery, else ``writer``."""
         return "writer" if self.recover_after is None else "both"
 
+    @property
+    def has_fault_events(self) -> bool:
+        """Whether a fault executor must carry out events of this plan (at frames, or after
+        the recovery)."""
+        return bool(self.schedule.events or self.after_recovery)
+
     def choice(self, bookie: str, entry: int) -> Choice:
         return self.schedule.choice(add_key(bookie, entry))
 
     def faults(self) -> int:
         decided = sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
-        return decided + len(self.schedule.events)
+        return decided + len(self.schedule.events) + len(self.after_recovery)
 
     def describe(self) -> list[str]:
         later = (
@@ -190,10 +217,14 @@ class WriterRunPlan:
             rest = (
                 f", then e{sent}..e{self.entries - 1}" if sent < self.entries else ", nothing more"
             )
+            then = "".join(
+                f"; then {event.describe().removesuffix(' as the client starts')}"
+                for event in self.after_recovery
+            )
             return [
                 f"{self.shape.describe()} on {self.shape.bookies} bookies; the writer adds "
                 f"e0..e{sent - 1} pipelined; {self.recover_delay_ms} ms later a second client "
-                f"recovers the ledger; the writer adds{rest}, then closes",
+                f"recovers the ledger{then}; the writer adds{rest}, then closes",
                 *self.schedule.describe(),
             ]
         return [
@@ -213,6 +244,11 @@ class WriterRunPlan:
             **(
                 {"recover_after": self.recover_after, "recover_delay_ms": self.recover_delay_ms}
                 if self.recover_after is not None
+                else {}
+            ),
+            **(
+                {"after_recovery": [event.to_json() for event in self.after_recovery]}
+                if self.after_recovery
                 else {}
             ),
         }
@@ -239,6 +275,10 @@ class WriterRunPlan:
                 int(data.get("delay_ms", 0)),
                 None if recover_after is None else int(recover_after),
                 int(data.get("recover_delay_ms", 0)),
+                tuple(
+                    FaultEvent.from_json(event, shape.names)
+                    for event in data.get("after_recovery", ())
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):

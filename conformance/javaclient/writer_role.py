@@ -303,6 +303,22 @@ def _read_with_the_client(
     return reads
 
 
+def _carry_out(controller: object, events: Sequence[FaultEvent]) -> None:
+    """Carry out ``events`` now through the run's fault executor (the controller's), recorded
+    among the faults it did; :class:`RunUndecided` if the run has no executor or one fails."""
+    executor = getattr(controller, "executor", None)
+    if executor is None:
+        raise RunUndecided("the run's controller carries out no faults")
+    for event in events:
+        try:
+            what = executor.execute(event)
+        except Exception as exc:
+            raise RunUndecided(f"fault {event.describe()} failed: {exc!r}") from exc
+        done = time.monotonic()
+        controller.faults.append((done, what))  # type: ignore[attr-defined]
+        controller.events_done.append((done, event))  # type: ignore[attr-defined]
+
+
 def _acked(outcome: AddOutcome) -> bool:
     return outcome.acknowledged and outcome.entry_id is not None
 
@@ -485,10 +501,10 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
                 if index == plan.recover_after:
-                    takeover = self._take_over(session, plan, ledger.ledger_id)
+                    takeover = self._take_over(session, plan, ledger.ledger_id, controller)
                 adds.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
             if plan.recover_after == plan.entries:
-                takeover = self._take_over(session, plan, ledger.ledger_id)
+                takeover = self._take_over(session, plan, ledger.ledger_id, controller)
             adds.wait(self.callbacks_timeout)
             try:
                 ledger.close()
@@ -543,10 +559,13 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             takeover=takeover,
         )
 
-    def _take_over(self, session: ClientSession, plan: WriterRunPlan, ledger_id: int) -> Takeover:
+    def _take_over(
+        self, session: ClientSession, plan: WriterRunPlan, ledger_id: int, controller: object
+    ) -> Takeover:
         """The second client recovers the ledger ``plan.recover_delay_ms`` after the writer's
         first ``plan.recover_after`` adds were sent (bounded: a recovery that does not return
-        leaves the run undecided)."""
+        leaves the run undecided); then the plan's faults after the recovery are carried out
+        by the ``controller``'s executor, one after another."""
         assert plan.recover_after is not None
         time.sleep(plan.recover_delay_ms / 1000)
         started = time.monotonic()
@@ -569,6 +588,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         returned = time.monotonic()
         metadata, _version = session.ledger_store().read(ledger_id)
         last = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+        if plan.after_recovery:
+            _carry_out(controller, plan.after_recovery)
         return Takeover(plan.recover_after, started, returned, last, error)
 
     def record_from_json(self, data: dict[str, Any]) -> WriterRecord:
