@@ -19,7 +19,7 @@ from conformance.javaclient.failover_role import (
     with_takeover,
 )
 from conformance.javaclient.observed import FrameKind, java_events
-from conformance.javaclient.plans import DROP, FrameSchedule, PlanError
+from conformance.javaclient.plans import DROP, FaultEvent, FaultKind, FrameSchedule, PlanError
 from conformance.javaclient.roles import ROLE_NAMES, role_named, role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
@@ -57,6 +57,36 @@ def test_a_recovery_point_outside_the_writer_s_adds_is_refused(
 ) -> None:
     with pytest.raises(PlanError, match=says):
         dataclasses.replace(_plan(), **changes)
+
+
+WIPE_B1 = FaultEvent(FaultKind.RESTART_EMPTY, None, "b1")
+
+
+def test_faults_after_the_recovery_are_plan_data() -> None:
+    plan = _plan(after_recovery=(WIPE_B1, FaultEvent(FaultKind.CRASH, None, "b2")))
+    assert WriterRunPlan.from_json(plan.to_json()) == plan
+    assert plan.has_fault_events and plan.faults() == 2
+    assert "recovers the ledger; then restart empty b1; then crash b2;" in plan.describe()[0]
+    assert not _plan().has_fault_events
+
+
+@pytest.mark.parametrize(
+    ("after", "says"),
+    [
+        ((FaultEvent(FaultKind.RESTART_EMPTY, add_key("b1", 0), "b1"),), "at no frame"),
+        ((FaultEvent(FaultKind.RESTART_EMPTY, None, "b9"),), "has b1, b2, b3, b4"),
+    ],
+)
+def test_a_fault_after_the_recovery_at_a_frame_or_elsewhere_is_refused(
+    after: tuple[FaultEvent, ...], says: str
+) -> None:
+    with pytest.raises(PlanError, match=says):
+        _plan(after_recovery=after)
+
+
+def test_faults_after_the_recovery_need_a_recovery() -> None:
+    with pytest.raises(PlanError, match="go with a recovery"):
+        WriterRunPlan(SHAPE, 2, after_recovery=(WIPE_B1,))
 
 
 def test_a_plan_s_role_must_match_its_recovery() -> None:
@@ -97,14 +127,18 @@ def test_drawn_plans_are_fail_overs_within_the_writer_s_adds(plan: WriterRunPlan
     assert plan.recover_after is not None and 1 <= plan.recover_after <= plan.entries
     assert plan.delayed == 0
     assert WriterRunPlan.from_json(plan.to_json()) == plan
+    # Bookies are replaced only when the writer has adds left to send after the recovery.
+    assert not plan.after_recovery or plan.recover_after < plan.entries
+    assert len({event.bookie for event in plan.after_recovery}) == len(plan.after_recovery)
 
 
 def test_smaller_plans_keep_the_recovery() -> None:
-    plan = _plan(schedule=FrameSchedule({add_key("b2", 3): DROP}))
+    plan = _plan(schedule=FrameSchedule({add_key("b2", 3): DROP}), after_recovery=(WIPE_B1,))
     smaller = list(smaller_failover_plans(plan))
     assert smaller and all(p.recover_after is not None for p in smaller)
     assert dataclasses.replace(plan, recover_delay_ms=0) in smaller
-    assert dataclasses.replace(plan, recover_after=plan.entries) in smaller
+    assert dataclasses.replace(plan, after_recovery=()) in smaller
+    assert dataclasses.replace(plan, recover_after=plan.entries, after_recovery=()) in smaller
     last_taken = next(p for p in smaller if p.entries == 3)
     assert last_taken.recover_after == 2 and not last_taken.schedule.decisions
 

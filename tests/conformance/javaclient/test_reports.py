@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.javaclient import REPORT_SCENARIOS
-from conformance.javaclient.reports import BK_3005, BK_4097, REPORTS, THROTTLE, window_of
+from conformance.javaclient.failover_role import FailoverRole
+from conformance.javaclient.reports import BK_3005, BK_4097, BK_4812, REPORTS, THROTTLE, window_of
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
@@ -22,6 +23,7 @@ from conformance.verdict import Verdict
 RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.json"
 THROTTLED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-throttle.json"
 BK4097 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4097.json"
+BK4812 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4812.json"
 
 
 def _recorded(path: Path = RECORDED) -> tuple[dict[str, Any], Example[Any, Any]]:
@@ -40,6 +42,7 @@ def test_the_reports_are_the_scenarios_the_command_line_knows() -> None:
         assert WriterRunPlan.from_json(report.plan.to_json()) == report.plan
         assert report.role().add_entry_timeout_s > 1  # windows made by holds, not timeouts
     assert BK_4097.plan.entries == 7 and BK_3005.shape.key() == "2/1/1"
+    assert BK_4812.plan.role == "both" and len(BK_4812.plan.after_recovery) == 2
 
 
 def test_the_recorded_3005_run_loses_an_acknowledged_entry_in_the_reports_window() -> None:
@@ -109,6 +112,34 @@ def test_the_recorded_4097_run_leaves_an_acknowledged_entry_on_bookies_the_metad
         example, faults=tuple(f for f in example.faults if not f[1].startswith("crash b3"))
     )
     assert not window_of(BK_4097, no_crash).reached
+
+
+def test_the_recorded_4812_run_acknowledges_an_add_beyond_the_recovered_end() -> None:
+    item, example = _recorded(BK4812)
+    role = role_of_plan(item["plan"], item["role_settings"])
+    assert isinstance(role, FailoverRole) and isinstance(BK_4812.role(), FailoverRole)
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.VIOLATION
+    (violation,) = judgement.outcome.violations
+    assert violation.startswith("NoDivergenceBetweenClientAndMetaData (on the real cluster)")
+    assert "acknowledged e1" in violation and "closed the ledger at e0" in violation
+    # e0 went with the wiped bookies, by the plan: a note, not the client's loss.
+    assert "wiped by the plan" in (judgement.outcome.note or "")
+    window = window_of(BK_4812, example)
+    assert window.reached, window.evidence
+    assert any("callback: add 1 (e1): OK" in line for line in window.evidence)
+    assert any("BKMetadataVersion" in line for line in window.evidence)
+    # With one bookie wiped only, the add does not reach two fresh bookies: not the report's.
+    one_wipe = dataclasses.replace(
+        example, faults=tuple(f for f in example.faults if f[1] != "restart empty b2")
+    )
+    assert not window_of(BK_4812, one_wipe).reached
+    # Nor with the wipes before the recovery's close.
+    takeover = example.record.takeover
+    assert takeover is not None
+    late = dataclasses.replace(takeover, returned_at=takeover.returned_at + 60.0)
+    late_record = dataclasses.replace(example.record, takeover=late)
+    assert not window_of(BK_4812, dataclasses.replace(example, record=late_record)).reached
 
 
 def _split(violations: list[str]) -> tuple[list[str], list[str]]:
