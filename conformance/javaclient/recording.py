@@ -207,7 +207,17 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         **(
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
+        # The other ledgers of the run: their own records, the frames (shared) left out.
+        **(
+            {"others": [_without_frames(writer_record_to_json(o)) for o in record.others]}
+            if record.others
+            else {}
+        ),
     }
+
+
+def _without_frames(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in ("frames", "deliveries")}
 
 
 def writer_record_from_json(
@@ -237,6 +247,14 @@ def writer_record_from_json(
             client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
             wiped={int(b): float(at) for b, at in data.get("wiped", ())},
             takeover=_takeover(data.get("takeover")),
+            others=tuple(
+                writer_record_from_json(
+                    {**other, "frames": data["frames"], "deliveries": data["deliveries"]},
+                    add_timeout_s=add_timeout_s,
+                    timeout_check_s=timeout_check_s,
+                )
+                for other in data.get("others", ())
+            ),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client writer run: {exc!r}") from exc

@@ -45,6 +45,8 @@ MAX_DELAY_MS = 3000
 
 #: At most this many spare bookies beside the ensemble.
 MAX_SPARES = 3
+#: At most this many ledgers written together in one example.
+MAX_LEDGERS = 3
 
 
 @dataclass(frozen=True, order=True)
@@ -131,6 +133,10 @@ class WriterRunPlan:
     #: ``at`` is None): an operator replacing the recovered ledger's bookies while the writer
     #: is idle, e.g. each restarted without its data at its address (apache/bookkeeper#4812).
     after_recovery: tuple[FaultEvent, ...] = ()
+    #: Ledgers the client writes together, add by add in turn (several writers' ledgers on
+    #: one client, sharing its connections): the schedule's frames are the first ledger's,
+    #: its faults hit the bookies of all.
+    ledgers: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.entries <= MAX_ENTRIES:
@@ -147,6 +153,8 @@ class WriterRunPlan:
             raise PlanError(
                 f"a recovery delay of 0..{MAX_DELAY_MS} ms, not {self.recover_delay_ms}"
             )
+        if not 1 <= self.ledgers <= MAX_LEDGERS:
+            raise PlanError(f"a writer example writes 1..{MAX_LEDGERS} ledgers, not {self.ledgers}")
         if self.after_recovery and self.recover_after is None:
             raise PlanError("faults after the recovery go with a recovery (recover_after)")
         for event in self.after_recovery:
@@ -207,6 +215,14 @@ class WriterRunPlan:
         return decided + len(self.schedule.events) + len(self.after_recovery)
 
     def describe(self) -> list[str]:
+        lines = self._describe()
+        if self.ledgers > 1:
+            lines[0] += (
+                f" ({self.ledgers} ledgers written together; the frames named are the first's)"
+            )
+        return lines
+
+    def _describe(self) -> list[str]:
         later = (
             f" (e{self.entries - self.delayed}..e{self.entries - 1} {self.delay_ms} ms later)"
             if self.delayed
@@ -251,6 +267,7 @@ class WriterRunPlan:
                 if self.after_recovery
                 else {}
             ),
+            **({"ledgers": self.ledgers} if self.ledgers > 1 else {}),
         }
 
     @classmethod
@@ -279,6 +296,7 @@ class WriterRunPlan:
                     FaultEvent.from_json(event, shape.names)
                     for event in data.get("after_recovery", ())
                 ),
+                int(data.get("ledgers", 1)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):
@@ -291,6 +309,7 @@ __all__ = [
     "FIRST_WRITER_RELEASE",
     "MAX_DELAY_MS",
     "MAX_ENTRIES",
+    "MAX_LEDGERS",
     "SEARCHED_ENTRIES",
     "WriterRunPlan",
     "WriterShape",

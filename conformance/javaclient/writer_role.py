@@ -34,6 +34,7 @@ import dataclasses
 import enum
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -43,6 +44,7 @@ from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient import BKError, JavaCallTimeout, JavaDigestType
 from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
+from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import LedgerState
 from conformance.javaclient.plans import (
     DROP,
@@ -155,8 +157,15 @@ def writer_run_plans(
     # once a second): the delayed adds go out while the client changes its
     # ensemble (#4097's window), or just before or after it.
     delay_ms = draw(st.integers(700, 2500)) if delayed else 0
+    # Now and then a second writer's ledger beside it, on the same client's connections.
+    ledgers = draw(st.sampled_from((1, 1, 1, 2))) if faults is FaultSet.EXTENDED else 1
     return WriterRunPlan(
-        shape, entries, FrameSchedule(decisions, events), delayed=delayed, delay_ms=delay_ms
+        shape,
+        entries,
+        FrameSchedule(decisions, events),
+        delayed=delayed,
+        delay_ms=delay_ms,
+        ledgers=ledgers,
     )
 
 
@@ -213,18 +222,18 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
         yield dataclasses.replace(plan, delayed=0, delay_ms=0)
     if plan.recover_delay_ms:
         yield dataclasses.replace(plan, recover_delay_ms=0)
+    if plan.ledgers > 1:
+        yield dataclasses.replace(plan, ledgers=1)
     if plan.entries > 1:
         last = plan.entries - 1
         delayed = min(plan.delayed, last - 1)
-        yield WriterRunPlan(
-            plan.shape,
-            last,
-            plan.schedule.restricted(lambda key: key.entry_id < last),
-            plan.origin,
+        yield dataclasses.replace(
+            plan,
+            entries=last,
+            schedule=plan.schedule.restricted(lambda key: key.entry_id < last),
             delayed=delayed,
             delay_ms=plan.delay_ms if delayed else 0,
             recover_after=None if plan.recover_after is None else min(plan.recover_after, last),
-            recover_delay_ms=plan.recover_delay_ms,
         )
 
 
@@ -368,6 +377,38 @@ def stored_entries(
         raise RunUndecided(f"reading the entries back failed: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class _LedgerNaming:
+    """A ledger's model bookie names: b1..bE its first ensemble's positions, the spares after
+    (each ledger of a run its own: the client picks every ensemble at random)."""
+
+    #: Bookie id -> model index.
+    model_index: Mapping[str, int]
+    #: Proxy -> model index.
+    bookie_of_proxy: Mapping[str, int]
+
+    @classmethod
+    def of(cls, session: ClientSession, store: LedgerStore, ledger_id: int) -> _LedgerNaming:
+        metadata, _version = store.read(ledger_id)
+        first = metadata.segments[0].bookies
+        index_of_id = {bookie_id: i for i, bookie_id in enumerate(first)}
+        spare = iter(range(len(first), len(session.bookie_ids)))
+        model_index = {
+            bookie_id: index_of_id[bookie_id] if bookie_id in index_of_id else next(spare)
+            for bookie_id in session.bookie_ids
+        }
+        bookie_of_proxy = {
+            proxy: model_index[bookie_id]
+            for proxy, bookie_id in zip(session.proxies, session.bookie_ids, strict=True)
+        }
+        return cls(model_index, bookie_of_proxy)
+
+    def bookie_id(self, name: str | None) -> str:
+        """The id of the bookie this ledger names ``name`` (``b1``...)."""
+        wanted = int(str(name).removeprefix("b")) - 1
+        return next(b for b, index in self.model_index.items() if index == wanted)
+
+
 class WriterRole(Role[WriterRunPlan, WriterRecord]):
     """The Java client as the spec's writer on a ledger of ``shape``."""
 
@@ -468,7 +509,9 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
     def perform(
         self, session: ClientSession, plan: WriterRunPlan, arrange: Arrangement
     ) -> WriterRecord:
-        """One example on a fresh ledger (see the module docstring); the plan's last
+        """One example on fresh ledgers (see the module docstring): the plan's ``ledgers``,
+        written together by the one client, add by add in turn; the plan's frame decisions
+        are the first ledger's, its faults hit every ledger's bookies. The plan's last
         ``delayed`` entries are added ``delay_ms`` after the others."""
         shape = self.shape
         if plan.shape != shape:
@@ -476,88 +519,109 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 f"the plan is for {plan.shape.describe()}; the run is {shape.describe()}"
             )
         store = session.ledger_store()
-        ledger = session.client.create_ledger(
-            shape.ensemble, shape.write_quorum, shape.ack_quorum, JavaDigestType.CRC32, PASSWORD
-        )
-        metadata, _version = store.read(ledger.ledger_id)
-        first = metadata.segments[0].bookies
-        index_of_id = {bookie_id: i for i, bookie_id in enumerate(first)}
-        spare = iter(range(len(first), shape.bookies))
-        model_index = {
-            bookie_id: index_of_id[bookie_id] if bookie_id in index_of_id else next(spare)
-            for bookie_id in session.bookie_ids
-        }
-        bookie_of_proxy = {
-            proxy: model_index[bookie_id]
-            for proxy, bookie_id in zip(session.proxies, session.bookie_ids, strict=True)
-        }
+        ledgers = [
+            session.client.create_ledger(
+                shape.ensemble, shape.write_quorum, shape.ack_quorum, JavaDigestType.CRC32, PASSWORD
+            )
+            for _ in range(plan.ledgers)
+        ]
+        namings = [_LedgerNaming.of(session, store, ledger.ledger_id) for ledger in ledgers]
+        primary = ledgers[0]
         mark = session.group.mark()
-        adds = PipelinedAdds(ledger, plan.entries)
-        closed_at: float | None = None
-        close_error: str | None = None
+        pipelines = [PipelinedAdds(ledger, plan.entries) for ledger in ledgers]
+        closes: list[tuple[float | None, str | None]] = []
         takeover: Takeover | None = None
-        with arrange(ledger.ledger_id, model_bookie_names(bookie_of_proxy)) as controller:
+        names = model_bookie_names(namings[0].bookie_of_proxy)
+        with arrange(primary.ledger_id, names) as controller:
             for index in range(plan.entries):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
                 if index == plan.recover_after:
-                    takeover = self._take_over(session, plan, ledger.ledger_id, controller)
-                adds.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
+                    takeover = self._take_over(session, plan, primary.ledger_id, controller)
+                for ledger, pipeline in zip(ledgers, pipelines, strict=True):
+                    pipeline.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
             if plan.recover_after == plan.entries:
-                takeover = self._take_over(session, plan, ledger.ledger_id, controller)
-            adds.wait(self.callbacks_timeout)
-            try:
-                ledger.close()
-                closed_at = time.monotonic()
-            except BKError as exc:
-                close_error = f"{type(exc).__name__}: {exc}"
+                takeover = self._take_over(session, plan, primary.ledger_id, controller)
+            for pipeline in pipelines:
+                pipeline.wait(self.callbacks_timeout)
+            for ledger in ledgers:
+                try:
+                    ledger.close()
+                    closes.append((time.monotonic(), None))
+                except BKError as exc:
+                    closes.append((None, f"{type(exc).__name__}: {exc}"))
             session.settle()
-        outcomes = adds.outcomes()
-        metadata, _version = store.read(ledger.ledger_id)
+        ends = [
+            self._read_back(session, store, ledger.ledger_id, naming, plan.entries)
+            for ledger, naming in zip(ledgers, namings, strict=True)
+        ]
+        frames, deliveries = session.frames_since(mark)
+        # The bookies the plan wiped (restarted without their data), by bookie id, with when
+        # the restart was done: what they held before is lost by design, not by the client.
+        wiped_ids = {
+            namings[0].bookie_id(event.bookie): done
+            for done, event in getattr(controller, "events_done", ())
+            if event.kind is FaultKind.RESTART_EMPTY and event.bookie in names.values()
+        }
+        records = []
+        for number, (ledger, naming, pipeline, (closed_at, close_error), end) in enumerate(
+            zip(ledgers, namings, pipelines, closes, ends, strict=True)
+        ):
+            outcomes = pipeline.outcomes()
+            segments, closed, stored, unreachable = end
+            # After the frames are taken: the reads are the user's check, not the writer's.
+            client_reads = (
+                _read_with_the_client(session, ledger.ledger_id, outcomes, self.entry_bytes)
+                if closed is not None
+                else {}
+            )
+            records.append(
+                WriterRecord(
+                    ledger_id=ledger.ledger_id,
+                    shape=shape,
+                    entries=plan.entries,
+                    bookie_of_proxy=naming.bookie_of_proxy,
+                    frames=frames,
+                    deliveries=deliveries,
+                    outcomes=outcomes,
+                    segments=segments,
+                    closed_last_entry=closed,
+                    closed_at=closed_at,
+                    close_error=close_error,
+                    stored=stored,
+                    unreachable=unreachable,
+                    add_timeout_s=self.add_entry_timeout_s,
+                    timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
+                    client_reads=client_reads,
+                    wiped={naming.model_index[b]: at for b, at in wiped_ids.items()},
+                    takeover=takeover if number == 0 else None,
+                )
+            )
+        return dataclasses.replace(records[0], others=tuple(records[1:]))
+
+    @staticmethod
+    def _read_back(
+        session: ClientSession,
+        store: LedgerStore,
+        ledger_id: int,
+        naming: _LedgerNaming,
+        entries: int,
+    ) -> tuple[
+        list[tuple[int, tuple[int, ...]]], int | None, dict[int, tuple[int, ...]], tuple[int, ...]
+    ]:
+        """The ledger's ensembles and end from its metadata, and its entries read from each
+        bookie directly (with the bookies that could not be reached)."""
+        metadata, _version = store.read(ledger_id)
         segments = [
-            (segment.first_entry_id, tuple(model_index[b] for b in segment.bookies))
+            (segment.first_entry_id, tuple(naming.model_index[b] for b in segment.bookies))
             for segment in metadata.segments
         ]
         closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
-        addresses = {model_index[b]: session.bookie_address(b) for b in session.bookie_ids}
+        addresses = {naming.model_index[b]: session.bookie_address(b) for b in session.bookie_ids}
         stored, unreachable = stored_entries(
-            ledger.ledger_id, plan.entries, addresses, session.options.request_timeout
+            ledger_id, entries, addresses, session.options.request_timeout
         )
-        frames, deliveries = session.frames_since(mark)
-        # The bookies the plan wiped (restarted without their data), by model index, with when
-        # the restart was done: what they held before is lost by design, not by the client.
-        index_of_name = {f"b{i + 1}": i for i in range(shape.bookies)}
-        wiped = {
-            index_of_name[event.bookie]: done
-            for done, event in getattr(controller, "events_done", ())
-            if event.kind is FaultKind.RESTART_EMPTY and event.bookie in index_of_name
-        }
-        # After the frames are taken: the reads are the user's check, not the writer's steps.
-        client_reads = (
-            _read_with_the_client(session, ledger.ledger_id, outcomes, self.entry_bytes)
-            if closed is not None
-            else {}
-        )
-        return WriterRecord(
-            ledger_id=ledger.ledger_id,
-            shape=shape,
-            entries=plan.entries,
-            bookie_of_proxy=bookie_of_proxy,
-            frames=frames,
-            deliveries=deliveries,
-            outcomes=outcomes,
-            segments=segments,
-            closed_last_entry=closed,
-            closed_at=closed_at,
-            close_error=close_error,
-            stored=stored,
-            unreachable=unreachable,
-            add_timeout_s=self.add_entry_timeout_s,
-            timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
-            client_reads=client_reads,
-            wiped=wiped,
-            takeover=takeover,
-        )
+        return segments, closed, stored, unreachable
 
     def _take_over(
         self, session: ClientSession, plan: WriterRunPlan, ledger_id: int, controller: object
@@ -623,6 +687,10 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 f"e{entry}: {read}" for entry, read in sorted(record.client_reads.items())
             )
             lines.append(f"read by the Java client: {reads}")
+        for other in record.others:
+            names = ", ".join(f"{p} = b{i + 1}" for p, i in sorted(other.bookie_of_proxy.items()))
+            lines.append(f"-- ledger {other.ledger_id}, written together with it ({names}):")
+            lines.extend(f"   {line}" for line in self.story_lines(other))
         return lines
 
     def tallies(self, example: Example[WriterRunPlan, WriterRecord]) -> dict[str, Any]:

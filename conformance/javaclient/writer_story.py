@@ -79,7 +79,7 @@ from conformance.javaclient.story import (
 )
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, run_verdict
 from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
@@ -174,6 +174,9 @@ class WriterRecord:
     wiped: Mapping[int, float] = field(default_factory=dict)
     #: The second client's recovery of the ledger (None: a writer run, nobody else touched it).
     takeover: Takeover | None = None
+    #: The other ledgers the client wrote together with this one in the run (each its own
+    #: record: its ledger id, its bookie names; the same frames).
+    others: tuple[WriterRecord, ...] = ()
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:
@@ -1173,6 +1176,38 @@ MAX_UNCERTAIN_ADDS = 4
 
 
 def judge(record: WriterRecord) -> Judgement:
+    """Judge ``record``'s ledger (:func:`judge_ledger`) and each other ledger written with it:
+    one judgement, the first ledger's story with every ledger's findings (each other's
+    prefixed with its ledger), the worst verdict of all."""
+    first = judge_ledger(record)
+    if not record.others:
+        return first
+    outcome = first.outcome
+    violations, divergences = list(outcome.violations), list(outcome.divergences)
+    errors = [outcome.error] if outcome.error else []
+    notes = [outcome.note] if outcome.note else []
+    for other in record.others:
+        found = judge_ledger(other).outcome
+        tag = f"ledger {other.ledger_id} (written with {record.ledger_id}): "
+        violations += [tag + v for v in found.violations]
+        divergences += [tag + d for d in found.divergences]
+        errors += [tag + found.error] if found.error else []
+        notes += [tag + found.note.replace(chr(10), chr(10) + tag)] if found.note else []
+    verdict = run_verdict(
+        violations=bool(violations), divergences=bool(divergences), error=bool(errors)
+    )
+    merged = dataclasses.replace(
+        outcome,
+        verdict=verdict,
+        violations=violations,
+        divergences=divergences,
+        error="; ".join(errors) or None,
+        note="\n".join(notes) or None,
+    )
+    return dataclasses.replace(first, outcome=merged)
+
+
+def judge_ledger(record: WriterRecord) -> Judgement:
     """Replay ``record`` as the model's story and judge it (see the module docstring).
 
     Where an add's timing allows two readings (its answer came about when the client's timer
@@ -1387,6 +1422,7 @@ __all__ = [
     "WriterRecord",
     "add_fates",
     "judge",
+    "judge_ledger",
     "metadata_write_set",
     "segments_text",
     "timeout_check_interval_s",

@@ -24,6 +24,7 @@ from conformance.javaclient.search import run_plan
 from conformance.javaclient.session import ClientSession
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
+from conformance.verdict import Verdict
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -203,3 +204,24 @@ def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:
         record.segments,
         _callbacks(example),
     )
+
+
+def test_two_writers_ledgers_written_together_are_each_judged(session: Any) -> None:
+    from conformance.javaclient.plans import DROP
+
+    plan = WriterRunPlan(SHAPE, 2, FrameSchedule({E0_TO_B2: DROP}), ledgers=2)
+    example = run_plan(session, ROLE, plan)
+    assert example.unapplied is None, example.unapplied
+    record = example.record
+    (other,) = record.others
+    assert other.ledger_id != record.ledger_id
+    # The drop was the first ledger's: it changed its ensemble; the other kept its own.
+    assert _b2_replaced(example), record.segments
+    assert len(other.segments) == 1, other.segments
+    assert [o.describe() for o in other.outcomes] == ["add 0 (e0): OK", "add 1 (e1): OK"]
+    assert other.client_reads == {0: "OK", 1: "OK"}
+    assert example.verdict is Verdict.CLEAN, example.judgement
+    # Both ledgers' frames went through the proxies, and the other's story is told too.
+    ledgers = {f.info.ledger_id for f in record.frames if f.info.ledger_id is not None}
+    assert {record.ledger_id, other.ledger_id} <= ledgers
+    assert any(f"-- ledger {other.ledger_id}" in line for line in ROLE.story_lines(record))
