@@ -107,6 +107,10 @@ class WriterShape:
 DEFAULT_SHAPES = (WriterShape(3, 2, 2), WriterShape(2, 1, 1))
 
 
+def _span(first: int, last: int) -> str:
+    return f"e{first}" if first == last else f"e{first}..e{last}"
+
+
 def add_key(bookie: str, entry: int) -> FrameKey:
     return FrameKey(FrameKind.ADD.value, bookie, entry)
 
@@ -230,16 +234,14 @@ class WriterRunPlan:
         )
         if self.recover_after is not None:
             sent = self.recover_after
-            rest = (
-                f", then e{sent}..e{self.entries - 1}" if sent < self.entries else ", nothing more"
-            )
+            rest = f" {_span(sent, self.entries - 1)}" if sent < self.entries else " nothing more"
             then = "".join(
                 f"; then {event.describe().removesuffix(' as the client starts')}"
                 for event in self.after_recovery
             )
             return [
                 f"{self.shape.describe()} on {self.shape.bookies} bookies; the writer adds "
-                f"e0..e{sent - 1} pipelined; {self.recover_delay_ms} ms later a second client "
+                f"{_span(0, sent - 1)} pipelined; {self.recover_delay_ms} ms later a second client "
                 f"recovers the ledger{then}; the writer adds{rest}, then closes",
                 *self.schedule.describe(),
             ]

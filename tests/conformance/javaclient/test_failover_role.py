@@ -38,7 +38,7 @@ def test_a_fail_over_plan_is_role_both_and_survives_json() -> None:
     assert plan.role == "both"
     assert WriterRunPlan.from_json(plan.to_json()) == plan
     assert "a second client recovers the ledger" in plan.describe()[0]
-    assert "then e2..e3" in plan.describe()[0]
+    assert "the writer adds e2..e3, then closes" in plan.describe()[0]
     assert "nothing more" in _plan(after=4).describe()[0]
 
 
