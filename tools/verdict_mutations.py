@@ -333,6 +333,42 @@ MUTATIONS = (
         "the model target's metadata store takes a stale client's write",
     ),
     Mutation(
+        "acknowledged-beyond-the-end-passes",
+        "conformance/javaclient/writer_story.py",
+        "            if outcome.acknowledged and outcome.entry_id is not None and outcome.entry_id > end:\n",
+        "            if False:\n",
+        (
+            "tests/conformance/javaclient/test_failover_runs.py",
+            "tests/conformance/javaclient/test_reports.py",
+        ),
+        "an entry acknowledged beyond the closed ledger's end (#4812) is not a violation",
+    ),
+    Mutation(
+        "recovery-end-unchecked",
+        "conformance/javaclient/writer_story.py",
+        "        if model_last != takeover.last_entry:\n",
+        "        if False:\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a recovery that closes the ledger elsewhere than the model's is clean",
+    ),
+    Mutation(
+        "recovering-client-never-held-to-the-end",
+        "model/bookkeeper/invariants.py",
+        "    still_recovering = STATUS_IN_RECOVERY if cfg.fenced_writer_closes else None\n",
+        "    still_recovering = STATUS_IN_RECOVERY\n",
+        ("tests/model/bookkeeper/test_fenced_writer_closes.py",),
+        "the spec's NoDivergenceBetweenClientAndMetaData exempts a recovering client without the "
+        "switch",
+    ),
+    Mutation(
+        "other-ledgers-unjudged",
+        "conformance/javaclient/writer_story.py",
+        "    for other in record.others:\n        found = judge_ledger(other).outcome\n",
+        "    for other in ():\n        found = judge_ledger(other).outcome\n",
+        ("tests/conformance/javaclient/test_writer_story.py",),
+        "a violation in a second writer's ledger of the run is not reported",
+    ),
+    Mutation(
         "zab-resume-failure-suppressed",
         "conformance/zab/faults.py",
         '                self.errors.append(f"resume {name} while healing: {exc}")\n',

@@ -209,3 +209,17 @@ def test_an_answer_ignored_while_its_bookie_was_out_does_not_block_the_next() ->
     )
     judgement = judge(record)
     assert judgement.outcome.verdict == "clean" and judgement.ensemble_changes == 2
+
+
+def test_every_ledger_written_together_is_judged_and_the_worst_verdict_is_the_run_s() -> None:
+    _plan, record = RECORDED[0]
+    assert judge(record).verdict.value == "clean"
+    # A second writer's ledger (here the same run's, e0 lost on the cluster) beside a clean one.
+    lost = dataclasses.replace(record, stored={**record.stored, 0: ()})
+    together = judge(dataclasses.replace(record, others=(lost,)))
+    assert together.verdict.value == "violation"
+    (violation,) = together.outcome.violations
+    assert violation.startswith(f"ledger {record.ledger_id} (written with {record.ledger_id}): ")
+    assert "AllAckedEntriesAreReadable" in violation
+    # The first ledger's story is the judgement's.
+    assert together.outcome.steps == judge(record).outcome.steps
