@@ -97,29 +97,18 @@ class _Log:
         self.record = record
         self.faults = example.faults
 
-    def delivered_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
-        """When the client got ``bookie``'s real answer to ``entry`` (not a forgery)."""
+    def delivered_answer(
+        self, bookie: str, entry: int, kind: FrameKind | None = None
+    ) -> tuple[float, str] | None:
+        """When the client got ``bookie``'s real answer to ``entry`` (not a forgery); with
+        ``kind``, an answer to that kind of request only (``FrameKind.ADD``: the writer's add,
+        not a recovering client's read or write-back of the entry)."""
         for frame in self.record.frames:
             if (
                 self.names.get(frame.proxy) == bookie
                 and frame.info.direction.value == "response"
                 and frame.info.entry_id == entry
-                and frame.decision != FORGED
-            ):
-                delivery = self.record.deliveries.get(frame.frame_id)
-                if delivery is not None and delivery.delivered:
-                    return delivery.at, f"{delivery.at:.3f} [{bookie}] {frame.describe()}"
-        return None
-
-    def writer_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
-        """When the writer got ``bookie``'s real answer to its add of ``entry`` (not a
-        recovering client's read or write-back of it)."""
-        for frame in self.record.frames:
-            if (
-                self.names.get(frame.proxy) == bookie
-                and frame.info.direction.value == "response"
-                and frame_kind(frame) is FrameKind.ADD
-                and frame.info.entry_id == entry
+                and (kind is None or frame_kind(frame) is kind)
                 and frame.decision != FORGED
             ):
                 delivery = self.record.deliveries.get(frame.frame_id)
@@ -419,7 +408,7 @@ def _check_4812(example: Example[WriterRunPlan, WriterRecord], role: WriterRole)
     closed = (takeover.returned_at, takeover.describe())
     wiped = (log.fault("restart empty b1"), log.fault("restart empty b2"))
     later = takeover.last_entry + 1
-    answers = (log.writer_answer("b1", later), log.writer_answer("b2", later))
+    answers = tuple(log.delivered_answer(b, later, FrameKind.ADD) for b in ("b1", "b2"))
     window = _in_order(closed, *wiped, *sorted(a for a in answers if a is not None))
     reached = window.reached and all(a is not None for a in answers)
     outcome = next((o for o in record.outcomes if o.index == later), None)

@@ -596,17 +596,8 @@ def judge(
             send_limit=max(spec_cfg.send_limit, acked + entries),
             inflight_limit=max(spec_cfg.inflight_limit, entries),
         )
-    cfg = dataclasses.replace(
-        spec_cfg,
-        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
-        late_read_answers_ignored=True,
-        # A read the client no longer waits for still reaches its bookie (and fences it).
-        late_read_requests_processed=late_read_requests_processed,
-        # The Java client counts each entry's read errors on their own.
-        read_timeouts_per_entry=True,
-        # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
-        # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
-        lac_counts_as_confirmed=True,
+    cfg = java_recovery_config(
+        spec_cfg, fenced, late_read_requests_processed=late_read_requests_processed
     )
     story = RecoveryStory(cfg, spec_cfg)
     try:
@@ -665,6 +656,25 @@ def judge(
     return Judgement(outcome, cfg, list(story.frame_divergences), reads_fenced=fenced)
 
 
+def java_recovery_config(
+    spec_cfg: ModelConfig, fenced: bool | None, *, late_read_requests_processed: bool = True
+) -> ModelConfig:
+    """``spec_cfg`` with the recovering client as the Java client is: its recovery reads fence
+    as its frames showed (``fenced``; None: it sent none, the spec's setting stays)."""
+    return dataclasses.replace(
+        spec_cfg,
+        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
+        late_read_answers_ignored=True,
+        # A read the client no longer waits for still reaches its bookie (and fences it).
+        late_read_requests_processed=late_read_requests_processed,
+        # The Java client counts each entry's read errors on their own.
+        read_timeouts_per_entry=True,
+        # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
+        # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
+        lac_counts_as_confirmed=True,
+    )
+
+
 def _fence_note(fenced: bool | None) -> str:
     if fenced is None:
         return "the Java client sent no recovery read"
@@ -681,5 +691,6 @@ __all__ = [
     "RecoveryRecord",
     "RecoverySteps",
     "RecoveryStory",
+    "java_recovery_config",
     "judge",
 ]

@@ -76,6 +76,7 @@ from conformance.javaclient.story import (
     RECOVERY_KINDS,
     RecoverySteps,
     RecoveryStory,
+    java_recovery_config,
 )
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
@@ -583,20 +584,10 @@ class _WriterReplay(RecoveryStory):
             return
         real_last = translation.spec_entry_id(takeover.last_entry)
         recovery_close = step(RECOVERY_CLOSE, client=RECOVERER)
-        writer_close = step(_CLOSE, client=WRITER)
         if self.state.clients[1].status is None:
             # The recovery sent nothing: it found the ledger closed already (BookKeeper's
             # openLedger then returns it as it is), which only the writer can have done.
-            if (
-                enabled(self.cfg, self.state, writer_close)
-                and self.state.clients[0].lac == real_last
-            ):
-                self.take(
-                    writer_close,
-                    request=f"the writer closes the ledger at e{takeover.last_entry} (its LAC) "
-                    "before the recovery starts",
-                    observed=Observation("metadata", "OK", success=True),
-                )
+            if self._writer_closed_at(real_last, "before the recovery starts"):
                 self.notes.append(
                     "the second client found the ledger closed by the writer: nothing to recover"
                 )
@@ -620,18 +611,11 @@ class _WriterReplay(RecoveryStory):
         if (
             enabled(self.cfg, self.state, recovery_close)
             and take_step(self.cfg, self.state, recovery_close).state.meta_last_entry != real_last
-            and enabled(self.cfg, self.state, writer_close)
-            and self.state.clients[0].lac == real_last
         ):
             # The ledger ends where the writer's LAC is, not where the recovery would close
             # it: the writer, fenced, closed it first (over IN_RECOVERY), and the recovery
             # found it closed (``fenced_writer_closes``).
-            self.take(
-                writer_close,
-                request=f"the writer closes the ledger at e{takeover.last_entry} (its LAC) "
-                "after a fenced add, before the recovery's close",
-                observed=Observation("metadata", "OK", success=True),
-            )
+            self._writer_closed_at(real_last, "after a fenced add, before the recovery's close")
         self.take(
             recovery_close,
             request=f"the second client's recovery ends with the ledger closed at "
@@ -644,6 +628,20 @@ class _WriterReplay(RecoveryStory):
                 f"the second client's recovery closed the ledger at e{takeover.last_entry}; "
                 f"the model's recovery closes it at e{model_last}"
             )
+
+    def _writer_closed_at(self, last: int, when: str) -> bool:
+        """Take the writer's close (``ClientClosesLedgerSuccess``) if the model's writer can
+        close the ledger and its LAC is the model's entry ``last``: True if taken."""
+        writer_close = step(_CLOSE, client=WRITER)
+        if not enabled(self.cfg, self.state, writer_close) or self.state.clients[0].lac != last:
+            return False
+        self.take(
+            writer_close,
+            request=f"the writer closes the ledger at e{translation.bk_entry_id(last)} (its "
+            f"LAC) {when}",
+            observed=Observation("metadata", "OK", success=True),
+        )
+        return True
 
     def failure(self, failure: _Failure) -> None:
         """A forged error reached the client: it changes its ensemble now, if the model's
@@ -1346,18 +1344,9 @@ def story_configs(
         cfg = writer_config(record.shape, record.entries)
         return cfg, cfg
     spec_cfg = writer_config(record.shape, record.entries, clients=2)
-    fenced = recovery_reads_fenced(events)
-    cfg = dataclasses.replace(
-        spec_cfg,
-        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
-        late_read_answers_ignored=True,
-        late_read_requests_processed=True,
-        read_timeouts_per_entry=True,
-        lac_counts_as_confirmed=True,
-        # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
-        fenced_writer_closes=True,
-    )
-    return cfg, spec_cfg
+    recovering = java_recovery_config(spec_cfg, recovery_reads_fenced(events))
+    # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
+    return dataclasses.replace(recovering, fenced_writer_closes=True), spec_cfg
 
 
 def _story(
