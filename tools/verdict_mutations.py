@@ -335,7 +335,8 @@ MUTATIONS = (
     Mutation(
         "acknowledged-beyond-the-end-passes",
         "conformance/javaclient/writer_story.py",
-        "            if outcome.acknowledged and outcome.entry_id is not None and outcome.entry_id > end:\n",
+        "            if outcome.acknowledged and outcome.entry_id is not None"
+        " and outcome.entry_id > end:\n",
         "            if False:\n",
         (
             "tests/conformance/javaclient/test_failover_runs.py",
