@@ -91,6 +91,9 @@ def smaller_failover_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
     for event in plan.after_recovery:
         kept = tuple(e for e in plan.after_recovery if e != event)
         yield dataclasses.replace(plan, after_recovery=kept)
+    for event in plan.before_recovery:
+        kept = tuple(e for e in plan.before_recovery if e != event)
+        yield dataclasses.replace(plan, before_recovery=kept)
     if plan.recover_after is not None and plan.recover_after < plan.entries:
         yield dataclasses.replace(plan, recover_after=plan.entries, after_recovery=())
 

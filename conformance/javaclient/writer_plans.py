@@ -107,6 +107,11 @@ class WriterShape:
 DEFAULT_SHAPES = (WriterShape(3, 2, 2), WriterShape(2, 1, 1))
 
 
+def _bare(event: FaultEvent) -> str:
+    """A fault around the recovery, said without its moment (it has none but that)."""
+    return event.describe().removesuffix(" as the client starts")
+
+
 def _span(first: int, last: int) -> str:
     return f"e{first}" if first == last else f"e{first}..e{last}"
 
@@ -137,6 +142,9 @@ class WriterRunPlan:
     #: ``at`` is None): an operator replacing the recovered ledger's bookies while the writer
     #: is idle, e.g. each restarted without its data at its address (apache/bookkeeper#4812).
     after_recovery: tuple[FaultEvent, ...] = ()
+    #: Faults carried out just before the recovery starts (their ``at`` is None): a bookie
+    #: the new owner's recovery finds crashed or paused.
+    before_recovery: tuple[FaultEvent, ...] = ()
     #: Ledgers the client writes together, add by add in turn (several writers' ledgers on
     #: one client, sharing its connections): the schedule's frames are the first ledger's,
     #: its faults hit the bookies of all.
@@ -159,12 +167,12 @@ class WriterRunPlan:
             )
         if not 1 <= self.ledgers <= MAX_LEDGERS:
             raise PlanError(f"a writer example writes 1..{MAX_LEDGERS} ledgers, not {self.ledgers}")
-        if self.after_recovery and self.recover_after is None:
-            raise PlanError("faults after the recovery go with a recovery (recover_after)")
-        for event in self.after_recovery:
+        if (self.after_recovery or self.before_recovery) and self.recover_after is None:
+            raise PlanError("faults around the recovery go with a recovery (recover_after)")
+        for event in (*self.before_recovery, *self.after_recovery):
             if event.at is not None:
                 raise PlanError(
-                    f"{event.describe()}: a fault after the recovery happens then, at no frame"
+                    f"{event.describe()}: a fault around the recovery happens then, at no frame"
                 )
             if event.bookie is not None and event.bookie not in self.shape.names:
                 raise PlanError(
@@ -209,14 +217,19 @@ class WriterRunPlan:
     def has_fault_events(self) -> bool:
         """Whether a fault executor must carry out events of this plan (at frames, or after
         the recovery)."""
-        return bool(self.schedule.events or self.after_recovery)
+        return bool(self.schedule.events or self.after_recovery or self.before_recovery)
 
     def choice(self, bookie: str, entry: int) -> Choice:
         return self.schedule.choice(add_key(bookie, entry))
 
     def faults(self) -> int:
         decided = sum(1 for choice in self.schedule.decisions.values() if choice != FORWARD)
-        return decided + len(self.schedule.events) + len(self.after_recovery)
+        return (
+            decided
+            + len(self.schedule.events)
+            + len(self.after_recovery)
+            + len(self.before_recovery)
+        )
 
     def describe(self) -> list[str]:
         lines = self._describe()
@@ -235,14 +248,12 @@ class WriterRunPlan:
         if self.recover_after is not None:
             sent = self.recover_after
             rest = f" {_span(sent, self.entries - 1)}" if sent < self.entries else " nothing more"
-            then = "".join(
-                f"; then {event.describe().removesuffix(' as the client starts')}"
-                for event in self.after_recovery
-            )
+            before = "".join(f"{_bare(event)}; " for event in self.before_recovery)
+            then = "".join(f"; then {_bare(event)}" for event in self.after_recovery)
             return [
                 f"{self.shape.describe()} on {self.shape.bookies} bookies; the writer adds "
-                f"{_span(0, sent - 1)} pipelined; {self.recover_delay_ms} ms later a second client "
-                f"recovers the ledger{then}; the writer adds{rest}, then closes",
+                f"{_span(0, sent - 1)} pipelined; {self.recover_delay_ms} ms later {before}a "
+                f"second client recovers the ledger{then}; the writer adds{rest}, then closes",
                 *self.schedule.describe(),
             ]
         return [
@@ -269,6 +280,11 @@ class WriterRunPlan:
                 if self.after_recovery
                 else {}
             ),
+            **(
+                {"before_recovery": [event.to_json() for event in self.before_recovery]}
+                if self.before_recovery
+                else {}
+            ),
             **({"ledgers": self.ledgers} if self.ledgers > 1 else {}),
         }
 
@@ -290,15 +306,19 @@ class WriterRunPlan:
                 int(data["entries"]),
                 FrameSchedule.from_json(data["schedule"], shape.names),
                 str(data.get("origin", "recorded")),
-                int(data.get("delayed", 0)),
-                int(data.get("delay_ms", 0)),
-                None if recover_after is None else int(recover_after),
-                int(data.get("recover_delay_ms", 0)),
-                tuple(
+                delayed=int(data.get("delayed", 0)),
+                delay_ms=int(data.get("delay_ms", 0)),
+                recover_after=None if recover_after is None else int(recover_after),
+                recover_delay_ms=int(data.get("recover_delay_ms", 0)),
+                after_recovery=tuple(
                     FaultEvent.from_json(event, shape.names)
                     for event in data.get("after_recovery", ())
                 ),
-                int(data.get("ledgers", 1)),
+                before_recovery=tuple(
+                    FaultEvent.from_json(event, shape.names)
+                    for event in data.get("before_recovery", ())
+                ),
+                ledgers=int(data.get("ledgers", 1)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):

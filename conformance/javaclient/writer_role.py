@@ -628,10 +628,12 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
     ) -> Takeover:
         """The second client recovers the ledger ``plan.recover_delay_ms`` after the writer's
         first ``plan.recover_after`` adds were sent (bounded: a recovery that does not return
-        leaves the run undecided); then the plan's faults after the recovery are carried out
-        by the ``controller``'s executor, one after another."""
+        leaves the run undecided); the plan's faults before and after the recovery are carried
+        out by the ``controller``'s executor, one after another."""
         assert plan.recover_after is not None
         time.sleep(plan.recover_delay_ms / 1000)
+        if plan.before_recovery:
+            _carry_out(controller, plan.before_recovery)
         started = time.monotonic()
         error: str | None = None
         try:

@@ -102,6 +102,7 @@ _RESEND = the_action(  # ClientResendsPendingAddOp
 _CLOSE = the_action(  # ClientClosesLedgerSuccess
     actor=Actor.CLIENT, phase=ProtocolPhase.CLOSE, recovery=False, write_ends=WriteEnd.SUCCEEDS
 )
+_RESTARTS_EMPTY = the_action(actor=Actor.FAULT)  # BookieRestartsEmpty
 _CLOSE_FAILS = the_action(  # ClientClosesLedgerFail
     actor=Actor.CLIENT,
     phase=ProtocolPhase.CLOSE,
@@ -288,6 +289,7 @@ class _Kind(enum.IntEnum):
     FAILURE = 1
     CALLBACK = 2
     TAKEOVER = 3
+    WIPE = 4
 
 
 #: Error answers on which the client fails the handle instead of changing its ensemble
@@ -537,11 +539,21 @@ class _WriterReplay(RecoveryStory):
         if takeover is not None and self.recovery is None:
             self.recovery = RecoverySteps(self, self.all_events, self.record.add_timeout_s)
             merged.append((takeover.returned_at, _Kind.TAKEOVER, 0, takeover))
+            # In a fail-over a wiped bookie's lost state (its fence above all) decides what it
+            # answers both clients: the model's bookie restarts empty too.
+            merged += [(at, _Kind.WIPE, b, b) for b, at in sorted(self.record.wiped.items())]
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         for _at, kind, _i, item in merged:
             if kind is _Kind.TAKEOVER:
                 assert isinstance(item, Takeover)
                 self.recovered(item)
+                continue
+            if kind is _Kind.WIPE:
+                assert isinstance(item, int)
+                self.take(
+                    step(_RESTARTS_EMPTY, bookie=bookie_name(item)),
+                    request=f"the plan restarts {bookie_name(item)} without its data",
+                )
                 continue
             if kind is _Kind.CALLBACK:
                 assert isinstance(item, _Callback)
@@ -1338,15 +1350,25 @@ def story_configs(
     reveal and what the Java client does, as the recovering role judges it
     (:func:`~.story.judge`): recovery reads fence as observed; a decided read's late answers
     are ignored and its requests still reach their bookies; read errors count per entry;
-    write-backs complete from the recovered LAC on; and the writer closes the ledger when an
-    add is fenced (``fenced_writer_closes``). The spec's client reads with the fence."""
+    write-backs complete from the recovered LAC on; the writer closes the ledger when an add
+    is fenced (``fenced_writer_closes``); and a bookie the plan wiped restarts empty
+    (``BookieRestartsEmpty``, as many as it wiped). The spec's client reads with the fence."""
     if record.takeover is None:
         cfg = writer_config(record.shape, record.entries)
         return cfg, cfg
     spec_cfg = writer_config(record.shape, record.entries, clients=2)
     recovering = java_recovery_config(spec_cfg, recovery_reads_fenced(events))
-    # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
-    return dataclasses.replace(recovering, fenced_writer_closes=True), spec_cfg
+    return (
+        dataclasses.replace(
+            recovering,
+            # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
+            fenced_writer_closes=True,
+            # The bookies the plan wiped restart empty (BookieRestartsEmpty): no fence, no
+            # entries (BookKeeper's data integrity check is off by default: no limbo).
+            max_crashes=len(record.wiped),
+        ),
+        spec_cfg,
+    )
 
 
 def _story(
