@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from adapters.installations.bookkeeper import BookKeeperInstallError, resolve_bookkeeper
+from adapters.installations.errors import BookKeeperNotFound
 from adapters.javaclient import distribution_version
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.plans import (
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no plan named {unknown}; the plans: {sorted(plans)}")
     try:
         home = resolve_bookkeeper(args.bookkeeper)
-    except BookKeeperInstallError as exc:
+    except (BookKeeperInstallError, BookKeeperNotFound) as exc:
         print(f"record_fault_runs: {exc}", file=sys.stderr)
         return 2
     version = distribution_version(home)

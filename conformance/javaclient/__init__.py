@@ -22,6 +22,7 @@ REPORT_SCENARIOS = (
     "bk-4097-java-client",
     "bk-4651-java-client",
     "bk-4812-java-client",
+    "fence-lost-on-restart-java-client",
     "throttle-stale-ensemble-java-client",
 )
 

@@ -448,9 +448,80 @@ BK_4812 = ClientScenario(
     _check_4812,
 )
 
+# A fence that a restart loses -----------------------------------------------------------
+
+_SHAPE_FENCE_LOST = WriterShape(3, 2, 2)
+
+
+def _check_fence_lost(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+    """Reached when the recovery fenced b3 while b3 held nothing of the ledger (its fence read
+    answered ``ENOENTRY``) and closed the ledger below e1, b3 was then restarted with its data,
+    and the writer's e1 reached b3 after that and was answered (by b2 as well, up after its
+    crash)."""
+    log = _Log(example, role)
+    record = example.record
+    takeover = record.takeover
+    if takeover is None or takeover.last_entry is None:
+        return Window(False, ("the recovery did not close the ledger",))
+    fenced_empty = log._first(
+        "b3",
+        -1,
+        lambda frame: (
+            frame.info.direction.value == "response"
+            and frame_kind(frame) is FrameKind.FENCE_READ
+            and frame.info.status is not None
+            and frame.info.status.name in ("ENOENTRY", "ENOLEDGER")
+        ),
+    )
+    closed = (takeover.returned_at, takeover.describe())
+    later = takeover.last_entry + 1
+    window = _in_order(
+        log.fault("crash b2"),
+        fenced_empty,
+        closed,
+        log.fault("restart b3"),
+        log.delivered_answer("b3", later, FrameKind.ADD),
+    )
+    answers = [log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3")]
+    outcome = next((o for o in record.outcomes if o.index == later), None)
+    evidence = window.evidence + tuple(a[1] for a in answers[:1] if a is not None)
+    if outcome is not None:
+        evidence += (f"{outcome.at or 0:.3f} callback: {outcome.describe()}",)
+    return Window(window.reached and all(a is not None for a in answers), evidence)
+
+
+FENCE_LOST = ClientScenario(
+    "fence-lost-on-restart-java-client",
+    "a hypothesis read from BookieImpl's journal replay (4.17.3), issue 29",
+    "A fence on a bookie that holds none of the ledger's entries is lost when it restarts",
+    "E=3 WQ=AQ=2 on four bookies. The writer adds e0 (to b1, b2). b2 crashes; another client "
+    "recovers the ledger: b1 answers its fence read, b3, which holds nothing of the ledger, "
+    "answers NoSuchEntry (ReadLastConfirmedOp counts that towards the fencing quorum; the bookie "
+    "fences the ledger in memory, but journals no master key for it, so replaying the journal "
+    "drops the fence); the recovery writes e0 back (b4 replacing b2) and closes the ledger at "
+    "e0. b3 restarts with its data, b2 comes back. The writer's e1 goes to b2 and b3: b2 was "
+    "never fenced, b3 lost its fence, both accept it: e1 is acknowledged beyond the ledger's "
+    "end, with no bookie wiped.",
+    _SHAPE_FENCE_LOST,
+    WriterRunPlan(
+        _SHAPE_FENCE_LOST,
+        2,
+        origin="fence lost on restart (issue 29)",
+        recover_after=1,
+        recover_delay_ms=300,
+        before_recovery=(FaultEvent(FaultKind.CRASH, None, "b2"),),
+        after_recovery=(
+            FaultEvent(FaultKind.RESTART, None, "b3"),
+            FaultEvent(FaultKind.RESTART, None, "b2"),
+        ),
+    ),
+    _check_fence_lost,
+)
+
 #: The scenarios, by name (the names the command line knows, checked here).
 REPORTS: dict[str, ClientScenario] = {
-    scenario.name: scenario for scenario in (BK_3005, BK_4097, BK_4651, BK_4812, THROTTLE)
+    scenario.name: scenario
+    for scenario in (BK_3005, BK_4097, BK_4651, BK_4812, FENCE_LOST, THROTTLE)
 }
 if tuple(REPORTS) != REPORT_SCENARIOS:
     raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
@@ -465,6 +536,7 @@ __all__ = [
     "BK_4097",
     "BK_4651",
     "BK_4812",
+    "FENCE_LOST",
     "REPORTS",
     "REPORT_ADD_TIMEOUT_S",
     "THROTTLE",

@@ -12,7 +12,15 @@ from typing import Any
 
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
-from conformance.javaclient.reports import BK_3005, BK_4097, BK_4812, REPORTS, THROTTLE, window_of
+from conformance.javaclient.reports import (
+    BK_3005,
+    BK_4097,
+    BK_4812,
+    FENCE_LOST,
+    REPORTS,
+    THROTTLE,
+    window_of,
+)
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
@@ -24,6 +32,9 @@ RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.
 THROTTLED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-throttle.json"
 BK4097 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4097.json"
 BK4812 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4812.json"
+FENCE_LOST_RUN = (
+    Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fence-lost-on-restart.json"
+)
 
 
 def _recorded(path: Path = RECORDED) -> tuple[dict[str, Any], Example[Any, Any]]:
@@ -147,6 +158,32 @@ def test_the_recorded_4812_run_acknowledges_an_add_beyond_the_recovered_end() ->
     late = dataclasses.replace(takeover, returned_at=takeover.returned_at + 60.0)
     late_record = dataclasses.replace(example.record, takeover=late)
     assert not window_of(BK_4812, dataclasses.replace(example, record=late_record)).reached
+
+
+def test_the_recorded_fence_lost_run_acknowledges_an_add_beyond_the_end_with_no_bookie_wiped() -> (
+    None
+):
+    item, example = _recorded(FENCE_LOST_RUN)
+    assert not item["record"].get("wiped")  # restarts with their data only
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.VIOLATION
+    on_the_cluster = [v for v in judgement.outcome.violations if "(on the real cluster)" in v]
+    assert any(
+        v.startswith("NoDivergenceBetweenClientAndMetaData") and "acknowledged e1" in v
+        for v in on_the_cluster
+    )
+    # The model's b3 keeps the fence the recovery gave it: its EOK to e1 is no step of the
+    # spec's (no action of the spec loses a fence but a restart without data).
+    assert any("from b3: ADD_ENTRY" in d for d in judgement.outcome.divergences)
+    window = window_of(FENCE_LOST, example)
+    assert window.reached, window.evidence
+    assert any("READ_ENTRY" in line and "ENOENTRY" in line for line in window.evidence)
+    assert any("callback: add 1 (e1): OK" in line for line in window.evidence)
+    # Without b3's restart the window is not this one (b3 would still be fenced).
+    no_restart = dataclasses.replace(
+        example, faults=tuple(f for f in example.faults if f[1] != "restart b3")
+    )
+    assert not window_of(FENCE_LOST, no_restart).reached
 
 
 def _split(violations: list[str]) -> tuple[list[str], list[str]]:
