@@ -73,20 +73,27 @@ def failover_plans(draw: st.DrawFn, role: FailoverRole) -> WriterRunPlan:
     recover_after = draw(st.integers(1, plan.entries))
     delay_ms = draw(st.one_of(st.just(0), st.integers(50, MAX_RECOVER_DELAY_MS)))
     after: tuple[FaultEvent, ...] = ()
+    before: tuple[FaultEvent, ...] = ()
     if recover_after < plan.entries and role.faults is FaultSet.EXTENDED:
+        bookies = st.sampled_from(role.shape.names)
+        # A bookie the recovery finds down (it may come back after it).
+        down = st.builds(FaultEvent, st.just(FaultKind.CRASH), st.none(), bookies)
+        before = tuple(draw(st.lists(down, max_size=1)))
         # Bookies replaced while the writer is idle (#4812): restarted with or without their
         # data at their address, or gone.
-        replaced = st.builds(
-            FaultEvent, st.sampled_from(_REPLACEMENTS), st.none(), st.sampled_from(role.shape.names)
-        )
+        replaced = st.builds(FaultEvent, st.sampled_from(_REPLACEMENTS), st.none(), bookies)
         after = tuple(draw(st.lists(replaced, max_size=2, unique_by=lambda e: e.bookie)))
-    return dataclasses.replace(with_takeover(plan, recover_after, delay_ms), after_recovery=after)
+    return dataclasses.replace(
+        with_takeover(plan, recover_after, delay_ms),
+        after_recovery=after,
+        before_recovery=before,
+    )
 
 
 def smaller_failover_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
-    """The writer's simplifications (each keeps the recovery), a fault after the recovery
-    taken away, and the recovery moved to after every add (the writer sends nothing after
-    it)."""
+    """The writer's simplifications (each keeps the recovery), a fault before or after the
+    recovery taken away, and the recovery moved to after every add (the writer sends nothing
+    after it)."""
     yield from smaller_writer_plans(plan)
     for event in plan.after_recovery:
         kept = tuple(e for e in plan.after_recovery if e != event)

@@ -84,9 +84,20 @@ def test_a_fault_after_the_recovery_at_a_frame_or_elsewhere_is_refused(
         _plan(after_recovery=after)
 
 
-def test_faults_after_the_recovery_need_a_recovery() -> None:
+def test_faults_around_the_recovery_need_a_recovery() -> None:
     with pytest.raises(PlanError, match="go with a recovery"):
         WriterRunPlan(SHAPE, 2, after_recovery=(WIPE_B1,))
+    with pytest.raises(PlanError, match="go with a recovery"):
+        WriterRunPlan(SHAPE, 2, before_recovery=(WIPE_B1,))
+
+
+def test_faults_before_the_recovery_are_plan_data_and_shrink_away() -> None:
+    crash = FaultEvent(FaultKind.CRASH, None, "b2")
+    plan = _plan(before_recovery=(crash,), after_recovery=(WIPE_B1,))
+    assert WriterRunPlan.from_json(plan.to_json()) == plan
+    assert plan.has_fault_events and plan.faults() == 2
+    assert "300 ms later crash b2; a second client recovers" in plan.describe()[0]
+    assert dataclasses.replace(plan, before_recovery=()) in list(smaller_failover_plans(plan))
 
 
 def test_a_plan_s_role_must_match_its_recovery() -> None:
@@ -127,8 +138,10 @@ def test_drawn_plans_are_fail_overs_within_the_writer_s_adds(plan: WriterRunPlan
     assert plan.recover_after is not None and 1 <= plan.recover_after <= plan.entries
     assert plan.delayed == 0
     assert WriterRunPlan.from_json(plan.to_json()) == plan
-    # Bookies are replaced only when the writer has adds left to send after the recovery.
+    # Bookies are crashed or replaced only when the writer has adds left after the recovery.
     assert not plan.after_recovery or plan.recover_after < plan.entries
+    assert not plan.before_recovery or plan.recover_after < plan.entries
+    assert all(event.kind is FaultKind.CRASH for event in plan.before_recovery)
     assert len({event.bookie for event in plan.after_recovery}) == len(plan.after_recovery)
 
 
