@@ -22,7 +22,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +37,7 @@ from adapters.netproxy import (
     ProxyGroup,
 )
 from adapters.netproxy.policy import FrameMatch
+from conformance.errors import ConformanceError
 from conformance.javaclient.observed import FrameKind, frame_kind, pairing_key
 from conformance.javaclient.plans import FORWARD, FaultEvent, FrameKey, FrameSchedule
 
@@ -85,6 +86,10 @@ class _Held:
 
     def faults_done(self) -> bool:
         return all(done.is_set() for done in self.waits_for)
+
+
+class FaultsFailed(ConformanceError):
+    """A fault the run asked for now was not carried out."""
 
 
 class ScheduleController:
@@ -185,6 +190,22 @@ class ScheduleController:
                 self.executor.close()
             except Exception as exc:
                 self.errors.append(f"undoing the faults failed: {exc!r}")
+
+    def carry_out(self, events: Sequence[FaultEvent]) -> None:
+        """Carry out ``events`` now, one after another, on the fault thread (after any fault a
+        frame set off before them: two faults are never carried out at once); recorded as the
+        frames' faults are. :class:`FaultsFailed` if one failed or took too long."""
+        if self.executor is None or self._fault_thread is None:
+            raise FaultsFailed("this run's controller carries out no faults")
+        for event in events:
+            self.decisions.append(("fault", event.describe()))
+            done = threading.Event()
+            failed = len(self.errors)
+            self._events.put((event, done))
+            if not done.wait(FAULT_TIMEOUT_S):
+                raise FaultsFailed(f"fault {event.describe()} took more than {FAULT_TIMEOUT_S} s")
+            if len(self.errors) > failed:
+                raise FaultsFailed(self.errors[-1])
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -320,4 +341,4 @@ def unapplied_reason(controllers: list[ScheduleController]) -> str | None:
     return None
 
 
-__all__ = ["FaultExecutor", "ScheduleController", "key_of", "unapplied_reason"]
+__all__ = ["FaultExecutor", "FaultsFailed", "ScheduleController", "key_of", "unapplied_reason"]

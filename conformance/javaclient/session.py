@@ -127,6 +127,9 @@ class SessionLayout:
     #: an expired session are the writer's. Its reads time out after this many seconds (0: no
     #: second client).
     recovering_client_read_timeout_s: int = 0
+    #: More writer clients beside the first (the same configuration, the same JVM, each its
+    #: own connections and ZooKeeper session): several writers, each with its ledger.
+    more_writers: int = 0
 
     def __post_init__(self) -> None:
         if self.bookies < 1:
@@ -189,6 +192,7 @@ class ClientSession:
         self._cluster: LocalCluster | None = None
         self._client: BookKeeperJavaClient | None = None
         self._recovering_client: BookKeeperJavaClient | None = None
+        self._more_writers: list[BookKeeperJavaClient] = []
         self._zookeeper: ZooKeeperProxy | None = None
         self._routing: Any = None
         self._coverage: CoverageTracker | None = None
@@ -272,6 +276,14 @@ class ClientSession:
                 jvm_options=jvm,
             )
         )
+        for _ in range(layout.more_writers):
+            self._more_writers.append(
+                self._stack.enter_context(
+                    BookKeeperJavaClient.connect(
+                        self._client.gateway, client_options, timeout=options.java_call_timeout
+                    )
+                )
+            )
         if layout.recovering_client_read_timeout_s:
             # In the writer's JVM, closed before it (the stack unwinds in reverse).
             recovering = ClientOptions(
@@ -302,6 +314,17 @@ class ClientSession:
         if self._client is None:
             raise RunUndecided("the session is not started (use it in a with block)")
         return self._client
+
+    def writer(self, number: int) -> BookKeeperJavaClient:
+        """Writer client ``number`` (0: :attr:`client`); :class:`RunUndecided` beyond the
+        layout's."""
+        if number == 0:
+            return self.client
+        if not 1 <= number <= len(self._more_writers):
+            raise RunUndecided(
+                f"this session has {len(self._more_writers) + 1} writer client(s), not {number + 1}"
+            )
+        return self._more_writers[number - 1]
 
     @property
     def recovering_client(self) -> BookKeeperJavaClient:

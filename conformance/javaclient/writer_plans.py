@@ -149,6 +149,9 @@ class WriterRunPlan:
     #: one client, sharing its connections): the schedule's frames are the first ledger's,
     #: its faults hit the bookies of all.
     ledgers: int = 1
+    #: How many writer clients write them: ledger ``i`` is client ``i mod writers``'s (1: the
+    #: one client writes them all, on its shared connections).
+    writers: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.entries <= MAX_ENTRIES:
@@ -167,6 +170,10 @@ class WriterRunPlan:
             )
         if not 1 <= self.ledgers <= MAX_LEDGERS:
             raise PlanError(f"a writer example writes 1..{MAX_LEDGERS} ledgers, not {self.ledgers}")
+        if not 1 <= self.writers <= self.ledgers:
+            raise PlanError(
+                f"{self.writers} writer clients for {self.ledgers} ledger(s): 1..{self.ledgers}"
+            )
         if (self.after_recovery or self.before_recovery) and self.recover_after is None:
             raise PlanError("faults around the recovery go with a recovery (recover_after)")
         for event in (*self.before_recovery, *self.after_recovery):
@@ -234,8 +241,10 @@ class WriterRunPlan:
     def describe(self) -> list[str]:
         lines = self._describe()
         if self.ledgers > 1:
+            by = "one client" if self.writers == 1 else f"{self.writers} writer clients"
             lines[0] += (
-                f" ({self.ledgers} ledgers written together; the frames named are the first's)"
+                f" ({self.ledgers} ledgers written together by {by}; the frames named are the "
+                "first's)"
             )
         return lines
 
@@ -286,6 +295,7 @@ class WriterRunPlan:
                 else {}
             ),
             **({"ledgers": self.ledgers} if self.ledgers > 1 else {}),
+            **({"writers": self.writers} if self.writers > 1 else {}),
         }
 
     @classmethod
@@ -319,6 +329,7 @@ class WriterRunPlan:
                     for event in data.get("before_recovery", ())
                 ),
                 ledgers=int(data.get("ledgers", 1)),
+                writers=int(data.get("writers", 1)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, PlanError):

@@ -46,6 +46,7 @@ from adapters.javaclient import BKError, JavaCallTimeout, JavaDigestType
 from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import LedgerState
+from conformance.javaclient.controller import FaultsFailed
 from conformance.javaclient.plans import (
     DROP,
     FORGEABLE,
@@ -69,6 +70,7 @@ from conformance.javaclient.session import (
 )
 from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import (
+    MAX_LEDGERS,
     SEARCHED_ENTRIES,
     WriterRunPlan,
     WriterShape,
@@ -157,8 +159,10 @@ def writer_run_plans(
     # once a second): the delayed adds go out while the client changes its
     # ensemble (#4097's window), or just before or after it.
     delay_ms = draw(st.integers(700, 2500)) if delayed else 0
-    # Now and then a second writer's ledger beside it, on the same client's connections.
+    # Now and then a second writer's ledger beside it, on the same client's connections or
+    # on a client of its own.
     ledgers = draw(st.sampled_from((1, 1, 1, 2))) if faults is FaultSet.EXTENDED else 1
+    writers = draw(st.integers(1, ledgers))
     return WriterRunPlan(
         shape,
         entries,
@@ -166,6 +170,7 @@ def writer_run_plans(
         delayed=delayed,
         delay_ms=delay_ms,
         ledgers=ledgers,
+        writers=writers,
     )
 
 
@@ -223,7 +228,9 @@ def smaller_writer_plans(plan: WriterRunPlan) -> Iterator[WriterRunPlan]:
     if plan.recover_delay_ms:
         yield dataclasses.replace(plan, recover_delay_ms=0)
     if plan.ledgers > 1:
-        yield dataclasses.replace(plan, ledgers=1)
+        yield dataclasses.replace(plan, ledgers=1, writers=1)
+    if plan.writers > 1:
+        yield dataclasses.replace(plan, writers=1)
     if plan.entries > 1:
         last = plan.entries - 1
         delayed = min(plan.delayed, last - 1)
@@ -313,19 +320,15 @@ def _read_with_the_client(
 
 
 def _carry_out(controller: object, events: Sequence[FaultEvent]) -> None:
-    """Carry out ``events`` now through the run's fault executor (the controller's), recorded
-    among the faults it did; :class:`RunUndecided` if the run has no executor or one fails."""
-    executor = getattr(controller, "executor", None)
-    if executor is None:
+    """Carry out ``events`` now through the run's controller (its fault thread, after any
+    fault a frame set off: never two at once); :class:`RunUndecided` if it cannot."""
+    carry_out = getattr(controller, "carry_out", None)
+    if carry_out is None:
         raise RunUndecided("the run's controller carries out no faults")
-    for event in events:
-        try:
-            what = executor.execute(event)
-        except Exception as exc:
-            raise RunUndecided(f"fault {event.describe()} failed: {exc!r}") from exc
-        done = time.monotonic()
-        controller.faults.append((done, what))  # type: ignore[attr-defined]
-        controller.events_done.append((done, event))  # type: ignore[attr-defined]
+    try:
+        carry_out(events)
+    except FaultsFailed as exc:
+        raise RunUndecided(str(exc)) from exc
 
 
 def _acked(outcome: AddOutcome) -> bool:
@@ -450,6 +453,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             bookies=self.shape.bookies,
             add_entry_timeout_s=self.add_entry_timeout_s,
             records_adds=True,
+            # Several writers' ledgers may each have a client of their own.
+            more_writers=MAX_LEDGERS - 1,
             refusal_hint="older clients can be searched as the recovering reader (--role recovery)",
             client_properties=tuple(self.client_properties.items()),
         )
@@ -520,10 +525,10 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             )
         store = session.ledger_store()
         ledgers = [
-            session.client.create_ledger(
+            session.writer(number % plan.writers).create_ledger(
                 shape.ensemble, shape.write_quorum, shape.ack_quorum, JavaDigestType.CRC32, PASSWORD
             )
-            for _ in range(plan.ledgers)
+            for number in range(plan.ledgers)
         ]
         namings = [_LedgerNaming.of(session, store, ledger.ledger_id) for ledger in ledgers]
         primary = ledgers[0]

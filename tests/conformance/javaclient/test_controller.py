@@ -13,7 +13,12 @@ import pytest
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import Direction, FrameRecord, Operation, ProxyGroup
 from adapters.refbookie.server import BookieServer
-from conformance.javaclient.controller import ScheduleController, key_of, unapplied_reason
+from conformance.javaclient.controller import (
+    FaultsFailed,
+    ScheduleController,
+    key_of,
+    unapplied_reason,
+)
 from conformance.javaclient.plans import (
     DEFECT_1_SCHEDULE,
     FaultEvent,
@@ -254,3 +259,60 @@ def test_a_fault_whose_frame_never_comes_did_nothing_and_is_listed() -> None:
         pass
     assert controller.untriggered == ["crash b1 when add e3 to b1 passes"]
     assert unapplied_reason([controller]) is None
+
+
+class _SlowExecutor(_Executor):
+    """Records when each fault starts and ends: two at once would overlap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spans: list[tuple[float, float]] = []
+
+    def execute(self, event: FaultEvent) -> str:
+        started = time.monotonic()
+        time.sleep(0.05)
+        self.spans.append((started, time.monotonic()))
+        return super().execute(event)
+
+
+def test_faults_carried_out_now_wait_for_those_a_frame_set_off() -> None:
+    p1 = _FakeProxy("p1", [])
+    group = _FakeGroup()
+    request, _answer = _add_and_answer()
+    frame_fault = FaultEvent(FaultKind.RESTART, FrameKey("add", "b1", 0), "b1")
+    executor = _SlowExecutor()
+    proxies: Any = {"p1": p1}
+    with ScheduleController(
+        group,
+        proxies,
+        LEDGER,
+        FrameSchedule(events=(frame_fault,)),
+        names={"p1": "b1"},
+        executor=executor,
+        poll_s=60,
+    ) as controller:
+        p1.frames = {request.frame_id: request}
+        controller.step()  # sets off the restart at e0's frame, on the fault thread
+        controller.carry_out((FaultEvent(FaultKind.RESTART, None, "b1"),))
+        assert len(executor.done) == 2  # carried out before carry_out returned
+    (first, second) = executor.spans
+    assert first[1] <= second[0]  # one after the other, never at once
+    assert [what for _at, what in controller.faults] == ["restart", "restart"]
+
+
+def test_faults_that_fail_now_or_that_no_executor_carries_out_are_refused() -> None:
+    class Failing(_Executor):
+        def execute(self, event: FaultEvent) -> str:
+            raise RuntimeError("the bookie would not start")
+
+    group = _FakeGroup()
+    proxies: Any = {"p1": _FakeProxy("p1", [])}
+    event = FaultEvent(FaultKind.RESTART, None, "b1")
+    bare = ScheduleController(group, proxies, LEDGER, FrameSchedule(), poll_s=60)
+    with bare, pytest.raises(FaultsFailed, match="carries out no faults"):
+        bare.carry_out((event,))
+    failing = ScheduleController(
+        group, proxies, LEDGER, FrameSchedule(), executor=Failing(), poll_s=60
+    )
+    with failing, pytest.raises(FaultsFailed, match="would not start"):
+        failing.carry_out((event,))

@@ -84,6 +84,17 @@ def test_a_fault_after_the_recovery_at_a_frame_or_elsewhere_is_refused(
         _plan(after_recovery=after)
 
 
+def test_several_writers_ledgers_are_plan_data() -> None:
+    plan = WriterRunPlan(SHAPE, 2, ledgers=3, writers=2)
+    assert WriterRunPlan.from_json(plan.to_json()) == plan
+    assert "3 ledgers written together by 2 writer clients" in plan.describe()[0]
+    with pytest.raises(PlanError, match=r"clients for 2 ledger\(s\): 1\.\.2"):
+        WriterRunPlan(SHAPE, 2, ledgers=2, writers=3)
+    with pytest.raises(PlanError, match=r"writes 1\.\.3 ledgers"):
+        WriterRunPlan(SHAPE, 2, ledgers=4)
+    assert ROLE.layout().more_writers == 2
+
+
 def test_faults_around_the_recovery_need_a_recovery() -> None:
     with pytest.raises(PlanError, match="go with a recovery"):
         WriterRunPlan(SHAPE, 2, after_recovery=(WIPE_B1,))

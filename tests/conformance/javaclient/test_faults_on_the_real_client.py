@@ -206,10 +206,11 @@ def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:
     )
 
 
-def test_two_writers_ledgers_written_together_are_each_judged(session: Any) -> None:
+@pytest.mark.parametrize("writers", [1, 2])
+def test_two_writers_ledgers_written_together_are_each_judged(session: Any, writers: int) -> None:
     from conformance.javaclient.plans import DROP
 
-    plan = WriterRunPlan(SHAPE, 2, FrameSchedule({E0_TO_B2: DROP}), ledgers=2)
+    plan = WriterRunPlan(SHAPE, 2, FrameSchedule({E0_TO_B2: DROP}), ledgers=2, writers=writers)
     example = run_plan(session, ROLE, plan)
     assert example.unapplied is None, example.unapplied
     record = example.record
@@ -225,3 +226,14 @@ def test_two_writers_ledgers_written_together_are_each_judged(session: Any) -> N
     ledgers = {f.info.ledger_id for f in record.frames if f.info.ledger_id is not None}
     assert {record.ledger_id, other.ledger_id} <= ledgers
     assert any(f"-- ledger {other.ledger_id}" in line for line in ROLE.story_lines(record))
+    # One client shares its connections to a bookie between the ledgers; two clients do not.
+    connections = {
+        f.info.ledger_id: {(f.proxy, f.connection_id)}
+        for f in record.frames
+        if f.info.ledger_id in (record.ledger_id, other.ledger_id)
+    }
+    for f in record.frames:
+        if f.info.ledger_id in connections:
+            connections[f.info.ledger_id].add((f.proxy, f.connection_id))
+    shared = connections[record.ledger_id] & connections[other.ledger_id]
+    assert bool(shared) is (writers == 1), connections
