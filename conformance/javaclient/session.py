@@ -460,6 +460,9 @@ class SessionFaults:
             self._at_close(what, lambda: self._restart(node))
         elif kind is FaultKind.PAUSE:
             assert node is not None
+            if node.id in self._down:
+                # A plan may crash a bookie and pause it later: nothing runs to pause.
+                return f"{what}: down (crashed before), nothing to pause"
             self._cluster.pause(node)
             self._later(what, seconds, lambda: self._cluster.resume(node))
         elif kind is FaultKind.RESTART:
@@ -470,6 +473,7 @@ class SessionFaults:
             assert node is not None
             self._cluster.crash(node)
             self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
+            self._down.discard(node.id)
             self._session.wait_routed(self._down)
         elif kind is FaultKind.RESET:
             assert proxy is not None

@@ -92,3 +92,33 @@ def test_each_timed_fault_is_undone_even_when_a_plan_repeats_it() -> None:
     assert len(zookeeper.rules) == 2
     faults.close()
     assert zookeeper.rules == set()
+
+
+class _FakeCluster:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def crash(self, node: Any) -> None:
+        self.calls.append(f"crash {node.id}")
+
+    def pause(self, node: Any) -> None:
+        self.calls.append(f"pause {node.id}")
+
+    def restart(self, node: Any) -> None:
+        self.calls.append(f"restart {node.id}")
+
+
+def test_a_bookie_crashed_by_the_plan_is_not_paused_later() -> None:
+    # A generated plan crashed b4 as the client started and paused it at a later frame: the
+    # pause failed ("it is not running") and the search stopped undecided.
+    cluster = _FakeCluster()
+    session: Any = SimpleNamespace(
+        proxies={"p4": object()}, bookie_ids=["bk4"], wait_routed=lambda down: None
+    )
+    faults = SessionFaults(session, cluster=cluster, names={"p4": "b4"})  # type: ignore[arg-type]
+    assert faults.execute(FaultEvent(FaultKind.CRASH, None, "b4")) == "crash b4"
+    paused = faults.execute(FaultEvent(FaultKind.PAUSE, None, "b4", 500))
+    assert paused == "pause b4: down (crashed before), nothing to pause"
+    assert cluster.calls == ["crash bk4"]
+    faults.close()  # the crashed bookie is started again when the run ends
+    assert cluster.calls == ["crash bk4", "restart bk4"]
