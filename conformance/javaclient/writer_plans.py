@@ -145,9 +145,8 @@ class WriterRunPlan:
     #: Faults carried out just before the recovery starts (their ``at`` is None): a bookie
     #: the new owner's recovery finds crashed or paused.
     before_recovery: tuple[FaultEvent, ...] = ()
-    #: Ledgers the client writes together, add by add in turn (several writers' ledgers on
-    #: one client, sharing its connections): the schedule's frames are the first ledger's,
-    #: its faults hit the bookies of all.
+    #: Ledgers written together, add by add in turn (by ``writers`` clients): the schedule's
+    #: frames are the first ledger's, its faults hit the bookies of all.
     ledgers: int = 1
     #: How many writer clients write them: ledger ``i`` is client ``i mod writers``'s (1: the
     #: one client writes them all, on its shared connections).

@@ -45,7 +45,7 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient import BKError, JavaCallTimeout, JavaDigestType
 from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
 from adapters.zookeeper.ledger_store import LedgerStore
-from adapters.zookeeper.metadata import LedgerState
+from adapters.zookeeper.metadata import LedgerMetadata, LedgerState
 from conformance.javaclient.controller import FaultsFailed
 from conformance.javaclient.plans import (
     DROP,
@@ -319,6 +319,11 @@ def _read_with_the_client(
     return reads
 
 
+def _closed_end(metadata: LedgerMetadata) -> int | None:
+    """The closed ledger's last entry (None: not closed)."""
+    return metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+
+
 def _carry_out(controller: object, events: Sequence[FaultEvent]) -> None:
     """Carry out ``events`` now through the run's controller (its fault thread, after any
     fault a frame set off: never two at once); :class:`RunUndecided` if it cannot."""
@@ -515,7 +520,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         self, session: ClientSession, plan: WriterRunPlan, arrange: Arrangement
     ) -> WriterRecord:
         """One example on fresh ledgers (see the module docstring): the plan's ``ledgers``,
-        written together by the one client, add by add in turn; the plan's frame decisions
+        written together by its ``writers`` clients (ledger ``i`` by client ``i mod writers``),
+        add by add in turn; the plan's frame decisions
         are the first ledger's, its faults hit every ledger's bookies. The plan's last
         ``delayed`` entries are added ``delay_ms`` after the others."""
         shape = self.shape
@@ -621,7 +627,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             (segment.first_entry_id, tuple(naming.model_index[b] for b in segment.bookies))
             for segment in metadata.segments
         ]
-        closed = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+        closed = _closed_end(metadata)
         addresses = {naming.model_index[b]: session.bookie_address(b) for b in session.bookie_ids}
         stored, unreachable = stored_entries(
             ledger_id, entries, addresses, session.options.request_timeout
@@ -658,7 +664,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 recovered.close(timeout=CLIENT_READ_TIMEOUT_S)
         returned = time.monotonic()
         metadata, _version = session.ledger_store().read(ledger_id)
-        last = metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
+        last = _closed_end(metadata)
         if plan.after_recovery:
             _carry_out(controller, plan.after_recovery)
         return Takeover(plan.recover_after, started, returned, last, error)
