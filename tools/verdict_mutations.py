@@ -50,6 +50,7 @@ VERDICT_MODULES = (
     "conformance/distributed/shard.py",
     "conformance/distributed/qualification.py",
     "model/zab/checkers.py",
+    "conformance/javaclient/plan_wipes.py",
 )
 
 
@@ -368,6 +369,26 @@ MUTATIONS = (
         "    for other in ():\n        found = judge_ledger(other).outcome\n",
         ("tests/conformance/javaclient/test_writer_story.py",),
         "a violation in a second writer's ledger of the run is not reported",
+    ),
+    Mutation(
+        "plan-wipes-excuse-every-lost-entry",
+        "conformance/javaclient/plan_wipes.py",
+        "                if holders & self.held.get(entry_id, 0):\n",
+        "                if True:\n",
+        ("tests/conformance/javaclient/test_plan_wipes.py",),
+        "an acknowledged entry its write set never held is excused as if the plan had wiped it",
+    ),
+    Mutation(
+        "plan-wipes-not-tracked",
+        "conformance/javaclient/plan_wipes.py",
+        "                self.held[entry.id] = self.held.get(entry.id, 0) | 1 << b\n",
+        "                pass\n",
+        (
+            "tests/conformance/javaclient/test_plan_wipes.py",
+            "tests/conformance/javaclient/test_failover_runs.py",
+        ),
+        "the plan's wipes are counted against BookKeeper: a fail-over search stops at a false "
+        "violation",
     ),
     Mutation(
         "zab-resume-failure-suppressed",

@@ -70,6 +70,7 @@ from conformance.javaclient.observed import (
     java_events,
     recovery_reads_fenced,
 )
+from conformance.javaclient.plan_wipes import ReadabilityBeyondWipes
 from conformance.javaclient.story import (
     RECOVERER,
     RECOVERY_CLOSE,
@@ -370,10 +371,19 @@ class _WriterReplay(RecoveryStory):
         #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
         self.all_events: Sequence[JavaEvent] = ()
+        #: Where the model's bookies restart empty (the plan's wipes, in a fail-over), the
+        #: copies the plan erased are its own loss, not a violation (:mod:`.plan_wipes`).
+        self.wipes: ReadabilityBeyondWipes | None = None
+        if cfg.max_crashes:
+            self.wipes = ReadabilityBeyondWipes()
+            self.wipes.observe(self.state)
+            self.execution.invariants = self.wipes.replacing(self.execution.invariants)
 
     def taken(self, label: Label) -> None:
         """The adds the model's writer just sent: each must show as one frame at a proxy
         (a dropped frame too)."""
+        if self.wipes is not None:
+            self.wipes.observe(self.state)
         if label.action not in (_SEND_ADDS, _RESEND):
             return
         for message, _delivered in label.sent:
@@ -1416,6 +1426,13 @@ def _story(
         # divergence found before still stands).
         replay.execution.error = "; ".join(unfinished)
     replay.check_readable()
+    if replay.wipes is not None and replay.wipes.excused:
+        replay.notes.append(
+            "the model's AllAckedEntriesAreReadable does not count "
+            + ", ".join(f"e{translation.bk_entry_id(e)}" for e in sorted(replay.wipes.excused))
+            + ": every bookie of its write set that held it was wiped by the plan (data loss by "
+            "design, not the client's)"
+        )
     judgement = Judgement(
         replay.finish(),
         cfg,

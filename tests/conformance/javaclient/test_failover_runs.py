@@ -209,3 +209,22 @@ def test_a_writer_that_gave_up_before_the_recovery_is_a_note() -> None:
         AddOutcome(o.index, 0, o.index, o.at) if o.index == 1 else o for o in record.outcomes
     ]
     assert judge(dataclasses.replace(record, outcomes=acknowledged)).verdict is not Verdict.CLEAN
+
+
+def test_an_entry_whose_every_copy_the_plan_wiped_is_the_plan_s_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The writer adds e0 (b1, b2), a second client recovers the ledger at e0, then the plan
+    # restarts b2 and b1 without their data: e0 is gone by the plan's design.
+    record = EXAMPLES_BY_NAME["the plan wipes every copy of an acknowledged entry"]
+    assert set(record.wiped) == {0, 1}
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.violations
+    assert [s.action for s in judgement.outcome.steps].count("BookieRestartsEmpty") == 2
+    note = judgement.outcome.note or ""
+    assert "AllAckedEntriesAreReadable does not count e0" in note
+    # The spec's invariant as it is counts the plan's wipes against BookKeeper.
+    monkeypatch.setattr(writer_story.ReadabilityBeyondWipes, "replacing", lambda self, i: i)
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.VIOLATION
+    assert "AllAckedEntriesAreReadable" in judgement.outcome.violations
