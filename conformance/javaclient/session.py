@@ -440,6 +440,8 @@ class SessionFaults:
         self._counter = itertools.count(1)
         #: The ids of the bookies crashed and not started again.
         self._down: set[str] = set()
+        #: A paused bookie's id -> the undo keys of its pauses (each resumes it).
+        self._pauses: dict[str, list[str]] = {}
         self._lock = threading.Lock()
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
@@ -452,6 +454,14 @@ class SessionFaults:
         kind, seconds = event.kind, event.duration_ms / 1000
         proxy, node = self._bookie(event.bookie) if kind.needs_bookie else (None, None)
         what = f"{kind.value} {event.bookie or ''}".strip()
+        if node is not None and kind in (
+            FaultKind.CRASH,
+            FaultKind.RESTART,
+            FaultKind.RESTART_EMPTY,
+        ):
+            # Killing a paused bookie ends its pause: nothing is left to resume (resuming the
+            # crashed bookie failed, and the seed-51 search stopped undecided on it).
+            self._end_pauses(node)
         if kind is FaultKind.CRASH:
             assert node is not None
             self._cluster.crash(node)
@@ -464,7 +474,9 @@ class SessionFaults:
                 # A plan may crash a bookie and pause it later: nothing runs to pause.
                 return f"{what}: down (crashed before), nothing to pause"
             self._cluster.pause(node)
-            self._later(what, seconds, lambda: self._cluster.resume(node))
+            key = self._later(what, seconds, lambda: self._cluster.resume(node))
+            with self._lock:
+                self._pauses.setdefault(node.id, []).append(key)
         elif kind is FaultKind.RESTART:
             assert node is not None
             self._cluster.crash(node)
@@ -502,16 +514,26 @@ class SessionFaults:
         # nothing to route: waiting for it failed every run that crashed two bookies.
         self._session.wait_routed(self._down)
 
-    def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> None:
-        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner. Each fault
-        has its own undo: a plan may hold the metadata writes (or pause a bookie) twice, and
-        each hold is released (a shared key once leaked the first hold into the next run)."""
+    def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> str:
+        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner; the undo's
+        key. Each fault has its own undo: a plan may hold the metadata writes (or pause a
+        bookie) twice, and each hold is released (a shared key once leaked the first hold into
+        the next run)."""
         key = f"{what} #{next(self._counter)}"
         timer = threading.Timer(seconds, self._undo_now, args=(key,))
         timer.daemon = True
         with self._lock:
             self._undo[key] = (timer, undo)
         timer.start()
+        return key
+
+    def _end_pauses(self, node: Node) -> None:
+        """Forget the resumes of ``node``'s pauses still in effect (it is about to be killed)."""
+        with self._lock:
+            for key in self._pauses.pop(node.id, []):
+                entry = self._undo.pop(key, None)
+                if entry is not None and entry[0] is not None:
+                    entry[0].cancel()
 
     def _at_close(self, what: str, undo: Callable[[], None]) -> None:
         """Undo ``what`` when the run ends (once, however many times it was done: a bookie

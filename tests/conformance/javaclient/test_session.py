@@ -107,6 +107,9 @@ class _FakeCluster:
     def restart(self, node: Any) -> None:
         self.calls.append(f"restart {node.id}")
 
+    def resume(self, node: Any) -> None:
+        self.calls.append(f"resume {node.id}")
+
 
 def test_a_bookie_crashed_by_the_plan_is_not_paused_later() -> None:
     # A generated plan crashed b4 as the client started and paused it at a later frame: the
@@ -122,3 +125,32 @@ def test_a_bookie_crashed_by_the_plan_is_not_paused_later() -> None:
     assert cluster.calls == ["crash bk4"]
     faults.close()  # the crashed bookie is started again when the run ends
     assert cluster.calls == ["crash bk4", "restart bk4"]
+
+
+def test_a_paused_bookie_the_plan_crashes_is_not_resumed() -> None:
+    # A generated plan paused b2 as the client started and crashed it before the recovery:
+    # resuming the crashed bookie failed ("it is not running") and the search stopped undecided.
+    cluster = _FakeCluster()
+    session: Any = SimpleNamespace(
+        proxies={"p2": object()}, bookie_ids=["bk2"], wait_routed=lambda down: None
+    )
+    faults = SessionFaults(session, cluster=cluster, names={"p2": "b2"})  # type: ignore[arg-type]
+    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b2", 60_000))
+    faults.execute(FaultEvent(FaultKind.CRASH, None, "b2"))
+    faults.close()
+    assert cluster.calls == ["pause bk2", "crash bk2", "restart bk2"]
+
+
+def test_a_pause_of_another_bookie_is_still_undone() -> None:
+    cluster = _FakeCluster()
+    session: Any = SimpleNamespace(
+        proxies={"p1": object(), "p2": object()},
+        bookie_ids=["bk1", "bk2"],
+        wait_routed=lambda down: None,
+    )
+    names = {"p1": "b1", "p2": "b2"}
+    faults = SessionFaults(session, cluster=cluster, names=names)  # type: ignore[arg-type]
+    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.execute(FaultEvent(FaultKind.RESTART, None, "b2"))
+    faults.close()
+    assert cluster.calls == ["pause bk1", "crash bk2", "restart bk2", "resume bk1"]
