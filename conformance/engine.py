@@ -19,7 +19,7 @@ each bookie's stored entries and the ledger metadata are compared with the model
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,8 @@ from conformance.operations import (
     WriteMetadata,
     operation_record,
 )
-from conformance.targets.base import Target, TargetError, TargetSnapshot
+from conformance.races import RaceTally, describe_request, explain, is_bookie_step
+from conformance.targets.base import Target, TargetError, TargetSnapshot, invoke_concurrently
 from conformance.verdict import Verdict, run_verdict
 from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
 from model.bookkeeper.actions import Label, Transition, init_state, successors
@@ -67,6 +68,10 @@ class StepRecord:
     divergence: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     error: str | None = None  # the target failed: this step decided nothing
+    #: A step of a race (:mod:`conformance.races`): which race, its place in the serial
+    #: order that explained it, and when its request was sent and answered (ms from the
+    #: race's first send).
+    race: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
@@ -87,6 +92,8 @@ class Outcome:
     #: ``Type: message``) and whether trying again could help, for the report.
     cause: str | None = None
     retriable: bool | None = None
+    #: The run's races (requests in flight together) and their judging; None: it raced none.
+    races: RaceTally | None = None
 
     @property
     def exit_code(self) -> int:
@@ -117,6 +124,7 @@ class Execution:
         self.divergences: list[str] = []
         self.error: str | None = None
         self.failure: TargetError | None = None  # the target error behind ``error``
+        self.race_tally = RaceTally()
 
     @property
     def stopped(self) -> bool:
@@ -143,6 +151,67 @@ class Execution:
         """Take a step chosen from the model: its operation runs on the target, and what the
         target answers is judged."""
         return self._step(transition, self._on_target)
+
+    def apply_race(
+        self, transitions: Sequence[Transition], offsets_s: Sequence[float] = ()
+    ) -> list[StepRecord]:
+        """Send the requests of ``transitions`` (bookie steps enabled now, at most one per
+        request) to the target together, each on a connection of its own, ``offsets_s[i]``
+        seconds after the first (none: all at once), and judge the answers by the serial
+        orders the model allows (:func:`conformance.races.explain`). Explained: the model
+        takes the steps of the explaining order, one record each. Not: a divergence naming the
+        requests and the orders tried; the run stops."""
+        if self.target is None:
+            raise TargetError("this run has no target: its steps are observed, not invoked")
+        requests = [t.label.received for t in transitions]
+        if len(requests) < 2 or len(set(requests)) != len(requests):
+            raise ValueError(f"a race needs two or more distinct requests, got {requests}")
+        if not all(is_bookie_step(t) for t in transitions):
+            raise ValueError("only bookie steps (a request processed and answered) race")
+        ops = [Deliver(r) for r in requests]  # type: ignore[arg-type]
+        offsets = list(offsets_s) or [0.0] * len(ops)
+        try:
+            answers = invoke_concurrently(self.target, ops, offsets)
+        except TargetError as exc:
+            self.error, self.failure = str(exc), exc
+            return []
+        explanation = explain(self.cfg, self.state, requests, answers)  # type: ignore[arg-type]
+        self.race_tally.add(explanation)
+        race = self.race_tally.races
+        first_sent = min(a.invoked for a in answers)
+
+        def timing(i: int) -> dict[str, Any]:
+            return {
+                "race": race,
+                "requests": len(requests),
+                "sent_ms": round((answers[i].invoked - first_sent) * 1000, 3),
+                "answered_ms": round((answers[i].completed - first_sent) * 1000, 3),
+                "orders_tried": explanation.tried,
+            }
+
+        if explanation.order is None:
+            race_record = {
+                "race": race,
+                "requests": len(requests),
+                "orders_tried": explanation.tried,
+                "answers": [
+                    {
+                        "request": describe_request(requests[i]),  # type: ignore[arg-type]
+                        **{k: v for k, v in timing(i).items() if k.endswith("_ms")},
+                        "observed": answers[i].observation.as_dict(),
+                    }
+                    for i in range(len(requests))
+                ],
+                "orders": explanation.failures,
+            }
+            request = explanation.describe_order(range(len(ops)))
+            return [self.no_step("Race", explanation.finding(), request=request, race=race_record)]
+        records = []
+        explained = zip(explanation.order, explanation.steps, strict=True)
+        for position, (i, step) in enumerate(explained, start=1):
+            answer = _RaceAnswer(answers[i].observation)
+            records.append(self._step(step, answer, race={**timing(i), "position": position}))
+        return records
 
     def apply_observed(
         self,
@@ -171,11 +240,23 @@ class Execution:
 
         return self._step(transition, judge)
 
-    def no_step(self, action: str, finding: str, *, request: str | None = None) -> StepRecord:
+    def no_step(
+        self,
+        action: str,
+        finding: str,
+        *,
+        request: str | None = None,
+        race: dict[str, Any] | None = None,
+    ) -> StepRecord:
         """What happened on the real system is no step the model allows from here: a
         divergence, recorded as a step of its own; the story cannot go on."""
         record = StepRecord(
-            len(self.records) + 1, action, "(no model step)", request=request, divergence=[finding]
+            len(self.records) + 1,
+            action,
+            "(no model step)",
+            request=request,
+            divergence=[finding],
+            race=race,
         )
         self.divergences.append(finding)
         self._record(record)
@@ -201,9 +282,10 @@ class Execution:
         self,
         transition: Transition,
         judge: Callable[[Label, State, State, StepRecord], None],
+        race: dict[str, Any] | None = None,
     ) -> StepRecord:
         label, before = transition.label, self.state
-        record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
+        record = StepRecord(len(self.records) + 1, label.action, describe_step(label), race=race)
         try:
             judge(label, before, transition.state, record)
         except TargetError as exc:
@@ -265,7 +347,24 @@ class Execution:
             note,
             cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,
             retriable=failure.retriable if failure is not None else None,
+            races=self.race_tally if self.race_tally.races else None,
         )
+
+
+class _RaceAnswer:
+    """Judges one step of an explained race with the answer its request got."""
+
+    def __init__(self, observed: Observation) -> None:
+        self.observed = observed
+
+    def __call__(self, label: Label, before: State, after: State, record: StepRecord) -> None:
+        planned = operation_for(label, before, after)
+        assert planned is not None and planned[1] is not None, label
+        record.operation = operation_record(planned[0])
+        record.request = describe_message(label.received)  # type: ignore[arg-type]
+        record.observed = self.observed.as_dict()
+        record.predicted = planned[1].as_dict()
+        record.divergence = differences(planned[1], self.observed)
 
 
 def operation_for(

@@ -51,6 +51,7 @@ VERDICT_MODULES = (
     "conformance/distributed/qualification.py",
     "model/zab/checkers.py",
     "conformance/javaclient/plan_wipes.py",
+    "conformance/races.py",
 )
 
 
@@ -389,6 +390,34 @@ MUTATIONS = (
         ),
         "the plan's wipes are counted against BookKeeper: a fail-over search stops at a false "
         "violation",
+    ),
+    Mutation(
+        "race-any-order-explains",
+        "conformance/races.py",
+        "        if diffs:\n",
+        "        if False:\n",
+        ("tests/conformance/test_races.py",),
+        "a race whose answers no serial order gives is explained (a non-atomic bookie passes)",
+    ),
+    Mutation(
+        "race-real-time-ignored",
+        "conformance/races.py",
+        "        answers[later].completed < answers[earlier].invoked\n",
+        "        False\n",
+        ("tests/conformance/test_races.py",),
+        "a request answered before another was sent may be ordered after it",
+    ),
+    Mutation(
+        "race-unexplained-dropped",
+        "conformance/engine.py",
+        '            return [self.no_step("Race", explanation.finding(), request=request, '
+        "race=race_record)]\n",
+        "            return []\n",
+        (
+            "tests/conformance/test_races.py",
+            "tests/conformance/test_races_on_reference_bookies.py",
+        ),
+        "a race no order explains ends the example clean",
     ),
     Mutation(
         "zab-resume-failure-suppressed",

@@ -109,7 +109,7 @@ _KNOWN = {
 }
 
 #: Deliberately wrong behaviours (see ``BookieConfig.faulty_mode``).
-FAULTY_MODES = ("none", "ignore-recovery-read-fence", "no-limbo-unknown")
+FAULTY_MODES = ("none", "ignore-recovery-read-fence", "no-limbo-unknown", "racy-fence-add")
 
 
 def config_from_properties(properties: dict[str, str]) -> BookieConfig:

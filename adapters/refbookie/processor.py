@@ -21,6 +21,9 @@ from adapters.refbookie.storage import BookieStorage, Ledger
 Reply = bytes | asyncio.Future[bytes]
 AUTH_PLUGIN_NAME = "AuthDisabledPlugin"
 LAST_ADD_CONFIRMED = -1
+#: ``racy-fence-add`` (faulty on purpose): how long an add waits between its fence check and
+#: its write; a fence read that comes in between does not stop it.
+RACY_ADD_WINDOW_S = 0.005
 
 _SUPPORTED_V3 = {
     pb.READ_ENTRY, pb.ADD_ENTRY, pb.AUTH, pb.WRITE_LAC, pb.READ_LAC, pb.GET_BOOKIE_INFO,
@@ -72,8 +75,35 @@ class RequestProcessor:
         ledger, key_durable = self.storage.create(ledger_id, key)
         if ledger.fenced and not recovery:
             return StatusCode.EFENCED, None  # §1.7; limbo ledgers are fenced too (§3)
+        if self.faulty_mode == "racy-fence-add":
+            return StatusCode.EOK, self._write_later(body)
         entry_durable = self.storage.add_entry(body)
         return StatusCode.EOK, entry_durable or key_durable
+
+    def _write_later(self, body: bytes) -> asyncio.Future[None]:
+        """Faulty on purpose (``racy-fence-add``): the fence was checked, and the entry is
+        written only ``RACY_ADD_WINDOW_S`` later: fence-versus-add is not atomic, so a fence
+        read in between answers without the entry and the add still succeeds."""
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+
+        def settle(durable: asyncio.Future[None]) -> None:
+            if written.done():
+                return
+            if durable.cancelled() or durable.exception() is not None:
+                written.set_exception(OSError("the journal write failed"))
+            else:
+                written.set_result(None)
+
+        def write() -> None:
+            durable = self.storage.add_entry(body)
+            if durable is None:
+                written.set_result(None)
+            else:
+                durable.add_done_callback(settle)
+
+        loop.call_later(RACY_ADD_WINDOW_S, write)
+        return written
 
     def fence(
         self, ledger_id: int, key: bytes | None

@@ -10,6 +10,7 @@ from typing import Any
 
 from adapters.installations.bookkeeper import DEFAULT_VERSION
 from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
+from adapters.refbookie.config import FAULTY_MODES
 from conformance.search.runner import SearchSettings
 from conformance.target_kinds import TARGET_KINDS
 from conformance.targets.base import Target
@@ -116,6 +117,8 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
             changes[name] = value
     if args.no_explore:
         changes["explore"] = False
+    if getattr(args, "races", False):
+        changes["races"] = True
     return dataclasses.replace(base, **changes)
 
 
@@ -144,6 +147,14 @@ def add_bookie_options(group: Any) -> None:
         default=None,
         help="real BookKeeper for --target local and docker: a distribution directory "
         "(default: BOOKKEEPER_HOME, else --bookkeeper's default)",
+    )
+    group.add_argument(
+        "--reference-faulty-mode",
+        choices=FAULTY_MODES,
+        default="none",
+        help="--target local --bookie-kind reference: a deliberately wrong behaviour of the "
+        "test double, to prove that a search sees it (racy-fence-add: fence and add not "
+        "atomic, for --races)",
     )
 
 
@@ -232,6 +243,7 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         agent_cert=_path(given("agent_cert")),
         agent_key=_path(given("agent_key")),
         destroy_data=given("destroy_data", False),
+        reference_faulty_mode=given("reference_faulty_mode", "none"),
     )
 
 

@@ -51,7 +51,7 @@ from conformance.search.runner import (
     run_search,
 )
 from conformance.search.verdict import SearchReport
-from conformance.targets.base import TargetError, system_under_test
+from conformance.targets.base import Target, TargetError, system_under_test
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.render import numbered_trace, sequence_diagram
@@ -83,6 +83,19 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument(
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
+    )
+    search.add_argument(
+        "--races",
+        action="store_true",
+        help="steps may put requests to bookies in flight together (races), each judged by "
+        "the serial orders the model allows (docs/races.md)",
+    )
+    search.add_argument(
+        "--race-attempts",
+        type=int,
+        default=10,
+        help="with --races: a finding's example is replayed this many times, to say how often "
+        "its race hits (default 10; 0: not replayed)",
     )
     search.add_argument(
         "--java-faults",
@@ -145,6 +158,9 @@ def register(subparsers: Any) -> None:
     add_target_options(replay, default="")
     add_model_options(replay, bookies=3, clients=2, wq=3, aq=2)
     replay.add_argument("--steps", type=int, default=60, help="the run's --steps (blob only)")
+    replay.add_argument(
+        "--races", action="store_true", help="the run's --races (blob only: a run directory says)"
+    )
     _add_output_options(replay)
     replay.set_defaults(func=replay_command)
 
@@ -238,6 +254,7 @@ def run_command(args: argparse.Namespace) -> int:
             report = run_search(
                 cfg, target, search, database=database, progress=progress, sink=writer
             )
+            hits = _race_hits(cfg, target, report, search, args.race_attempts)
             described = target.describe()
         except TargetError as exc:
             progress.done()
@@ -247,9 +264,30 @@ def run_command(args: argparse.Namespace) -> int:
         finally:
             target.close()
         progress.done()
-        _write(writer, run_dir, report, described, search)
-    _print_report(cfg, report, run_dir)
+        _write(writer, run_dir, report, described, search, hits)
+    _print_report(cfg, report, run_dir, hits)
     return report.exit_code
+
+
+def _race_hits(
+    cfg: ModelConfig,
+    target: Target,
+    report: SearchReport,
+    search: SearchSettings,
+    attempts: int,
+) -> tuple[int, int] | None:
+    """A race is a probability: the finding's example replayed ``attempts`` times, and how
+    many of them gave its verdict again (None: no finding with a race, or no attempts)."""
+    finding = report.finding
+    if finding is None or finding.run.outcome.races is None or attempts <= 0:
+        return None
+    hits = 0
+    for _ in range(attempts):
+        again = replay_choices(
+            cfg, target, finding.choices, max_steps=search.max_steps, races=search.races
+        )
+        hits += again.outcome.verdict is finding.run.outcome.verdict
+    return hits, attempts
 
 
 def reap_leftovers() -> None:
@@ -271,6 +309,7 @@ def _write(
     report: SearchReport,
     target: dict[str, str],
     search: SearchSettings,
+    hits: tuple[int, int] | None = None,
 ) -> None:
     extra: dict[str, Any] = {
         "search": search.as_dict(),
@@ -281,6 +320,10 @@ def _write(
         "steps_per_second": round(report.steps_per_second, 1),
         "notes": report.notes,
     }
+    if report.races is not None:
+        extra["races"] = report.races.as_dict()
+    if hits is not None:
+        extra["race_replays"] = {"hits": hits[0], "attempts": hits[1]}
     finding = report.finding
     if finding is not None:
         extra["finding"] = {
@@ -302,12 +345,16 @@ def _write(
     )
 
 
-def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None:
+def _print_report(
+    cfg: ModelConfig, report: SearchReport, run_dir: Path, hits: tuple[int, int] | None = None
+) -> None:
     print(
         f"{report.examples} examples, {report.steps} steps on the target in "
         f"{report.elapsed:.1f} s ({report.steps_per_second:,.0f} steps/s); the explorer took "
         f"{report.explorer_steps} steps in the model."
     )
+    if report.races is not None:
+        print(f"Races: {report.races.describe()}.")
     for note in report.notes:
         print(f"NOTE {note}")
     if report.error:
@@ -323,6 +370,16 @@ def _print_report(cfg: ModelConfig, report: SearchReport, run_dir: Path) -> None
             print(f"VIOLATION {violation}")
         for divergence in outcome.divergences:
             print(f"DIVERGENCE {divergence}")
+        for record in outcome.steps:
+            if record.race is not None and "answers" in record.race:
+                print(f"The race (step {record.index}), its requests in flight together:")
+                for answer in record.race["answers"]:
+                    print(
+                        f"  {answer['request']}: sent +{answer['sent_ms']} ms, answered "
+                        f"+{answer['answered_ms']} ms: {answer['observed']}"
+                    )
+        if hits is not None:
+            print(f"The race hit in {hits[0]} of {hits[1]} replays of the shrunk example.")
         print(numbered_trace(cfg, outcome.trace))
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(
@@ -342,12 +399,13 @@ def replay_command(args: argparse.Namespace) -> int:
         return replay_java_run(args, source)
     try:
         if source.is_dir():
-            cfg, choices, max_steps, target_name = _from_run_dir(source)
+            cfg, choices, max_steps, target_name, races = _from_run_dir(source)
             if args.target:
                 target_name = args.target
         else:
             cfg, choices, max_steps = config_from_args(args), from_blob(args.source), args.steps
             target_name = args.target or "model"
+            races = bool(getattr(args, "races", False))
         args.target = target_name
         target = target_from_args(args)
     except (ConfigError, ValueError, OSError, KeyError) as exc:
@@ -371,7 +429,12 @@ def replay_command(args: argparse.Namespace) -> int:
         try:
             target.open(cfg)
             run = replay_choices(
-                cfg, target, choices, max_steps=max_steps, on_record=writer.recorder(1)
+                cfg,
+                target,
+                choices,
+                max_steps=max_steps,
+                on_record=writer.recorder(1),
+                races=races,
             )
             described = target.describe()
         except TargetError as exc:
@@ -403,7 +466,7 @@ def _is_java_client_run(path: Path) -> bool:
         return False
 
 
-def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str]:
+def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str, bool]:
     results = read_results(path)
     if results["state"] != FINISHED:
         raise ValueError(f"{path} holds no finding to replay: {results['error']}")
@@ -416,4 +479,5 @@ def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str]:
         list(finding["choices"]),
         int(results["search"]["max_steps"]),
         str(results["target"]["target"]),
+        bool(results["search"].get("races", False)),
     )

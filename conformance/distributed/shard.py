@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,12 +47,20 @@ from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
 from conformance.errors import ConformanceError, is_retriable
 from conformance.observations import Observation
-from conformance.operations import Crash, Operation
+from conformance.operations import Crash, Deliver, Operation
+from conformance.races import Timed
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, run_search
 from conformance.search.verdict import Finding, SearchReport
-from conformance.targets.base import Target, TargetError, TargetSnapshot, system_under_test
+from conformance.targets.base import (
+    Target,
+    TargetError,
+    TargetSnapshot,
+    invoke_concurrently,
+    supports_races,
+    system_under_test,
+)
 from conformance.targets.spec import TargetSpec
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
@@ -142,6 +150,8 @@ class LedgerRecorder:
         self.restarts: list[float] = []
         self.target_error: TargetError | None = None
         self._clock = clock
+        #: Whether the wrapped target races (the wrapper itself always could forward one).
+        self.races = supports_races(inner)
 
     def open(self, cfg: ModelConfig) -> None:
         self.inner.open(cfg)
@@ -157,6 +167,12 @@ class LedgerRecorder:
         if observed.ledger is not None and observed.ledger not in self.ledgers:
             self.ledgers.append(observed.ledger)
         return observed
+
+    def invoke_concurrently(
+        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    ) -> list[Timed]:
+        with self._noting_errors():
+            return invoke_concurrently(self.inner, ops, offsets_s)
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
         with self._noting_errors():

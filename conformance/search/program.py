@@ -10,26 +10,38 @@ the simplest reading: the first kind, the first event, nothing lost.
 An example starts with its *swarm* (Groce et al., ISSTA 2012): a set of action kinds switched
 off for the whole example (say, the writer never closes) and a message-loss rate. Zero choices
 mean "nothing switched off, nothing lost", the simplest swarm.
+
+With races on (:mod:`conformance.races`), each step where two or more requests could be
+processed next first draws whether it is a **race** instead: a first request, a second ranked
+by how much a race with the first could matter (the same bookie and a different kind of
+request first: a fence read against an add, an add against a read; then the same bookie; then
+any), maybe a third, and each one's send offset. Choice 0 is "no race", so a race shrinks away
+unless the finding needs it, and a kept race shrinks toward its most telling pair sent at
+once.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from conformance.engine import Execution, Outcome, StepRecord
+from conformance.races import MAX_RACE, order_sensitivity, raceable
 from conformance.search.choices import Chooser
 from conformance.search.danger import danger
 from conformance.targets.base import Target
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import Label, Transition, successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import State
+from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import LOSS_RATES
 from model.search.bfs import Step
 
 #: Swarm level k switches each action kind off with probability about k / (2 * SWARM_LEVELS + 1).
 SWARM_LEVELS = 4
+#: A race's send offsets (seconds after its first send), by choice: at once first.
+RACE_OFFSETS_S = (0.0, 0.0005, 0.001, 0.002, 0.005)
 LOSS_CHOICES = 99  # a message is lost when its choice is at least 100 - the loss percentage
 
 
@@ -90,6 +102,67 @@ def decide(enabled: Sequence[Transition], swarm: Swarm, chooser: Chooser) -> Tra
     return variants[0]
 
 
+@dataclass(frozen=True)
+class Race:
+    """The requests a step races (bookie steps enabled together), with their send offsets."""
+
+    steps: tuple[Transition, ...]
+    offsets_s: tuple[float, ...]
+
+
+def race_pairs(
+    cfg: ModelConfig, state: State, candidates: Sequence[Transition]
+) -> list[tuple[Transition, Transition]]:
+    """Every pair of ``candidates`` (requests that may race), the most telling first: those
+    whose two answers the model says each depend on their order, then those with one such
+    answer (:func:`~conformance.races.order_sensitivity`), then pairs at one bookie, then the
+    rest; in ``candidates``' order within each."""
+
+    def rank(pair: tuple[Transition, Transition]) -> int:
+        a, b = pair[0].label.received, pair[1].label.received
+        assert a is not None and b is not None
+        if a.bookie != b.bookie:
+            return 3  # different bookies: neither answer can depend on the other
+        return 2 - order_sensitivity(cfg, state, a, b)
+
+    return sorted(itertools.combinations(candidates, 2), key=rank)
+
+
+def draw_race(
+    cfg: ModelConfig, state: State, enabled: Sequence[Transition], chooser: Chooser
+) -> Race | None:
+    """Whether this step races requests, and which (None: an ordinary step). Draws nothing
+    when fewer than two requests could be processed next."""
+    candidates = raceable(enabled)
+    if len(candidates) < 2 or chooser.integer(0, 1) == 0:
+        return None
+    pairs = race_pairs(cfg, state, candidates)
+    members = list(pairs[chooser.integer(0, len(pairs) - 1)])
+    rest = [t for t in candidates if t not in members]
+    while rest and len(members) < MAX_RACE and chooser.integer(0, 1):
+        members.append(rest.pop(chooser.integer(0, len(rest) - 1)))
+    offsets = tuple(RACE_OFFSETS_S[chooser.integer(0, len(RACE_OFFSETS_S) - 1)] for _ in members)
+    return Race(tuple(members), offsets)
+
+
+def encode_race(
+    cfg: ModelConfig,
+    state: State,
+    enabled: Sequence[Transition],
+    pair: tuple[Message, Message],
+    offsets: tuple[int, int] = (0, 0),
+) -> list[int]:
+    """The choices with which :func:`draw_race` races the two requests of ``pair``, nothing
+    more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]`` after the race starts."""
+    pairs = race_pairs(cfg, state, raceable(enabled))
+    for index, (a, b) in enumerate(pairs):
+        if (a.label.received, b.label.received) == pair:
+            return [1, index, 0, *offsets]
+        if (b.label.received, a.label.received) == pair:
+            return [1, index, 0, offsets[1], offsets[0]]
+    raise ValueError(f"{pair} cannot race from this state")
+
+
 def encode(enabled: Sequence[Transition], swarm: Swarm, label: Label) -> list[int]:
     """The choices with which :func:`decide` picks the step labelled ``label``."""
     kinds = _kind_order(enabled, swarm)
@@ -115,20 +188,78 @@ ENCODING_SWARM = Swarm(frozenset(), round(LOSS_RATES[-1] * 100))
 
 
 def encode_trace(
-    cfg: ModelConfig, trace: Sequence[Step[State, Label]], max_steps: int
+    cfg: ModelConfig,
+    trace: Sequence[Step[State, Label]],
+    max_steps: int,
+    *,
+    races: bool = False,
+    then_race: tuple[Message, Message] | None = None,
+    race_offsets: tuple[int, int] = (0, 0),
 ) -> list[int]:
     """The choices of an example that takes exactly the steps of ``trace`` (a model trace from
-    its initial state), so that Hypothesis can replay and shrink a trace found another way."""
+    its initial state), so that Hypothesis can replay and shrink a trace found another way
+    (``races``: for an example that may race, each step then says "no race"; ``then_race``:
+    and after the trace, races these two requests, sent at ``race_offsets``: indices of
+    ``RACE_OFFSETS_S``)."""
     steps = [s for s in trace if s.label is not None]
-    if len(steps) > max_steps:
-        raise ValueError(f"the trace has {len(steps)} steps, more than the {max_steps} allowed")
-    choices = [0, len(LOSS_RATES) - 1, len(steps)]
+    length = len(steps) + (then_race is not None)
+    if length > max_steps:
+        raise ValueError(f"the trace has {length} steps, more than the {max_steps} allowed")
+    choices = [0, len(LOSS_RATES) - 1, length]
     state = trace[0].state
     for step in steps:
         assert step.label is not None
-        choices += encode(successors(cfg, state), ENCODING_SWARM, step.label)
+        enabled = successors(cfg, state)
+        if (races or then_race is not None) and len(raceable(enabled)) >= 2:
+            choices.append(0)
+        choices += encode(enabled, ENCODING_SWARM, step.label)
         state = step.state
+    if then_race is not None:
+        choices += encode_race(cfg, state, successors(cfg, state), then_race, race_offsets)
     return choices
+
+
+def race_proposals(
+    cfg: ModelConfig,
+    traces: Sequence[Sequence[Step[State, Label]]],
+    max_steps: int,
+    *,
+    limit: int | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> list[list[int]]:
+    """Examples that race where the model says the order matters: for each trace, the first
+    state on it with two requests whose answers each depend on their order (else with one
+    such answer), as the choices of the example that follows the trace there and races them;
+    those of the first kind first. The explorer's traces reach deep states that random
+    choices rarely do (a writer's add that raises a bookie's LAC while a recovery's fence read
+    waits at the same bookie). At most ``limit`` (two per trace: each request of the pair sent
+    first); the scan ends early with that many of the first kind, or when ``should_stop``."""
+    found: dict[int, list[list[int]]] = {2: [], 1: []}
+    for trace in traces:
+        if should_stop() or (limit is not None and len(found[2]) >= limit):
+            break
+        best: tuple[int, int, tuple[Message, Message]] | None = None
+        for depth, point in enumerate(trace[:max_steps]):
+            state = point.state
+            for a, b in itertools.combinations(raceable(successors(cfg, state)), 2):
+                pair = (a.label.received, b.label.received)
+                if pair[0].bookie != pair[1].bookie:  # type: ignore[union-attr]
+                    continue  # at different bookies neither answer depends on the other
+                sensitivity = order_sensitivity(cfg, state, *pair)  # type: ignore[arg-type]
+                if sensitivity and (best is None or sensitivity > best[0]):
+                    best = (sensitivity, depth, pair)  # type: ignore[assignment]
+            if best is not None and best[0] == 2:
+                break
+        if best is not None:
+            sensitivity, depth, pair = best
+            # Which request reaches the bookie first is the race: each first, 1 ms ahead.
+            for ahead in ((0, 2), (2, 0)):
+                found[sensitivity].append(
+                    encode_trace(
+                        cfg, trace[: depth + 1], max_steps, then_race=pair, race_offsets=ahead
+                    )
+                )
+    return (found[2] + found[1])[:limit]
 
 
 class ExampleRun:
@@ -166,12 +297,14 @@ def run_example(
     max_steps: int,
     on_step: Callable[[], None] = lambda: None,
     on_record: Callable[[StepRecord], None] | None = None,
+    races: bool = False,
 ) -> ExampleRun:
     """Draw the swarm and the length, then step until a finding, a dead end or the length.
 
     The target gets a fresh ledger first. A target failure ends the example undecided.
     ``on_record`` sees each step's record as soon as it is judged (the run directory's
-    history).
+    history). ``races``: steps may race requests (:func:`draw_race`; the target must be able
+    to, :func:`~conformance.targets.base.supports_races`); a race counts as one step.
     """
     swarm = Swarm.draw(chooser)
     length = chooser.integer(1, max_steps)
@@ -183,7 +316,11 @@ def run_example(
         enabled = execution.enabled()
         if not enabled:
             break
-        execution.apply(decide(enabled, swarm, chooser))
+        race = draw_race(cfg, execution.state, enabled, chooser) if races else None
+        if race is not None:
+            execution.apply_race(race.steps, race.offsets_s)
+        else:
+            execution.apply(decide(enabled, swarm, chooser))
         on_step()
         max_danger = max(max_danger, danger(cfg, execution.state))
         if execution.stopped:

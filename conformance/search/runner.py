@@ -37,12 +37,13 @@ from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
 from conformance.engine import StepRecord
+from conformance.races import RaceTally
 from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
-from conformance.search.program import ExampleRun, encode_trace, run_example
+from conformance.search.program import ExampleRun, encode_trace, race_proposals, run_example
 from conformance.search.verdict import SearchReport, SearchTally, conclude
-from conformance.targets.base import Target
+from conformance.targets.base import Target, supports_races
 from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
 from model.bookkeeper.actions import Label
@@ -67,6 +68,8 @@ class SearchSettings:
     seed: int = 0
     time_budget: float | None = 120.0
     explore: bool = True
+    #: Steps may race requests to bookies (:mod:`conformance.races`).
+    races: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,8 +136,11 @@ LATER_SWITCHES = frozenset(
 )
 
 
-def database_key(cfg: ModelConfig, target_name: str, max_steps: int) -> bytes:
-    """Where a configuration's failures live in the example database."""
+def database_key(
+    cfg: ModelConfig, target_name: str, max_steps: int, *, races: bool = False
+) -> bytes:
+    """Where a configuration's failures live in the example database (an example that may
+    race reads its choices differently: a key of its own)."""
     config = {k: v for k, v in asdict(cfg).items() if k not in LATER_SWITCHES or v}
     described = json.dumps(
         {
@@ -142,6 +148,7 @@ def database_key(cfg: ModelConfig, target_name: str, max_steps: int) -> bytes:
             "config": config,
             "target": target_name,
             "max_steps": max_steps,
+            **({"races": True} if races else {}),
         },
         sort_keys=True,
     )
@@ -178,6 +185,7 @@ class _Search:
         self.error: str | None = None
         self.first_found: tuple[str, float, int] | None = None
         self.best: ExampleRun | None = None  # the shortest failing example run so far
+        self.races = RaceTally()  # the races of every example run on the target
         self._last_progress = 0.0
 
     def elapsed(self) -> float:
@@ -223,6 +231,7 @@ class _Search:
                 max_steps=self.search.max_steps,
                 on_step=self.count_step,
                 on_record=None if sink is None else lambda r: sink.step(number, phase, r),
+                races=self.search.races,
             )
         finally:
             random.setstate(saved)
@@ -230,6 +239,8 @@ class _Search:
                 sink.example_done(number)
         run.choices = recorder.made
         self.examples += 1
+        if run.outcome.races is not None:
+            self.races.merge(run.outcome.races)
         if self.on_example is not None:
             self.on_example(self.phase, run)
         target(float(run.max_danger), label="danger")
@@ -288,7 +299,11 @@ def run_search(
     # the error paths decided here are tools/verdict_mutations.py's, applied one by one.
     state = _Search(cfg, target_, search, progress, clock, on_example, sink)
     db = database if database is not None else InMemoryExampleDatabase()
-    key = database_key(cfg, target_.name, search.max_steps)
+    if search.races and not supports_races(target_):
+        raise ValueError(
+            f"the {target_.name} target cannot put requests in flight together: no races"
+        )
+    key = database_key(cfg, target_.name, search.max_steps, races=search.races)
     strategy = st.composite(lambda draw: state.example(draw))()
     notes: list[str] = []
 
@@ -320,7 +335,8 @@ def run_search(
     def save_proposal(trace: list[Step[State, Label]]) -> None:
         # One choice more than the example reads: Hypothesis takes an entry that replays
         # exactly for an example it has already shrunk, and would not shrink it again.
-        db.save(key, choices_bytes([*encode_trace(cfg, trace, search.max_steps), 0]))
+        encoded = encode_trace(cfg, trace, search.max_steps, races=search.races)
+        db.save(key, choices_bytes([*encoded, 0]))
 
     def propose(trace: list[Step[State, Label]]) -> ExampleRun | None:
         """Hand a model trace to Hypothesis: replayed on the target, then shrunk."""
@@ -331,10 +347,22 @@ def run_search(
         def rank(trace: list[Step[State, Label]]) -> tuple[int, int]:
             return (-max(danger(cfg, s.state) for s in trace), -len(trace))
 
-        chosen = [t for t in archive if 1 < len(t) <= search.max_steps + 1]
-        for trace in sorted(chosen, key=rank)[: search.max_examples]:
+        fitting = sorted((t for t in archive if 1 < len(t) <= search.max_steps + 1), key=rank)
+        chosen = fitting[: search.max_examples]
+        if search.races:
+            # The races the model says matter, wherever the explorer's traces reach them
+            # (those where each answer depends on the order first), before the traces.
+            proposed = race_proposals(
+                cfg, fitting, search.max_steps, limit=search.max_examples, should_stop=idle
+            )
+            for choices in proposed:
+                db.save(key, choices_bytes([*choices, 0]))
+        for trace in chosen:
             save_proposal(trace)
         return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
+
+    def idle() -> bool:
+        return state.idle()
 
     def keep(run: ExampleRun | None) -> ExampleRun | None:
         if run is not None:
@@ -403,7 +431,13 @@ def run_search(
             break
         found = again
     state.report()
-    tally = SearchTally(state.examples, state.steps, state.elapsed(), state.explorer_steps)
+    tally = SearchTally(
+        state.examples,
+        state.steps,
+        state.elapsed(),
+        state.explorer_steps,
+        state.races if state.races.races else None,
+    )
     return conclude(found, state.first_found, state.error, tally, notes, search.describe_budget())
 
 
@@ -414,14 +448,17 @@ def replay_choices(
     *,
     max_steps: int,
     on_record: Callable[[StepRecord], None] | None = None,
+    races: bool = False,
 ) -> ExampleRun:
-    """Run one recorded example again on an opened target (``on_record``: as run_example)."""
+    """Run one recorded example again on an opened target (``on_record``, ``races``: as
+    run_example)."""
     run = run_example(
         cfg,
         target_,
         ReplayChooser(choices, strict=False),
         max_steps=max_steps,
         on_record=on_record,
+        races=races,
     )
     run.choices = list(choices)
     return run

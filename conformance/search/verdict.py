@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.races import RaceTally
 from conformance.search.choices import to_blob
 from conformance.search.program import ExampleRun
 from conformance.verdict import Verdict
@@ -36,6 +37,7 @@ class SearchReport:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     explorer_steps: int = 0  # in the model alone, by the explorer
+    races: RaceTally | None = None  # the examples' races, if any raced
 
     @property
     def exit_code(self) -> int:
@@ -54,6 +56,7 @@ class SearchTally:
     steps: int
     elapsed: float
     explorer_steps: int = 0
+    races: RaceTally | None = None
 
 
 def conclude(
@@ -85,6 +88,7 @@ def conclude(
             reason,
             notes,
             tally.explorer_steps,
+            tally.races,
         )
     if first_found is None:
         raise ValueError("a search that found a failing run must say who found it first")
@@ -98,4 +102,5 @@ def conclude(
         None,
         notes,
         tally.explorer_steps,
+        tally.races,
     )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from adapters.installations.system import SystemUnderTest
 from conformance.errors import ConformanceError
 from conformance.observations import Observation
-from conformance.operations import Operation
+from conformance.operations import Deliver, Operation
+from conformance.races import Timed
 from model.bookkeeper.config import ModelConfig
 
 
@@ -81,6 +83,42 @@ class Target(Protocol):
         without opening the target."""
 
     def close(self) -> None: ...
+
+
+class ConcurrentTarget(Target, Protocol):
+    """A target that can put several requests in flight at once (races:
+    :mod:`conformance.races`)."""
+
+    def invoke_concurrently(
+        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    ) -> list[Timed]:
+        """Send each request of ``ops`` on a connection of its own, ``offsets_s[i]`` seconds
+        after the race starts, and await every answer; each with when it was sent and
+        answered. Raise ``TargetError`` when one did not answer (the race decides nothing)."""
+
+
+def invoke_concurrently(
+    target: Target, ops: Sequence[Deliver], offsets_s: Sequence[float]
+) -> list[Timed]:
+    """Race ``ops`` on ``target``; an error (never a sequential stand-in) when it cannot."""
+    if not supports_races(target):
+        raise UnsupportedConfiguration(
+            f"the {target.name} target cannot put requests in flight together (no races)"
+        )
+    if len(offsets_s) != len(ops):
+        raise ValueError(f"{len(ops)} requests, {len(offsets_s)} send offsets")
+    answers = target.invoke_concurrently(ops, offsets_s)  # type: ignore[attr-defined]
+    if len(answers) != len(ops):
+        raise TargetError(f"{len(ops)} requests raced, {len(answers)} answers came back")
+    return list(answers)
+
+
+def supports_races(target: Target) -> bool:
+    """Whether ``target`` can race requests (:class:`ConcurrentTarget`); a wrapper that
+    forwards races says with ``races`` whether what it wraps can."""
+    return callable(getattr(target, "invoke_concurrently", None)) and bool(
+        getattr(target, "races", True)
+    )
 
 
 def system_under_test(target: Target) -> SystemUnderTest:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine, Mapping
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.client import BookieClient, V2BookieClient
@@ -46,6 +47,7 @@ from conformance.operations import (
     Request,
     WriteMetadata,
 )
+from conformance.races import Timed
 from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
 from model.bookkeeper.action_table import Phase, the_action
 from model.bookkeeper.config import ModelConfig
@@ -101,7 +103,9 @@ class ClusterTarget(abc.ABC):
         self.ledger_id = -1
         self.bookie_ids: list[str] = []
         self._loop = asyncio.new_event_loop()
-        self._connections: dict[tuple[int, int], BookieClient] = {}
+        #: (model client, bookie, lane) -> its connection: lane 0 carries the client's
+        #: steps; a race sends its i-th request on lane i + 1, a connection of its own.
+        self._connections: dict[tuple[int, int, int], BookieClient] = {}
         self._cfg: ModelConfig | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
@@ -190,8 +194,37 @@ class ClusterTarget(abc.ABC):
 
     # Bookie steps ----------------------------------------------------------------------------
 
-    async def _deliver(self, request: Request) -> Observation:
-        client = await self._connection(request.cid, request.bookie)
+    def invoke_concurrently(
+        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    ) -> list[Timed]:
+        """Race ``ops`` (:class:`~conformance.targets.base.ConcurrentTarget`): every
+        connection is opened first, so that no request waits for a handshake, then each
+        request goes out ``offsets_s[i]`` after the race's start on its own connection."""
+        return self._run(self._race(ops, offsets_s))
+
+    async def _race(self, ops: Sequence[Deliver], offsets_s: Sequence[float]) -> list[Timed]:
+        for lane, op in enumerate(ops, start=1):
+            await self._connection(op.request.cid, op.request.bookie, lane)
+        start = time.monotonic()
+
+        async def one(lane: int, op: Deliver, offset: float) -> Timed:
+            if offset > 0:
+                await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+            invoked = time.monotonic()
+            observed = await self._deliver(op.request, lane)
+            return Timed(observed, invoked, time.monotonic())
+
+        # Every request runs to its answer or its timeout before the race ends: none is left
+        # in flight behind the engine's next step.
+        sends = [one(lane, op, offsets_s[lane - 1]) for lane, op in enumerate(ops, start=1)]
+        results = await asyncio.gather(*sends, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return [r for r in results if isinstance(r, Timed)]
+
+    async def _deliver(self, request: Request, lane: int = 0) -> Observation:
+        client = await self._connection(request.cid, request.bookie, lane)
         ledger = self.ledger_id
         try:
             if isinstance(request, AddEntryRequest):
@@ -222,8 +255,8 @@ class ClusterTarget(abc.ABC):
                 f"bookie {self.bookie_ids[request.bookie]}: {exc}", retriable=exc.retriable
             ) from exc
 
-    async def _connection(self, cid: int, bookie: int) -> BookieClient:
-        key = (cid, bookie)
+    async def _connection(self, cid: int, bookie: int, lane: int = 0) -> BookieClient:
+        key = (cid, bookie, lane)
         if key not in self._connections:
             assert self.cluster is not None
             host, port = self.cluster.endpoints().bookies[self.bookie_ids[bookie]]

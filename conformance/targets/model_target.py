@@ -10,6 +10,9 @@ diverges from the model unless the engine itself is wrong.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+
 from adapters.installations.system import MODEL_SYSTEM, SystemUnderTest
 from conformance.observations import Observation, predicted
 from conformance.operations import (
@@ -21,6 +24,7 @@ from conformance.operations import (
     Operation,
     WriteMetadata,
 )
+from conformance.races import Timed
 from conformance.targets.base import TargetSnapshot
 from model.bookkeeper.bookie import BookieLedger, process, restarted_empty
 from model.bookkeeper.config import ModelConfig
@@ -80,6 +84,18 @@ class ModelTarget:
             )
             return Observation("crash", "restarted")
         raise TypeError(f"not an operation: {op!r}")
+
+    def invoke_concurrently(
+        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    ) -> list[Timed]:
+        """The spec's bookies serve one request at a time: a race is carried out in the order
+        of its send offsets (ties in the given order), each answered before the next is sent."""
+        answers: dict[int, Timed] = {}
+        for i in sorted(range(len(ops)), key=lambda i: (offsets_s[i], i)):
+            invoked = time.monotonic()
+            observed = self.invoke(ops[i])
+            answers[i] = Timed(observed, invoked, time.monotonic())
+        return [answers[i] for i in range(len(ops))]
 
     def _protects(self, bookie: int) -> bool:
         """A bookie of the last ensemble of a ledger that is not closed comes back protected

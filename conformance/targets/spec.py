@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster.errors import ClusterError
-from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
+from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, REFERENCE, BookieChoice
 from adapters.installations.system import choose_bookies as choose_installed_bookies
+from adapters.refbookie.config import FAULTY_MODES
 from conformance.target_kinds import TARGET_KINDS
 from conformance.targets.base import Target
 
@@ -72,6 +73,9 @@ class TargetSpec:
     destroy_data: bool = False
     #: Every request to a bookie or to ZooKeeper waits at most this long.
     request_timeout: float = 10.0
+    #: ``local`` with the reference bookie: one of its deliberately wrong behaviours
+    #: (``refbookie.faultyMode``), to prove that a search sees it; "none": correct.
+    reference_faulty_mode: str = "none"
 
     def __post_init__(self) -> None:
         if self.kind not in TARGET_KINDS:
@@ -98,6 +102,17 @@ class TargetSpec:
             raise ValueError("--agent needs --agent-token-file")
         if not self.request_timeout > 0:
             raise ValueError(f"request timeout must be positive, got {self.request_timeout}")
+        if self.reference_faulty_mode != "none":
+            if self.reference_faulty_mode not in FAULTY_MODES:
+                raise ValueError(
+                    f"--reference-faulty-mode {self.reference_faulty_mode!r}: one of "
+                    f"{', '.join(FAULTY_MODES)}"
+                )
+            if self.kind != "local" or self.bookie_kind != REFERENCE:
+                raise ValueError(
+                    "--reference-faulty-mode is the reference bookie's: it needs --target local "
+                    "--bookie-kind reference"
+                )
 
     @classmethod
     def local(cls, bookies: BookieChoice, *, in_jvm_restarts: bool = True) -> TargetSpec:
@@ -151,10 +166,12 @@ class TargetSpec:
         if self.kind == "local":
             from conformance.targets.local_target import LocalTarget
 
+            faulty = self.reference_faulty_mode
             return LocalTarget(
                 bookies=self.bookie_choice(),
                 in_jvm_restarts=self.in_jvm_restarts,
                 request_timeout=self.request_timeout,
+                bookie_extra={"refbookie.faultyMode": faulty} if faulty != "none" else None,
             )
         if self.kind == "docker":
             from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget

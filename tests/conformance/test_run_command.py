@@ -80,6 +80,24 @@ def test_run_with_nothing_to_find_exits_0_and_says_what_it_checked(
     assert results["examples"] >= 20 and results["steps_run"] > 0
 
 
+def test_a_racing_run_says_how_much_it_raced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--races", "--seconds", "2", "--max-examples", "20", "--quiet"]
+    code = main([*argv, "--send-limit", "2", "--runs-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out  # the model target's bookies are the spec's: every race explained
+    assert "Races: " in out and "serial orders checked" in out
+    (run_dir,) = _run_dirs(tmp_path, "-model-run")
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["search"]["races"] is True
+    races = results["races"]
+    assert races["races"] > 0 and races["concurrent_steps"] >= 2 * races["races"]
+    assert races["unexplained"] == 0
+    raced = [s for s in read_history(run_dir) if s.get("race")]
+    assert raced and all(s["race"]["position"] >= 1 for s in raced)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -87,6 +105,10 @@ def test_run_with_nothing_to_find_exits_0_and_says_what_it_checked(
         (["run", "--wq", "4"], "exceeds the number of bookies"),
         (["run", "--steps", "0"], "at least 1"),
         (["replay", "not-a-blob"], "not an example blob"),
+        (
+            ["run", "--reference-faulty-mode", "racy-fence-add"],
+            "--reference-faulty-mode is the reference bookie's",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(

@@ -191,3 +191,37 @@ async def test_undecodable_frames_reset_the_connection(tmp_path: Path) -> None:
             assert exc.reason in (CloseReason.PEER_CLOSED, CloseReason.CONNECTION_BROKEN)
         else:
             raise AssertionError("the bookie answered an undecodable frame")
+
+
+async def _add_racing_a_fence(server_port: int) -> tuple[StatusCode, bytes | None]:
+    """e1 (LAC 0) added on one connection while a fence read arrives on another, just after
+    the add: the add's answer and the last entry the fence read returns."""
+    async with (
+        await BookieClient.connect("127.0.0.1", server_port) as writer,
+        await BookieClient.connect("127.0.0.1", server_port) as recovery,
+    ):
+        assert (await writer.add(8, 0, KEY, entry(8, 0))).status is StatusCode.EOK
+        add = asyncio.ensure_future(writer.add(8, 1, KEY, entry(8, 1)))
+        await asyncio.sleep(0.001)  # the add is in; the fence comes within its window
+        fence = await recovery.read(8, -1, fence=True, master_key=KEY)
+        added = await add
+        return added.status, fence.body
+
+
+@async_test()
+async def test_a_fence_read_and_an_add_are_atomic_to_each_other(tmp_path: Path) -> None:
+    async with running_bookie(tmp_path) as server:
+        status, last = await _add_racing_a_fence(server.port)
+    # The add came first: it is stored, and the fence read returns it.
+    assert (status, last) == (StatusCode.EOK, entry(8, 1))
+
+
+@async_test()
+async def test_the_racy_faulty_mode_adds_after_a_fence_read_missed_the_entry(
+    tmp_path: Path,
+) -> None:
+    async with running_bookie(tmp_path, **{"refbookie.faultyMode": "racy-fence-add"}) as server:
+        status, last = await _add_racing_a_fence(server.port)
+    # Faulty on purpose: the fence read answered with e0, and the add still succeeded: no
+    # serial order of the two gives both answers.
+    assert (status, last) == (StatusCode.EOK, entry(8, 0))

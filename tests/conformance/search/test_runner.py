@@ -126,7 +126,9 @@ def test_an_explorer_finding_that_does_not_replay_is_undecided(
 ) -> None:
     # A replay that does not follow the explorer's trace (here: every choice 0) is a bug of
     # ours; the run cannot say the target is clean.
-    monkeypatch.setattr("conformance.search.runner.encode_trace", lambda cfg, trace, max_steps: [0])
+    monkeypatch.setattr(
+        "conformance.search.runner.encode_trace", lambda cfg, trace, max_steps, **kwargs: [0]
+    )
     scenario = SCENARIOS["defect1-fencing"]
     cfg = scenario.config(protected=False)
     story = run_scenario(scenario, ModelTarget(cfg), protected=False)

@@ -246,6 +246,7 @@ class FakeRunner:
         max_steps: object,
         on_step: Callable[[], None],
         on_record: Callable[[StepRecord], None] | None = None,  # the run directory's; unused
+        races: bool = False,
     ) -> ExampleRun:
         self.max_steps.append(max_steps)
         chooser.integer(0, 9)

@@ -176,7 +176,7 @@ def test_a_bookie_request_is_retriable_for_a_timeout_not_for_a_malformed_answer(
     failure: WireError, retriable: bool
 ) -> None:
     target = Offline(Store())
-    target._connections[(0, 0)] = _Connection(failure)  # type: ignore[assignment]
+    target._connections[(0, 0, 0)] = _Connection(failure)  # type: ignore[assignment]
     read = SimpleNamespace(cid=0, bookie=0, entry_id=1, fence=False)
     try:
         with pytest.raises(TargetError, match="bookie b1: ") as raised:

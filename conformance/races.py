@@ -1,0 +1,270 @@
+"""Races: requests in flight to bookies together, judged by the serial orders the model allows.
+
+A *race* is a set of requests the model's bookies could each process next (each the earliest
+message of its channel), sent to the target at once, each on a connection of its own, their
+invocation and completion times recorded (:class:`Timed`). A real bookie serves them on its
+thread pools, concurrently; the spec's bookie steps are atomic. The answers are accepted when
+some **serial order** of the race explains them (Jepsen's linearizability, with the model as
+the specification): an order consistent with real time (an operation completed before another
+was invoked comes first) in which each request, processed by the model's bookie step in turn,
+gets exactly the answer observed. Otherwise the race is a divergence that names the requests
+and, for each order tried, the first answer it could not explain (:func:`explain`).
+
+The order taken is the first that explains every answer, trying orders by invocation time
+first. Which of several explaining orders is taken does not matter to the model's state after
+the race: a bookie step's effect is a function of its request and its answer (an add answered
+EOK stores its entry and raises the bookie's LAC to the add's, a fence read fences, an add
+answered EFENCED and a read change nothing, each answer joins its channel), and these effects
+commute (a set union, a maximum, a flag set), so every explaining order ends in the same state.
+
+Refinement, where the spec's step is not BookKeeper's: the spec's bookie takes a client's adds
+in entry order (``IsEarliestMsg``), so a race never holds two adds of one client's stream to
+one bookie (only the earliest is enabled); the spec takes a client's other requests to a
+bookie in any order, and a race sends each on a connection of its own. A bookie that serves a
+fence read and an add concurrently must still act as if one came first: that is what the judge
+checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from conformance.observations import Observation, differences, predicted
+from model.bookkeeper.action_table import Effect, spec_action
+from model.bookkeeper.actions import Transition, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import Message, State, bookie_name, client_name
+from model.bookkeeper.render import describe_message
+
+#: At most this many requests race at once: 4! = 24 serial orders at most to try.
+MAX_RACE = 4
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One raced request's answer, with when it was sent and answered (``time.monotonic``)."""
+
+    observation: Observation
+    invoked: float
+    completed: float
+
+
+def describe_request(request: Message) -> str:
+    """A raced request, named with its client and its bookie (``c1's add e2 (lac=1) to b1``)."""
+    sender = client_name(request.cid)
+    return f"{sender}'s {describe_message(request)} to {bookie_name(request.bookie)}"
+
+
+def is_bookie_step(transition: Transition) -> bool:
+    """Whether the step is a bookie processing a request and answering it (what can race)."""
+    return spec_action(transition.label.action).effect is Effect.ANSWER
+
+
+def raceable(enabled: Sequence[Transition]) -> list[Transition]:
+    """The bookie steps of ``enabled`` that may race: one per request (its answer delivered,
+    the variant a race takes), in ``enabled``'s order."""
+    chosen: dict[Message, Transition] = {}
+    for t in enabled:
+        request = t.label.received
+        if request is None or not is_bookie_step(t) or t.label.lost:
+            continue
+        chosen.setdefault(request, t)
+    return list(chosen.values())
+
+
+def bookie_step_for(cfg: ModelConfig, state: State, request: Message) -> Transition | None:
+    """The model's bookie step that processes ``request`` from ``state``, its answer
+    delivered; None when the model has none (the request is not its channel's next)."""
+    for t in successors(cfg, state):
+        if t.label.received == request and is_bookie_step(t) and not t.label.lost:
+            return t
+    return None
+
+
+def predicted_answers(
+    cfg: ModelConfig, state: State, requests: Sequence[Message]
+) -> tuple[Observation, ...] | None:
+    """The answers the model's bookies give ``requests`` processed in this order from
+    ``state`` (None: the model cannot process them so)."""
+    answers = []
+    for request in requests:
+        step = bookie_step_for(cfg, state, request)
+        if step is None:
+            return None
+        ((reply, _delivered),) = step.label.sent
+        answers.append(predicted(reply))
+        state = step.state
+    return tuple(answers)
+
+
+def order_sensitivity(cfg: ModelConfig, state: State, a: Message, b: Message) -> int:
+    """How many of the two answers the model gives ``a`` and ``b`` depend on which a bookie
+    processes first: 2 when each sees the other (a fence read and an add that raises the
+    bookie's LAC: the add is fenced, or the fence read returns its LAC), 1 when one does (a
+    fence read and an add that leaves the LAC as it was), 0 when neither does. Only where both
+    see each other can a bookie that serves them non-atomically (neither seeing the other) be
+    caught by its answers."""
+    first = predicted_answers(cfg, state, (a, b))
+    second = predicted_answers(cfg, state, (b, a))
+    if first is None or second is None:
+        return 0
+    return (first[0] != second[1]) + (first[1] != second[0])
+
+
+def order_sensitive(cfg: ModelConfig, state: State, a: Message, b: Message) -> bool:
+    """Whether the model's answers to ``a`` and ``b`` depend on their order at all."""
+    return order_sensitivity(cfg, state, a, b) > 0
+
+
+@dataclass
+class Explanation:
+    """What the judge found for one race."""
+
+    requests: tuple[Message, ...]
+    #: The explaining order (indices into ``requests``) and its steps; None: no order explains.
+    order: tuple[int, ...] | None = None
+    steps: list[Transition] = field(default_factory=list)
+    #: How many orders were tried, and for each one that failed, why.
+    tried: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def explained(self) -> bool:
+        return self.order is not None
+
+    def describe_order(self, order: Sequence[int]) -> str:
+        return " then ".join(describe_request(self.requests[i]) for i in order)
+
+    def finding(self) -> str:
+        """The divergence of a race no order explains."""
+        names = "; ".join(describe_request(r) for r in self.requests)
+        return (
+            f"no serial order of the {len(self.requests)} concurrent requests ({names}) "
+            f"explains their answers ({self.tried} orders tried): " + " | ".join(self.failures)
+        )
+
+
+def _respects_real_time(order: Sequence[int], answers: Sequence[Timed]) -> bool:
+    """Whether no operation comes after one that was invoked only after it completed."""
+    return not any(
+        answers[later].completed < answers[earlier].invoked
+        for position, earlier in enumerate(order)
+        for later in order[position + 1 :]
+    )
+
+
+def _orders(answers: Sequence[Timed]) -> list[tuple[int, ...]]:
+    """Every real-time order, the invocation order first (then as itertools gives them)."""
+    by_invocation = tuple(sorted(range(len(answers)), key=lambda i: (answers[i].invoked, i)))
+    rest = [
+        o
+        for o in itertools.permutations(range(len(answers)))
+        if o != by_invocation and _respects_real_time(o, answers)
+    ]
+    first = [by_invocation] if _respects_real_time(by_invocation, answers) else []
+    return first + rest
+
+
+def explain(
+    cfg: ModelConfig,
+    state: State,
+    requests: Sequence[Message],
+    answers: Sequence[Timed],
+) -> Explanation:
+    """Find a serial order of ``requests`` (raced from ``state``) whose model steps predict
+    exactly ``answers`` (``answers[i]`` is ``requests[i]``'s)."""
+    if len(requests) != len(answers):
+        raise ValueError(f"{len(requests)} requests raced, {len(answers)} answers")
+    started = time.perf_counter()
+    result = Explanation(tuple(requests))
+    for order in _orders(answers):
+        result.tried += 1
+        steps, why = _serial(cfg, state, requests, answers, order)
+        if why is None:
+            result.order, result.steps = order, steps
+            break
+        result.failures.append(f"{result.describe_order(order)}: {why}")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _serial(
+    cfg: ModelConfig,
+    state: State,
+    requests: Sequence[Message],
+    answers: Sequence[Timed],
+    order: Sequence[int],
+) -> tuple[list[Transition], str | None]:
+    """The model's steps for ``order``, or why it does not explain the answers."""
+    steps: list[Transition] = []
+    for i in order:
+        step = bookie_step_for(cfg, state, requests[i])
+        if step is None:
+            return steps, f"the model's bookie cannot process {describe_request(requests[i])}"
+        ((reply, _delivered),) = step.label.sent
+        diffs = differences(predicted(reply), answers[i].observation)
+        if diffs:
+            return steps, f"{describe_request(requests[i])}: {'; '.join(diffs)}"
+        steps.append(step)
+        state = step.state
+    return steps, None
+
+
+@dataclass
+class RaceTally:
+    """How much racing a run did: its concurrent steps, the orders the judge checked, and its
+    longest search for an explaining order."""
+
+    races: int = 0
+    concurrent_steps: int = 0
+    orders_checked: int = 0
+    longest_search: int = 0
+    longest_search_s: float = 0.0
+    unexplained: int = 0
+
+    def add(self, explanation: Explanation) -> None:
+        self.races += 1
+        self.concurrent_steps += len(explanation.requests)
+        self.orders_checked += explanation.tried
+        self.longest_search = max(self.longest_search, explanation.tried)
+        self.longest_search_s = max(self.longest_search_s, explanation.seconds)
+        self.unexplained += not explanation.explained
+
+    def merge(self, other: RaceTally) -> None:
+        self.races += other.races
+        self.concurrent_steps += other.concurrent_steps
+        self.orders_checked += other.orders_checked
+        self.longest_search = max(self.longest_search, other.longest_search)
+        self.longest_search_s = max(self.longest_search_s, other.longest_search_s)
+        self.unexplained += other.unexplained
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        return (
+            f"{self.concurrent_steps} concurrent steps in {self.races} races, "
+            f"{self.orders_checked} serial orders checked, the longest search "
+            f"{self.longest_search} orders ({self.longest_search_s * 1000:.1f} ms)"
+            + (f", {self.unexplained} unexplained" if self.unexplained else "")
+        )
+
+
+__all__ = [
+    "MAX_RACE",
+    "Explanation",
+    "RaceTally",
+    "Timed",
+    "bookie_step_for",
+    "describe_request",
+    "explain",
+    "is_bookie_step",
+    "order_sensitive",
+    "order_sensitivity",
+    "predicted_answers",
+    "raceable",
+]

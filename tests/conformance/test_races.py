@@ -1,0 +1,224 @@
+"""Races judged by serial orders (:mod:`conformance.races`), and the engine's race steps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from conformance.engine import Execution
+from conformance.observations import Observation
+from conformance.operations import Deliver, Operation
+from conformance.races import RaceTally, Timed, explain, raceable
+from conformance.targets.base import TargetSnapshot
+from conformance.targets.model_target import ModelTarget
+from conformance.verdict import Verdict
+from model.bookkeeper.actions import Transition, init_state, successors
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.records import AddEntryRequest, FenceRequest, State
+from model.bookkeeper.scripted import step, take
+
+CFG = ModelConfig(
+    bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
+)
+OK_ADD = Observation("add", "EOK", success=True)
+FENCED_ADD = Observation("add", "EFENCED", success=False)
+
+
+def _fence(lac: int) -> Observation:
+    return Observation("fence", "OK", code="OK", lac=lac)
+
+
+#: c1 has e1 confirmed by b1..b3 and its LAC at 1, sends e2 (LAC 1); c2 starts recovery: at
+#: b1, c1's add of e2 and c2's fence read both wait.
+PREFIX_STEPS = (
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b2"),
+    step("BookieSendsAddConfirmedResponse", bookie="b3"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("ClientStartsRecovery", client="c2"),
+)
+
+
+def _prefix() -> State:
+    state = init_state(CFG)
+    for scripted in PREFIX_STEPS:
+        state = take(CFG, state, scripted).state
+    return state
+
+
+PREFIX = _prefix()
+
+
+def _at_b1(state: State) -> tuple[Transition, Transition]:
+    racing = [t for t in raceable(_enabled(state)) if t.label.received.bookie == 0]  # type: ignore[union-attr]
+    add = next(t for t in racing if isinstance(t.label.received, AddEntryRequest))
+    fence = next(t for t in racing if isinstance(t.label.received, FenceRequest))
+    return add, fence
+
+
+def _enabled(state: State) -> list[Transition]:
+    return successors(CFG, state)
+
+
+ADD, FENCE = _at_b1(PREFIX)
+REQUESTS = (ADD.label.received, FENCE.label.received)
+
+
+def _timed(*observations: Observation, overlap: bool = True) -> list[Timed]:
+    """Answers sent at once (overlapping), or one after the other (the first done first)."""
+    if overlap:
+        return [Timed(o, 0.0 + i * 0.001, 1.0) for i, o in enumerate(observations)]
+    return [Timed(o, float(i), i + 0.5) for i, o in enumerate(observations)]
+
+
+def test_the_add_first_explains_an_add_the_fence_read_saw() -> None:
+    assert REQUESTS[0].lac == 1  # type: ignore[union-attr]
+    found = explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD, _fence(1)))  # type: ignore[arg-type]
+    assert found.explained and found.order == (0, 1) and found.tried == 1
+    assert [t.label.action for t in found.steps] == [
+        "BookieSendsAddConfirmedResponse",
+        "BookieSendsFencingReadLacResponse",
+    ]
+
+
+def test_the_fence_first_explains_a_fenced_add() -> None:
+    found = explain(CFG, PREFIX, REQUESTS, _timed(FENCED_ADD, _fence(0)))  # type: ignore[arg-type]
+    assert found.explained and found.order == (1, 0) and found.tried == 2
+    assert "EFENCED" in found.failures[0] or "success" in found.failures[0]
+
+
+def test_an_add_past_a_fence_that_missed_it_has_no_serial_order() -> None:
+    found = explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD, _fence(0)))  # type: ignore[arg-type]
+    assert not found.explained and found.tried == 2 and len(found.failures) == 2
+    finding = found.finding()
+    assert finding.startswith("no serial order of the 2 concurrent requests")
+    assert "2 orders tried" in finding and "lac: predicted 1, observed 0" in finding
+
+
+def test_an_operation_done_before_another_was_sent_comes_first() -> None:
+    # The add was answered before the fence read was sent: only add-then-fence may explain,
+    # and it does not explain a fenced add.
+    answers = _timed(FENCED_ADD, _fence(0), overlap=False)
+    found = explain(CFG, PREFIX, REQUESTS, answers)  # type: ignore[arg-type]
+    assert not found.explained and found.tried == 1
+
+
+def test_the_invocation_order_is_tried_first() -> None:
+    answers = [Timed(OK_ADD, 0.002, 1.0), Timed(_fence(1), 0.001, 1.0)]
+    found = explain(CFG, PREFIX, REQUESTS, answers)  # type: ignore[arg-type]
+    assert found.order == (0, 1) and found.tried == 2  # fence first was tried, and failed
+
+
+def test_answers_and_requests_must_pair_up() -> None:
+    with pytest.raises(ValueError, match="2 requests raced, 1 answers"):
+        explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD))  # type: ignore[arg-type]
+
+
+def test_the_tally_counts_races_orders_and_the_longest_search() -> None:
+    tally = RaceTally()
+    tally.add(explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD, _fence(1))))  # type: ignore[arg-type]
+    tally.add(explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD, _fence(0))))  # type: ignore[arg-type]
+    assert (tally.races, tally.concurrent_steps, tally.orders_checked) == (2, 4, 3)
+    assert (tally.longest_search, tally.unexplained) == (2, 1)
+    other = RaceTally()
+    other.merge(tally)
+    assert other.as_dict() == tally.as_dict()
+    assert "4 concurrent steps in 2 races, 3 serial orders checked" in tally.describe()
+
+
+class _Scripted:
+    """A target whose race answers are given (a racy bookie, or a correct one)."""
+
+    name = "scripted"
+
+    def __init__(self, answers: Sequence[Observation]) -> None:
+        self.answers = list(answers)
+        self.raced: list[list[Operation]] = []
+
+    def open(self, cfg: ModelConfig) -> None: ...
+
+    def invoke(self, op: Operation) -> Observation:
+        raise AssertionError(f"only races here, not {op}")
+
+    def invoke_concurrently(
+        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    ) -> list[Timed]:
+        self.raced.append(list(ops))
+        return _timed(*self.answers)
+
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
+        return None
+
+    def describe(self) -> dict[str, str]:
+        return {}
+
+    def close(self) -> None: ...
+
+
+def _execution(answers: Sequence[Observation]) -> Execution:
+    execution = Execution(CFG, _Scripted(answers))  # type: ignore[arg-type]
+    execution.state = PREFIX
+    return execution
+
+
+def test_an_explained_race_is_the_model_s_steps_in_that_order() -> None:
+    execution = _execution([FENCED_ADD, _fence(0)])
+    records = execution.apply_race([ADD, FENCE], [0.0, 0.0])
+    assert [r.action for r in records] == [
+        "BookieSendsFencingReadLacResponse",
+        "BookieSendsAddFencedResponse",
+    ]
+    assert [r.race["position"] for r in records] == [1, 2]  # type: ignore[index]
+    assert all(not r.divergence for r in records)
+    assert not execution.stopped
+    assert execution.state.b_fenced[0]
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.CLEAN
+    assert outcome.races is not None and outcome.races.concurrent_steps == 2
+
+
+def test_an_unexplained_race_is_a_divergence_naming_the_orders_tried() -> None:
+    execution = _execution([OK_ADD, _fence(0)])
+    (record,) = execution.apply_race([ADD, FENCE])
+    assert record.action == "Race" and record.race is not None
+    assert len(record.race["orders"]) == 2 and len(record.race["answers"]) == 2
+    assert execution.stopped and execution.state == PREFIX
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.DIVERGENCE
+    assert outcome.divergences[0].startswith("no serial order")
+
+
+def test_a_race_needs_distinct_bookie_steps() -> None:
+    execution = _execution([OK_ADD, OK_ADD])
+    with pytest.raises(ValueError, match="two or more distinct"):
+        execution.apply_race([ADD, ADD])
+    create = _enabled(PREFIX)[0]
+    with pytest.raises(ValueError):
+        execution.apply_race([ADD, create])
+
+
+def test_a_target_that_cannot_race_leaves_the_example_undecided() -> None:
+    class Sequential(_Scripted):
+        invoke_concurrently = None  # type: ignore[assignment]
+
+    execution = Execution(CFG, Sequential([]))  # type: ignore[arg-type]
+    execution.state = PREFIX
+    assert execution.apply_race([ADD, FENCE]) == []
+    assert execution.finish().verdict is Verdict.UNDECIDED
+
+
+def test_the_model_target_serves_a_race_in_the_order_of_its_offsets() -> None:
+    execution = Execution(CFG, ModelTarget(CFG))
+    for scripted in PREFIX_STEPS:  # the model target's bookies get the prefix's requests
+        execution.apply(take(CFG, execution.state, scripted))
+    assert execution.state == PREFIX
+    records = execution.apply_race([ADD, FENCE], [0.001, 0.0])  # the fence is sent first
+    assert [r.action for r in records] == [
+        "BookieSendsFencingReadLacResponse",
+        "BookieSendsAddFencedResponse",
+    ]

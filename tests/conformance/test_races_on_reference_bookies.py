@@ -1,0 +1,122 @@
+"""Races on reference bookies over the wire (in this process: :mod:`.inprocess_reference`): the
+racy test double (``racy-fence-add``: fence versus add not atomic) is caught by a race and found
+by the search from scratch; the correct one is clean with the same budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.installations.system import BookieChoice
+from conformance.search.runner import SearchSettings, replay_choices, run_search
+from conformance.targets.local_target import LocalTarget
+from conformance.verdict import Verdict
+from model.bookkeeper.config import ModelConfig
+from tests.conformance.inprocess_reference import InProcessReferenceTarget
+
+# A writer and a recovering client, two entries: the writer's second add carries LAC 1, so a
+# fence read that misses it answers a LAC no serial order gives.
+CFG = ModelConfig(
+    bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
+)
+BUDGET = SearchSettings(max_examples=20, max_steps=30, seed=3, time_budget=8.0, races=True)
+# The search's shrunk finding (seed 3): c1 writes e1 to b1..b3, c2 starts recovering, b1 and b2
+# confirm e1, c1 sends e2 with LAC 1, then c1's add of e2 and c2's fence read race at b1.
+FINDING = [0, 1, 9, 0, 0, 0, 0, 0, 95, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 6, 0, 3, 0, 0]
+FINDING += [0, 1, 0, 0, 0, 0]
+ATTEMPTS = 5
+
+
+@pytest.fixture
+def racy() -> Iterator[InProcessReferenceTarget]:
+    target = InProcessReferenceTarget(faulty_mode="racy-fence-add")
+    target.open(CFG)
+    yield target
+    target.close()
+
+
+@pytest.fixture
+def correct() -> Iterator[InProcessReferenceTarget]:
+    target = InProcessReferenceTarget()
+    target.open(CFG)
+    yield target
+    target.close()
+
+
+def test_the_race_catches_the_racy_bookie(racy: InProcessReferenceTarget) -> None:
+    runs = [replay_choices(CFG, racy, FINDING, max_steps=30, races=True) for _ in range(ATTEMPTS)]
+    hits = [r for r in runs if r.outcome.verdict is Verdict.DIVERGENCE]
+    assert hits, [r.outcome.verdict for r in runs]
+    outcome = hits[0].outcome
+    (finding,) = outcome.divergences
+    assert finding.startswith(
+        "no serial order of the 2 concurrent requests (c1's add e2 (lac=1) to b1; c2's fence "
+        "(read LAC) to b1) explains their answers (2 orders tried)"
+    )
+    assert "lac: predicted 1, observed 0" in finding and "success: predicted False" in finding
+    race = outcome.steps[-1].race
+    assert race is not None and [a["observed"]["kind"] for a in race["answers"]] == [
+        "add",
+        "fence",
+    ]
+    assert outcome.races is not None and outcome.races.unexplained == 1
+
+
+def test_the_same_race_on_the_correct_bookie_is_explained(
+    correct: InProcessReferenceTarget,
+) -> None:
+    for _ in range(ATTEMPTS):
+        run = replay_choices(CFG, correct, FINDING, max_steps=30, races=True)
+        assert run.outcome.verdict is Verdict.CLEAN, run.outcome.divergences
+        races = run.outcome.races
+        assert races is not None and races.races == 1 and races.unexplained == 0
+
+
+@pytest.mark.slow
+def test_the_search_finds_the_racy_bookie_from_scratch(racy: InProcessReferenceTarget) -> None:
+    report = run_search(CFG, racy, BUDGET)
+    assert report.verdict is Verdict.DIVERGENCE, report.error
+    assert report.finding is not None and report.races is not None
+    assert report.finding.found_after < BUDGET.time_budget  # type: ignore[operator]
+    outcome = report.finding.run.outcome
+    (finding,) = outcome.divergences
+    assert finding.startswith("no serial order of the 2 concurrent requests")
+    assert "add e2 (lac=1)" in finding and "fence (read LAC)" in finding
+    assert len(outcome.steps) <= 12  # shrunk: the race needs 8 steps before it
+
+
+@pytest.mark.slow
+def test_the_correct_reference_bookie_is_clean_with_the_same_budget(
+    correct: InProcessReferenceTarget,
+) -> None:
+    report = run_search(CFG, correct, BUDGET)
+    assert report.verdict is Verdict.CLEAN, (report.error, report.finding)
+    assert report.races is not None and report.races.races > 0
+    assert report.races.unexplained == 0
+
+
+@pytest.mark.cluster
+def test_races_on_a_local_cluster_of_reference_bookies(tmp_path: Path) -> None:
+    """The same race through the local target's processes (real ZooKeeper, reference bookies
+    as processes of their own): caught on the racy bookie, explained on the correct one."""
+    verdicts = {}
+    for mode in ("racy-fence-add", "none"):
+        target = LocalTarget(
+            bookies=BookieChoice.reference(),
+            work_dir=tmp_path / mode,
+            bookie_extra={"refbookie.faultyMode": mode} if mode != "none" else None,
+        )
+        target.open(CFG)
+        try:
+            runs = [
+                replay_choices(CFG, target, FINDING, max_steps=30, races=True)
+                for _ in range(ATTEMPTS)
+            ]
+        finally:
+            target.close()
+        verdicts[mode] = [r.outcome.verdict for r in runs]
+        assert all(r.outcome.races is not None for r in runs)
+    assert Verdict.DIVERGENCE in verdicts["racy-fence-add"], verdicts
+    assert set(verdicts["none"]) == {Verdict.CLEAN}, verdicts
