@@ -34,7 +34,15 @@ from conformance.operations import (
     WriteMetadata,
     operation_record,
 )
-from conformance.races import RaceTally, describe_request, explain, is_bookie_step
+from conformance.races import (
+    RaceTally,
+    Restart,
+    describe_request,
+    explain,
+    is_bookie_step,
+    is_restart_step,
+    member_of,
+)
 from conformance.targets.base import Target, TargetError, TargetSnapshot, invoke_concurrently
 from conformance.verdict import Verdict, run_verdict
 from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
@@ -163,19 +171,21 @@ class Execution:
         requests and the orders tried; the run stops."""
         if self.target is None:
             raise TargetError("this run has no target: its steps are observed, not invoked")
-        requests = [t.label.received for t in transitions]
+        if not all(is_bookie_step(t) or is_restart_step(t) for t in transitions):
+            raise ValueError("only bookie steps and restarts race")
+        requests = [member_of(t) for t in transitions]
         if len(requests) < 2 or len(set(requests)) != len(requests):
             raise ValueError(f"a race needs two or more distinct requests, got {requests}")
-        if not all(is_bookie_step(t) for t in transitions):
-            raise ValueError("only bookie steps (a request processed and answered) race")
-        ops = [Deliver(r) for r in requests]  # type: ignore[arg-type]
+        if sum(isinstance(r, Restart) for r in requests) > 1:
+            raise ValueError("a race holds at most one restart")
+        ops = [operation_for(t.label, self.state, t.state)[0] for t in transitions]  # type: ignore[index]
         offsets = list(offsets_s) or [0.0] * len(ops)
         try:
-            answers = invoke_concurrently(self.target, ops, offsets)
+            answers = invoke_concurrently(self.target, ops, offsets)  # type: ignore[arg-type]
         except TargetError as exc:
             self.error, self.failure = str(exc), exc
             return []
-        explanation = explain(self.cfg, self.state, requests, answers)  # type: ignore[arg-type]
+        explanation = explain(self.cfg, self.state, requests, answers)
         self.race_tally.add(explanation)
         race = self.race_tally.races
         first_sent = min(a.invoked for a in answers)
@@ -196,9 +206,9 @@ class Execution:
                 "orders_tried": explanation.tried,
                 "answers": [
                     {
-                        "request": describe_request(requests[i]),  # type: ignore[arg-type]
+                        "request": describe_request(requests[i]),
                         **{k: v for k, v in timing(i).items() if k.endswith("_ms")},
-                        "observed": answers[i].observation.as_dict(),
+                        "observed": _answer_dict(answers[i].observation),
                     }
                     for i in range(len(requests))
                 ],
@@ -207,10 +217,17 @@ class Execution:
             request = explanation.describe_order(range(len(ops)))
             return [self.no_step("Race", explanation.finding(), request=request, race=race_record)]
         records = []
-        explained = zip(explanation.order, explanation.steps, strict=True)
-        for position, (i, step) in enumerate(explained, start=1):
+        lost = [
+            describe_request(requests[i])
+            for i in range(len(requests))
+            if answers[i].observation is None
+        ]
+        for position, (i, step) in enumerate(explanation.steps, start=1):
             answer = _RaceAnswer(answers[i].observation)
-            records.append(self._step(step, answer, race={**timing(i), "position": position}))
+            race_info = {**timing(i), "position": position}
+            if lost and isinstance(requests[i], Restart):
+                race_info["lost"] = lost  # no answer: the restart lost them, as the model's
+            records.append(self._step(step, answer, race=race_info))
         return records
 
     def apply_observed(
@@ -354,17 +371,23 @@ class Execution:
 class _RaceAnswer:
     """Judges one step of an explained race with the answer its request got."""
 
-    def __init__(self, observed: Observation) -> None:
+    def __init__(self, observed: Observation | None) -> None:
         self.observed = observed
 
     def __call__(self, label: Label, before: State, after: State, record: StepRecord) -> None:
         planned = operation_for(label, before, after)
-        assert planned is not None and planned[1] is not None, label
-        record.operation = operation_record(planned[0])
-        record.request = describe_message(label.received)  # type: ignore[arg-type]
+        assert planned is not None and self.observed is not None, label
+        op, expected = planned
+        record.operation = operation_record(op)
+        record.request = describe_message(label.received) if label.received else None
         record.observed = self.observed.as_dict()
-        record.predicted = planned[1].as_dict()
-        record.divergence = differences(planned[1], self.observed)
+        if expected is not None:
+            record.predicted = expected.as_dict()
+            record.divergence = differences(expected, self.observed)
+
+
+def _answer_dict(observed: Observation | None) -> dict[str, Any]:
+    return {"no answer": True} if observed is None else observed.as_dict()
 
 
 def operation_for(

@@ -36,7 +36,7 @@ from conformance.observations import Observation, differences, predicted
 from model.bookkeeper.action_table import Effect, spec_action
 from model.bookkeeper.actions import Transition, successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State, bookie_name, client_name
+from model.bookkeeper.records import LOST, Message, State, bookie_name, client_name
 from model.bookkeeper.render import describe_message
 
 #: At most this many requests race at once: 4! = 24 serial orders at most to try.
@@ -45,15 +45,34 @@ MAX_RACE = 4
 
 @dataclass(frozen=True)
 class Timed:
-    """One raced request's answer, with when it was sent and answered (``time.monotonic``)."""
+    """One raced operation's answer, with when it was sent and answered (``time.monotonic``).
+    ``observation`` None: no answer came, the connection closed under a restart of its bookie
+    in the same race."""
 
-    observation: Observation
+    observation: Observation | None
     invoked: float
     completed: float
 
 
-def describe_request(request: Message) -> str:
-    """A raced request, named with its client and its bookie (``c1's add e2 (lac=1) to b1``)."""
+@dataclass(frozen=True)
+class Restart:
+    """A member of a race that is no request: the bookie restarts without its data (the
+    spec's ``BookieRestartsEmpty``) while the race's requests to it are in flight."""
+
+    bookie: int
+
+
+#: What a race is made of: requests, and at most one restart.
+Member = Message | Restart
+#: What a restart's operation answers (the target's ``Crash``).
+RESTARTED = Observation("crash", "restarted")
+
+
+def describe_request(request: Member) -> str:
+    """A raced request, named with its client and its bookie (``c1's add e2 (lac=1) to b1``),
+    or a restart (``b1 restarts empty``)."""
+    if isinstance(request, Restart):
+        return f"{bookie_name(request.bookie)} restarts empty"
     sender = client_name(request.cid)
     return f"{sender}'s {describe_message(request)} to {bookie_name(request.bookie)}"
 
@@ -63,44 +82,76 @@ def is_bookie_step(transition: Transition) -> bool:
     return spec_action(transition.label.action).effect is Effect.ANSWER
 
 
+def is_restart_step(transition: Transition) -> bool:
+    """Whether the step is a bookie restarting without its data (a crash)."""
+    return spec_action(transition.label.action).effect is Effect.CRASH
+
+
+def member_of(transition: Transition) -> Member:
+    """What a race step is: the request it processes, or the restart."""
+    if is_restart_step(transition):
+        assert transition.label.bookie is not None
+        return Restart(transition.label.bookie)
+    assert transition.label.received is not None
+    return transition.label.received
+
+
 def raceable(enabled: Sequence[Transition]) -> list[Transition]:
-    """The bookie steps of ``enabled`` that may race: one per request (its answer delivered,
-    the variant a race takes), in ``enabled``'s order."""
-    chosen: dict[Message, Transition] = {}
+    """The steps of ``enabled`` that may race: the bookie steps, one per request (its answer
+    delivered, the variant a race takes), and the bookie restarts, in ``enabled``'s order."""
+    chosen: dict[Member, Transition] = {}
     for t in enabled:
-        request = t.label.received
-        if request is None or not is_bookie_step(t) or t.label.lost:
-            continue
-        chosen.setdefault(request, t)
+        if is_restart_step(t) or (
+            t.label.received is not None and is_bookie_step(t) and not t.label.lost
+        ):
+            chosen.setdefault(member_of(t), t)
     return list(chosen.values())
 
 
-def bookie_step_for(cfg: ModelConfig, state: State, request: Message) -> Transition | None:
-    """The model's bookie step that processes ``request`` from ``state``, its answer
-    delivered; None when the model has none (the request is not its channel's next)."""
+def bookie_step_for(cfg: ModelConfig, state: State, request: Member) -> Transition | None:
+    """The model's step that processes ``request`` from ``state``, its answer delivered, or
+    carries out the restart; None when the model has none (the request is not its channel's
+    next, or a restart lost it)."""
     for t in successors(cfg, state):
-        if t.label.received == request and is_bookie_step(t) and not t.label.lost:
+        if isinstance(request, Restart):
+            if is_restart_step(t) and t.label.bookie == request.bookie:
+                return t
+        elif t.label.received == request and is_bookie_step(t) and not t.label.lost:
             return t
     return None
 
 
+def _lost(state: State, request: Member) -> bool:
+    """Whether a restart lost ``request`` (the spec's lost message)."""
+    return any(m == request and count == LOST for m, count in state.messages)
+
+
 def predicted_answers(
-    cfg: ModelConfig, state: State, requests: Sequence[Message]
-) -> tuple[Observation, ...] | None:
-    """The answers the model's bookies give ``requests`` processed in this order from
-    ``state`` (None: the model cannot process them so)."""
-    answers = []
+    cfg: ModelConfig, state: State, requests: Sequence[Member]
+) -> tuple[Observation | None, ...] | None:
+    """The answers the model gives ``requests`` carried out in this order from ``state``
+    (None for a request a restart before it lost; None for all: the model cannot so)."""
+    answers: list[Observation | None] = []
     for request in requests:
         step = bookie_step_for(cfg, state, request)
         if step is None:
+            if _lost(state, request):
+                answers.append(None)
+                continue
             return None
-        ((reply, _delivered),) = step.label.sent
-        answers.append(predicted(reply))
+        answers.append(_answer_of(step))
         state = step.state
     return tuple(answers)
 
 
-def order_sensitivity(cfg: ModelConfig, state: State, a: Message, b: Message) -> int:
+def _answer_of(step: Transition) -> Observation:
+    if is_restart_step(step):
+        return RESTARTED
+    ((reply, _delivered),) = step.label.sent
+    return predicted(reply)
+
+
+def order_sensitivity(cfg: ModelConfig, state: State, a: Member, b: Member) -> int:
     """How many of the two answers the model gives ``a`` and ``b`` depend on which a bookie
     processes first: 2 when each sees the other (a fence read and an add that raises the
     bookie's LAC: the add is fenced, or the fence read returns its LAC), 1 when one does (a
@@ -114,7 +165,7 @@ def order_sensitivity(cfg: ModelConfig, state: State, a: Message, b: Message) ->
     return (first[0] != second[1]) + (first[1] != second[0])
 
 
-def order_sensitive(cfg: ModelConfig, state: State, a: Message, b: Message) -> bool:
+def order_sensitive(cfg: ModelConfig, state: State, a: Member, b: Member) -> bool:
     """Whether the model's answers to ``a`` and ``b`` depend on their order at all."""
     return order_sensitivity(cfg, state, a, b) > 0
 
@@ -123,10 +174,11 @@ def order_sensitive(cfg: ModelConfig, state: State, a: Message, b: Message) -> b
 class Explanation:
     """What the judge found for one race."""
 
-    requests: tuple[Message, ...]
-    #: The explaining order (indices into ``requests``) and its steps; None: no order explains.
+    requests: tuple[Member, ...]
+    #: The explaining order (indices into ``requests``) and its model steps, each with its
+    #: member's index (a request a restart lost has none); None: no order explains.
     order: tuple[int, ...] | None = None
-    steps: list[Transition] = field(default_factory=list)
+    steps: list[tuple[int, Transition]] = field(default_factory=list)
     #: How many orders were tried, and for each one that failed, why.
     tried: int = 0
     failures: list[str] = field(default_factory=list)
@@ -172,7 +224,7 @@ def _orders(answers: Sequence[Timed]) -> list[tuple[int, ...]]:
 def explain(
     cfg: ModelConfig,
     state: State,
-    requests: Sequence[Message],
+    requests: Sequence[Member],
     answers: Sequence[Timed],
 ) -> Explanation:
     """Find a serial order of ``requests`` (raced from ``state``) whose model steps predict
@@ -195,21 +247,26 @@ def explain(
 def _serial(
     cfg: ModelConfig,
     state: State,
-    requests: Sequence[Message],
+    requests: Sequence[Member],
     answers: Sequence[Timed],
     order: Sequence[int],
-) -> tuple[list[Transition], str | None]:
-    """The model's steps for ``order``, or why it does not explain the answers."""
-    steps: list[Transition] = []
+) -> tuple[list[tuple[int, Transition]], str | None]:
+    """The model's steps for ``order``, or why it does not explain the answers. A request
+    with no answer is explained only where a restart before it in the order lost it."""
+    steps: list[tuple[int, Transition]] = []
     for i in order:
+        name, observed = describe_request(requests[i]), answers[i].observation
         step = bookie_step_for(cfg, state, requests[i])
         if step is None:
-            return steps, f"the model's bookie cannot process {describe_request(requests[i])}"
-        ((reply, _delivered),) = step.label.sent
-        diffs = differences(predicted(reply), answers[i].observation)
+            if observed is None and _lost(state, requests[i]):
+                continue  # lost in the restart, as the spec's crash loses it
+            return steps, f"the model cannot carry out {name}"
+        if observed is None:
+            return steps, f"{name}: no answer, where the model's bookie answers"
+        diffs = differences(_answer_of(step), observed)
         if diffs:
-            return steps, f"{describe_request(requests[i])}: {'; '.join(diffs)}"
-        steps.append(step)
+            return steps, f"{name}: {'; '.join(diffs)}"
+        steps.append((i, step))
         state = step.state
     return steps, None
 
@@ -256,13 +313,18 @@ class RaceTally:
 
 __all__ = [
     "MAX_RACE",
+    "RESTARTED",
     "Explanation",
+    "Member",
     "RaceTally",
+    "Restart",
     "Timed",
     "bookie_step_for",
     "describe_request",
     "explain",
     "is_bookie_step",
+    "is_restart_step",
+    "member_of",
     "order_sensitive",
     "order_sensitivity",
     "predicted_answers",

@@ -408,6 +408,14 @@ MUTATIONS = (
         "a request answered before another was sent may be ordered after it",
     ),
     Mutation(
+        "race-no-answer-always-lost",
+        "conformance/races.py",
+        "            if observed is None and _lost(state, requests[i]):\n",
+        "            if observed is None:\n",
+        ("tests/conformance/test_races.py",),
+        "a request that got no answer is taken as lost in a restart the model did not have",
+    ),
+    Mutation(
         "race-unexplained-dropped",
         "conformance/engine.py",
         '            return [self.no_step("Race", explanation.finding(), request=request, '

@@ -27,14 +27,21 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from conformance.engine import Execution, Outcome, StepRecord
-from conformance.races import MAX_RACE, order_sensitivity, raceable
+from conformance.races import (
+    MAX_RACE,
+    Member,
+    is_restart_step,
+    member_of,
+    order_sensitivity,
+    raceable,
+)
 from conformance.search.choices import Chooser
 from conformance.search.danger import danger
 from conformance.targets.base import Target
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import Label, Transition, successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import Message, State
+from model.bookkeeper.records import State
 from model.bookkeeper.swarm import LOSS_RATES
 from model.search.bfs import Step
 
@@ -119,13 +126,17 @@ def race_pairs(
     rest; in ``candidates``' order within each."""
 
     def rank(pair: tuple[Transition, Transition]) -> int:
-        a, b = pair[0].label.received, pair[1].label.received
-        assert a is not None and b is not None
+        a, b = member_of(pair[0]), member_of(pair[1])
         if a.bookie != b.bookie:
             return 3  # different bookies: neither answer can depend on the other
         return 2 - order_sensitivity(cfg, state, a, b)
 
-    return sorted(itertools.combinations(candidates, 2), key=rank)
+    pairs = [
+        (a, b)
+        for a, b in itertools.combinations(candidates, 2)
+        if not (is_restart_step(a) and is_restart_step(b))  # one restart a race
+    ]
+    return sorted(pairs, key=rank)
 
 
 def draw_race(
@@ -134,13 +145,16 @@ def draw_race(
     """Whether this step races requests, and which (None: an ordinary step). Draws nothing
     when fewer than two requests could be processed next."""
     candidates = raceable(enabled)
-    if len(candidates) < 2 or chooser.integer(0, 1) == 0:
-        return None
     pairs = race_pairs(cfg, state, candidates)
+    if not pairs or chooser.integer(0, 1) == 0:
+        return None
     members = list(pairs[chooser.integer(0, len(pairs) - 1)])
-    rest = [t for t in candidates if t not in members]
+    restarts = any(is_restart_step(t) for t in members)
+    rest = [t for t in candidates if t not in members and not (restarts and is_restart_step(t))]
     while rest and len(members) < MAX_RACE and chooser.integer(0, 1):
         members.append(rest.pop(chooser.integer(0, len(rest) - 1)))
+        if is_restart_step(members[-1]):
+            rest = [t for t in rest if not is_restart_step(t)]
     offsets = tuple(RACE_OFFSETS_S[chooser.integer(0, len(RACE_OFFSETS_S) - 1)] for _ in members)
     return Race(tuple(members), offsets)
 
@@ -149,16 +163,16 @@ def encode_race(
     cfg: ModelConfig,
     state: State,
     enabled: Sequence[Transition],
-    pair: tuple[Message, Message],
+    pair: tuple[Member, Member],
     offsets: tuple[int, int] = (0, 0),
 ) -> list[int]:
     """The choices with which :func:`draw_race` races the two requests of ``pair``, nothing
     more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]`` after the race starts."""
     pairs = race_pairs(cfg, state, raceable(enabled))
     for index, (a, b) in enumerate(pairs):
-        if (a.label.received, b.label.received) == pair:
+        if (member_of(a), member_of(b)) == pair:
             return [1, index, 0, *offsets]
-        if (b.label.received, a.label.received) == pair:
+        if (member_of(b), member_of(a)) == pair:
             return [1, index, 0, offsets[1], offsets[0]]
     raise ValueError(f"{pair} cannot race from this state")
 
@@ -193,7 +207,7 @@ def encode_trace(
     max_steps: int,
     *,
     races: bool = False,
-    then_race: tuple[Message, Message] | None = None,
+    then_race: tuple[Member, Member] | None = None,
     race_offsets: tuple[int, int] = (0, 0),
 ) -> list[int]:
     """The choices of an example that takes exactly the steps of ``trace`` (a model trace from
@@ -238,16 +252,16 @@ def race_proposals(
     for trace in traces:
         if should_stop() or (limit is not None and len(found[2]) >= limit):
             break
-        best: tuple[int, int, tuple[Message, Message]] | None = None
+        best: tuple[int, int, tuple[Member, Member]] | None = None
         for depth, point in enumerate(trace[:max_steps]):
             state = point.state
-            for a, b in itertools.combinations(raceable(successors(cfg, state)), 2):
-                pair = (a.label.received, b.label.received)
-                if pair[0].bookie != pair[1].bookie:  # type: ignore[union-attr]
-                    continue  # at different bookies neither answer depends on the other
-                sensitivity = order_sensitivity(cfg, state, *pair)  # type: ignore[arg-type]
+            for a, b in race_pairs(cfg, state, raceable(successors(cfg, state))):
+                pair = (member_of(a), member_of(b))
+                if pair[0].bookie != pair[1].bookie:
+                    break  # ranked: the rest are at different bookies, where nothing depends
+                sensitivity = order_sensitivity(cfg, state, *pair)
                 if sensitivity and (best is None or sensitivity > best[0]):
-                    best = (sensitivity, depth, pair)  # type: ignore[assignment]
+                    best = (sensitivity, depth, pair)
             if best is not None and best[0] == 2:
                 break
         if best is not None:

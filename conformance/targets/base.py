@@ -9,7 +9,7 @@ from typing import Protocol
 from adapters.installations.system import SystemUnderTest
 from conformance.errors import ConformanceError
 from conformance.observations import Observation
-from conformance.operations import Deliver, Operation
+from conformance.operations import Crash, Deliver, Operation
 from conformance.races import Timed
 from model.bookkeeper.config import ModelConfig
 
@@ -90,15 +90,17 @@ class ConcurrentTarget(Target, Protocol):
     :mod:`conformance.races`)."""
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
     ) -> list[Timed]:
         """Send each request of ``ops`` on a connection of its own, ``offsets_s[i]`` seconds
         after the race starts, and await every answer; each with when it was sent and
-        answered. Raise ``TargetError`` when one did not answer (the race decides nothing)."""
+        answered. A ``Crash`` among them restarts its bookie meanwhile: a request to that
+        bookie whose connection closed under the restart has no answer (``None``). Raise
+        ``TargetError`` when anything else did not answer (the race decides nothing)."""
 
 
 def invoke_concurrently(
-    target: Target, ops: Sequence[Deliver], offsets_s: Sequence[float]
+    target: Target, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
 ) -> list[Timed]:
     """Race ``ops`` on ``target``; an error (never a sequential stand-in) when it cannot."""
     if not supports_races(target):

@@ -195,24 +195,45 @@ class ClusterTarget(abc.ABC):
     # Bookie steps ----------------------------------------------------------------------------
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
     ) -> list[Timed]:
         """Race ``ops`` (:class:`~conformance.targets.base.ConcurrentTarget`): every
         connection is opened first, so that no request waits for a handshake, then each
-        request goes out ``offsets_s[i]`` after the race's start on its own connection."""
-        return self._run(self._race(ops, offsets_s))
+        request goes out ``offsets_s[i]`` after the race's start on its own connection; a
+        ``Crash`` restarts its bookie on a worker thread meanwhile (the event loop goes on
+        serving the other requests), and a request to that bookie whose connection closed
+        under it has no answer."""
+        restarting = {op.bookie for op in ops if isinstance(op, Crash)}
+        try:
+            return self._run(self._race(ops, offsets_s, restarting))
+        finally:
+            for key in [k for k in self._connections if k[1] in restarting]:
+                # The restart closed them (a new bookie process or instance listens now).
+                self._run_quietly(self._connections.pop(key).close())
 
-    async def _race(self, ops: Sequence[Deliver], offsets_s: Sequence[float]) -> list[Timed]:
+    async def _race(
+        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float], restarting: set[int]
+    ) -> list[Timed]:
         for lane, op in enumerate(ops, start=1):
-            await self._connection(op.request.cid, op.request.bookie, lane)
+            if isinstance(op, Deliver):
+                await self._connection(op.request.cid, op.request.bookie, lane)
         start = time.monotonic()
 
-        async def one(lane: int, op: Deliver, offset: float) -> Timed:
+        async def one(lane: int, op: Deliver | Crash, offset: float) -> Timed:
             if offset > 0:
                 await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
             invoked = time.monotonic()
-            observed = await self._deliver(op.request, lane)
-            return Timed(observed, invoked, time.monotonic())
+            if isinstance(op, Crash):
+                loop = asyncio.get_running_loop()
+                observed = await loop.run_in_executor(None, self._restart_empty, op.bookie)
+                return Timed(observed, invoked, time.monotonic())
+            try:
+                answer: Observation | None = await self._deliver(op.request, lane)
+            except TargetError:
+                if op.request.bookie not in restarting:
+                    raise
+                answer = None  # the connection closed under the restart: no answer
+            return Timed(answer, invoked, time.monotonic())
 
         # Every request runs to its answer or its timeout before the race ends: none is left
         # in flight behind the engine's next step.
@@ -271,9 +292,14 @@ class ClusterTarget(abc.ABC):
         return self._connections[key]
 
     def _crash(self, bookie: int) -> Observation:
-        assert self.cluster is not None
         for key in [k for k in self._connections if k[1] == bookie]:
             self._run_quietly(self._connections.pop(key).close())
+        return self._restart_empty(bookie)
+
+    def _restart_empty(self, bookie: int) -> Observation:
+        """The bookie restarts without its data (blocking; a race runs it on a worker thread,
+        and its connections are closed afterwards)."""
+        assert self.cluster is not None
         try:
             self.cluster.restart_with_data_loss(Node.bookie(self.bookie_ids[bookie]), DataLoss.WIPE)
         except ClusterError as exc:

@@ -86,14 +86,21 @@ class ModelTarget:
         raise TypeError(f"not an operation: {op!r}")
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
     ) -> list[Timed]:
         """The spec's bookies serve one request at a time: a race is carried out in the order
-        of its send offsets (ties in the given order), each answered before the next is sent."""
+        of its send offsets (ties in the given order), each answered before the next is sent;
+        a request to a bookie restarted before it has no answer (its connection closed)."""
         answers: dict[int, Timed] = {}
+        restarted: set[int] = set()
         for i in sorted(range(len(ops)), key=lambda i: (offsets_s[i], i)):
-            invoked = time.monotonic()
-            observed = self.invoke(ops[i])
+            op, invoked = ops[i], time.monotonic()
+            if isinstance(op, Deliver) and op.request.bookie in restarted:
+                answers[i] = Timed(None, invoked, time.monotonic())
+                continue
+            observed = self.invoke(op)
+            if isinstance(op, Crash):
+                restarted.add(op.bookie)
             answers[i] = Timed(observed, invoked, time.monotonic())
         return [answers[i] for i in range(len(ops))]
 

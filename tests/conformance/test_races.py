@@ -9,7 +9,16 @@ import pytest
 from conformance.engine import Execution
 from conformance.observations import Observation
 from conformance.operations import Deliver, Operation
-from conformance.races import RaceTally, Timed, explain, raceable
+from conformance.races import (
+    RESTARTED,
+    RaceTally,
+    Restart,
+    Timed,
+    explain,
+    is_restart_step,
+    member_of,
+    raceable,
+)
 from conformance.targets.base import TargetSnapshot
 from conformance.targets.model_target import ModelTarget
 from conformance.verdict import Verdict
@@ -69,7 +78,7 @@ ADD, FENCE = _at_b1(PREFIX)
 REQUESTS = (ADD.label.received, FENCE.label.received)
 
 
-def _timed(*observations: Observation, overlap: bool = True) -> list[Timed]:
+def _timed(*observations: Observation | None, overlap: bool = True) -> list[Timed]:
     """Answers sent at once (overlapping), or one after the other (the first done first)."""
     if overlap:
         return [Timed(o, 0.0 + i * 0.001, 1.0) for i, o in enumerate(observations)]
@@ -80,7 +89,7 @@ def test_the_add_first_explains_an_add_the_fence_read_saw() -> None:
     assert REQUESTS[0].lac == 1  # type: ignore[union-attr]
     found = explain(CFG, PREFIX, REQUESTS, _timed(OK_ADD, _fence(1)))  # type: ignore[arg-type]
     assert found.explained and found.order == (0, 1) and found.tried == 1
-    assert [t.label.action for t in found.steps] == [
+    assert [t.label.action for _i, t in found.steps] == [
         "BookieSendsAddConfirmedResponse",
         "BookieSendsFencingReadLacResponse",
     ]
@@ -222,3 +231,86 @@ def test_the_model_target_serves_a_race_in_the_order_of_its_offsets() -> None:
         "BookieSendsFencingReadLacResponse",
         "BookieSendsAddFencedResponse",
     ]
+
+
+# A restart in a race: c1's add of e1 waits at b1..b3 when b1 restarts without its data.
+CRASHY = ModelConfig(
+    bookies=3, clients=2, write_quorum=3, ack_quorum=2, max_crashes=1, crash_when_open=True
+)
+
+
+def _crash_prefix() -> tuple[State, Transition, Transition]:
+    state = init_state(CRASHY)
+    for scripted in PREFIX_STEPS[:2]:
+        state = take(CRASHY, state, scripted).state
+    racing = raceable(successors(CRASHY, state))
+    restart = next(t for t in racing if is_restart_step(t) and t.label.bookie == 0)
+    add = next(t for t in racing if member_of(t) != Restart(0) and member_of(t).bookie == 0)
+    return state, restart, add
+
+
+def test_a_request_answered_before_the_restart_is_explained_before_it() -> None:
+    state, restart, add = _crash_prefix()
+    members = (member_of(restart), member_of(add))
+    found = explain(CRASHY, state, members, _timed(RESTARTED, OK_ADD))
+    assert found.explained and [i for i, _step in found.steps] == [1, 0]
+
+
+def test_a_request_with_no_answer_is_explained_only_as_lost_in_the_restart() -> None:
+    state, restart, add = _crash_prefix()
+    members = (member_of(restart), member_of(add))
+    found = explain(CRASHY, state, members, _timed(RESTARTED, None))
+    assert found.explained and found.order == (0, 1)
+    assert [i for i, _step in found.steps] == [0]  # the add has no step: the restart lost it
+    # The add was over before the restart began: no answer is then no answer the model gives.
+    answers = [Timed(RESTARTED, 1.0, 1.5), Timed(None, 0.0, 0.5)]
+    alone = explain(CRASHY, state, members, answers)
+    assert not alone.explained
+    assert "no answer, where the model's bookie answers" in alone.finding()
+
+
+def test_the_model_target_loses_a_request_sent_after_a_restart_in_its_race() -> None:
+    execution = Execution(CRASHY, ModelTarget(CRASHY))
+    for scripted in PREFIX_STEPS[:2]:
+        execution.apply(take(CRASHY, execution.state, scripted))
+    _state, restart, add = _crash_prefix()
+    records = execution.apply_race([add, restart], [0.001, 0.0])  # the restart first
+    assert [r.action for r in records] == ["BookieRestartsEmpty"]
+    assert records[0].race is not None and records[0].race["lost"] == ["c1's add e1 (lac=0) to b1"]
+    assert execution.finish().verdict is Verdict.CLEAN
+
+
+def test_a_race_holds_one_restart_at_most() -> None:
+    state = init_state(CRASHY)
+    for scripted in PREFIX_STEPS[:2]:
+        state = take(CRASHY, state, scripted).state
+    restarts = [t for t in raceable(successors(CRASHY, state)) if is_restart_step(t)][:2]
+    execution = Execution(CRASHY, ModelTarget(CRASHY))
+    execution.state = state
+    with pytest.raises(ValueError, match="at most one restart"):
+        execution.apply_race(restarts)
+
+
+def test_no_answer_from_a_request_the_model_cannot_process_is_not_taken_as_lost() -> None:
+    # c1 sent e1 and e2 pipelined: b1 takes e1 first (IsEarliestMsg), so its add of e2 cannot
+    # be processed yet, and b2's restart does not lose it: no answer is then unexplained.
+    cfg = ModelConfig(
+        bookies=3,
+        clients=2,
+        write_quorum=3,
+        ack_quorum=2,
+        send_limit=2,
+        inflight_limit=2,
+        max_crashes=1,
+    )
+    state = init_state(cfg)
+    for scripted in (*PREFIX_STEPS[:2], step("ClientSendsAddEntryRequests", client="c1")):
+        state = take(cfg, state, scripted).state
+    second = next(
+        m
+        for m, _count in state.messages
+        if isinstance(m, AddEntryRequest) and m.entry.id == 2 and m.bookie == 0
+    )
+    found = explain(cfg, state, (Restart(1), second), _timed(RESTARTED, None))
+    assert not found.explained
+    assert "the model cannot carry out c1's add e2 (lac=0) to b1" in found.finding()

@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from adapters.installations.system import BookieChoice
+from conformance.engine import Execution
+from conformance.races import is_restart_step, member_of, raceable
 from conformance.search.runner import SearchSettings, replay_choices, run_search
 from conformance.targets.local_target import LocalTarget
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.scripted import step, take
 from tests.conformance.inprocess_reference import InProcessReferenceTarget
 
 # A writer and a recovering client, two entries: the writer's second add carries LAC 1, so a
@@ -120,3 +123,32 @@ def test_races_on_a_local_cluster_of_reference_bookies(tmp_path: Path) -> None:
         assert all(r.outcome.races is not None for r in runs)
     assert Verdict.DIVERGENCE in verdicts["racy-fence-add"], verdicts
     assert set(verdicts["none"]) == {Verdict.CLEAN}, verdicts
+
+
+@pytest.mark.cluster
+def test_a_request_racing_a_restart_of_its_bookie_is_judged(tmp_path: Path) -> None:
+    """A restart races c1's add at b1 (the reference bookies' processes, a real restart):
+    answered before it, or lost under it; either way one of the model's orders explains it."""
+    cfg = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2, max_crashes=1)
+    target = LocalTarget(bookies=BookieChoice.reference(), work_dir=tmp_path)
+    target.open(cfg)
+    seen = set()
+    try:
+        for restart_ahead_s in (0.0, 0.005):
+            execution = Execution(cfg, target)
+            assert execution.begin()
+            for scripted in (
+                step("ClientCreatesLedger", client="c1"),
+                step("ClientSendsAddEntryRequests", client="c1"),
+            ):
+                execution.apply(take(cfg, execution.state, scripted))
+            racing = raceable(execution.enabled())
+            restart = next(t for t in racing if is_restart_step(t) and t.label.bookie == 0)
+            add = next(t for t in racing if not is_restart_step(t) and member_of(t).bookie == 0)
+            records = execution.apply_race([add, restart], [restart_ahead_s, 0.0])
+            outcome = execution.finish()
+            assert outcome.verdict is Verdict.CLEAN, (outcome.divergences, outcome.error)
+            seen.add(tuple(r.action for r in records))
+    finally:
+        target.close()
+    assert all("BookieRestartsEmpty" in actions for actions in seen), seen
