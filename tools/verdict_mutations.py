@@ -374,8 +374,8 @@ MUTATIONS = (
     Mutation(
         "plan-wipes-excuse-every-lost-entry",
         "conformance/javaclient/plan_wipes.py",
-        "                if holders & self.held.get(entry_id, 0):\n",
-        "                if True:\n",
+        "            if not holders & self.held.get(entry_id, 0):\n",
+        "            if False:\n",
         ("tests/conformance/javaclient/test_plan_wipes.py",),
         "an acknowledged entry its write set never held is excused as if the plan had wiped it",
     ),

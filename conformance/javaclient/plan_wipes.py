@@ -17,10 +17,9 @@ the throttled add) is a violation as the spec says.
 
 from __future__ import annotations
 
-from model.bookkeeper.actions import fragment_of_entry_id, writeset
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.invariants import Invariant
-from model.bookkeeper.records import CLIENT_CLOSING, STATUS_CLOSED, STATUS_OPEN, State
+from model.bookkeeper.invariants import Invariant, unreadable_acked_entries
+from model.bookkeeper.records import State
 
 READABILITY = "AllAckedEntriesAreReadable"
 
@@ -42,27 +41,11 @@ class ReadabilityBeyondWipes:
             for entry in entries:
                 self.held[entry.id] = self.held.get(entry.id, 0) | 1 << b
 
-    def _holding_now(self, s: State, entry_id: int) -> int:
-        return sum(
-            1 << b
-            for b, entries in enumerate(s.b_entries)
-            if any(e.id == entry_id for e in entries)
-        )
-
     def check(self, cfg: ModelConfig, s: State) -> bool:
-        for c in s.clients:
-            # As the spec's invariant (a CLOSING writer, ``fenced_writer_closes``, included).
-            if c.status not in (STATUS_OPEN, STATUS_CLOSED, CLIENT_CLOSING) or c.lac <= 0:
-                continue
-            for entry_id in range(1, c.lac + 1):
-                fragment = fragment_of_entry_id(entry_id, s.meta_fragments)
-                holders = writeset(cfg, fragment.ensemble, entry_id, fragment.order)
-                if holders & self._holding_now(s, entry_id):
-                    continue
-                if holders & self.held.get(entry_id, 0):
-                    self.excused.add(entry_id)  # every copy it had was wiped
-                    continue
-                return False
+        for entry_id, holders in unreadable_acked_entries(cfg, s):
+            if not holders & self.held.get(entry_id, 0):
+                return False  # its write set never held it
+            self.excused.add(entry_id)  # every copy it had was wiped
         return True
 
     def replacing(self, invariants: tuple[Invariant, ...]) -> tuple[Invariant, ...]:

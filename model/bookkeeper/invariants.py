@@ -8,7 +8,7 @@ spec's BookKeeperProtocolWithLimbo variant and catches Defect 2.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from model.bookkeeper.actions import fragment_of_entry_id, writeset
@@ -63,8 +63,9 @@ def no_divergence_between_client_and_metadata(cfg: ModelConfig, s: State) -> boo
     )
 
 
-def all_acked_entries_are_readable(cfg: ModelConfig, s: State) -> bool:
-    """``AllAckedEntriesAreReadable``: each acknowledged entry is on a bookie of its fragment."""
+def unreadable_acked_entries(cfg: ModelConfig, s: State) -> Iterator[tuple[int, int]]:
+    """Each entry a client acknowledged that no bookie of its write set holds, with that write
+    set (a bookie mask): what ``AllAckedEntriesAreReadable`` forbids."""
     for c in s.clients:
         # A CLOSING writer (``fenced_writer_closes``) still answers for what it acknowledged.
         if c.status not in (STATUS_OPEN, STATUS_CLOSED, CLIENT_CLOSING) or c.lac <= 0:
@@ -76,8 +77,12 @@ def all_acked_entries_are_readable(cfg: ModelConfig, s: State) -> bool:
                 holders >> b & 1 and any(e.id == entry_id for e in s.b_entries[b])
                 for b in range(cfg.bookies)
             ):
-                return False
-    return True
+                yield entry_id, holders
+
+
+def all_acked_entries_are_readable(cfg: ModelConfig, s: State) -> bool:
+    """``AllAckedEntriesAreReadable``: each acknowledged entry is on a bookie of its fragment."""
+    return next(unreadable_acked_entries(cfg, s), None) is None
 
 
 def all_committed_entries_reach_ack_quorum(cfg: ModelConfig, s: State) -> bool:
