@@ -357,8 +357,9 @@ MUTATIONS = (
     Mutation(
         "recovering-client-never-held-to-the-end",
         "model/bookkeeper/invariants.py",
-        "    still_recovering = STATUS_IN_RECOVERY if cfg.fenced_writer_closes else None\n",
-        "    still_recovering = STATUS_IN_RECOVERY\n",
+        "    recovering = (STATUS_IN_RECOVERY, RECOVERY_ABORTED) if cfg.fenced_writer_closes "
+        "else ()\n",
+        "    recovering = (STATUS_IN_RECOVERY, RECOVERY_ABORTED)\n",
         ("tests/model/bookkeeper/test_fenced_writer_closes.py",),
         "the spec's NoDivergenceBetweenClientAndMetaData exempts a recovering client without the "
         "switch",
@@ -426,6 +427,18 @@ MUTATIONS = (
             "tests/conformance/test_races_on_reference_bookies.py",
         ),
         "a race no order explains ends the example clean",
+    ),
+    Mutation(
+        "closing-writer-takes-no-answers",
+        "model/bookkeeper/actions.py",
+        "        if ctx.cfg.closing_writer_takes_answers:\n",
+        "        if False:\n",
+        (
+            "tests/model/bookkeeper/test_closing_writer_takes_answers.py",
+            "tests/conformance/javaclient/test_failover_runs.py",
+        ),
+        "a fenced writer ignores the answers queued before its close (the seed-51 false "
+        "divergence comes back)",
     ),
     Mutation(
         "zab-resume-failure-suppressed",

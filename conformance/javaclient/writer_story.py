@@ -86,7 +86,7 @@ from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import STATUS_OPEN, PendingAddOp, bookie_name
+from model.bookkeeper.records import CLIENT_CLOSING, STATUS_OPEN, PendingAddOp, bookie_name
 from model.bookkeeper.scripted import ScriptedStep, enabled, step
 from model.bookkeeper.scripted import take as take_step
 
@@ -920,7 +920,9 @@ class _WriterReplay(RecoveryStory):
                 event.at,
             )
             c1 = self.state.clients[0]
-        if c1.status != STATUS_OPEN or not enabled(self.cfg, self.state, scripted):
+        if c1.status not in (STATUS_OPEN, CLIENT_CLOSING) or not enabled(
+            self.cfg, self.state, scripted
+        ):
             self.stale_answers += 1
             self.notes.append(
                 f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}) reached "
@@ -1361,7 +1363,8 @@ def story_configs(
     (:func:`~.story.judge`): recovery reads fence as observed; a decided read's late answers
     are ignored and its requests still reach their bookies; read errors count per entry;
     write-backs complete from the recovered LAC on; the writer closes the ledger when an add
-    is fenced (``fenced_writer_closes``); and a bookie the plan wiped restarts empty
+    is fenced (``fenced_writer_closes``), once the answers queued before its close completed
+    their adds (``closing_writer_takes_answers``); and a bookie the plan wiped restarts empty
     (``BookieRestartsEmpty``, as many as it wiped). The spec's client reads with the fence."""
     if record.takeover is None:
         cfg = writer_config(record.shape, record.entries)
@@ -1371,8 +1374,10 @@ def story_configs(
     return (
         dataclasses.replace(
             recovering,
-            # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY.
+            # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY,
+            # once the answers queued before its close have completed their adds.
             fenced_writer_closes=True,
+            closing_writer_takes_answers=True,
             # The bookies the plan wiped restart empty (BookieRestartsEmpty): no fence, no
             # entries (BookKeeper's data integrity check is off by default: no limbo).
             max_crashes=len(record.wiped),

@@ -132,6 +132,7 @@ LATER_SWITCHES = frozenset(
         "partial_ensemble_changes",
         "late_adds_after_timeout",
         "fenced_writer_closes",
+        "closing_writer_takes_answers",
     }
 )
 

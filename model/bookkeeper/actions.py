@@ -1104,6 +1104,11 @@ def _client_actions(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
         _client_closes_ledger_success(ctx, c, out)
         _client_closes_ledger_fail(ctx, c, out)
     elif status == CLIENT_CLOSING:
+        if ctx.cfg.closing_writer_takes_answers:
+            # Answers queued before the close's task still complete their adds.
+            _receive_add_confirmed_response(
+                ctx, c, False, "ClientReceivesAddConfirmedResponse", out
+            )
         _client_closes_ledger_success(ctx, c, out)
         _client_closes_ledger_fail(ctx, c, out)
     elif status == STATUS_IN_RECOVERY:

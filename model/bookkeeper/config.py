@@ -105,6 +105,13 @@ class ModelConfig:
       client that finished reading and writing back, on a ledger someone else closed, takes
       ``RecoveryClientClosesLedger`` without writing: its LAC becomes the ledger's last
       entry. Found by the Java-client fail-over runs (``--role both``) on 4.17.3.
+    - ``closing_writer_takes_answers`` (default False; needs ``fenced_writer_closes``). A
+      CLOSING writer still takes add confirmations (``ClientReceivesAddConfirmedResponse``)
+      until its close, which is then at the LAC they raised: BookKeeper's close after a fenced
+      add (``doAsyncCloseInternal``) runs on the ledger's ordered executor, after the add
+      answers already queued there, which complete their adds and move the LAC. Found by the
+      15-minute ``--role both`` search on 4.17.3 (seed 51): an add acknowledged on an answer
+      that reached the client in the millisecond of another add's EFENCED.
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -133,6 +140,7 @@ class ModelConfig:
     partial_ensemble_changes: bool = False
     late_adds_after_timeout: bool = False
     fenced_writer_closes: bool = False
+    closing_writer_takes_answers: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -169,6 +177,11 @@ class ModelConfig:
             raise ConfigError(
                 "late_read_requests_processed needs late_read_answers_ignored (a decision "
                 "with read answers still in flight)"
+            )
+        if self.closing_writer_takes_answers and not self.fenced_writer_closes:
+            raise ConfigError(
+                "closing_writer_takes_answers needs fenced_writer_closes (only a fenced writer "
+                "is CLOSING)"
             )
         object.__setattr__(self, "effective_ensemble_size", ensemble)
 
@@ -207,6 +220,8 @@ class ModelConfig:
             parts.append("LateAddsAfterTimeout=TRUE")
         if self.fenced_writer_closes:
             parts.append("FencedWriterCloses=TRUE")
+        if self.closing_writer_takes_answers:
+            parts.append("ClosingWriterTakesAnswers=TRUE")
         if self.max_crashes:
             phases = [
                 name

@@ -15,6 +15,7 @@ from model.bookkeeper.actions import fragment_of_entry_id, writeset
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import (
     CLIENT_CLOSING,
+    RECOVERY_ABORTED,
     STATUS_CLOSED,
     STATUS_IN_RECOVERY,
     STATUS_OPEN,
@@ -55,11 +56,11 @@ def no_divergence_between_client_and_metadata(cfg: ModelConfig, s: State) -> boo
         return True
     # With ``fenced_writer_closes`` the writer may close the ledger while another client
     # recovers it: that client's LAC is its recovery's progress, acknowledged to nobody, and
-    # it ends with the ledger's last entry (``RecoveryClientClosesLedger`` finds it closed).
-    still_recovering = STATUS_IN_RECOVERY if cfg.fenced_writer_closes else None
+    # it ends with the ledger's last entry (``RecoveryClientClosesLedger`` finds it closed) or
+    # gives up (RECOVERY_ABORTED), still acknowledging nothing.
+    recovering = (STATUS_IN_RECOVERY, RECOVERY_ABORTED) if cfg.fenced_writer_closes else ()
     return all(
-        c.status is None or c.status == still_recovering or c.lac <= s.meta_last_entry
-        for c in s.clients
+        c.status is None or c.status in recovering or c.lac <= s.meta_last_entry for c in s.clients
     )
 
 

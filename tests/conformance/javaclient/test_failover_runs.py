@@ -122,7 +122,12 @@ def test_the_fenced_writer_closing_over_the_recovery_needs_the_switch(
 
     def without_the_switch(*args: Any) -> Any:
         cfg, spec_cfg = spec_configs(*args)
-        return dataclasses.replace(cfg, fenced_writer_closes=False), spec_cfg
+        return (
+            dataclasses.replace(
+                cfg, fenced_writer_closes=False, closing_writer_takes_answers=False
+            ),
+            spec_cfg,
+        )
 
     monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
     assert judge(record).verdict is not Verdict.CLEAN
@@ -228,3 +233,23 @@ def test_an_entry_whose_every_copy_the_plan_wiped_is_the_plan_s_loss(
     judgement = judge(record)
     assert judgement.verdict is Verdict.VIOLATION
     assert "AllAckedEntriesAreReadable" in judgement.outcome.violations
+
+
+def test_an_answer_queued_before_the_fenced_writer_s_close_completes_its_add(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # b3's EFENCED to e1 and b2's EOK to e0 reached the writer in one millisecond: it
+    # acknowledged e0, then closed the ledger at e0 over the recovery.
+    record = EXAMPLES_BY_NAME["an answer queued before the fenced writer's close completes its add"]
+    assert [o.describe().split(": ")[1] for o in record.outcomes][:2] == ["OK", "LedgerFenced"]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert judgement.cfg.closing_writer_takes_answers
+    spec_configs = writer_story.story_configs
+
+    def without_the_switch(*args: Any) -> Any:
+        cfg, spec_cfg = spec_configs(*args)
+        return dataclasses.replace(cfg, closing_writer_takes_answers=False), spec_cfg
+
+    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
+    assert judge(record).verdict is Verdict.DIVERGENCE
