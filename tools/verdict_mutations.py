@@ -441,6 +441,15 @@ MUTATIONS = (
         "divergence comes back)",
     ),
     Mutation(
+        "bookie-lac-of-the-last-add",
+        "model/bookkeeper/bookie.py",
+        "    if of_highest_entry and any(e.id > msg.entry.id for e in entries):\n",
+        "    if False:\n",
+        ("tests/model/bookkeeper/test_lac_of_highest_entry.py",),
+        "the model's bookie answers a fence read with the last add's LAC where a real bookie "
+        "answers with its highest entry's (a false divergence on real bookies)",
+    ),
+    Mutation(
         "zab-resume-failure-suppressed",
         "conformance/zab/faults.py",
         '                self.errors.append(f"resume {name} while healing: {exc}")\n',

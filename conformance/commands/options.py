@@ -44,6 +44,12 @@ def add_model_options(
     )
     switches = parser.add_argument_group("switches (known defects and extensions)")
     switches.add_argument(
+        "--spec-bookie-lac",
+        action="store_true",
+        help="a bookie's LAC is the last add's, as the spec has it, not its highest entry's, as "
+        "a real bookie answers a fence read (docs/model.md, lac_of_highest_entry)",
+    )
+    switches.add_argument(
         "--no-recovery-read-fence",
         action="store_true",
         help="recovery reads do not fence: BookKeeper < 4.14.0, Defect 1",
@@ -100,6 +106,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         crash_when_closed="closed" in phases,
         limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
         fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
+        lac_of_highest_entry=not getattr(args, "spec_bookie_lac", False),
     )
 
 

@@ -7,6 +7,8 @@ test, and a divergence is an answer the protocol does not allow.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conformance.scenarios import SCENARIOS
@@ -19,14 +21,21 @@ from model.bookkeeper.render import sequence_diagram
 pytestmark = pytest.mark.conformance
 
 CONFIGURATIONS = {
-    # The TLC configuration the model's figures come from.
-    "b2-wq2-aq1": ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),
-    # Defect 1's configuration, with the fix.
-    "b3-wq3-aq2": SCENARIOS["defect1-fencing"].config(protected=True),
-    # Ensemble changes (Defect 2's configuration, with the fix).
-    "ensemble-change": SCENARIOS["defect2-invalid-fragment"].config(protected=True),
-    # A bookie crashes and restarts empty; limbo protects the open ledger.
-    "crash-with-limbo": SCENARIOS["limbo-crash"].config(protected=True),
+    name: dataclasses.replace(
+        cfg,
+        # A real bookie answers a fence read with its highest entry's LAC (docs/model.md).
+        lac_of_highest_entry=True,
+    )
+    for name, cfg in {
+        # The TLC configuration the model's figures come from.
+        "b2-wq2-aq1": ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),
+        # Defect 1's configuration, with the fix.
+        "b3-wq3-aq2": SCENARIOS["defect1-fencing"].config(protected=True),
+        # Ensemble changes (Defect 2's configuration, with the fix).
+        "ensemble-change": SCENARIOS["defect2-invalid-fragment"].config(protected=True),
+        # A bookie crashes and restarts empty; limbo protects the open ledger.
+        "crash-with-limbo": SCENARIOS["limbo-crash"].config(protected=True),
+    }.items()
 }
 
 

@@ -133,6 +133,7 @@ LATER_SWITCHES = frozenset(
         "late_adds_after_timeout",
         "fenced_writer_closes",
         "closing_writer_takes_answers",
+        "lac_of_highest_entry",
     }
 )
 

@@ -59,8 +59,11 @@ class ModelTarget:
             self._fresh()
             return Observation("ledger", "OK", success=True)
         if isinstance(op, Deliver):
+            assert self._cfg is not None, "open(cfg) first"
             reply, self._bookies[op.request.bookie] = process(
-                self._bookies[op.request.bookie], op.request
+                self._bookies[op.request.bookie],
+                op.request,
+                lac_of_highest_entry=self._cfg.lac_of_highest_entry,
             )
             return predicted(reply)
         if isinstance(op, CreateLedger):

@@ -22,6 +22,7 @@ from model.bookkeeper.bookie import (
     fence_answer,
     read_answer,
     restarted_empty,
+    stored_lac,
 )
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.messaging import (
@@ -331,15 +332,21 @@ def _bookie_sends_add_confirmed_response(
     b = msg.bookie
     reply = add_answer(msg, True)
     b_entries = (*s.b_entries[:b], s.b_entries[b] | {msg.entry}, *s.b_entries[b + 1 :])
+    highest = ctx.cfg.lac_of_highest_entry
     if ctx.counts[msg] == LATE:
-        lac = max(s.b_lac[b], msg.lac)
+        lac = (
+            stored_lac(s.b_entries[b], s.b_lac[b], msg, of_highest_entry=True)
+            if highest
+            else max(s.b_lac[b], msg.lac)
+        )
         b_lac = (*s.b_lac[:b], lac, *s.b_lac[b + 1 :])
         successor = _with_stored(
             s, b_entries=b_entries, b_lac=b_lac, messages=late_add_processed(s.messages, msg)
         )
         _late_answers("BookieSendsAddConfirmedResponse", msg, reply, successor, out)
         return
-    b_lac = (*s.b_lac[:b], msg.lac, *s.b_lac[b + 1 :])
+    lac = stored_lac(s.b_entries[b], s.b_lac[b], msg, of_highest_entry=highest)
+    b_lac = (*s.b_lac[:b], lac, *s.b_lac[b + 1 :])
     again = ctx.cfg.ensembles_may_repeat
     for messages, delivered in processed_one_and_send_another(
         s.messages, ctx.counts, msg, reply, again=again

@@ -65,13 +65,29 @@ def read_answer(msg: ReadRequest, entries: frozenset[Entry], limbo: bool) -> Rea
     return ReadResponse(READ_RESPONSE, msg.bookie, msg.cid, entry, msg.fence, code)
 
 
+def stored_lac(
+    entries: frozenset[Entry], lac: int, msg: AddEntryRequest, *, of_highest_entry: bool
+) -> int:
+    """The bookie's LAC once it stores ``msg``'s entry. The spec's: the LAC the add carries.
+    ``of_highest_entry`` (``lac_of_highest_entry``), BookKeeper's: the LAC its highest entry
+    carries, which its fence read returns (the last entry), so an older entry written back
+    later leaves it as it was."""
+    if of_highest_entry and any(e.id > msg.entry.id for e in entries):
+        return lac
+    return msg.lac
+
+
 def process(
-    ledger: BookieLedger, msg: AddEntryRequest | FenceRequest | ReadRequest
+    ledger: BookieLedger,
+    msg: AddEntryRequest | FenceRequest | ReadRequest,
+    *,
+    lac_of_highest_entry: bool = False,
 ) -> tuple[AddEntryResponse | FenceResponse | ReadResponse, BookieLedger]:
     """The bookie processes one request: its answer, and what it holds afterwards."""
     if isinstance(msg, AddEntryRequest):
         if accepts_add(ledger.fenced, msg):
-            stored = ledger._replace(entries=ledger.entries | {msg.entry}, lac=msg.lac)
+            lac = stored_lac(ledger.entries, ledger.lac, msg, of_highest_entry=lac_of_highest_entry)
+            stored = ledger._replace(entries=ledger.entries | {msg.entry}, lac=lac)
             return add_answer(msg, True), stored
         return add_answer(msg, False), ledger
     if isinstance(msg, FenceRequest):

@@ -112,6 +112,14 @@ class ModelConfig:
       answers already queued there, which complete their adds and move the LAC. Found by the
       15-minute ``--role both`` search on 4.17.3 (seed 51): an add acknowledged on an answer
       that reached the client in the millisecond of another add's EFENCED.
+    - ``lac_of_highest_entry`` (default False). In the spec a bookie's LAC (what its fence
+      read answers) is the LAC of the last add it processed (``b_lac' = msg.lac``). A real
+      bookie answers a fence read with its last entry, the highest it holds, and its LAC: an
+      older entry written back later by a recovery leaves it as it was. True: the bookie's LAC
+      is the LAC its highest entry carries. Found by the first 30-minute race search on real
+      4.17.3 (``bkconform run --races``): b3 held e1 and e2 (LAC 1), the recovery wrote e1
+      (LAC 0) back to it, and its fence read answered LAC 1 where the spec says 0. ``bkconform
+      run`` turns it on (``--spec-bookie-lac``: off).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -141,6 +149,7 @@ class ModelConfig:
     late_adds_after_timeout: bool = False
     fenced_writer_closes: bool = False
     closing_writer_takes_answers: bool = False
+    lac_of_highest_entry: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -222,6 +231,8 @@ class ModelConfig:
             parts.append("FencedWriterCloses=TRUE")
         if self.closing_writer_takes_answers:
             parts.append("ClosingWriterTakesAnswers=TRUE")
+        if self.lac_of_highest_entry:
+            parts.append("LacOfHighestEntry=TRUE")
         if self.max_crashes:
             phases = [
                 name

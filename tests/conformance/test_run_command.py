@@ -124,3 +124,14 @@ def test_an_unreachable_external_cluster_is_undecided(
     code = main(["run", "--target", "external", "--zk", "127.0.0.1:9", "--runs-dir", str(tmp_path)])
     assert code == 2
     assert "could not decide" in capsys.readouterr().err
+
+
+def test_runs_take_a_bookie_s_lac_as_a_real_bookie_answers_it(tmp_path: Path) -> None:
+    # lac_of_highest_entry is on unless --spec-bookie-lac: real bookies answer a fence read
+    # with their highest entry's LAC (the first race search on 4.17.3 diverged on it).
+    for extra, expected in (([], True), (["--spec-bookie-lac"], False)):
+        argv = ["run", "--seconds", "1", "--max-examples", "1", "--quiet", *extra]
+        assert main([*argv, "--runs-dir", str(tmp_path / str(expected))]) == 0
+        (run_dir,) = _run_dirs(tmp_path / str(expected), "-model-run")
+        results = json.loads((run_dir / "results.json").read_text())
+        assert results["config"]["lac_of_highest_entry"] is expected
