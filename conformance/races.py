@@ -1,21 +1,29 @@
 """Races: requests in flight to bookies together, judged by the serial orders the model allows.
 
-A *race* is a set of requests the model's bookies could each process next (each the earliest
-message of its channel), sent to the target at once, each on a connection of its own, their
-invocation and completion times recorded (:class:`Timed`). A real bookie serves them on its
-thread pools, concurrently; the spec's bookie steps are atomic. The answers are accepted when
-some **serial order** of the race explains them (Jepsen's linearizability, with the model as
-the specification): an order consistent with real time (an operation completed before another
-was invoked comes first) in which each request, processed by the model's bookie step in turn,
-gets exactly the answer observed. Otherwise the race is a divergence that names the requests
-and, for each order tried, the first answer it could not explain (:func:`explain`).
+A *race* is a set of requests the model's bookies could each process next, and at most one
+restart of a bookie (:class:`Restart`), sent to the target at once, each request on a
+connection of its own, their invocation and completion times recorded (:class:`Timed`). A real
+bookie serves them on its thread pools, concurrently; the spec's bookie steps are atomic. The
+answers are accepted when some **serial order** of the race explains them (Jepsen's
+linearizability, with the model as the specification): an order consistent with real time (an
+operation completed before another was invoked comes first) in which each request, processed by
+the model's bookie step in turn, gets exactly the answer observed. Otherwise the race is a
+divergence that names the requests and, for each order tried, the first answer it could not
+explain (:func:`explain`).
 
 The order taken is the first that explains every answer, trying orders by invocation time
 first. Which of several explaining orders is taken does not matter to the model's state after
-the race: a bookie step's effect is a function of its request and its answer (an add answered
-EOK stores its entry and raises the bookie's LAC to the add's, a fence read fences, an add
-answered EFENCED and a read change nothing, each answer joins its channel), and these effects
-commute (a set union, a maximum, a flag set), so every explaining order ends in the same state.
+the race, but for one thing: a bookie step's effect is a function of its request and its
+answer (an add answered EOK stores its entry, a fence read fences, an add answered EFENCED and
+a read change nothing, each answer joins its channel, a restart's place is shown by the
+answers of the requests it lost), and these effects commute (a set union, a flag set), except
+the bookie's LAC, which is the last add's in the spec and, with ``lac_of_highest_entry``, the
+highest entry's: two adds racing at one bookie (with the switch: two copies of one entry, the
+writer's and a write-back) leave the LAC of whichever the order puts last. Only a later fence
+read of that bookie shows it (a second recovery; the final comparison reads no LAC), so an
+order that explains the race but not that later answer would make a false divergence: a limit
+(docs/races.md), not seen in the two-client configurations, where the one recovery fences
+before it writes back.
 
 Refinement, where the spec's step is not BookKeeper's: the spec's bookie takes a client's adds
 in entry order (``IsEarliestMsg``), so a race never holds two adds of one client's stream to
