@@ -672,6 +672,8 @@ def java_recovery_config(
         # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
         # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
         lac_counts_as_confirmed=True,
+        # A real bookie answers a fence read with its highest entry's LAC.
+        lac_of_highest_entry=True,
     )
 
 

@@ -340,6 +340,7 @@ def test_a_recovery_above_the_fenced_lac_closes() -> None:
     outcome = judgement.outcome
     assert outcome.verdict == "clean", outcome.divergences
     assert judgement.cfg.lac_counts_as_confirmed
+    assert judgement.cfg.lac_of_highest_entry  # a real bookie's fence answer
     reads = [r.description for r in outcome.steps if r.action == "ClientSendsRecoveryReadRequests"]
     assert [line.split(",")[0] for line in reads] == [
         "ClientSendsRecoveryReadRequests(c2): sends recovery read e2",
