@@ -224,8 +224,8 @@ def encode_trace(
     for step in steps:
         assert step.label is not None
         enabled = successors(cfg, state)
-        if (races or then_race is not None) and len(raceable(enabled)) >= 2:
-            choices.append(0)
+        if (races or then_race is not None) and race_pairs(cfg, state, raceable(enabled)):
+            choices.append(0)  # no race here: draw_race draws this choice where pairs exist
         choices += encode(enabled, ENCODING_SWARM, step.label)
         state = step.state
     if then_race is not None:

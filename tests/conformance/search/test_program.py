@@ -25,7 +25,7 @@ from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import replay
-from model.bookkeeper.scripted import run_script
+from model.bookkeeper.scripted import run_script, step
 
 CONFIGS = [
     ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),
@@ -139,3 +139,21 @@ class _RandomChooser:
 
     def integer(self, low: int, high: int) -> int:
         return self.rng.randint(low, high)
+
+
+def test_an_encoded_trace_replays_when_only_restarts_could_race() -> None:
+    # With crashes on, two bookies' restarts are enabled together before any request: no
+    # race can hold both, so draw_race draws nothing there, and the encoding must not either
+    # (it once did: every explorer trace of a racing search with crashes replayed wrongly).
+    cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1, max_crashes=1)
+    trace = run_script(
+        cfg,
+        [
+            step("ClientCreatesLedger", client="c1"),
+            step("BookieRestartsEmpty", bookie="b1"),
+            step("ClientSendsAddEntryRequests", client="c1"),
+        ],
+    )
+    choices = encode_trace(cfg, trace, max_steps=10, races=True)
+    run = run_example(cfg, ModelTarget(cfg), ReplayChooser(choices), max_steps=10, races=True)
+    assert [s.label for s in run.outcome.trace] == [s.label for s in trace]
