@@ -143,7 +143,7 @@ def draw_race(
     cfg: ModelConfig, state: State, enabled: Sequence[Transition], chooser: Chooser
 ) -> Race | None:
     """Whether this step races requests, and which (None: an ordinary step). Draws nothing
-    when fewer than two requests could be processed next."""
+    where no pair could race (fewer than two requests, or only restarts)."""
     candidates = raceable(enabled)
     pairs = race_pairs(cfg, state, candidates)
     if not pairs or chooser.integer(0, 1) == 0:
@@ -168,12 +168,18 @@ def encode_race(
 ) -> list[int]:
     """The choices with which :func:`draw_race` races the two requests of ``pair``, nothing
     more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]`` after the race starts."""
-    pairs = race_pairs(cfg, state, raceable(enabled))
-    for index, (a, b) in enumerate(pairs):
-        if (member_of(a), member_of(b)) == pair:
-            return [1, index, 0, *offsets]
-        if (member_of(b), member_of(a)) == pair:
-            return [1, index, 0, offsets[1], offsets[0]]
+    candidates = raceable(enabled)
+    for index, (a, b) in enumerate(race_pairs(cfg, state, candidates)):
+        if {member_of(a), member_of(b)} != set(pair):
+            continue
+        restarts = is_restart_step(a) or is_restart_step(b)
+        others = [
+            t for t in candidates if t not in (a, b) and not (restarts and is_restart_step(t))
+        ]
+        # draw_race asks "a third?" only when one could join.
+        third = [0] if others else []
+        ahead = offsets if member_of(a) == pair[0] else (offsets[1], offsets[0])
+        return [1, index, *third, *ahead]
     raise ValueError(f"{pair} cannot race from this state")
 
 

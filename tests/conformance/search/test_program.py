@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.races import member_of, raceable
 from conformance.scenarios import SCENARIOS
 from conformance.search.choices import ReplayChooser
 from conformance.search.danger import danger
@@ -157,3 +158,28 @@ def test_an_encoded_trace_replays_when_only_restarts_could_race() -> None:
     choices = encode_trace(cfg, trace, max_steps=10, races=True)
     run = run_example(cfg, ModelTarget(cfg), ReplayChooser(choices), max_steps=10, races=True)
     assert [s.label for s in run.outcome.trace] == [s.label for s in trace]
+
+
+def test_an_encoded_race_of_the_only_two_candidates_replays_with_its_offsets() -> None:
+    # After c1 sends e1 to its two bookies, exactly two requests could be processed: no third
+    # member can be asked for, and the encoding must not ask either.
+    cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
+    trace = run_script(
+        cfg,
+        [
+            step("ClientCreatesLedger", client="c1"),
+            step("ClientSendsAddEntryRequests", client="c1"),
+        ],
+    )
+    racing = raceable(successors(cfg, trace[-1].state))
+    assert len(racing) == 2
+    pair = (member_of(racing[1]), member_of(racing[0]))
+    choices = encode_trace(cfg, trace, max_steps=10, then_race=pair, race_offsets=(2, 0))
+    chooser = ReplayChooser(choices)
+    run = run_example(cfg, ModelTarget(cfg), chooser, max_steps=10, races=True)
+    assert chooser.position == len(choices)  # every choice read, none left over
+    raced = [r.race for r in run.outcome.steps if r.race]
+    assert len(raced) == 2 and raced[0]["requests"] == 2  # type: ignore[index]
+    # pair[0] was sent 1 ms after pair[1]: the model target serves pair[1] first.
+    first = next(r for r in run.outcome.steps if r.race)
+    assert first.description.startswith(f"BookieSendsAddConfirmedResponse(b{pair[1].bookie + 1})")
