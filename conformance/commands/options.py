@@ -111,8 +111,8 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
 
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:
-    """``base`` with what ``--max-examples``, ``--steps``, ``--seconds`` and ``--no-explore``
-    change."""
+    """``base`` with what ``--max-examples``, ``--steps``, ``--seconds``, ``--no-explore``,
+    ``--races`` and ``--no-shrink`` change."""
     changes: dict[str, Any] = {}
     for option, name in (
         ("max_examples", "max_examples"),
@@ -126,6 +126,8 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
         changes["explore"] = False
     if getattr(args, "races", False):
         changes["races"] = True
+    if getattr(args, "no_shrink", False):
+        changes["shrink"] = False
     return dataclasses.replace(base, **changes)
 
 

@@ -85,6 +85,12 @@ def register(subparsers: Any) -> None:
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
     )
     search.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="keep a finding as first found, unshrunk (a quick answer; shrinking a race "
+        "replays many examples)",
+    )
+    search.add_argument(
         "--races",
         action="store_true",
         help="steps may put requests to bookies in flight together (races), each judged by "

@@ -22,6 +22,7 @@ once.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -117,68 +118,96 @@ class Race:
     offsets_s: tuple[float, ...]
 
 
-def race_pairs(
-    cfg: ModelConfig, state: State, candidates: Sequence[Transition]
-) -> list[tuple[Transition, Transition]]:
-    """Every pair of ``candidates`` (requests that may race), the most telling first: those
-    whose two answers the model says each depend on their order, then those with one such
-    answer (:func:`~conformance.races.order_sensitivity`), then pairs at one bookie, then the
-    rest; in ``candidates``' order within each."""
+@dataclass(frozen=True)
+class RacePair:
+    """Two requests that may race, with how many of their answers the model says depend on
+    their order (:func:`~conformance.races.order_sensitivity`; 0 at different bookies)."""
 
-    def rank(pair: tuple[Transition, Transition]) -> int:
-        a, b = member_of(pair[0]), member_of(pair[1])
-        if a.bookie != b.bookie:
-            return 3  # different bookies: neither answer can depend on the other
-        return 2 - order_sensitivity(cfg, state, a, b)
+    first: Transition
+    second: Transition
+    same_bookie: bool
+    sensitivity: int
 
-    pairs = [
-        (a, b)
-        for a, b in itertools.combinations(candidates, 2)
-        if not (is_restart_step(a) and is_restart_step(b))  # one restart a race
-    ]
-    return sorted(pairs, key=rank)
+    @property
+    def members(self) -> tuple[Member, Member]:
+        return member_of(self.first), member_of(self.second)
+
+    @property
+    def rank(self) -> int:
+        """Lower ranks first: both answers order-sensitive, one, same bookie, different."""
+        return 2 - self.sensitivity if self.same_bookie else 3
 
 
-def draw_race(
-    cfg: ModelConfig, state: State, enabled: Sequence[Transition], chooser: Chooser
-) -> Race | None:
-    """Whether this step races requests, and which (None: an ordinary step). Draws nothing
-    where no pair could race (fewer than two requests, or only restarts)."""
-    candidates = raceable(enabled)
-    pairs = race_pairs(cfg, state, candidates)
-    if not pairs or chooser.integer(0, 1) == 0:
+@dataclass(frozen=True)
+class RaceChoices:
+    """What a race could be drawn from at one state (:func:`race_choices`): the one place that
+    says which requests may race there, so that drawing a race (:func:`draw_race`) and
+    encoding one (:func:`encode_race`, :func:`encode_trace`) cannot disagree about where a
+    race choice is drawn (two encoding bugs came from writing that condition twice)."""
+
+    candidates: tuple[Transition, ...]
+    #: Every pair of candidates that may race (never two restarts: one restart a race), the
+    #: most telling first (:attr:`RacePair.rank`), in ``candidates``' order within a rank.
+    pairs: tuple[RacePair, ...]
+
+    def joiners(self, members: Sequence[Transition]) -> list[Transition]:
+        """The candidates that could join a race of ``members`` (a restart only while the
+        race has none)."""
+        restarts = any(is_restart_step(t) for t in members)
+        return [
+            t for t in self.candidates if t not in members and not (restarts and is_restart_step(t))
+        ]
+
+
+@functools.lru_cache(maxsize=4096)
+def race_choices(cfg: ModelConfig, state: State) -> RaceChoices:
+    """The requests that may race from ``state`` (among every step the model enables there),
+    and their pairs, ranked. Remembered: a search meets the same states again and again
+    (shrinking replays, the explorer's traces share prefixes), and each costs the model's
+    successors of every same-bookie pair, both ways round."""
+    candidates = tuple(raceable(successors(cfg, state)))
+    pairs = []
+    for a, b in itertools.combinations(candidates, 2):
+        if is_restart_step(a) and is_restart_step(b):
+            continue
+        same_bookie = member_of(a).bookie == member_of(b).bookie
+        sensitivity = (
+            order_sensitivity(cfg, state, member_of(a), member_of(b)) if same_bookie else 0
+        )
+        pairs.append(RacePair(a, b, same_bookie, sensitivity))
+    return RaceChoices(candidates, tuple(sorted(pairs, key=lambda pair: pair.rank)))
+
+
+def draw_race(cfg: ModelConfig, state: State, chooser: Chooser) -> Race | None:
+    """Whether the step from ``state`` races requests, and which (None: an ordinary step).
+    Draws nothing where no pair could race (fewer than two requests, or only restarts)."""
+    at = race_choices(cfg, state)
+    if not at.pairs or chooser.integer(0, 1) == 0:
         return None
-    members = list(pairs[chooser.integer(0, len(pairs) - 1)])
-    restarts = any(is_restart_step(t) for t in members)
-    rest = [t for t in candidates if t not in members and not (restarts and is_restart_step(t))]
+    pair = at.pairs[chooser.integer(0, len(at.pairs) - 1)]
+    members = [pair.first, pair.second]
+    rest = at.joiners(members)
     while rest and len(members) < MAX_RACE and chooser.integer(0, 1):
         members.append(rest.pop(chooser.integer(0, len(rest) - 1)))
-        if is_restart_step(members[-1]):
-            rest = [t for t in rest if not is_restart_step(t)]
+        rest = at.joiners(members)
     offsets = tuple(RACE_OFFSETS_S[chooser.integer(0, len(RACE_OFFSETS_S) - 1)] for _ in members)
     return Race(tuple(members), offsets)
 
 
 def encode_race(
-    cfg: ModelConfig,
-    state: State,
-    enabled: Sequence[Transition],
+    at: RaceChoices,
     pair: tuple[Member, Member],
     offsets: tuple[int, int] = (0, 0),
 ) -> list[int]:
-    """The choices with which :func:`draw_race` races the two requests of ``pair``, nothing
-    more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]`` after the race starts."""
-    candidates = raceable(enabled)
-    for index, (a, b) in enumerate(race_pairs(cfg, state, candidates)):
-        if {member_of(a), member_of(b)} != set(pair):
+    """The choices with which :func:`draw_race` races the two requests of ``pair`` (from the
+    state ``at`` describes), nothing more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]``
+    after the race starts."""
+    for index, candidate in enumerate(at.pairs):
+        if set(candidate.members) != set(pair):
             continue
-        restarts = is_restart_step(a) or is_restart_step(b)
-        others = [
-            t for t in candidates if t not in (a, b) and not (restarts and is_restart_step(t))
-        ]
         # draw_race asks "a third?" only when one could join.
-        third = [0] if others else []
-        ahead = offsets if member_of(a) == pair[0] else (offsets[1], offsets[0])
+        third = [0] if at.joiners([candidate.first, candidate.second]) else []
+        ahead = offsets if candidate.members[0] == pair[0] else (offsets[1], offsets[0])
         return [1, index, *third, *ahead]
     raise ValueError(f"{pair} cannot race from this state")
 
@@ -229,13 +258,12 @@ def encode_trace(
     state = trace[0].state
     for step in steps:
         assert step.label is not None
-        enabled = successors(cfg, state)
-        if (races or then_race is not None) and race_pairs(cfg, state, raceable(enabled)):
+        if (races or then_race is not None) and race_choices(cfg, state).pairs:
             choices.append(0)  # no race here: draw_race draws this choice where pairs exist
-        choices += encode(enabled, ENCODING_SWARM, step.label)
+        choices += encode(successors(cfg, state), ENCODING_SWARM, step.label)
         state = step.state
     if then_race is not None:
-        choices += encode_race(cfg, state, successors(cfg, state), then_race, race_offsets)
+        choices += encode_race(race_choices(cfg, state), then_race, race_offsets)
     return choices
 
 
@@ -260,14 +288,12 @@ def race_proposals(
             break
         best: tuple[int, int, tuple[Member, Member]] | None = None
         for depth, point in enumerate(trace[:max_steps]):
-            state = point.state
-            for a, b in race_pairs(cfg, state, raceable(successors(cfg, state))):
-                pair = (member_of(a), member_of(b))
-                if pair[0].bookie != pair[1].bookie:
-                    break  # ranked: the rest are at different bookies, where nothing depends
-                sensitivity = order_sensitivity(cfg, state, *pair)
-                if sensitivity and (best is None or sensitivity > best[0]):
-                    best = (sensitivity, depth, pair)
+            at = race_choices(cfg, point.state)
+            # Ranked: the first pair is the most order-sensitive one here.
+            if at.pairs and at.pairs[0].sensitivity:
+                first = at.pairs[0]
+                if best is None or first.sensitivity > best[0]:
+                    best = (first.sensitivity, depth, first.members)
             if best is not None and best[0] == 2:
                 break
         if best is not None:
@@ -336,7 +362,7 @@ def run_example(
         enabled = execution.enabled()
         if not enabled:
             break
-        race = draw_race(cfg, execution.state, enabled, chooser) if races else None
+        race = draw_race(cfg, execution.state, chooser) if races else None
         if race is not None:
             execution.apply_race(race.steps, race.offsets_s)
         else:

@@ -70,6 +70,9 @@ class SearchSettings:
     explore: bool = True
     #: Steps may race requests to bookies (:mod:`conformance.races`).
     races: bool = False
+    #: Shrink a finding (Hypothesis, then causal deletion on the model). Off: the first
+    #: failing example is the finding, as run (a quick yes/no; its replay is as exact).
+    shrink: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -312,6 +315,8 @@ def run_search(
     def run_find(phases: tuple[Phase, ...], seeded: bool) -> ExampleRun | None:
         # A seeded run is reproducible but Hypothesis then ignores the database; the reuse
         # runs read it (and shrink with Hypothesis's own randomness).
+        if not search.shrink:
+            phases = tuple(p for p in phases if p is not Phase.shrink)
         try:
             found: ExampleRun | None = find(
                 strategy,
@@ -421,7 +426,7 @@ def run_search(
             found = replay_corpus(explored.archive)
     # Hypothesis deletes runs of choices; a message's send, delivery and receipt are apart in
     # the trace. Causal deletion on the model proposes shorter traces; the target decides.
-    for _ in range(MINIMISE_ROUNDS):
+    for _ in range(MINIMISE_ROUNDS if search.shrink else 0):
         if found is None or found.outcome.verdict is not Verdict.VIOLATION:
             break
         shorter = minimise(cfg, found.outcome.trace)

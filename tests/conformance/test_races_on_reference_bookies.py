@@ -4,6 +4,7 @@ by the search from scratch; the correct one is clean with the same budget."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from adapters.installations.system import BookieChoice
 from conformance.engine import Execution
 from conformance.races import is_restart_step, member_of, raceable
-from conformance.search.runner import SearchSettings, replay_choices, run_search
+from conformance.search.runner import SearchReport, SearchSettings, replay_choices, run_search
 from conformance.targets.local_target import LocalTarget
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
@@ -24,7 +25,12 @@ from tests.conformance.inprocess_reference import InProcessReferenceTarget
 CFG = ModelConfig(
     bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
 )
-BUDGET = SearchSettings(max_examples=20, max_steps=30, seed=3, time_budget=8.0, races=True)
+# Unshrunk, the search answers in about 2 s here (the explorer's half of the budget, then the
+# race it proposes); shrinking a race replays hundreds of examples (the slow test below).
+BUDGET = SearchSettings(
+    max_examples=20, max_steps=30, seed=3, time_budget=3.0, races=True, shrink=False
+)
+SHRINKING_BUDGET = dataclasses.replace(BUDGET, time_budget=8.0, shrink=True)
 # The search's shrunk finding (seed 3): c1 writes e1 to b1..b3, c2 starts recovering, b1 and b2
 # confirm e1, c1 sends e2 with LAC 1, then c1's add of e2 and c2's fence read race at b1.
 FINDING = [0, 1, 9, 0, 0, 0, 0, 0, 95, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 6, 0, 3, 0, 0]
@@ -77,20 +83,30 @@ def test_the_same_race_on_the_correct_bookie_is_explained(
         assert races is not None and races.races == 1 and races.unexplained == 0
 
 
-@pytest.mark.slow
-def test_the_search_finds_the_racy_bookie_from_scratch(racy: InProcessReferenceTarget) -> None:
-    report = run_search(CFG, racy, BUDGET)
+def _the_race_in(report: SearchReport) -> str:
     assert report.verdict is Verdict.DIVERGENCE, report.error
     assert report.finding is not None and report.races is not None
-    assert report.finding.found_after < BUDGET.time_budget  # type: ignore[operator]
-    outcome = report.finding.run.outcome
-    (finding,) = outcome.divergences
+    (finding,) = report.finding.run.outcome.divergences
     assert finding.startswith("no serial order of the 2 concurrent requests")
     assert "add e2 (lac=1)" in finding and "fence (read LAC)" in finding
-    assert len(outcome.steps) <= 12  # shrunk: the race needs 8 steps before it
+    return finding
+
+
+def test_the_search_finds_the_racy_bookie_from_scratch(racy: InProcessReferenceTarget) -> None:
+    report = run_search(CFG, racy, BUDGET)
+    _the_race_in(report)
+    assert report.finding is not None
+    assert report.finding.found_after < BUDGET.time_budget  # type: ignore[operator]
 
 
 @pytest.mark.slow
+def test_shrinking_keeps_the_race(racy: InProcessReferenceTarget) -> None:
+    report = run_search(CFG, racy, SHRINKING_BUDGET)
+    _the_race_in(report)
+    assert report.finding is not None
+    assert len(report.finding.run.outcome.steps) <= 12  # the race needs 8 steps before it
+
+
 def test_the_correct_reference_bookie_is_clean_with_the_same_budget(
     correct: InProcessReferenceTarget,
 ) -> None:

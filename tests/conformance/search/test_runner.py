@@ -10,9 +10,17 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.observations import Observation
-from conformance.operations import Deliver, Operation
+from conformance.operations import Deliver, FreshLedger, Operation
 from conformance.scenarios import SCENARIOS, run_scenario
-from conformance.search.runner import PROFILES, SearchSettings, replay_choices, run_search
+from conformance.search.program import ExampleRun
+from conformance.search.runner import (
+    PROFILES,
+    SearchReport,
+    SearchSettings,
+    replay_choices,
+    run_search,
+)
+from conformance.search.verdict import Finding
 from conformance.targets.base import TargetError
 from conformance.targets.model_target import ModelTarget
 from model.bookkeeper.config import ModelConfig
@@ -96,6 +104,59 @@ class _BrokenTarget(ModelTarget):
         if isinstance(op, Deliver):
             raise TargetError("bookie b1: connection refused")
         return super().invoke(op)
+
+
+class _WrongFromTheThirdDelivery(ModelTarget):
+    """Answers every delivery after an example's second with an answer the model never gives:
+    each example of three deliveries or more diverges, and the shortest has three."""
+
+    name = "wrong-from-the-third-delivery"
+    deliveries = 0
+
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, FreshLedger):
+            self.deliveries = 0
+        observed = super().invoke(op)
+        if isinstance(op, Deliver):
+            self.deliveries += 1
+            if self.deliveries >= 3:
+                return Observation("bogus", "EBOGUS")
+        return observed
+
+
+def _search_the_wrong_target(shrink: bool) -> tuple[SearchReport, list[ExampleRun]]:
+    cfg = DEFECT_1.config(protected=True)
+    target = _WrongFromTheThirdDelivery(cfg)
+    target.open(cfg)
+    runs: list[ExampleRun] = []
+    search = SearchSettings(
+        max_examples=50, max_steps=40, seed=1, time_budget=None, explore=False, shrink=shrink
+    )
+    report = run_search(cfg, target, search, on_example=lambda _, run: runs.append(run))
+    return report, runs
+
+
+def _deliveries(finding: Finding) -> int:
+    return sum(
+        1
+        for s in finding.run.outcome.steps
+        if s.operation is not None and s.operation["type"] == "Deliver"
+    )
+
+
+def test_a_search_without_shrinking_keeps_the_finding_as_first_found() -> None:
+    shrunk, _ = _search_the_wrong_target(shrink=True)
+    kept, runs = _search_the_wrong_target(shrink=False)
+    assert shrunk.verdict == kept.verdict == "divergence"
+    assert shrunk.finding is not None and kept.finding is not None
+    assert _deliveries(shrunk.finding) == 3
+    assert len(shrunk.finding.run.outcome.steps) < shrunk.finding.found_steps
+    # The search stopped at its first failing example (Hypothesis runs it once more to return
+    # it), and that example is the finding.
+    first = [r.finding for r in runs].index(True)
+    assert {tuple(r.choices) for r in runs[first:]} == {tuple(kept.finding.choices)}
+    assert len(kept.finding.run.outcome.steps) == kept.finding.found_steps
+    assert len(kept.finding.run.outcome.steps) > len(shrunk.finding.run.outcome.steps)
 
 
 def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
