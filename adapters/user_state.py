@@ -1,7 +1,8 @@
 """Where bkconform keeps per-user state: ``$BKCONFORM_HOME``, default ``~/.bkconform``.
 
 Under it: ``docker/`` (the podman API service, :mod:`adapters.cluster.container_engine`),
-``bookkeeper/<version>/`` (installs, :mod:`adapters.installations.bookkeeper`) and
+``bookkeeper/<version>/`` and ``zookeeper/<version>/`` (installs,
+:mod:`adapters.installations.releases`) and
 ``cluster.json`` (a detached cluster, :mod:`adapters.cluster.detached`), ``bookie-host/``
 (the compiled bookie host, :mod:`adapters.cluster.bookie_host`) and ``processes/<host>/``
 (a record per running child process, for the next run to reap if its owner dies,
@@ -25,6 +26,14 @@ def bkconform_home(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     configured = env.get("BKCONFORM_HOME")
     return (Path(configured) if configured else Path.home() / ".bkconform").expanduser()
+
+
+def home_text(path: Path) -> str:
+    """``path`` with the user's home directory as ``~`` (for messages and reports)."""
+    try:
+        return "~/" + str(path.resolve().relative_to(Path.home().resolve()))
+    except (ValueError, RuntimeError):
+        return str(path)
 
 
 @contextlib.contextmanager

@@ -10,12 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from conformance.commands import bookkeeper as bookkeeper_command
 from conformance.commands import cluster as cluster_command
 from conformance.commands import docker as docker_command
 from conformance.commands import doctor as doctor_command
 from conformance.commands import model as model_command
 from conformance.commands import qualify as qualify_command
+from conformance.commands import releases as releases_command
 from conformance.commands import run as run_command
 from conformance.commands import scenario as scenario_command
 from conformance.commands import zab as zab_command
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     qualify_command.register(subparsers)
     scenario_command.register(subparsers)
     zab_command.register(subparsers)
-    bookkeeper_command.register(subparsers)
+    releases_command.register(subparsers)
     return parser
 
 

@@ -112,6 +112,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="real BookKeeper for --bk-target local|docker: a version (installed from Maven "
         "Central on first use) or a BOOKKEEPER_HOME directory",
     )
+    group.addoption(
+        "--bk-zookeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help="the ZooKeeper of --bk-target local: a release (installed from Maven Central on "
+        "first use) or a directory; default ZOOKEEPER_HOME, else the release the default "
+        "BookKeeper depends on",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -162,6 +170,7 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
             bookkeeper=request.config.getoption("--bk-bookkeeper"),
             bookkeeper_home=str(home) if home is not None else None,
             zookeeper=request.config.getoption("--bk-zk"),
+            zookeeper_release=request.config.getoption("--bk-zookeeper"),
         )
         target: Target = spec.build()
     except (ValueError, errors.ClusterError) as exc:

@@ -188,7 +188,8 @@ def check_zookeeper(timeout: float) -> CheckResult:
             "zookeeper",
             False,
             str(exc),
-            "pip install -e .   (pyspark's wheel ships ZooKeeper)   or   apt-get install zookeeper",
+            "bkconform zookeeper install   (Maven Central)   or   ZOOKEEPER_HOME=<unpacked "
+            "apache-zookeeper-X.Y.Z-bin>",
         )
     return _result("zookeeper", True, install.describe())
 

@@ -1,5 +1,6 @@
 """BookKeeper installations: validating a ``BOOKKEEPER_HOME``, and installing a version from
-Maven Central into a per-user cache.
+Maven Central into a per-user cache (:mod:`adapters.installations.releases`, whose
+:class:`~adapters.installations.releases.Product` this module's ``BOOKKEEPER`` is).
 
 An install is ``$BKCONFORM_HOME/bookkeeper/<version>/`` (default ``~/.bkconform``)::
 
@@ -15,38 +16,26 @@ An install is ``$BKCONFORM_HOME/bookkeeper/<version>/`` (default ``~/.bkconform`
 
 It is a valid ``BOOKKEEPER_HOME`` for :func:`find_bookkeeper_home`, the local provider
 (``bin/bookkeeper bookie`` with ``BOOKIE_CONF``) and the Java client (``lib/*.jar``).
-
-The jars come from the machine's ``mvn``: ``dependency:list`` (runtime scope, absolute file
-names) on a rendered POM that depends on ``org.apache.bookkeeper:bookkeeper-server:<version>``
-resolves them into the Maven repository (offline first, ``-o``, when the repository already
-has them); they are then copied under the distribution's names. The install is built in a
-temporary directory next to its destination and renamed into place, under a lock, so an
-interrupted install never leaves a layout that looks valid. Nothing is downloaded at import.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from importlib import resources
+from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.errors import ClusterError
+from adapters.installations import releases
 from adapters.installations.errors import BookKeeperNotFound
-from adapters.installations.maven import (
-    DEPENDENCY_PLUGIN,
-    MavenRun,
-    discard_install,
-    install_atomically,
-    run_maven,
-    run_offline_first,
+from adapters.installations.releases import (
+    DEFAULT_MAVEN_TIMEOUT,
+    MARKER,
+    VERSION_TEXT,
+    Installation,
+    ListedArtifact,
+    maven_command,
+    parse_listing,
 )
-from adapters.user_state import bkconform_home, exclusive_lock
 
 #: The version installed when none is named: the newest bookkeeper-server Maven Central serves
 #: to this project's machines (4.17.4, the newest release, is not served there).
@@ -57,21 +46,10 @@ NOT_SERVED_VERSIONS = ("4.17.4", "4.16.7", "4.14.8", "4.14.6")
 
 GROUP_ID = "org.apache.bookkeeper"
 ARTIFACT_ID = "bookkeeper-server"
-MARKER = "bkconform-install.json"
 #: Bumped whenever the launcher or conf/ change: an install of an older layout counts as not
 #: installed, and the next use reinstalls it (from ~/.m2, offline).
 LAYOUT_VERSION = 1
-DEFAULT_MAVEN_TIMEOUT = 900.0
 _VERSION_PLACEHOLDER = "@BOOKKEEPER_VERSION@"
-_VERSION_TEXT = re.compile(r"^\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.-]+)?$")
-# `mvn dependency:list -DoutputAbsoluteArtifactFilename=true` lines:
-#   group:artifact:type[:classifier]:version:scope:/abs/path.jar[ -- module name (auto)]
-_LISTED = re.compile(
-    r"^\s*(?P<group>[^:\s]+):(?P<artifact>[^:\s]+):(?P<type>[^:\s]+):"
-    r"(?:(?P<classifier>[^:\s]+):)?(?P<version>[^:\s]+):"
-    r"(?P<scope>compile|runtime|provided|system|test):(?P<path>/\S.*?)"
-    r"(?:\s+--\s+module\s.*)?\s*$"
-)
 
 
 class BookKeeperInstallError(ClusterError):
@@ -118,71 +96,31 @@ def find_bookkeeper_home(
 
 def install_root(environ: Mapping[str, str] | None = None) -> Path:
     """Where installs live: ``$BKCONFORM_HOME/bookkeeper``."""
-    return bkconform_home(environ) / "bookkeeper"
+    return BOOKKEEPER.install_root(environ)
 
 
 def check_version(version: str) -> str:
     """``version`` stripped; :class:`BookKeeperInstallError` unless it looks like 4.17.3."""
-    text = version.strip()
-    if not _VERSION_TEXT.match(text):
-        raise BookKeeperInstallError(
-            f"not a BookKeeper version: {version!r} (expected major.minor.patch, e.g. "
-            f"{DEFAULT_VERSION})"
-        )
-    return text
+    return BOOKKEEPER.check_version(version)
 
 
-@dataclass(frozen=True)
-class Installation:
-    """A complete install of the current layout (its marker file says so)."""
-
-    version: str
-    home: Path
-    jars: int
-    installed_at: str
-
-    @classmethod
-    def read(cls, home: Path) -> Installation | None:
-        try:
-            data = json.loads((home / MARKER).read_text())
-            if data.get("layout") != LAYOUT_VERSION:
-                return None
-            return cls(str(data["version"]), home, int(data["jars"]), str(data["installed_at"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
+def read_installation(home: Path) -> Installation | None:
+    """The complete install at ``home`` (of the current layout), else None."""
+    return Installation.read(home, LAYOUT_VERSION)
 
 
 def installed(root: Path | None = None) -> list[Installation]:
     """Every complete install under ``root`` (default :func:`install_root`), by version."""
-    base = install_root() if root is None else root
-    found = []
-    if base.is_dir():
-        for entry in base.iterdir():
-            if entry.is_dir() and not entry.name.startswith("."):
-                install = Installation.read(entry)
-                if install is not None:
-                    found.append(install)
-    return sorted(found, key=lambda i: _version_key(i.version))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    return releases.installed(BOOKKEEPER, root)
 
 
 def find_installation(version: str, root: Path | None = None) -> Installation | None:
-    base = install_root() if root is None else root
-    return Installation.read(base / check_version(version))
+    return releases.find_installation(BOOKKEEPER, version, root)
 
 
 def remove(version: str, root: Path | None = None) -> bool:
     """Delete the install of ``version``; False if there was none."""
-    base = install_root() if root is None else root
-    target = base / check_version(version)
-    if not target.exists():
-        return False
-    with exclusive_lock(base, target.name):
-        discard_install(base, target)
-    return True
+    return releases.remove(BOOKKEEPER, version, root)
 
 
 # Maven ----------------------------------------------------------------------------------------
@@ -190,122 +128,17 @@ def remove(version: str, root: Path | None = None) -> bool:
 
 def render_pom(version: str) -> str:
     """The install POM (``maven/bookkeeper-pom.xml``, shipped with the package) for ``version``."""
-    template = (
-        resources.files("adapters.installations")
-        .joinpath("maven/bookkeeper-pom.xml")
-        .read_text(encoding="utf-8")
-    )
-    return template.replace(_VERSION_PLACEHOLDER, check_version(version))
+    return BOOKKEEPER.render_pom(version)
 
 
 def find_maven(environ: Mapping[str, str] | None = None) -> str:
     """``mvn`` on ``PATH``; :class:`BookKeeperInstallError` saying how to get it if absent."""
-    env = os.environ if environ is None else environ
-    found = shutil.which("mvn", path=env.get("PATH"))
-    if found is None:
-        raise BookKeeperInstallError(
-            f"installing {GROUP_ID}:{ARTIFACT_ID} needs Maven and there is no mvn on PATH: "
-            "install it (apt-get install maven), or point BOOKKEEPER_HOME / --bookkeeper at an "
-            "unpacked BookKeeper binary distribution"
-        )
-    return found
-
-
-def maven_command(
-    mvn: str,
-    pom: Path,
-    listing: Path,
-    *,
-    offline: bool,
-    maven_repo: Path | None = None,
-) -> list[str]:
-    """The ``mvn`` call that resolves the POM's runtime dependencies and lists their files."""
-    command = [mvn, "-B", "-Dstyle.color=never", "-f", str(pom)]
-    command.append("-o" if offline else "-U")  # -U: retry artifacts a past miss was cached for
-    if maven_repo is not None:
-        command.append(f"-Dmaven.repo.local={maven_repo}")
-    command += [
-        f"{DEPENDENCY_PLUGIN}:list",
-        "-DincludeScope=runtime",
-        "-DoutputAbsoluteArtifactFilename=true",
-        f"-DoutputFile={listing}",
-        "-DappendOutput=false",
-    ]
-    return command
-
-
-@dataclass(frozen=True)
-class ListedArtifact:
-    group: str
-    artifact: str
-    type: str
-    classifier: str | None
-    version: str
-    scope: str
-    path: Path
-
-    @property
-    def distribution_name(self) -> str:
-        """Its file name in a binary distribution's ``lib/``: ``group-artifact-version[-classifier]
-        .type``."""
-        classifier = f"-{self.classifier}" if self.classifier else ""
-        return f"{self.group}-{self.artifact}-{self.version}{classifier}.{self.type}"
-
-
-def parse_listing(text: str) -> list[ListedArtifact]:
-    """The artifacts of a ``dependency:list`` output file (other lines are ignored)."""
-    found = []
-    for line in text.splitlines():
-        match = _LISTED.match(line)
-        if match is not None:
-            found.append(
-                ListedArtifact(
-                    match["group"],
-                    match["artifact"],
-                    match["type"],
-                    match["classifier"],
-                    match["version"],
-                    match["scope"],
-                    Path(match["path"]),
-                )
-            )
-    return found
+    return releases.find_maven(BOOKKEEPER, environ)
 
 
 def explain_maven_failure(version: str, output: str, *, offline: bool) -> str:
     """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution."""
-    artifact = f"{GROUP_ID}:{ARTIFACT_ID}:{version}"
-    errors = [line for line in output.splitlines() if line.startswith("[ERROR]")]
-    first = next((line for line in errors if line.strip() != "[ERROR]"), "")
-    detail = f"\nmvn said: {first.removeprefix('[ERROR] ').strip()}" if first else ""
-    missing = re.search(r"(?:Could not find artifact|Failure to find) (\S+)", output) or re.search(
-        r"The POM for (\S+) is missing", output
-    )
-    if offline and "offline mode" in output:
-        return (
-            f"{artifact} (or one of its dependencies) is not in the local Maven repository and "
-            f"the install was asked to stay offline{detail}"
-        )
-    if missing is not None:
-        what = missing.group(1)
-        if what.startswith(f"{GROUP_ID}:{ARTIFACT_ID}:"):
-            return (
-                f"Maven Central does not serve {artifact} to this machine (mvn could not find "
-                f"{what}). Versions served here: {', '.join(SERVED_VERSIONS)}; not served: "
-                f"{', '.join(NOT_SERVED_VERSIONS)}{detail}"
-            )
-        return f"{artifact} needs {what}, which Maven could not find{detail}"
-    if re.search(
-        r"Could not transfer|Unknown host|UnknownHostException|Connection refused|"
-        r"timed out|Network is unreachable|Connect to \S+ failed",
-        output,
-    ):
-        return (
-            f"Maven could not reach its repository to download {artifact}: is Maven Central "
-            f"reachable from here?{detail}"
-        )
-    tail = "\n".join(output.strip().splitlines()[-15:])
-    return f"mvn failed to resolve {artifact}:\n{tail}"
+    return releases.explain_maven_failure(BOOKKEEPER, version, output, offline=offline)
 
 
 # The layout -----------------------------------------------------------------------------------
@@ -411,26 +244,8 @@ def launcher_script(version: str) -> str:
     return LAUNCHER.replace(_VERSION_PLACEHOLDER, check_version(version))
 
 
-def _write_layout(staging: Path, version: str, artifacts: Sequence[ListedArtifact]) -> int:
-    lib = staging / "lib"
-    lib.mkdir()
-    copied = 0
-    for artifact in artifacts:
-        if artifact.type != "jar":
-            continue
-        if not artifact.path.is_file():
-            raise BookKeeperInstallError(
-                f"mvn listed {artifact.path} for {artifact.group}:{artifact.artifact} but the "
-                "file is missing"
-            )
-        shutil.copyfile(artifact.path, lib / artifact.distribution_name)
-        copied += 1
-    expected = f"{GROUP_ID}-{ARTIFACT_ID}-{version}.jar"
-    if not (lib / expected).is_file():
-        raise BookKeeperInstallError(
-            f"mvn resolved {copied} jars but not {GROUP_ID}:{ARTIFACT_ID}:{version} itself "
-            f"(no lib/{expected})"
-        )
+def _add_files(staging: Path, version: str) -> None:
+    """The launcher, the logging configuration and a default bk_server.conf."""
     conf = staging / "conf"
     conf.mkdir()
     (conf / "log4j2.xml").write_text(LOG4J2_XML)
@@ -442,7 +257,26 @@ def _write_layout(staging: Path, version: str, artifacts: Sequence[ListedArtifac
     script.write_text(launcher_script(version))
     script.chmod(0o755)
     (staging / "logs").mkdir()
-    return copied
+
+
+BOOKKEEPER = releases.Product(
+    name="BookKeeper",
+    directory="bookkeeper",
+    group=GROUP_ID,
+    artifact=ARTIFACT_ID,
+    pom_resource="maven/bookkeeper-pom.xml",
+    placeholder=_VERSION_PLACEHOLDER,
+    layout=LAYOUT_VERSION,
+    default_version=DEFAULT_VERSION,
+    error=BookKeeperInstallError,
+    add_files=_add_files,
+    unserved_hint=(
+        f"Versions served here: {', '.join(SERVED_VERSIONS)}; not served: "
+        f"{', '.join(NOT_SERVED_VERSIONS)}"
+    ),
+    without_maven="point BOOKKEEPER_HOME / --bookkeeper at an unpacked BookKeeper binary "
+    "distribution",
+)
 
 
 def install(
@@ -456,76 +290,19 @@ def install(
     environ: Mapping[str, str] | None = None,
     progress: bool = False,
 ) -> Installation:
-    """Install ``version`` (idempotent: an existing complete install is returned as it is).
-
-    ``offline`` None tries ``mvn -o`` first and goes online only if the local Maven
-    repository lacks something; True never goes online; False always does. ``force``
-    reinstalls. ``timeout`` bounds each ``mvn`` call. ``maven_repo`` overrides Maven's local
-    repository (``-Dmaven.repo.local``).
-    """
-    version = check_version(version)
-    return install_atomically(
-        install_root(environ) if root is None else root,
+    """Install ``version`` (idempotent: an existing complete install is returned as it is;
+    the options: :func:`adapters.installations.releases.install`)."""
+    return releases.install(
+        BOOKKEEPER,
         version,
-        Installation.read,
-        lambda staging: _build(staging, version, offline, timeout, maven_repo, environ, progress),
+        root=install_root(environ) if root is None else root,
+        offline=offline,
         force=force,
-    )
-
-
-def _build(
-    staging: Path,
-    version: str,
-    offline: bool | None,
-    timeout: float,
-    maven_repo: Path | None,
-    environ: Mapping[str, str] | None,
-    progress: bool,
-) -> Installation:
-    mvn = find_maven(environ)
-    maven_dir = staging / "maven"
-    maven_dir.mkdir()
-    pom = maven_dir / "pom.xml"
-    pom.write_text(render_pom(version))
-    listing = maven_dir / "dependencies.txt"
-    command: list[str] = []  # the last call's, the one that succeeded: the marker records it
-
-    def resolve(attempt: bool) -> MavenRun:
-        command[:] = maven_command(mvn, pom, listing, offline=attempt, maven_repo=maven_repo)
-        return run_maven(command, timeout, maven_dir, error=BookKeeperInstallError)
-
-    run_offline_first(
-        offline,
-        resolve,
-        lambda run, attempt: BookKeeperInstallError(
-            explain_maven_failure(version, run.output, offline=attempt)
-        ),
-        resolving=f"{GROUP_ID}:{ARTIFACT_ID}:{version}",
+        timeout=timeout,
+        maven_repo=maven_repo,
+        environ=environ,
         progress=progress,
     )
-    try:
-        artifacts = parse_listing(listing.read_text())
-    except OSError as exc:
-        raise BookKeeperInstallError(
-            f"mvn succeeded but wrote no dependency list ({listing}): {exc}"
-        ) from exc
-    jars = _write_layout(staging, version, artifacts)
-    installed_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    (staging / MARKER).write_text(
-        json.dumps(
-            {
-                "version": version,
-                "layout": LAYOUT_VERSION,
-                "artifact": f"{GROUP_ID}:{ARTIFACT_ID}:{version}",
-                "jars": jars,
-                "installed_at": installed_at,
-                "mvn": command,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    return Installation(version, staging, jars, installed_at)
 
 
 # The option -----------------------------------------------------------------------------------
@@ -542,7 +319,7 @@ def resolve_bookkeeper(
     cache); a directory must be a BOOKKEEPER_HOME. Returns the home."""
     text = str(spec).strip()
     path = Path(text).expanduser()
-    if isinstance(spec, Path) or os.sep in text or path.is_dir() or not _VERSION_TEXT.match(text):
+    if isinstance(spec, Path) or os.sep in text or path.is_dir() or not VERSION_TEXT.match(text):
         home = find_bookkeeper_home(path, {})
         assert home is not None
         return home
@@ -550,13 +327,15 @@ def resolve_bookkeeper(
 
 
 __all__ = [
+    "BOOKKEEPER",
+    "DEFAULT_MAVEN_TIMEOUT",
     "DEFAULT_VERSION",
+    "MARKER",
     "NOT_SERVED_VERSIONS",
     "SERVED_VERSIONS",
     "BookKeeperInstallError",
     "Installation",
     "ListedArtifact",
-    "bkconform_home",
     "explain_maven_failure",
     "find_bookkeeper_home",
     "find_installation",
@@ -567,6 +346,7 @@ __all__ = [
     "launcher_script",
     "maven_command",
     "parse_listing",
+    "read_installation",
     "remove",
     "render_pom",
     "resolve_bookkeeper",

@@ -21,6 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from adapters.user_state import home_text
+
 #: ``--bookie-kind``: real BookKeeper (the default) or the project's test double.
 BOOKKEEPER = "bookkeeper"
 REFERENCE = "reference"
@@ -32,7 +34,11 @@ MODEL_ZOOKEEPER = "model (no ZooKeeper)"
 UNKNOWN = "unknown"
 
 _SERVER_JAR = re.compile(r"bookkeeper-server-(\d+\.\d+\.\d+[0-9A-Za-z.-]*?)\.jar$")
-_ZOOKEEPER_JAR = re.compile(r"^zookeeper-(\d+\.\d+\.\d+[0-9A-Za-z.-]*?)\.jar$")
+# zookeeper-3.9.5.jar (pyspark, the binary distribution), or as an install names it:
+# org.apache.zookeeper-zookeeper-3.9.3.jar.
+_ZOOKEEPER_JAR = re.compile(
+    r"^(?:org\.apache\.zookeeper-)?zookeeper-(\d+\.\d+\.\d+[0-9A-Za-z.-]*?)\.jar$"
+)
 
 
 @dataclass(frozen=True)
@@ -135,14 +141,6 @@ class SystemUnderTest:
 MODEL_SYSTEM = SystemUnderTest(MODEL_BOOKIES, MODEL_CLIENT, MODEL_ZOOKEEPER)
 
 
-def _home_text(path: Path) -> str:
-    """``path`` with the user's home directory as ``~``."""
-    try:
-        return "~/" + str(path.resolve().relative_to(Path.home().resolve()))
-    except (ValueError, RuntimeError):
-        return str(path)
-
-
 def bkconform_version() -> str:
     try:
         return metadata.version("bkconform")
@@ -167,11 +165,11 @@ def bookkeeper_version(home: Path) -> str | None:
 def describe_bookkeeper(home: Path) -> str:
     """``BookKeeper 4.17.3 (Maven, ~/.bkconform/bookkeeper/4.17.3)``, or ``(BOOKKEEPER_HOME,
     DIR)`` for a distribution the project did not install."""
-    from adapters.installations.bookkeeper import Installation
+    from adapters.installations.bookkeeper import read_installation
 
     version = bookkeeper_version(home) or "of unknown version"
-    origin = "Maven" if Installation.read(home) is not None else "BOOKKEEPER_HOME"
-    return f"BookKeeper {version} ({origin}, {_home_text(home)})"
+    origin = "Maven" if read_installation(home) is not None else "BOOKKEEPER_HOME"
+    return f"BookKeeper {version} ({origin}, {home_text(home)})"
 
 
 def describe_java_client(version: str) -> str:
@@ -191,7 +189,11 @@ def _expand(classpath: Iterable[str]) -> list[Path]:
 def zookeeper_version(classpath: Iterable[str]) -> str | None:
     """The version of the ZooKeeper server on ``classpath``: from the jar's name
     (``zookeeper-3.9.5.jar``), else its manifest's ``Implementation-Version``. No JVM."""
-    jars = [jar for jar in _expand(classpath) if jar.name.startswith("zookeeper")]
+    jars = [
+        jar
+        for jar in _expand(classpath)
+        if jar.name.removeprefix("org.apache.zookeeper-").startswith("zookeeper")
+    ]
     for jar in jars:
         match = _ZOOKEEPER_JAR.match(jar.name)
         if match:

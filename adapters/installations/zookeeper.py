@@ -1,12 +1,22 @@
-"""Locating a ZooKeeper installation: the classpath that starts a ZooKeeper server.
+"""ZooKeeper installations: releases installed from Maven Central, and locating the classpath
+that starts a ZooKeeper server.
 
-The locator looks, in order, at:
+An install is ``$BKCONFORM_HOME/zookeeper/<version>/`` (:mod:`adapters.installations.releases`,
+whose :class:`~adapters.installations.releases.Product` this module's ``ZOOKEEPER`` is)::
 
-1. ``ZOOKEEPER_HOME``: ``$ZOOKEEPER_HOME/lib/*.jar`` (and top-level jars), with ``conf/``
+    conf/logback.xml                INFO to the console (the supervisor keeps it in a file)
+    lib/<group>-<artifact>-<version>[-<classifier>].jar   ZooKeeper, jute, netty, logback...
+    maven/pom.xml                   the POM the jars were resolved from
+    bkconform-install.json          written last: the install is complete
+
+The ZooKeeper a cluster runs is, in order:
+
+1. the one named (``--zookeeper VERSION|DIR``: a version is installed on first use, a
+   directory is an unpacked binary distribution or an install);
+2. ``ZOOKEEPER_HOME``: ``$ZOOKEEPER_HOME/lib/*.jar`` (and top-level jars), with ``conf/``
    first on the classpath so the distribution's own logging configuration applies;
-2. Debian's package (``/usr/share/zookeeper``, whose jars live there or in ``/usr/share/java``);
-3. the ZooKeeper jar inside the installed ``pyspark`` wheel (``<pyspark>/jars/*``), which is
-   always there because the project depends on pyspark.
+3. :data:`DEFAULT_VERSION`, the release the default BookKeeper release depends on, installed on
+   first use.
 
 A candidate counts only if one of its jars contains ``QuorumPeerMain``, the class the local
 provider runs (:mod:`adapters.cluster.zookeeper`).
@@ -14,19 +24,71 @@ provider runs (:mod:`adapters.cluster.zookeeper`).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.errors import ClusterError
+from adapters.installations import releases
 from adapters.installations.errors import ZooKeeperNotFound
+from adapters.installations.releases import (
+    DEFAULT_MAVEN_TIMEOUT,
+    VERSION_TEXT,
+    Installation,
+)
+from adapters.user_state import home_text
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _MAIN_CLASS_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
-DEBIAN_HOME = Path("/usr/share/zookeeper")
-DEBIAN_JAVA_DIR = Path("/usr/share/java")
+#: The release installed when none is named: the one the default BookKeeper release (4.17.3)
+#: depends on (its bookkeeper-server POM; a test reads it from the BookKeeper install).
+DEFAULT_VERSION = "3.9.3"
+#: Bumped whenever conf/ changes: an install of an older layout counts as not installed.
+LAYOUT_VERSION = 1
+
+LOGBACK_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- bkconform: ZooKeeper logs INFO to the console; the local provider keeps each server's
+     console in its own log file (the quorum's exceptions are evidence of a run). -->
+<configuration>
+  <appender name="CONSOLE" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder>
+      <pattern>%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n</pattern>
+    </encoder>
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="CONSOLE"/>
+  </root>
+</configuration>
+"""
+
+
+class ZooKeeperInstallError(ClusterError):
+    """A ZooKeeper release could not be installed; the message names the artifact and why."""
+
+    retriable = False
+
+
+def _add_files(staging: Path, version: str) -> None:
+    conf = staging / "conf"
+    conf.mkdir()
+    (conf / "logback.xml").write_text(LOGBACK_XML)
+
+
+ZOOKEEPER = releases.Product(
+    name="ZooKeeper",
+    directory="zookeeper",
+    group="org.apache.zookeeper",
+    artifact="zookeeper",
+    pom_resource="maven/zookeeper-pom.xml",
+    placeholder="@ZOOKEEPER_VERSION@",
+    layout=LAYOUT_VERSION,
+    default_version=DEFAULT_VERSION,
+    error=ZooKeeperInstallError,
+    add_files=_add_files,
+    without_maven="point ZOOKEEPER_HOME / --zookeeper at an unpacked ZooKeeper binary distribution",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +100,12 @@ class ZooKeeperInstall:
 
     def describe(self) -> str:
         return f"ZooKeeper from {self.source}"
+
+    @property
+    def home(self) -> Path | None:
+        """The distribution or install directory (its ``conf/`` leads the classpath), if any."""
+        first = Path(self.classpath[0]) if self.classpath else None
+        return first.parent if first is not None and first.name == "conf" else None
 
 
 def contains_quorum_peer_main(jar: Path) -> bool:
@@ -61,88 +129,148 @@ def _with_main_class(jars: Iterable[Path]) -> bool:
     return any(contains_quorum_peer_main(jar) for jar in jars if "zookeeper" in jar.name)
 
 
-def _from_home(home: Path) -> ZooKeeperInstall | None:
+def _from_home(home: Path, origin: str) -> ZooKeeperInstall | None:
     jars = _jars(home, home / "lib")
     if not _with_main_class(jars):
         return None
     conf = home / "conf"
     entries = ([str(conf)] if conf.is_dir() else []) + [str(jar) for jar in jars]
-    return ZooKeeperInstall(tuple(entries), f"ZOOKEEPER_HOME={home}")
+    if Installation.read(home, LAYOUT_VERSION) is not None:
+        origin = f"Maven, {home_text(home)}"
+    return ZooKeeperInstall(tuple(entries), origin)
 
 
-def _from_debian(home: Path, java_dir: Path) -> ZooKeeperInstall | None:
-    own = _jars(home, home / "lib")
-    shared = _jars(java_dir)
-    if not _with_main_class(own + shared):
-        return None
-    # Debian splits the jar and its dependencies into /usr/share/java.
-    return ZooKeeperInstall(
-        tuple(str(jar) for jar in own + shared), f"Debian package ({home}, {java_dir})"
+# Installing -----------------------------------------------------------------------------------
+
+
+def install_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where installs live: ``$BKCONFORM_HOME/zookeeper``."""
+    return ZOOKEEPER.install_root(environ)
+
+
+def install(
+    version: str = DEFAULT_VERSION,
+    *,
+    root: Path | None = None,
+    offline: bool | None = None,
+    force: bool = False,
+    timeout: float = DEFAULT_MAVEN_TIMEOUT,
+    maven_repo: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: bool = False,
+) -> Installation:
+    """Install ``version`` (idempotent; the options:
+    :func:`adapters.installations.releases.install`)."""
+    return releases.install(
+        ZOOKEEPER,
+        version,
+        root=install_root(environ) if root is None else root,
+        offline=offline,
+        force=force,
+        timeout=timeout,
+        maven_repo=maven_repo,
+        environ=environ,
+        progress=progress,
     )
 
 
-def pyspark_jars_dir() -> Path | None:
-    """The ``jars`` directory of the installed pyspark wheel, found without importing it."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "jars"
+def installed(root: Path | None = None) -> list[Installation]:
+    """Every complete install under ``root`` (default :func:`install_root`), by version."""
+    return releases.installed(ZOOKEEPER, root)
 
 
-def _from_pyspark(jars_dir: Path) -> ZooKeeperInstall | None:
-    if not _with_main_class(_jars(jars_dir)):
-        return None
-    # Spark's jar set holds ZooKeeper's runtime dependencies (netty, slf4j, log4j2, jute).
-    return ZooKeeperInstall((str(jars_dir / "*"),), f"pyspark wheel ({jars_dir})")
+def remove(version: str, root: Path | None = None) -> bool:
+    """Delete the install of ``version``; False if there was none."""
+    return releases.remove(ZOOKEEPER, version, root)
+
+
+# Locating -------------------------------------------------------------------------------------
+
+
+def is_version(spec: str | Path) -> bool:
+    """Whether ``--zookeeper`` names a release (else a directory)."""
+    text = str(spec).strip()
+    return (
+        not isinstance(spec, Path)
+        and os.sep not in text
+        and not Path(text).expanduser().is_dir()
+        and bool(VERSION_TEXT.match(text))
+    )
+
+
+def resolve_zookeeper(
+    spec: str | Path,
+    *,
+    root: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: bool = False,
+) -> ZooKeeperInstall:
+    """``--zookeeper VERSION|DIR``: a version is installed on first use (then read from the
+    cache); a directory must hold a ZooKeeper (``lib/`` with ``QuorumPeerMain``)."""
+    if is_version(spec):
+        done = install(str(spec).strip(), root=root, environ=environ, progress=progress)
+        found = _from_home(done.home, f"Maven, {home_text(done.home)}")
+        if found is None:
+            raise ZooKeeperNotFound(
+                f"the install of ZooKeeper {done.version} at {done.home} holds no jar with "
+                f"{MAIN_CLASS}; reinstall it: bkconform zookeeper install --force {done.version}"
+            )
+        return found
+    home = Path(str(spec).strip()).expanduser()
+    found = _from_home(home, f"--zookeeper {home}")
+    if found is None:
+        raise ZooKeeperNotFound(
+            f"--zookeeper {home}: no zookeeper jar with {MAIN_CLASS} in it or its lib/; name "
+            "a version (installed from Maven Central on first use) or an unpacked "
+            "apache-zookeeper-X.Y.Z-bin distribution"
+        )
+    return found
 
 
 def locate_zookeeper(
+    explicit: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     *,
-    debian_home: Path = DEBIAN_HOME,
-    debian_java_dir: Path = DEBIAN_JAVA_DIR,
-    pyspark_jars: Path | None = None,
+    root: Path | None = None,
+    progress: bool = False,
 ) -> ZooKeeperInstall:
-    """Find a runnable ZooKeeper (see the module docstring for the search order)."""
+    """The ZooKeeper to run (see the module docstring for the order). A named one or a
+    ``ZOOKEEPER_HOME`` that holds no ZooKeeper is an error, never a reason to look elsewhere."""
+    if explicit is not None:
+        return resolve_zookeeper(explicit, root=root, environ=environ, progress=progress)
     env = os.environ if environ is None else environ
-    tried = []
     home = env.get("ZOOKEEPER_HOME")
     if home:
-        found = _from_home(Path(home))
+        found = _from_home(Path(home), f"ZOOKEEPER_HOME={home}")
         if found is not None:
             return found
-        # An explicit setting that does not work is an error, not a reason to look elsewhere.
         raise ZooKeeperNotFound(
             f"ZOOKEEPER_HOME={home} holds no zookeeper jar with {MAIN_CLASS} "
             "in its lib/ directory; point it at an unpacked apache-zookeeper-X.Y.Z-bin "
             "distribution or unset it"
         )
-    tried.append("ZOOKEEPER_HOME (unset)")
-    found = _from_debian(debian_home, debian_java_dir)
-    if found is not None:
-        return found
-    tried.append(f"Debian's {debian_home}")
-    jars_dir = pyspark_jars if pyspark_jars is not None else pyspark_jars_dir()
-    if jars_dir is not None:
-        found = _from_pyspark(jars_dir)
-        if found is not None:
-            return found
-        tried.append(f"pyspark's {jars_dir}")
-    else:
-        tried.append("pyspark (not installed)")
-    raise ZooKeeperNotFound(
-        "no ZooKeeper found; tried " + ", ".join(tried) + ". Set ZOOKEEPER_HOME to an "
-        "unpacked ZooKeeper binary distribution, `apt-get install zookeeper`, or "
-        "`pip install pyspark` (its wheel ships a ZooKeeper jar)"
-    )
+    try:
+        return resolve_zookeeper(DEFAULT_VERSION, root=root, environ=env, progress=progress)
+    except ClusterError as exc:
+        raise ZooKeeperNotFound(
+            f"no ZooKeeper: ZOOKEEPER_HOME is unset and the default release, "
+            f"{DEFAULT_VERSION}, could not be installed ({exc}); name one with --zookeeper "
+            "VERSION|DIR or set ZOOKEEPER_HOME to an unpacked ZooKeeper binary distribution"
+        ) from exc
 
 
 __all__ = [
-    "DEBIAN_HOME",
-    "DEBIAN_JAVA_DIR",
+    "DEFAULT_VERSION",
     "MAIN_CLASS",
+    "ZOOKEEPER",
     "ZooKeeperInstall",
+    "ZooKeeperInstallError",
     "contains_quorum_peer_main",
+    "install",
+    "install_root",
+    "installed",
+    "is_version",
     "locate_zookeeper",
-    "pyspark_jars_dir",
+    "remove",
+    "resolve_zookeeper",
 ]

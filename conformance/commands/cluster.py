@@ -32,7 +32,12 @@ from adapters.cluster.detached import (
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.local import KeepWorkDir, LocalCluster, LocalClusterOptions
 from adapters.processes import processes_matching
-from conformance.commands.options import add_bookie_options, bookie_choice_from_args
+from conformance.commands.options import (
+    add_bookie_options,
+    add_zookeeper_option,
+    bookie_choice_from_args,
+    zookeeper_from_args,
+)
 from conformance.rundir import system_header
 
 
@@ -55,6 +60,7 @@ def register(subparsers: Any) -> None:
         "--zk", type=_positive, default=1, help="ZooKeeper servers: 1 standalone, 3 ensemble"
     )
     add_bookie_options(up)
+    add_zookeeper_option(up)
     up.add_argument("--work-dir", type=Path, default=None, help="keep state and logs here")
     up.add_argument(
         "--start-timeout", type=float, default=60.0, help="seconds per process (default 60)"
@@ -101,6 +107,7 @@ def run_up(args: argparse.Namespace) -> int:
             )
     try:
         choice = bookie_choice_from_args(args)
+        zookeeper = zookeeper_from_args(args)
     except ValueError as exc:
         return _fail("up", exc)
     options = LocalClusterOptions(
@@ -108,6 +115,7 @@ def run_up(args: argparse.Namespace) -> int:
         zookeepers=args.zk,
         bookkeeper_home=choice.home,
         use_bookkeeper_home_env=False,
+        zookeeper_install=zookeeper,
         work_dir=work_dir,
         keep_work_dir=KeepWorkDir.ON_FAILURE,
         start_timeout=args.start_timeout,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from adapters.javaclient import distribution_version
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
+from conformance.commands.options import zookeeper_from_args
 from conformance.distributed.java_matrix import (
     MATRIX_FILE,
     ROLE,
@@ -63,6 +64,24 @@ def releases_from_args(args: argparse.Namespace) -> dict[str, Path]:
     return releases
 
 
+def one_zookeeper(args: argparse.Namespace) -> Path | None:
+    """``--zookeeper`` of a qualification: one release, installed now and named by its
+    directory so that every shard runs it (None: the default). A list is refused: the
+    BookKeeper x ZooKeeper matrix is not built yet."""
+    given = getattr(args, "zookeeper", None)
+    if not given:
+        return None
+    if "," in given:
+        raise ValueError(
+            f"--zookeeper {given}: one ZooKeeper release per qualification for now (a matrix "
+            "of ZooKeeper releases is not built yet; run one qualification per release)"
+        )
+    install = zookeeper_from_args(args)
+    if install.home is None:
+        raise ValueError(f"--zookeeper {given}: not a directory every shard can run")
+    return install.home
+
+
 def java_qualify_command(args: argparse.Namespace) -> int:
     try:
         if args.target != "local":
@@ -72,6 +91,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))
         ] or list(DEFAULT_SHAPES)
         releases = releases_from_args(args)
+        zookeeper = one_zookeeper(args)
         seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS
         shards = plan_matrix(
             releases,
@@ -81,6 +101,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             max_examples=args.max_examples or 10_000,
             roles=roles,
             writer_shapes=shapes,
+            zookeeper=zookeeper,
         )
         inapplicable = not_applicable(releases, roles=roles, writer_shapes=shapes)
     except (CannotRun, MatrixError, PlanError, ValueError) as exc:

@@ -33,6 +33,7 @@ from typing import Any
 from adapters.javaclient import distribution_version
 from adapters.process_records import reap_orphans_once
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
+from conformance.commands.options import zookeeper_from_args
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.role import Role
 from conformance.javaclient.roles import ROLE_NAMES, role_named, role_of_plan
@@ -112,6 +113,7 @@ def role_from_args(args: argparse.Namespace) -> Role[Any, Any]:
 def run_java_client_search(args: argparse.Namespace) -> int:
     try:
         home = check_run_arguments(args)
+        zookeeper = zookeeper_from_args(args) if getattr(args, "zookeeper", None) else None
         role = role_from_args(args)
         version = distribution_version(home)
         refusal = role.refusal(version)
@@ -130,6 +132,7 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         home,
         run_dir,
         role,
+        zookeeper=zookeeper,
         seed=0 if args.seed is None else args.seed,
         seconds=seconds,
         max_examples=max_examples,
@@ -137,7 +140,7 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         client_coverage=not getattr(args, "no_client_coverage", False),
         say=_say(args.quiet),
     )
-    system = java_client_system(home, str(version))
+    system = java_client_system(home, str(version), zookeeper)
     print(f"Search: the real Java client {version} {role.describe()}, bookies {version}, local")
     budget = f"{max_examples} examples" if seconds is None else f"{seconds:.0f} s"
     guidance = "on" if options.model_guidance else "off"
@@ -213,7 +216,8 @@ def _report(result: SearchRunResult) -> None:
 
 def replay_java_run(args: argparse.Namespace, source: Path) -> int:
     """Run the recorded finding's plan once, in its role, on a fresh cluster of the recorded
-    version (``--bookkeeper`` overrides it: the same plan against another release)."""
+    versions (``--bookkeeper`` and ``--zookeeper`` override them: the same plan against
+    another release)."""
     try:
         results = read_results(source)
         if results["state"] != FINISHED or "finding_plan" not in results:
@@ -227,6 +231,10 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
         if not getattr(args, "bookkeeper", None) and not getattr(args, "bookkeeper_home", None):
             args.bookkeeper = results["target"]["bookkeeper"]
         home = bookkeeper_home(args)
+        # The recorded ZooKeeper release, unless --zookeeper names another.
+        if not getattr(args, "zookeeper", None) and results["target"].get("zookeeper"):
+            args.zookeeper = results["target"]["zookeeper"]
+        zookeeper = zookeeper_from_args(args) if getattr(args, "zookeeper", None) else None
         version = distribution_version(home)
         refusal = role.refusal(version)
         if refusal is not None:
@@ -239,7 +247,7 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
     for line in plan.describe():
         print(f"  {line}")
     run_dir = new_run_dir(args.runs_dir, "local", "replay-java")
-    outcome = replay_run(role, plan, home, run_dir, source)
+    outcome = replay_run(role, plan, home, run_dir, source, zookeeper)
     if outcome.error:
         print(f"could not decide: {outcome.error}", file=sys.stderr)
     for violation in outcome.violations:

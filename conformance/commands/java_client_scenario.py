@@ -16,9 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import DistributionError, distribution_version
 from conformance.commands.console import print_findings
-from conformance.commands.options import bookie_choice_from_args
+from conformance.commands.options import bookie_choice_from_args, zookeeper_from_args
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
 from conformance.javaclient.model_replay import Judgement
@@ -80,16 +81,27 @@ def check_arguments(args: argparse.Namespace) -> Path:
     return home
 
 
+def _zookeeper(args: argparse.Namespace) -> ZooKeeperInstall | None:
+    """``--zookeeper`` (None: the default); CannotRun when it cannot be had."""
+    if not getattr(args, "zookeeper", None):
+        return None
+    try:
+        return zookeeper_from_args(args)
+    except ValueError as exc:
+        raise CannotRun(str(exc)) from exc
+
+
 def run_java_client_scenario(args: argparse.Namespace) -> int:
     try:
         home = check_arguments(args)
+        zookeeper = _zookeeper(args)
     except CannotRun as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return Verdict.UNDECIDED.exit_code
     version = distribution_version(home)
     expected = expected_verdict(version)
     print(f"Scenario {NAME}: Defect 1's recipe with the real Java client {version} as w2")
-    system = java_client_system(home, str(version))
+    system = java_client_system(home, str(version), zookeeper)
     print(system_header(system))
     print(f"Target: local, bookies and client from {home}; expected: {expected}", flush=True)
     run_dir = new_run_dir(args.runs_dir, "local", NAME)
@@ -106,7 +118,9 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
     with writer:
         writer.start()
         try:
-            run = run_recovery(JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir))
+            run = run_recovery(
+                JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir, zookeeper=zookeeper)
+            )
         except RunUndecided as exc:
             print(f"could not decide: {exc}", file=sys.stderr)
             writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=str(exc)), story=None)
@@ -175,6 +189,7 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     role = report.role()
     try:
         home = check_arguments(args)
+        zookeeper = _zookeeper(args)
         version = distribution_version(home)
         refusal = role.refusal(version)
         if refusal is not None:
@@ -184,13 +199,19 @@ def run_report_scenario(args: argparse.Namespace) -> int:
         return Verdict.UNDECIDED.exit_code
     print(f"Scenario {report.name}: {report.source}: {report.title}")
     print(f"  {report.story}")
-    print(system_header(java_client_system(home, str(version))))
+    print(system_header(java_client_system(home, str(version), zookeeper)))
     for line in report.plan.describe():
         print(f"  {line}")
     run_dir = new_run_dir(args.runs_dir, "local", report.name)
     print(f"Run directory: {run_dir}", flush=True)
     outcome, example = run_once(
-        role, report.plan, home, run_dir, name=report.name, extra={"report": report.source}
+        role,
+        report.plan,
+        home,
+        run_dir,
+        name=report.name,
+        extra={"report": report.source},
+        zookeeper=zookeeper,
     )
     if example is not None:
         print(role.frame_lines(example.record), end="")

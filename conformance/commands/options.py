@@ -8,8 +8,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from adapters.errors import ClusterError
 from adapters.installations.bookkeeper import DEFAULT_VERSION
 from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
+from adapters.installations.zookeeper import DEFAULT_VERSION as ZOOKEEPER_DEFAULT
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.refbookie.config import FAULTY_MODES
 from conformance.search.runner import SearchSettings
 from conformance.target_kinds import TARGET_KINDS
@@ -167,6 +170,29 @@ def add_bookie_options(group: Any) -> None:
     )
 
 
+def add_zookeeper_option(group: Any) -> None:
+    """``--zookeeper VERSION|DIR``: the ZooKeeper a local cluster runs
+    (:func:`zookeeper_from_args`)."""
+    group.add_argument(
+        "--zookeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help=f"the ZooKeeper of a local cluster: a release (installed from Maven Central on "
+        "first use, `bkconform zookeeper install`) or a directory (an unpacked binary "
+        f"distribution, or an install); default ZOOKEEPER_HOME, else {ZOOKEEPER_DEFAULT}, "
+        f"the release BookKeeper {DEFAULT_VERSION} depends on",
+    )
+
+
+def zookeeper_from_args(args: argparse.Namespace) -> ZooKeeperInstall:
+    """The ZooKeeper ``--zookeeper`` names, else ZOOKEEPER_HOME's, else the default release
+    (installed on first use). ValueError when it cannot be had."""
+    try:
+        return locate_zookeeper(getattr(args, "zookeeper", None), progress=True)
+    except ClusterError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 def add_restart_option(group: Any) -> None:
     """``--process-restarts``: crashes of real local bookies as process restarts."""
     group.add_argument(
@@ -191,6 +217,7 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         f"cluster at --zk (default {default})",
     )
     add_bookie_options(group)
+    add_zookeeper_option(group)
     add_restart_option(group)
     group.add_argument(
         "--official-images",
@@ -244,6 +271,7 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         in_jvm_restarts=not given("process_restarts", False),
         official_images=given("official_images", False),
         zookeeper=given("zk"),
+        zookeeper_release=given("zookeeper"),
         ledgers_root=given("ledgers_root", "/ledgers"),
         allow_remote=given("allow_remote", False),
         agents=tuple(AgentAddress.parse(item) for item in given("agent", None) or ()),

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from adapters.cluster.errors import ClusterError
+from adapters.installations.system import describe_zookeeper
 from adapters.process_records import reap_orphans_once
 from adapters.zookeeper.errors import MetadataError
 from conformance.commands import zab_model
+from conformance.commands.options import add_zookeeper_option, zookeeper_from_args
 from conformance.rundir import new_run_dir
 from conformance.verdict import Verdict
 from conformance.zab.faults import SCENARIOS, scenario_steps
@@ -79,6 +81,7 @@ def register(subparsers: Any) -> None:
         "--op-timeout", type=float, default=5.0, help="seconds per client request (default 5)"
     )
     run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go")
+    add_zookeeper_option(run)
     run.set_defaults(func=run_zab)
     scenarios = commands.add_parser("scenarios", help="list the named fault scenarios")
     scenarios.set_defaults(func=list_scenarios)
@@ -131,6 +134,7 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise ValueError(f"--servers must be odd and at least 3, got {args.servers}")
         if args.ops < 1 or args.clients < 1:
             raise ValueError("--ops and --clients must be at least 1")
+        install = zookeeper_from_args(args)
     except ValueError as exc:
         print(f"bkconform zab run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -142,7 +146,9 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for reaped in reap_orphans_once():
         print(f"bkconform: a run that died left {reaped.describe()}", file=sys.stderr)
     run_dir = new_run_dir(args.runs_dir.resolve(), "zab")
+    system = describe_zookeeper(install.classpath, install.source)
     config = {
+        "zookeeper": system,
         "servers": args.servers,
         "faults": list(faults),
         "ops": args.ops,
@@ -156,6 +162,7 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
             for s in program.faults
         ],
     }
+    print(f"System under test: {system}", file=out)
     print(f"Run directory: {run_dir}", file=out, flush=True)
     settings = RunSettings(
         servers=args.servers, op_timeout=args.op_timeout, faults=faults, rate=args.rate
@@ -168,6 +175,7 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     program,
                     run_dir / "cluster",
                     settings,
+                    install=install,
                     on_progress=lambda message: print(message, file=out, flush=True),
                     stream=writer,
                 )

@@ -57,6 +57,8 @@ class JavaShard:
     seed: int
     seconds: float
     max_examples: int
+    #: The cluster's ZooKeeper, a directory (None: ZOOKEEPER_HOME, else the default release).
+    zookeeper: str | None = None
 
     def cell(self) -> tuple[str, str, str]:
         return (self.version, self.configuration, self.role)
@@ -116,6 +118,7 @@ def plan_matrix(
     max_examples: int = 10_000,
     roles: Sequence[str] = (ROLE,),
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
+    zookeeper: Path | None = None,
 ) -> list[JavaShard]:
     """One shard per release x (role, configuration) x seed: the recovering role runs E=WQ=3
     AQ=2 (what its search runs), the writer role each of ``writer_shapes``; a writer of a
@@ -141,6 +144,7 @@ def plan_matrix(
                         seed + n,
                         seconds,
                         max_examples,
+                        None if zookeeper is None else str(zookeeper),
                     )
                 )
     if not shards:
@@ -157,6 +161,7 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     search that could not decide, is the row's ``status`` ``error`` with its ``error``, and its
     verdict undecided)."""
     # Imported here: Spark workers load the JVM adapter only when they run a Java shard.
+    from adapters.installations.zookeeper import locate_zookeeper
     from conformance.javaclient.roles import role_named
     from conformance.javaclient.run import SearchRunOptions, search_run
 
@@ -171,6 +176,7 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
                 Path(shard.home),
                 shard_dir,
                 role_named(shard.role, shape),
+                zookeeper=None if shard.zookeeper is None else locate_zookeeper(shard.zookeeper),
                 seed=shard.seed,
                 seconds=shard.seconds,
                 max_examples=shard.max_examples,

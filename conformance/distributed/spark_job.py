@@ -78,29 +78,6 @@ def quiet_conf(master: str, log_config: Path) -> dict[str, str]:
     }
 
 
-def worker_env() -> dict[str, str]:
-    """Environment for the Python workers beyond the project's path.
-
-    In a Spark Python worker ``pyspark`` is imported from Spark's ``pyspark.zip``, so the
-    local cluster provider's search for the ZooKeeper jar in the pyspark wheel looks inside
-    the zip and fails. When that wheel is where the driver finds ZooKeeper, the workers are
-    told so through ZOOKEEPER_HOME (a directory holding the ZooKeeper jar is a valid one).
-    """
-    if os.environ.get("ZOOKEEPER_HOME"):
-        return {}
-    from adapters.installations.errors import ZooKeeperNotFound
-    from adapters.installations.zookeeper import locate_zookeeper, pyspark_jars_dir
-
-    try:
-        install = locate_zookeeper()
-    except ZooKeeperNotFound:
-        return {}
-    jars = pyspark_jars_dir()
-    if jars is None or not install.source.startswith("pyspark"):
-        return {}
-    return {"spark.executorEnv.ZOOKEEPER_HOME": str(jars)}
-
-
 @contextlib.contextmanager
 def spark_session(master: str) -> Iterator[Any]:
     """A SparkSession on ``master``, stopped (and its JVM gone) however the block ends."""
@@ -118,7 +95,7 @@ def spark_session(master: str) -> Iterator[Any]:
         log_config = Path(scratch) / "log4j2.properties"
         log_config.write_text(_LOG4J2)
         builder = SparkSession.builder
-        for key, value in {**quiet_conf(master, log_config), **worker_env()}.items():
+        for key, value in quiet_conf(master, log_config).items():
             builder = builder.config(key, value)
         spark = None
         try:

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from adapters.errors import ClusterError
 from adapters.installations.system import (
     BookieChoice,
     SystemUnderTest,
     describe_java_client,
     describe_zookeeper,
+    zookeeper_version,
 )
-from adapters.installations.zookeeper import locate_zookeeper
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.javaclient import distribution_version
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
@@ -65,10 +67,13 @@ class GuidanceError(ConformanceError, RuntimeError):
 RUN_ERRORS: tuple[type[Exception], ...] = (GuidanceError, *INFRASTRUCTURE_ERRORS)
 
 
-def java_client_system(home: Path, version: str) -> SystemUnderTest:
-    """Bookies of ``home``, its Java client, and the local ZooKeeper."""
+def java_client_system(
+    home: Path, version: str, zookeeper_install: ZooKeeperInstall | None = None
+) -> SystemUnderTest:
+    """Bookies of ``home``, its Java client, and the local ZooKeeper (``zookeeper_install``,
+    else the default one)."""
     try:
-        install = locate_zookeeper()
+        install = zookeeper_install or locate_zookeeper()
         zookeeper = describe_zookeeper(install.classpath, install.source)
     except Exception as exc:
         zookeeper = f"unknown ({exc})"
@@ -78,10 +83,16 @@ def java_client_system(home: Path, version: str) -> SystemUnderTest:
 
 
 def session_options(
-    role: Role[Any, Any], home: Path, run_dir: Path, *, measures_coverage: bool = False
+    role: Role[Any, Any],
+    home: Path,
+    run_dir: Path,
+    *,
+    measures_coverage: bool = False,
+    zookeeper: ZooKeeperInstall | None = None,
 ) -> SessionOptions:
     return SessionOptions(
         bookkeeper_home=home,
+        zookeeper=zookeeper,
         log_dir=run_dir,
         layout=role.layout(),
         measures_coverage=measures_coverage,
@@ -102,6 +113,8 @@ class SearchRunOptions:
     home: Path
     run_dir: Path
     role: Role[Any, Any]
+    #: The cluster's ZooKeeper (None: ZOOKEEPER_HOME, else the default release).
+    zookeeper: ZooKeeperInstall | None = None
     seed: int = 0
     #: The time budget (None: ``max_examples`` only).
     seconds: float | None = 300.0
@@ -161,8 +174,18 @@ class SearchRunResult:
         }
 
 
-def _target(role: Role[Any, Any], version: str) -> dict[str, str]:
-    return {"target": "local", "bookkeeper": version, "client": CLIENT, "role": role.name}
+def _target(
+    role: Role[Any, Any], version: str, zookeeper: ZooKeeperInstall | None
+) -> dict[str, str]:
+    """What the run's ``results.json`` says it ran against (a replay runs the same)."""
+    target = {"target": "local", "bookkeeper": version, "client": CLIENT, "role": role.name}
+    try:
+        found = zookeeper_version((zookeeper or locate_zookeeper()).classpath)
+    except ClusterError:
+        found = None  # the run itself will say why it has no ZooKeeper
+    if found is not None:
+        target["zookeeper"] = found
+    return target
 
 
 def search_run(options: SearchRunOptions) -> SearchRunResult:
@@ -170,12 +193,12 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
     cluster, proxy, JVM or ZooKeeper failure is an undecided result, never an exception."""
     home, run_dir, say, role = options.home, options.run_dir, options.say, options.role
     version = str(distribution_version(home))
-    system = java_client_system(home, version)
+    system = java_client_system(home, version, options.zookeeper)
     writer = RunWriter(
         run_dir,
         name="run-java",
         cfg=role.config(),
-        target=_target(role, version),
+        target=_target(role, version, options.zookeeper),
         system=system,
         extra={"search": options.settings(), "role_settings": role.settings()},
     )
@@ -190,7 +213,11 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
             guided: list[Any] = []
             try:
                 measured = session_options(
-                    role, home, run_dir, measures_coverage=options.client_coverage
+                    role,
+                    home,
+                    run_dir,
+                    measures_coverage=options.client_coverage,
+                    zookeeper=options.zookeeper,
                 )
                 with ClientSession(measured) as session:
                     if planned is not None:
@@ -402,12 +429,25 @@ def _finish(
     )
 
 
-def replay_run(role: Role[Any, Any], plan: Any, home: Path, run_dir: Path, source: Path) -> Outcome:
-    """``plan`` once on a fresh cluster of ``home``, written to ``run_dir`` as a replay of
-    ``source``; a cluster, proxy, JVM or ZooKeeper failure, or a schedule not applied, is an
-    undecided outcome (with its error), never an exception."""
+def replay_run(
+    role: Role[Any, Any],
+    plan: Any,
+    home: Path,
+    run_dir: Path,
+    source: Path,
+    zookeeper: ZooKeeperInstall | None = None,
+) -> Outcome:
+    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``), written to
+    ``run_dir`` as a replay of ``source``; a cluster, proxy, JVM or ZooKeeper failure, or a
+    schedule not applied, is an undecided outcome (with its error), never an exception."""
     outcome, _example = run_once(
-        role, plan, home, run_dir, name="replay-java", extra={"replayed_from": str(source)}
+        role,
+        plan,
+        home,
+        run_dir,
+        name="replay-java",
+        extra={"replayed_from": str(source)},
+        zookeeper=zookeeper,
     )
     return outcome
 
@@ -420,16 +460,18 @@ def run_once(
     *,
     name: str,
     extra: dict[str, Any] | None = None,
+    zookeeper: ZooKeeperInstall | None = None,
 ) -> tuple[Outcome, Example[Any, Any] | None]:
-    """``plan`` once on a fresh cluster of ``home``, written to ``run_dir`` (``name``: the run
-    directory's); its outcome, and the example (None when it could not run)."""
+    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``: None, the default),
+    written to ``run_dir`` (``name``: the run directory's); its outcome, and the example
+    (None when it could not run)."""
     version = str(distribution_version(home))
     writer = RunWriter(
         run_dir,
         name=name,
         cfg=role.config(),
-        target=_target(role, version),
-        system=java_client_system(home, version),
+        target=_target(role, version, zookeeper),
+        system=java_client_system(home, version, zookeeper),
         extra={
             **(extra or {}),
             "finding_plan": plan.to_json(),
@@ -439,7 +481,8 @@ def run_once(
     with writer:
         writer.start()
         try:
-            with ClientSession(session_options(role, home, run_dir)) as session:
+            options = session_options(role, home, run_dir, zookeeper=zookeeper)
+            with ClientSession(options) as session:
                 run = run_plan(session, role, plan)
         except RUN_ERRORS as exc:
             outcome = Outcome(Verdict.UNDECIDED, [], [], error=f"{type(exc).__name__}: {exc}")

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import BookKeeperVersion
 from adapters.netproxy.routing import RoutingMethod
 from conformance.javaclient import SCENARIO_NAME
@@ -62,6 +63,8 @@ class JavaScenarioOptions:
     #: ``(ledger id, speculative read timeout ms)`` -> the proxies' rules.
     schedule: ScheduleFactory = defect1_schedule
     work_dir: Path | None = None
+    #: The cluster's ZooKeeper (None: ZOOKEEPER_HOME, else the default release).
+    zookeeper: ZooKeeperInstall | None = None
 
 
 @dataclass
@@ -108,6 +111,7 @@ def run_recovery(options: JavaScenarioOptions) -> JavaScenarioRun:
         java_call_timeout=options.java_call_timeout,
         request_timeout=options.request_timeout,
         work_dir=options.work_dir,
+        zookeeper=options.zookeeper,
     )
     schedules: list[tuple[ScheduledRule, ...]] = []
     try:

@@ -33,6 +33,7 @@ from adapters.cluster import (
     Node,
 )
 from adapters.installations.jacoco import install as install_jacoco
+from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import (
     BookKeeperJavaClient,
     BookKeeperVersion,
@@ -148,6 +149,8 @@ class SessionOptions:
     #: Measure the client's code coverage with JaCoCo's agent (installed from Maven Central
     #: on first use), example by example (:mod:`.coverage`).
     measures_coverage: bool = False
+    #: The cluster's ZooKeeper (None: ZOOKEEPER_HOME, else the default release).
+    zookeeper: ZooKeeperInstall | None = None
 
 
 def routing_refusal(version: BookKeeperVersion, layout: SessionLayout) -> str | None:
@@ -227,6 +230,7 @@ class ClientSession:
                     bookkeeper_home=options.bookkeeper_home,
                     use_bookkeeper_home_env=False,
                     work_dir=options.work_dir,
+                    zookeeper_install=options.zookeeper,
                 )
             )
         )

@@ -1,7 +1,8 @@
 """The ``local`` target: a real ZooKeeper and bookies started on this machine, stopped when the
 target closes. The bookies are real BookKeeper by default (``BOOKKEEPER_HOME``, else the default
 version installed from Maven Central on first use); ``BookieChoice.reference()`` runs the
-reference bookie test double instead."""
+reference bookie test double instead. ZooKeeper is the release named (``zookeeper``), else
+``ZOOKEEPER_HOME``'s, else the default release, installed from Maven Central on first use."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from adapters.installations.system import (
     BookieChoice,
     SystemUnderTest,
 )
+from adapters.installations.zookeeper import ZooKeeperInstall
 from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
@@ -29,6 +31,7 @@ class LocalTarget(ClusterTarget):
         self,
         *,
         bookies: BookieChoice | None = None,
+        zookeeper: ZooKeeperInstall | None = None,
         work_dir: Path | None = None,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
@@ -38,10 +41,13 @@ class LocalTarget(ClusterTarget):
         and installed if need be, when first needed). ``in_jvm_restarts``: a crash of a real
         bookie (the model's BookieRestartsEmpty) restarts the bookie inside its JVM, about
         0.5 s, rather than killing the JVM and booting a new one, about 2 s
-        (:mod:`adapters.cluster.bookie_host`; docs/adapters/cluster.md says what differs)."""
+        (:mod:`adapters.cluster.bookie_host`; docs/adapters/cluster.md says what differs).
+        ``zookeeper`` None: ``ZOOKEEPER_HOME``, else the default release
+        (:func:`~adapters.installations.zookeeper.locate_zookeeper`)."""
         super().__init__(request_timeout=request_timeout)
         self.in_jvm_restarts = in_jvm_restarts
         self._bookies = bookies
+        self.zookeeper = zookeeper
         self.bookie_extra = dict(bookie_extra or {})
         self.work_dir = work_dir
         self._local: LocalCluster | None = None
@@ -59,6 +65,7 @@ class LocalTarget(ClusterTarget):
             work_dir=self.work_dir,
             bookkeeper_home=choice.home,
             use_bookkeeper_home_env=False,
+            zookeeper_install=self.zookeeper,
             **extra,
         )
 

@@ -22,6 +22,7 @@ from typing import Any
 from adapters.cluster.errors import ClusterError
 from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, REFERENCE, BookieChoice
 from adapters.installations.system import choose_bookies as choose_installed_bookies
+from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.refbookie.config import FAULTY_MODES
 from conformance.target_kinds import TARGET_KINDS
 from conformance.targets.base import Target
@@ -60,6 +61,9 @@ class TargetSpec:
     in_jvm_restarts: bool = True
     #: ``docker``: ``apache/bookkeeper:<bookkeeper or the default>`` from a registry.
     official_images: bool = False
+    #: ``local``: the ZooKeeper release it runs (a version, installed on first use, or a
+    #: directory); None: ``ZOOKEEPER_HOME``, else the default release.
+    zookeeper_release: str | None = None
     #: ``external``: the cluster's ZooKeeper, its ledgers root, and the guards.
     zookeeper: str | None = None
     ledgers_root: str = "/ledgers"
@@ -98,6 +102,11 @@ class TargetSpec:
                 raise ValueError(
                     "--official-images takes a version (--bookkeeper X.Y.Z), no directory"
                 )
+        if self.zookeeper_release is not None and self.kind != "local":
+            raise ValueError(
+                f"--zookeeper {self.zookeeper_release}: only --target local starts a ZooKeeper "
+                "release of your choice (docker runs its image's, external is yours)"
+            )
         if self.agents and self.agent_token_file is None:
             raise ValueError("--agent needs --agent-token-file")
         if not self.request_timeout > 0:
@@ -135,11 +144,16 @@ class TargetSpec:
         if self.kind not in ("local", "docker") or self.official_images:
             return self
         choice = self.bookie_choice(progress=progress)
+        zookeeper = self.zookeeper_release
+        found = self.zookeeper_install(progress=progress)
+        if found is not None and found.home is not None:
+            zookeeper = str(found.home)  # a version becomes its install: one ZooKeeper for all
         return dataclasses.replace(
             self,
             bookie_kind=choice.kind,
             bookkeeper=None,
             bookkeeper_home=str(choice.home) if choice.home is not None else None,
+            zookeeper_release=zookeeper,
         )
 
     def bookie_choice(self, *, progress: bool = True) -> BookieChoice:
@@ -155,6 +169,16 @@ class TargetSpec:
             given = f"--bookkeeper {self.bookkeeper}: " if self.bookkeeper is not None else ""
             raise ValueError(f"{given}{exc}") from exc
 
+    def zookeeper_install(self, *, progress: bool = True) -> ZooKeeperInstall | None:
+        """The ZooKeeper ``zookeeper_release`` names (None: the cluster's default, located
+        when it starts). ValueError when it cannot be had."""
+        if self.zookeeper_release is None:
+            return None
+        try:
+            return locate_zookeeper(self.zookeeper_release, progress=progress)
+        except ClusterError as exc:
+            raise ValueError(str(exc)) from exc
+
     # Building -------------------------------------------------------------------------------
 
     def build(self) -> Target:
@@ -169,6 +193,7 @@ class TargetSpec:
             faulty = self.reference_faulty_mode
             return LocalTarget(
                 bookies=self.bookie_choice(),
+                zookeeper=self.zookeeper_install(),
                 in_jvm_restarts=self.in_jvm_restarts,
                 request_timeout=self.request_timeout,
                 bookie_extra={"refbookie.faultyMode": faulty} if faulty != "none" else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,8 +14,13 @@ import pytest
 
 from adapters.installations import bookkeeper as installs
 from adapters.installations.system import MODEL_SYSTEM, BookieChoice
+from adapters.installations.zookeeper import MAIN_CLASS
 from conformance.cli import build_parser, main
-from conformance.commands.options import bookie_choice_from_args, target_spec_from_args
+from conformance.commands.options import (
+    bookie_choice_from_args,
+    target_spec_from_args,
+    zookeeper_from_args,
+)
 from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget
 from tests.adapters.installations.test_system import distribution
@@ -122,6 +128,51 @@ def test_one_function_turns_the_options_into_the_bookies(
         _parse("qualify", "--target", "local", "--bookie-kind", "reference")
     ).resolved()
     assert reference.bookie_choice() == BookieChoice.reference()
+
+
+def _zookeeper_distribution(home: Path, version: str) -> Path:
+    """An unpacked ZooKeeper binary distribution, as much of one as the locator reads."""
+    jar = home / "lib" / f"zookeeper-{version}.jar"
+    jar.parent.mkdir(parents=True)
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr(MAIN_CLASS.replace(".", "/") + ".class", b"x")
+    return home
+
+
+def test_every_command_that_starts_zookeeper_takes_the_release_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    zookeeper = _zookeeper_distribution(tmp_path / "zk", "3.8.4")
+    for command in (
+        ["run", "--target", "local"],
+        ["replay", "AA==", "--target", "local"],
+        ["scenario", "defect1-fencing", "--target", "local"],
+        ["qualify", "--target", "local"],
+        ["cluster", "up"],
+        ["zab", "run"],
+    ):
+        args = _parse(*command, "--zookeeper", str(zookeeper))
+        assert zookeeper_from_args(args).classpath == (
+            str(zookeeper / "lib" / "zookeeper-3.8.4.jar"),
+        )
+        if command[0] not in ("cluster", "zab"):
+            spec = target_spec_from_args(args)
+            assert spec.zookeeper_install() == zookeeper_from_args(args)
+
+    # A local run says which, before it starts anything.
+    def unreachable(self: ClusterTarget, cfg: object) -> None:
+        raise TargetError("not started in a fast test")
+
+    monkeypatch.setattr(ClusterTarget, "open", unreachable)
+    argv = ["run", "--target", "local", "--bookie-kind", "reference", "--quiet"]
+    assert main([*argv, "--zookeeper", str(zookeeper), "--runs-dir", str(tmp_path / "runs")]) == 2
+    (header,) = [line for line in capsys.readouterr().out.splitlines() if "under test" in line]
+    assert header.endswith(f"zookeeper: ZooKeeper 3.8.4 (--zookeeper {zookeeper})")
+    # A ZooKeeper that is none is refused before anything starts; so is a list (no matrix yet).
+    assert main([*argv, "--zookeeper", str(tmp_path), "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert "no zookeeper jar with" in capsys.readouterr().err
+    assert main(["qualify", "--target", "local", "--zookeeper", "3.8.4,3.9.3"]) == 2
+    assert "one ZooKeeper release per qualification" in capsys.readouterr().err
 
 
 def test_qualify_names_it_in_header_results_parquet_and_report(

@@ -390,3 +390,15 @@ def test_an_install_of_an_older_layout_is_replaced(fake_mvn: Path, tmp_path: Pat
     assert installed() == []
     assert install("4.17.3").home == home
     assert fake_mvn.read_text().count("\n") == 2 and [i.version for i in installed()] == ["4.17.3"]
+
+
+@pytest.mark.cluster
+def test_the_default_zookeeper_is_the_one_the_default_bookkeeper_depends_on() -> None:
+    """The default ZooKeeper release is read from the default BookKeeper's own dependencies
+    (its bookkeeper-server POM, as the install resolved it): a new default BookKeeper that
+    moves to another ZooKeeper fails here until the ZooKeeper default follows."""
+    from adapters.installations import zookeeper
+    from adapters.installations.system import zookeeper_version
+
+    home = install(DEFAULT_VERSION).home
+    assert zookeeper_version([str(home / "lib" / "*")]) == zookeeper.DEFAULT_VERSION
