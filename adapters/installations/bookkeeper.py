@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from adapters.errors import ClusterError
 from adapters.installations import releases
@@ -279,30 +280,11 @@ BOOKKEEPER = releases.Product(
 )
 
 
-def install(
-    version: str = DEFAULT_VERSION,
-    *,
-    root: Path | None = None,
-    offline: bool | None = None,
-    force: bool = False,
-    timeout: float = DEFAULT_MAVEN_TIMEOUT,
-    maven_repo: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-    progress: bool = False,
-) -> Installation:
+def install(version: str = DEFAULT_VERSION, **options: Any) -> Installation:
     """Install ``version`` (idempotent: an existing complete install is returned as it is;
-    the options: :func:`adapters.installations.releases.install`)."""
-    return releases.install(
-        BOOKKEEPER,
-        version,
-        root=install_root(environ) if root is None else root,
-        offline=offline,
-        force=force,
-        timeout=timeout,
-        maven_repo=maven_repo,
-        environ=environ,
-        progress=progress,
-    )
+    ``options``: ``root``, ``offline``, ``force``, ``timeout``, ``maven_repo``, ``environ``,
+    ``progress``, as :func:`adapters.installations.releases.install` takes them)."""
+    return releases.install(BOOKKEEPER, version, **options)
 
 
 # The option -----------------------------------------------------------------------------------

@@ -29,12 +29,12 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adapters.errors import ClusterError
 from adapters.installations import releases
 from adapters.installations.errors import ZooKeeperNotFound
 from adapters.installations.releases import (
-    DEFAULT_MAVEN_TIMEOUT,
     VERSION_TEXT,
     Installation,
 )
@@ -148,30 +148,11 @@ def install_root(environ: Mapping[str, str] | None = None) -> Path:
     return ZOOKEEPER.install_root(environ)
 
 
-def install(
-    version: str = DEFAULT_VERSION,
-    *,
-    root: Path | None = None,
-    offline: bool | None = None,
-    force: bool = False,
-    timeout: float = DEFAULT_MAVEN_TIMEOUT,
-    maven_repo: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-    progress: bool = False,
-) -> Installation:
-    """Install ``version`` (idempotent; the options:
-    :func:`adapters.installations.releases.install`)."""
-    return releases.install(
-        ZOOKEEPER,
-        version,
-        root=install_root(environ) if root is None else root,
-        offline=offline,
-        force=force,
-        timeout=timeout,
-        maven_repo=maven_repo,
-        environ=environ,
-        progress=progress,
-    )
+def install(version: str = DEFAULT_VERSION, **options: Any) -> Installation:
+    """Install ``version`` (idempotent: an existing complete install is returned as it is;
+    ``options``: ``root``, ``offline``, ``force``, ``timeout``, ``maven_repo``, ``environ``,
+    ``progress``, as :func:`adapters.installations.releases.install` takes them)."""
+    return releases.install(ZOOKEEPER, version, **options)
 
 
 def installed(root: Path | None = None) -> list[Installation]:

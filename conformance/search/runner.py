@@ -24,6 +24,7 @@ Deterministic for a seed, but for the time budget, which only decides when to st
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import time
@@ -38,7 +39,7 @@ from hypothesis.errors import Flaky, NoSuchExample
 
 from conformance.engine import StepRecord
 from conformance.races import RaceTally
-from conformance.search.choices import DataChooser, RecordingChooser, ReplayChooser
+from conformance.search.choices import Chooser, DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
 from conformance.search.program import ExampleRun, encode_trace, race_proposals, run_example
@@ -190,6 +191,9 @@ class _Search:
         self.error: str | None = None
         self.first_found: tuple[str, float, int] | None = None
         self.best: ExampleRun | None = None  # the shortest failing example run so far
+        #: How often Hypothesis stopped a phase, no failure seen, for a replay that took
+        #: another path (Flaky): nondeterministic answers, a race's above all.
+        self.interruptions = 0
         self.races = RaceTally()  # the races of every example run on the target
         self._last_progress = 0.0
 
@@ -218,10 +222,23 @@ class _Search:
             )
 
     def example(self, draw: Callable[..., Any]) -> ExampleRun | None:
-        """One example on the target; None when the search is idle (draws nothing)."""
+        """One example on the target, its choices drawn by Hypothesis; None when the search
+        is idle (draws nothing)."""
         if self.idle():
             return None
-        recorder = RecordingChooser(DataChooser(draw))
+        run = self._run(DataChooser(draw))
+        target(float(run.max_danger), label="danger")
+        return run
+
+    def replay(self, choices: list[int]) -> ExampleRun | None:
+        """One example on the target, its choices given (a proposal, run as it is outside
+        Hypothesis); None when the search is idle."""
+        if self.idle():
+            return None
+        return self._run(ReplayChooser(choices, strict=False))
+
+    def _run(self, chooser: Chooser) -> ExampleRun:
+        recorder = RecordingChooser(chooser)
         # Client libraries of the target (kazoo's retry jitter) use the global random
         # generator; Hypothesis forbids strategies to change it, and nothing of the example's
         # own depends on it: put it back as it was.
@@ -248,7 +265,6 @@ class _Search:
             self.races.merge(run.outcome.races)
         if self.on_example is not None:
             self.on_example(self.phase, run)
-        target(float(run.max_danger), label="danger")
         if run.outcome.verdict is Verdict.UNDECIDED:
             # A target error stops the search, retriable or not: the search itself never tries
             # again; whoever ran it decides on the error's flag (a shard retries the whole
@@ -262,9 +278,11 @@ class _Search:
                 self.first_found = (self.phase, self.elapsed(), len(run.outcome.steps))
         return run
 
-    def hypothesis_settings(self, phases: tuple[Phase, ...], db: ExampleDatabase) -> Any:
+    def hypothesis_settings(
+        self, phases: tuple[Phase, ...], db: ExampleDatabase, max_examples: int = 0
+    ) -> Any:
         return settings(
-            max_examples=self.search.max_examples,
+            max_examples=max_examples or self.search.max_examples,
             phases=phases,
             database=db,
             deadline=None,
@@ -312,31 +330,39 @@ def run_search(
     strategy = st.composite(lambda draw: state.example(draw))()
     notes: list[str] = []
 
-    def run_find(phases: tuple[Phase, ...], seeded: bool) -> ExampleRun | None:
+    def run_find(
+        phases: tuple[Phase, ...], seeded: bool, *, restart: int = 0, max_examples: int = 0
+    ) -> ExampleRun | None:
         # A seeded run is reproducible but Hypothesis then ignores the database; the reuse
-        # runs read it (and shrink with Hypothesis's own randomness).
+        # runs read it (and shrink with Hypothesis's own randomness). ``restart``: the how
+        # many'th start of a phase Hypothesis stopped (another seed); ``max_examples``: its
+        # examples, if fewer than the budget's.
         if not search.shrink:
             phases = tuple(p for p in phases if p is not Phase.shrink)
         try:
             found: ExampleRun | None = find(
                 strategy,
                 _failing,
-                settings=state.hypothesis_settings(phases, db),
-                random=random.Random(search.seed) if seeded else None,
+                settings=state.hypothesis_settings(phases, db, max_examples),
+                random=random.Random(search.seed + 7919 * restart) if seeded else None,
                 database_key=key,
             )
         except NoSuchExample:
             return None
         except Flaky:
-            # Hypothesis saw the same choices behave differently. Either we stopped running
-            # examples (a target error, or the budget), or the target is not deterministic:
-            # keep the shortest failure seen, unshrunk past that point.
+            # Hypothesis saw the same choices behave differently: we stopped running examples
+            # (a target error, or the budget), or the target answered differently, which a
+            # race may (its answers decide which of the model's orders the next steps follow).
+            if state.best is not None:
+                if not state.idle():
+                    notes.append(
+                        "the target answered the same example differently on a replay "
+                        "(nondeterminism); the finding is the shortest failing run seen"
+                    )
+                return state.best
             if not state.idle():
-                notes.append(
-                    "the target answered the same example differently on a replay "
-                    "(nondeterminism); the finding is the shortest failing run seen"
-                )
-            return state.best
+                state.interruptions += 1
+            return None
         return found
 
     def save_proposal(trace: list[Step[State, Label]]) -> None:
@@ -355,18 +381,38 @@ def run_search(
             return (-max(danger(cfg, s.state) for s in trace), -len(trace))
 
         fitting = sorted((t for t in archive if 1 < len(t) <= search.max_steps + 1), key=rank)
-        chosen = fitting[: search.max_examples]
+        proposals: list[list[int]] = []
         if search.races:
             # The races the model says matter, wherever the explorer's traces reach them
             # (those where each answer depends on the order first), before the traces.
-            proposed = race_proposals(
+            proposals += race_proposals(
                 cfg, fitting, search.max_steps, limit=search.max_examples, should_stop=idle
             )
-            for choices in proposed:
-                db.save(key, choices_bytes([*choices, 0]))
-        for trace in chosen:
-            save_proposal(trace)
-        return keep(run_find((Phase.reuse, Phase.shrink), seeded=False))
+        proposals += [
+            encode_trace(cfg, trace, search.max_steps, races=search.races)
+            for trace in fitting[: search.max_examples]
+        ]
+        # Each runs as it is, outside Hypothesis: a replay that leaves its proposal's path (a
+        # race's answers decide which of the model's orders the next steps follow) is another
+        # example, not a reason for Hypothesis to stop the phase. What fails is shrunk.
+        for choices in proposals:
+            run = state.replay(choices)
+            if run is None:
+                return None  # idle: the budget, or a target error
+            if run.finding:
+                # One choice more than the example reads: Hypothesis takes an entry that
+                # replays exactly for an example it has already shrunk, and would not shrink
+                # it again.
+                db.save(key, choices_bytes([*run.choices, 0]))
+                shrunk = run_find((Phase.reuse, Phase.shrink), seeded=False)
+                if shrunk is None:
+                    notes.append(
+                        "the failing example did not fail when Hypothesis ran it again (a "
+                        "race's answers need not repeat): the finding is the run as first "
+                        "seen, unshrunk"
+                    )
+                return keep(shrunk if shrunk is not None else run)
+        return None
 
     def idle() -> bool:
         return state.idle()
@@ -382,7 +428,30 @@ def run_search(
         found = run_find((Phase.reuse,), seeded=False)
     if found is None and not state.idle():
         state.phase = "hypothesis"
-        found = keep(run_find((Phase.generate, Phase.target, Phase.shrink), seeded=True))
+        first = state.examples
+        for restart in itertools.count():
+            interrupted = state.interruptions
+            left = search.max_examples - (state.examples - first)
+            found = keep(
+                run_find(
+                    (Phase.generate, Phase.target, Phase.shrink),
+                    seeded=True,
+                    restart=restart,
+                    max_examples=left,
+                )
+            )
+            # Hypothesis stops a phase when a replay takes another path (Flaky, no failure):
+            # start it again with another seed while examples and time are left.
+            if found is not None or state.interruptions == interrupted or state.idle():
+                break
+            if state.examples - first >= search.max_examples:
+                break
+        if state.interruptions:
+            notes.append(
+                f"Hypothesis stopped {state.interruptions} time(s) when a replay took another "
+                "path than the first run of its choices (a race's answers need not repeat); "
+                "the phase went on with another seed"
+            )
     if found is None and state.error is None and search.explore and not state.out_of_time():
         state.phase = "explorer"
         state.report()

@@ -8,10 +8,12 @@ import types
 
 import pytest
 from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.errors import Flaky
 
 from conformance.observations import Observation
 from conformance.operations import Deliver, FreshLedger, Operation
 from conformance.scenarios import SCENARIOS, run_scenario
+from conformance.search import runner
 from conformance.search.program import ExampleRun
 from conformance.search.runner import (
     PROFILES,
@@ -157,6 +159,63 @@ def test_a_search_without_shrinking_keeps_the_finding_as_first_found() -> None:
     assert {tuple(r.choices) for r in runs[first:]} == {tuple(kept.finding.choices)}
     assert len(kept.finding.run.outcome.steps) == kept.finding.found_steps
     assert len(kept.finding.run.outcome.steps) > len(shrunk.finding.run.outcome.steps)
+
+
+def test_a_phase_hypothesis_stops_without_a_failure_goes_on_with_another_seed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a real cluster a race's answers need not repeat, and Hypothesis stops its phase
+    # (Flaky) when a replay takes another path: the search must go on, and say so.
+    real_find = runner.find
+    calls: list[int] = []
+
+    def find_stopping_once(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Flaky("Inconsistent data generation! (a replay took another path)")
+        return real_find(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "find", find_stopping_once)
+    search = SearchSettings(max_examples=20, max_steps=30, time_budget=None, explore=False)
+    report = _search(DEFECT_1.config(protected=True), search)
+    assert report.verdict == "clean" and len(calls) == 2
+    assert report.examples >= 20  # the phase ran its examples after all
+    assert any("Hypothesis stopped 1 time(s)" in note for note in report.notes), report.notes
+
+
+class _WrongOnce(ModelTarget):
+    """Answers one delivery of one example wrongly (the ``wrong_example``-th fresh ledger),
+    right ever after: a failure that does not repeat, as a race's may not."""
+
+    name = "wrong-once"
+
+    def __init__(self, cfg: ModelConfig, wrong_example: int) -> None:
+        super().__init__(cfg)
+        self.wrong_example = wrong_example
+        self.examples = 0
+
+    def invoke(self, op: Operation) -> Observation:
+        if isinstance(op, FreshLedger):
+            self.examples += 1
+        observed = super().invoke(op)
+        if isinstance(op, Deliver) and self.examples == self.wrong_example:
+            self.wrong_example = 0
+            return Observation("bogus", "EBOGUS")
+        return observed
+
+
+def test_a_proposal_that_fails_once_is_the_finding_unshrunk_and_says_so() -> None:
+    cfg = DEFECT_1.config(protected=True)
+    # The hypothesis phase runs its 10 examples; the corpus's first proposal is the 11th.
+    target = _WrongOnce(cfg, wrong_example=11)
+    target.open(cfg)
+    phases: list[str] = []
+    search = SearchSettings(max_examples=10, max_steps=40, seed=1, time_budget=4.0)
+    report = run_search(cfg, target, search, on_example=lambda phase, _: phases.append(phase))
+    assert phases[:11] == ["hypothesis"] * 10 + ["corpus"]
+    assert report.verdict == "divergence" and report.finding is not None
+    assert report.finding.found_by == "corpus"
+    assert any("did not fail when Hypothesis ran it again" in note for note in report.notes)
 
 
 def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
