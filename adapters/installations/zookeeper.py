@@ -97,15 +97,11 @@ class ZooKeeperInstall:
 
     classpath: tuple[str, ...]
     source: str
+    #: The distribution or install directory it was found in (None: a bare classpath).
+    home: Path | None = None
 
     def describe(self) -> str:
         return f"ZooKeeper from {self.source}"
-
-    @property
-    def home(self) -> Path | None:
-        """The distribution or install directory (its ``conf/`` leads the classpath), if any."""
-        first = Path(self.classpath[0]) if self.classpath else None
-        return first.parent if first is not None and first.name == "conf" else None
 
 
 def contains_quorum_peer_main(jar: Path) -> bool:
@@ -137,7 +133,7 @@ def _from_home(home: Path, origin: str) -> ZooKeeperInstall | None:
     entries = ([str(conf)] if conf.is_dir() else []) + [str(jar) for jar in jars]
     if Installation.read(home, LAYOUT_VERSION) is not None:
         origin = f"Maven, {home_text(home)}"
-    return ZooKeeperInstall(tuple(entries), origin)
+    return ZooKeeperInstall(tuple(entries), origin, home)
 
 
 # Installing -----------------------------------------------------------------------------------

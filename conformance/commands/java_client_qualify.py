@@ -10,6 +10,9 @@ release, column and seed (``--shards`` per release, seeds from ``--seed`` on), e
 ``shards/<n>/`` (each shard's own run directory: examples, finding, frames),
 ``matrix.json``, ``results.json`` and ``report.html`` (release x configuration x role, each
 cell the worst verdict of its shards, a regression against the release before it outlined).
+``--zookeeper 3.8.4,3.9.3`` adds the ZooKeeper releases as rows: each release on each (the
+default: the one a local cluster runs, ZOOKEEPER_HOME or 3.9.3), a change against the
+ZooKeeper release before it outlined too.
 See conformance/distributed/java_matrix.py.
 
 Exit codes: 0 = every cell clean; 1 = a violation or a divergence in some cell; 2 = undecided
@@ -24,9 +27,11 @@ import sys
 import time
 from pathlib import Path
 
+from adapters.errors import ClusterError
+from adapters.installations.system import zookeeper_version
+from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import distribution_version
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
-from conformance.commands.options import zookeeper_from_args
 from conformance.distributed.java_matrix import (
     MATRIX_FILE,
     ROLE,
@@ -64,22 +69,27 @@ def releases_from_args(args: argparse.Namespace) -> dict[str, Path]:
     return releases
 
 
-def one_zookeeper(args: argparse.Namespace) -> Path | None:
-    """``--zookeeper`` of a qualification: one release, installed now and named by its
-    directory so that every shard runs it (None: the default). A list is refused: the
-    BookKeeper x ZooKeeper matrix is not built yet."""
-    given = getattr(args, "zookeeper", None)
-    if not given:
-        return None
-    if "," in given:
-        raise ValueError(
-            f"--zookeeper {given}: one ZooKeeper release per qualification for now (a matrix "
-            "of ZooKeeper releases is not built yet; run one qualification per release)"
-        )
-    install = zookeeper_from_args(args)
-    if install.home is None:
-        raise ValueError(f"--zookeeper {given}: not a directory every shard can run")
-    return install.home
+def zookeepers_from_args(args: argparse.Namespace) -> dict[str, Path]:
+    """``--zookeeper A,B,...``: each ZooKeeper release (or directory) installed now and named
+    by its directory, so that every shard runs it; by version. None given: the one a cluster
+    runs by default (ZOOKEEPER_HOME, else the default release), named too."""
+    names: list[str | None] = [*_names(getattr(args, "zookeeper", None))] or [None]
+    found: dict[str, Path] = {}
+    for name in names:
+        try:
+            install = locate_zookeeper(name, progress=True)
+        except ClusterError as exc:
+            raise CannotRun(f"--zookeeper {name}: {exc}" if name else str(exc)) from exc
+        version = zookeeper_version(install.classpath)
+        if install.home is None or version is None:
+            raise CannotRun(
+                f"--zookeeper {name or install.source}: a ZooKeeper of unknown version or "
+                "without a directory of its own cannot be a row of the matrix"
+            )
+        if version in found:
+            raise CannotRun(f"--zookeeper: ZooKeeper {version} is named twice")
+        found[version] = install.home
+    return found
 
 
 def java_qualify_command(args: argparse.Namespace) -> int:
@@ -91,7 +101,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))
         ] or list(DEFAULT_SHAPES)
         releases = releases_from_args(args)
-        zookeeper = one_zookeeper(args)
+        zookeepers = zookeepers_from_args(args)
         seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS
         shards = plan_matrix(
             releases,
@@ -101,7 +111,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             max_examples=args.max_examples or 10_000,
             roles=roles,
             writer_shapes=shapes,
-            zookeeper=zookeeper,
+            zookeepers=zookeepers,
         )
         inapplicable = not_applicable(releases, roles=roles, writer_shapes=shapes)
     except (CannotRun, MatrixError, PlanError, ValueError) as exc:
@@ -110,7 +120,8 @@ def java_qualify_command(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or new_run_dir(args.runs_dir, "local", "qualify-java")
     run_dir.mkdir(parents=True, exist_ok=True)
     print(
-        f"Java-client matrix: releases {', '.join(releases)}; {len(shards)} shards "
+        f"Java-client matrix: releases {', '.join(releases)} on ZooKeeper "
+        f"{', '.join(zookeepers)}; {len(shards)} shards "
         f"({args.shards} per release and column, {seconds:.0f} s each) on master "
         f"{args.master}; roles {', '.join(roles)}. Run directory: {run_dir}",
         flush=True,
@@ -136,6 +147,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
                 "exit_code": exit_code_for(verdict),
                 "master": args.master,
                 "releases": {v: str(h) for v, h in releases.items()},
+                "zookeepers": {v: str(h) for v, h in zookeepers.items()},
                 "cells": cells,
                 "not_applicable": [
                     {"version": v, "configuration": c, "role": r, "why": why}
@@ -162,9 +174,14 @@ def java_qualify_command(args: argparse.Namespace) -> int:
         )
     )
     for cell in cells:
-        change = f" ({cell['change']})" if cell["change"] else ""
+        changes = [
+            cell["change"],
+            cell["zookeeper_change"] and f"{cell['zookeeper_change']} on ZooKeeper",
+        ]
+        change = "".join(f" ({c})" for c in changes if c)
         print(
-            f"  {cell['version']} {cell['configuration']} {cell['role']}: {cell['verdict']}"
+            f"  {cell['version']} on ZooKeeper {cell['zookeeper_version']} "
+            f"{cell['configuration']} {cell['role']}: {cell['verdict']}"
             f"{change}; {cell['examples']} examples in {cell['shards']} shard(s)"
         )
     for row in rows:

@@ -1,15 +1,18 @@
-"""The Java-client version matrix: the same search against each BookKeeper release.
+"""The Java-client version matrix: the same search against each BookKeeper release, on each
+ZooKeeper release.
 
 ``bkconform qualify --client java --bookkeeper 4.11.1,4.17.3`` plans one shard per (release,
-client role, configuration, seed): each shard installs nothing itself (the releases are
-installed once, by the command), starts its own local cluster of that release with a proxy per
-bookie and that release's Java client (:class:`~conformance.javaclient.scenario.RecoverySession`),
-and runs ``bkconform run --client java``'s search with the shard's seed and time budget. Shards
-run on Spark (one task each; ``local[N]`` here) or in this process (``--master none``). The
-matrix, release x (configuration, role), is computed from the shards' rows (on Spark when it ran
-them) with the one precedence rule: a cell's verdict is the worst of its shards'
+client role, configuration, seed), and per ZooKeeper release with ``--zookeeper 3.8.4,3.9.3``:
+each shard installs nothing itself (the releases are installed once, by the command), starts
+its own local cluster of that release (on that ZooKeeper) with a proxy per bookie and that
+release's Java client (:class:`~conformance.javaclient.scenario.RecoverySession`), and runs
+``bkconform run --client java``'s search with the shard's seed and time budget. Shards run on
+Spark (one task each; ``local[N]`` here) or in this process (``--master none``). The matrix,
+(release, ZooKeeper) x (configuration, role), is computed from the shards' rows (on Spark when
+it ran them) with the one precedence rule: a cell's verdict is the worst of its shards'
 (:func:`conformance.verdict.worst`). A cell whose verdict is worse than the same cell of the
-release before it is a **regression**; better, a **fix**.
+release before it (on the same ZooKeeper) is a **regression**; better, a **fix**; the same
+against the ZooKeeper release before it (on the same BookKeeper) is its ``zookeeper_change``.
 
 Each shard writes ``shards/<n>/`` (the search's examples, the finding's plan, record and frames)
 and its row to ``java_shards.jsonl``; the command writes ``matrix.json``, ``results.json`` and
@@ -57,11 +60,13 @@ class JavaShard:
     seed: int
     seconds: float
     max_examples: int
-    #: The cluster's ZooKeeper, a directory (None: ZOOKEEPER_HOME, else the default release).
+    #: The cluster's ZooKeeper, a directory (None: ZOOKEEPER_HOME, else the default release),
+    #: and its version ("": not known when planned).
     zookeeper: str | None = None
+    zookeeper_version: str = ""
 
-    def cell(self) -> tuple[str, str, str]:
-        return (self.version, self.configuration, self.role)
+    def cell(self) -> tuple[str, str, str, str]:
+        return (self.version, self.zookeeper_version, self.configuration, self.role)
 
 
 def writer_configuration(shape: WriterShape) -> str:
@@ -118,35 +123,41 @@ def plan_matrix(
     max_examples: int = 10_000,
     roles: Sequence[str] = (ROLE,),
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
-    zookeeper: Path | None = None,
+    zookeepers: Mapping[str, Path] | None = None,
 ) -> list[JavaShard]:
-    """One shard per release x (role, configuration) x seed: the recovering role runs E=WQ=3
-    AQ=2 (what its search runs), the writer role each of ``writer_shapes``; a writer of a
-    release before 4.12 gets no shard (:func:`not_applicable`)."""
+    """One shard per release x ZooKeeper release x (role, configuration) x seed: the
+    recovering role runs E=WQ=3 AQ=2 (what its search runs), the writer role each of
+    ``writer_shapes``; a writer of a release before 4.12 gets no shard
+    (:func:`not_applicable`). ``zookeepers``: version -> directory (None: the default one)."""
     if not releases:
         raise MatrixError("the matrix needs at least one --bookkeeper release")
     if seeds_per_release < 1 or seconds <= 0:
         raise MatrixError("each release needs >= 1 shard and a budget > 0 s")
     skipped = not_applicable(releases, roles=roles, writer_shapes=writer_shapes)
     shards: list[JavaShard] = []
+    zookeeper_releases: list[tuple[str, str | None]] = [
+        (zk_version, str(zk_home)) for zk_version, zk_home in (zookeepers or {}).items()
+    ] or [("", None)]
     for version, home in releases.items():
-        for role, configuration in _columns(roles, writer_shapes):
-            if (version, configuration, role) in skipped:
-                continue
-            for n in range(seeds_per_release):
-                shards.append(
-                    JavaShard(
-                        len(shards),
-                        version,
-                        str(home),
-                        role,
-                        configuration,
-                        seed + n,
-                        seconds,
-                        max_examples,
-                        None if zookeeper is None else str(zookeeper),
+        for zk_version, zk_home in zookeeper_releases:
+            for role, configuration in _columns(roles, writer_shapes):
+                if (version, configuration, role) in skipped:
+                    continue
+                for n in range(seeds_per_release):
+                    shards.append(
+                        JavaShard(
+                            len(shards),
+                            version,
+                            str(home),
+                            role,
+                            configuration,
+                            seed + n,
+                            seconds,
+                            max_examples,
+                            zk_home,
+                            zk_version,
+                        )
                     )
-                )
     if not shards:
         raise MatrixError("no release can run any of the roles asked for")
     return shards
@@ -233,16 +244,31 @@ def _release_key(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def _change(now: Verdict, then: Verdict) -> str | None:
+    # SEVERITY lists the verdicts worst first.
+    if SEVERITY.index(now) < SEVERITY.index(then):
+        return "regression"
+    if SEVERITY.index(now) > SEVERITY.index(then):
+        return "fix"
+    return None
+
+
 def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One cell per (release, configuration, role): the worst verdict of its shards, their
-    examples, the fastest first finding; then, per column, ``change`` against the release
-    before it (``regression``, ``fix`` or None)."""
-    cells: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    """One cell per (release, ZooKeeper release, configuration, role): the worst verdict of its
+    shards, their examples, the fastest first finding; then, per column, ``change`` against
+    the release before it on the same ZooKeeper and ``zookeeper_change`` against the
+    ZooKeeper release before it on the same release (``regression``, ``fix`` or None)."""
+    cells: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
-        key = (str(row["version"]), str(row["configuration"]), str(row["role"]))
+        key = (
+            str(row["version"]),
+            str(row.get("zookeeper_version") or ""),
+            str(row["configuration"]),
+            str(row["role"]),
+        )
         cells.setdefault(key, []).append(row)
     out: list[dict[str, Any]] = []
-    for (version, configuration, role), members in cells.items():
+    for (version, zookeeper_version, configuration, role), members in cells.items():
         firsts = [
             float(r["seconds_to_first_finding_from_start"])
             for r in members
@@ -251,6 +277,7 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "version": version,
+                "zookeeper_version": zookeeper_version,
                 "configuration": configuration,
                 "role": role,
                 "verdict": worst(r.get("verdict", Verdict.UNDECIDED) for r in members),
@@ -262,22 +289,29 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "violations": sorted({v for r in members for v in r.get("violations") or []}),
                 "first_finding_seconds": min(firsts) if firsts else None,
                 "change": None,
+                "zookeeper_change": None,
             }
         )
-    out.sort(key=lambda c: (c["configuration"], c["role"], _release_key(c["version"])))
-    previous: dict[tuple[str, str], dict[str, Any]] = {}
+    out.sort(
+        key=lambda c: (
+            c["configuration"],
+            c["role"],
+            _release_key(c["version"]),
+            _release_key(c["zookeeper_version"]),
+        )
+    )
+    along_bookkeeper: dict[tuple[str, str, str], dict[str, Any]] = {}
+    along_zookeeper: dict[tuple[str, str, str], dict[str, Any]] = {}
     for cell in out:
         column = (cell["configuration"], cell["role"])
-        before = previous.get(column)
+        before = along_bookkeeper.get((*column, cell["zookeeper_version"]))
         if before is not None:
-            # SEVERITY lists the verdicts worst first.
-            now = SEVERITY.index(cell["verdict"])
-            then = SEVERITY.index(before["verdict"])
-            if now < then:
-                cell["change"] = "regression"
-            elif now > then:
-                cell["change"] = "fix"
-        previous[column] = cell
+            cell["change"] = _change(cell["verdict"], before["verdict"])
+        along_bookkeeper[(*column, cell["zookeeper_version"])] = cell
+        before = along_zookeeper.get((*column, cell["version"]))
+        if before is not None:
+            cell["zookeeper_change"] = _change(cell["verdict"], before["verdict"])
+        along_zookeeper[(*column, cell["version"])] = cell
     return out
 
 
@@ -305,20 +339,26 @@ def render_matrix_report(
     inapplicable: Mapping[tuple[str, str, str], str] | None = None,
 ) -> str:
     inapplicable = inapplicable or {}
-    versions = sorted(
-        {str(c["version"]) for c in cells} | {v for v, _c, _r in inapplicable}, key=_release_key
+    zookeepers = sorted({str(c.get("zookeeper_version") or "") for c in cells} or {""})
+    pairs = sorted(
+        {(str(c["version"]), str(c.get("zookeeper_version") or "")) for c in cells}
+        | {(v, zk) for v, _c, _r in inapplicable for zk in zookeepers},
+        key=lambda pair: (_release_key(pair[0]), _release_key(pair[1])),
     )
     columns = sorted(
         {(str(c["configuration"]), str(c["role"])) for c in cells}
         | {(c, r) for _v, c, r in inapplicable}
     )
-    by_key = {(c["version"], c["configuration"], c["role"]): c for c in cells}
+    by_key = {
+        (c["version"], c.get("zookeeper_version") or "", c["configuration"], c["role"]): c
+        for c in cells
+    }
     head = "".join(f"<th>{html.escape(cfg)}<br>{html.escape(role)}</th>" for cfg, role in columns)
     body = []
-    for version in versions:
+    for version, zookeeper_version in pairs:
         tds = []
         for cfg, role in columns:
-            cell = by_key.get((version, cfg, role))
+            cell = by_key.get((version, zookeeper_version, cfg, role))
             if cell is None:
                 why = inapplicable.get((version, cfg, role), "not run")
                 tds.append(f'<td class="na">{html.escape(why)}</td>')
@@ -331,13 +371,17 @@ def render_matrix_report(
                 detail += "<br>" + html.escape(", ".join(cell["violations"]))
             if cell["errors"]:
                 detail += f"<br>{cell['errors']} shard error(s)"
-            change = f" ({cell['change']})" if cell["change"] else ""
-            classes = " ".join(filter(None, [str(cell["verdict"]), cell["change"]]))
+            changes = [cell["change"], _zookeeper_change(cell)]
+            change = "".join(f" ({c})" for c in changes if c)
+            classes = " ".join(filter(None, [str(cell["verdict"]), *changes]))
             tds.append(
                 f'<td class="{classes}"><b>{html.escape(str(cell["verdict"]))}</b>'
                 f"{html.escape(change)}<br>{detail}</td>"
             )
-        body.append(f"<tr><th>{html.escape(version)}</th>{''.join(tds)}</tr>")
+        label = html.escape(version) + (
+            f"<br>ZooKeeper {html.escape(zookeeper_version)}" if zookeeper_version else ""
+        )
+        body.append(f"<tr><th>{label}</th>{''.join(tds)}</tr>")
     shard_rows = "".join(
         "<tr>"
         + "".join(
@@ -345,6 +389,7 @@ def render_matrix_report(
             for k in (
                 "index",
                 "version",
+                "zookeeper_version",
                 "role",
                 "configuration",
                 "seed",
@@ -364,20 +409,28 @@ def render_matrix_report(
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>bkconform: Java-client version matrix</title>
 <style>{_STYLE}</style></head><body>
-<h1>The real Java client under search: release x configuration x role</h1>
+<h1>The real Java client under search: release x ZooKeeper x configuration x role</h1>
 <p>Verdict: <b class="{verdict}">{verdict}</b>. Master {html.escape(master)}; {len(rows)} shards
 in {elapsed:.0f} s. Each release runs its own bookies and its own Java client (py4j), with a
-frame proxy per bookie; a cell is the worst verdict of its shards. Outlined in red: worse than
-the release before it (a regression); dashed green: better (a fix).</p>
+frame proxy per bookie, on the ZooKeeper release its row names; a cell is the worst verdict of
+its shards. Outlined in red: worse than the release before it on the same ZooKeeper, or than
+the ZooKeeper release before it on the same BookKeeper (a regression); dashed green: better (a
+fix).</p>
 <table><tr><th>release</th>{head}</tr>{"".join(body)}</table>
 <h2>Systems under test</h2><ul>{"".join(f"<li>{html.escape(s)}</li>" for s in systems)}</ul>
 <h2>Shards</h2>
-<table><tr><th>shard</th><th>release</th><th>role</th><th>configuration</th><th>seed</th>
+<table><tr><th>shard</th><th>release</th><th>ZooKeeper</th><th>role</th><th>configuration</th>
+<th>seed</th>
 <th>status</th><th>verdict</th><th>examples</th><th>guided</th><th>first finding (s)</th>
 <th>error</th></tr>{shard_rows}</table>
 {coverage}
 </body></html>
 """
+
+
+def _zookeeper_change(cell: Mapping[str, Any]) -> str | None:
+    change = cell.get("zookeeper_change")
+    return f"{change} on ZooKeeper" if change else None
 
 
 def _percent(counter: Mapping[str, Any]) -> str:

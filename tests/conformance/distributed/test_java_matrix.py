@@ -5,11 +5,13 @@ command (fast: shards stood in for), and the real matrix on 4.11.1 and the defau
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.installations.zookeeper import MAIN_CLASS
 from conformance.cli import main
 from conformance.distributed import java_matrix
 from conformance.distributed.java_matrix import (
@@ -134,10 +136,26 @@ def test_the_shards_run_here_and_their_rows_are_written(tmp_path: Path) -> None:
     assert written == rows
 
 
-def test_the_command_writes_the_matrix(
+def _zookeeper_distribution(home: Path, version: str) -> Path:
+    jar = home / "lib" / f"zookeeper-{version}.jar"
+    jar.parent.mkdir(parents=True)
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr(MAIN_CLASS.replace(".", "/") + ".class", b"x")
+    return home
+
+
+def _fake_on_zookeeper(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
+    """4.11.1 has Defect 1 whatever the ZooKeeper; 4.17.3 fails on ZooKeeper 3.8.4 only."""
+    row = _fake(shard, run_dir)
+    if shard.version == "4.17.3" and shard.zookeeper_version == "3.8.4":
+        row["verdict"] = "violation"
+    return row
+
+
+def test_the_command_writes_the_bookkeeper_by_zookeeper_matrix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(java_matrix, "execute_java_shard", _fake)
+    monkeypatch.setattr(java_matrix, "execute_java_shard", _fake_on_zookeeper)
     from conformance.commands import java_client_qualify
 
     monkeypatch.setattr(
@@ -145,15 +163,32 @@ def test_the_command_writes_the_matrix(
         "releases_from_args",
         lambda args: {"4.11.1": Path("/a"), "4.17.3": Path("/b")},
     )
+    older = _zookeeper_distribution(tmp_path / "zk-old", "3.8.4")
+    newer = _zookeeper_distribution(tmp_path / "zk-new", "3.9.3")
     run_dir = tmp_path / "q"
     argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
+    argv += ["--zookeeper", f"{newer},{older}", "--shards", "1"]
     assert main([*argv, "--run-dir", str(run_dir)]) == 1
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["verdict"] == "violation"
-    assert [c["verdict"] for c in results["cells"]] == ["violation", "clean"]
-    assert results["cells"][1]["change"] == "fix"
-    assert (run_dir / "report.html").exists() and (run_dir / "matrix.json").exists()
-    assert "4.17.3 E3-WQ3-AQ2 recovery: clean (fix)" in capsys.readouterr().out
+    assert results["zookeepers"] == {"3.9.3": str(newer), "3.8.4": str(older)}
+    cells = {(c["version"], c["zookeeper_version"]): c for c in results["cells"]}
+    assert {k: c["verdict"] for k, c in cells.items()} == {
+        ("4.11.1", "3.8.4"): "violation",
+        ("4.11.1", "3.9.3"): "violation",
+        ("4.17.3", "3.8.4"): "violation",
+        ("4.17.3", "3.9.3"): "clean",
+    }
+    # Along BookKeeper on one ZooKeeper, and along ZooKeeper on one BookKeeper.
+    assert cells[("4.17.3", "3.9.3")]["change"] == "fix"
+    assert cells[("4.17.3", "3.8.4")]["change"] is None
+    assert cells[("4.17.3", "3.9.3")]["zookeeper_change"] == "fix"
+    assert cells[("4.11.1", "3.9.3")]["zookeeper_change"] is None
+    page = (run_dir / "report.html").read_text()
+    assert "4.17.3<br>ZooKeeper 3.8.4" in page and "4.17.3<br>ZooKeeper 3.9.3" in page
+    assert (run_dir / "matrix.json").exists()
+    out = capsys.readouterr().out
+    assert "releases 4.11.1, 4.17.3 on ZooKeeper 3.9.3, 3.8.4" in out
+    assert "4.17.3 on ZooKeeper 3.9.3 E3-WQ3-AQ2 recovery: clean (fix) (fix on ZooKeeper)" in out
 
 
 def test_the_command_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
