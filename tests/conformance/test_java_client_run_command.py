@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adapters.installations.errors import ZooKeeperNotFound
 from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import BookieProxy, ProxyGroup
 from conformance.cli import main
@@ -107,8 +108,12 @@ class _RecordedRecovery(RecoveryRole):
         return defect1_record(reads_fence=_RecordedRecovery.reads_fence)
 
 
-def _system(home: Path, version: str) -> SystemUnderTest:
+def _system(home: Path, version: str, zookeeper: object = None) -> SystemUnderTest:
     return SystemUnderTest("stand-in bookies", f"stand-in client {version}", "stand-in")
+
+
+def _no_zookeeper(*args: object, **kwargs: object) -> object:
+    raise ZooKeeperNotFound("no ZooKeeper in a stand-in run")
 
 
 @pytest.fixture
@@ -120,6 +125,7 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
         monkeypatch.setattr(module, "distribution_version", lambda home: "4.11.1")
         monkeypatch.setattr(module, "java_client_system", _system)
     monkeypatch.setattr(command, "check_run_arguments", lambda args: home)
+    monkeypatch.setattr(run, "locate_zookeeper", _no_zookeeper)  # nothing installed
     yield tmp_path / "runs"
 
 
