@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import random
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -275,6 +277,11 @@ def run_command(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+#: How much later than its recorded offset each raced request may be sent in a finding's
+#: replays: half a millisecond, the scale of the search's own offsets (0 to 5 ms).
+RACE_JITTER_S = 0.0005
+
+
 def _race_hits(
     cfg: ModelConfig,
     target: Target,
@@ -282,15 +289,23 @@ def _race_hits(
     search: SearchSettings,
     attempts: int,
 ) -> tuple[int, int] | None:
-    """A race is a probability: the finding's example replayed ``attempts`` times, and how
-    many of them gave its verdict again (None: no finding with a race, or no attempts)."""
+    """A race is a probability: the finding's example replayed ``attempts`` times, each
+    raced request sent up to :data:`RACE_JITTER_S` later than the finding's offset (the
+    attempt's own random draw, seeded by its number), and how many of them gave its verdict
+    again (None: no finding with a race, or no attempts)."""
     finding = report.finding
     if finding is None or finding.run.outcome.races is None or attempts <= 0:
         return None
     hits = 0
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        jitter = functools.partial(random.Random(attempt).uniform, 0.0, RACE_JITTER_S)
         again = replay_choices(
-            cfg, target, finding.choices, max_steps=search.max_steps, races=search.races
+            cfg,
+            target,
+            finding.choices,
+            max_steps=search.max_steps,
+            races=search.races,
+            race_jitter=jitter,
         )
         hits += again.outcome.verdict is finding.run.outcome.verdict
     return hits, attempts
@@ -385,7 +400,10 @@ def _print_report(
                         f"+{answer['answered_ms']} ms: {answer['observed']}"
                     )
         if hits is not None:
-            print(f"The race hit in {hits[0]} of {hits[1]} replays of the shrunk example.")
+            print(
+                f"The race hit in {hits[0]} of {hits[1]} replays of the shrunk example (each "
+                f"raced request sent up to {RACE_JITTER_S * 1000:g} ms later than recorded)."
+            )
         print(numbered_trace(cfg, outcome.trace))
         print("\nSequence diagram (paste into https://sequencediagram.org/):\n")
         print(

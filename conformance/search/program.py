@@ -344,6 +344,7 @@ def run_example(
     on_step: Callable[[], None] = lambda: None,
     on_record: Callable[[StepRecord], None] | None = None,
     races: bool = False,
+    race_jitter: Callable[[], float] | None = None,
 ) -> ExampleRun:
     """Draw the swarm and the length, then step until a finding, a dead end or the length.
 
@@ -351,6 +352,8 @@ def run_example(
     ``on_record`` sees each step's record as soon as it is judged (the run directory's
     history). ``races``: steps may race requests (:func:`draw_race`; the target must be able
     to, :func:`~conformance.targets.base.supports_races`); a race counts as one step.
+    ``race_jitter``: seconds added to each raced request's send offset (a replay of the same
+    race at neighbouring send times: a race is a probability).
     """
     swarm = Swarm.draw(chooser)
     length = chooser.integer(1, max_steps)
@@ -364,7 +367,10 @@ def run_example(
             break
         race = draw_race(cfg, execution.state, chooser) if races else None
         if race is not None:
-            execution.apply_race(race.steps, race.offsets_s)
+            offsets = race.offsets_s
+            if race_jitter is not None:
+                offsets = tuple(offset + race_jitter() for offset in offsets)
+            execution.apply_race(race.steps, offsets)
         else:
             execution.apply(decide(enabled, swarm, chooser))
         on_step()

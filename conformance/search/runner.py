@@ -525,9 +525,10 @@ def replay_choices(
     max_steps: int,
     on_record: Callable[[StepRecord], None] | None = None,
     races: bool = False,
+    race_jitter: Callable[[], float] | None = None,
 ) -> ExampleRun:
-    """Run one recorded example again on an opened target (``on_record``, ``races``: as
-    run_example)."""
+    """Run one recorded example again on an opened target (``on_record``, ``races``,
+    ``race_jitter``: as run_example)."""
     run = run_example(
         cfg,
         target_,
@@ -535,6 +536,7 @@ def replay_choices(
         max_steps=max_steps,
         on_record=on_record,
         races=races,
+        race_jitter=race_jitter,
     )
     run.choices = list(choices)
     return run

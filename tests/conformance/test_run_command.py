@@ -135,3 +135,38 @@ def test_runs_take_a_bookie_s_lac_as_a_real_bookie_answers_it(tmp_path: Path) ->
         (run_dir,) = _run_dirs(tmp_path / str(expected), "-model-run")
         results = json.loads((run_dir / "results.json").read_text())
         assert results["config"]["lac_of_highest_entry"] is expected
+
+
+def test_a_race_finding_is_replayed_at_jittered_send_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from conformance.commands import run as command
+    from conformance.races import RaceTally
+    from conformance.search.runner import SearchSettings
+
+    finding = SimpleNamespace(
+        choices=[1, 2, 3],
+        run=SimpleNamespace(outcome=SimpleNamespace(races=RaceTally(), verdict="divergence")),
+    )
+    jitters: list[list[float]] = []
+    verdicts = iter(["divergence", "clean", "divergence"])
+
+    def replay(cfg: object, target: object, choices: list[int], **kwargs: object) -> object:
+        assert choices == [1, 2, 3] and kwargs["races"] is True
+        draw = kwargs["race_jitter"]
+        jitters.append([draw() for _ in range(4)])  # type: ignore[operator]
+        return SimpleNamespace(outcome=SimpleNamespace(verdict=next(verdicts)))
+
+    monkeypatch.setattr(command, "replay_choices", replay)
+    search = SearchSettings(races=True)
+    report = SimpleNamespace(finding=finding)
+    assert command._race_hits(None, None, report, search, 3) == (2, 3)  # type: ignore[arg-type]
+    assert all(0.0 <= d <= command.RACE_JITTER_S for draws in jitters for d in draws)
+    assert len({tuple(draws) for draws in jitters}) == 3  # each attempt its own send times
+    again: list[list[float]] = []
+    verdicts = iter(["divergence"] * 3)
+    jitters, again = again, jitters
+    command._race_hits(None, None, report, search, 3)  # type: ignore[arg-type]
+    assert jitters == again  # seeded by the attempt's number: the same replays again

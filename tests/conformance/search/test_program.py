@@ -9,12 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.engine import Execution
 from conformance.races import member_of, raceable
 from conformance.scenarios import SCENARIOS
 from conformance.search.choices import ReplayChooser
 from conformance.search.danger import danger
 from conformance.search.program import (
     ENCODING_SWARM,
+    RACE_OFFSETS_S,
     Swarm,
     decide,
     encode,
@@ -183,3 +185,38 @@ def test_an_encoded_race_of_the_only_two_candidates_replays_with_its_offsets() -
     # pair[0] was sent 1 ms after pair[1]: the model target serves pair[1] first.
     first = next(r for r in run.outcome.steps if r.race)
     assert first.description.startswith(f"BookieSendsAddConfirmedResponse(b{pair[1].bookie + 1})")
+
+
+def test_a_race_jitter_delays_each_raced_request_by_its_draw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1)
+    trace = run_script(
+        cfg,
+        [
+            step("ClientCreatesLedger", client="c1"),
+            step("ClientSendsAddEntryRequests", client="c1"),
+        ],
+    )
+    racing = raceable(successors(cfg, trace[-1].state))
+    pair = (member_of(racing[0]), member_of(racing[1]))
+    choices = encode_trace(cfg, trace, max_steps=10, then_race=pair, race_offsets=(2, 0))
+    sent: list[tuple[float, ...]] = []
+    original = Execution.apply_race
+
+    def spy(self: Execution, transitions: object, offsets_s: tuple[float, ...] = ()) -> object:
+        sent.append(tuple(offsets_s))
+        return original(self, transitions, offsets_s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Execution, "apply_race", spy)
+    draws = iter([0.0003, 0.0001])
+    run = run_example(
+        cfg,
+        ModelTarget(cfg),
+        ReplayChooser(choices),
+        max_steps=10,
+        races=True,
+        race_jitter=lambda: next(draws),
+    )
+    assert run.outcome.verdict == "clean"
+    assert sent == [(RACE_OFFSETS_S[2] + 0.0003, RACE_OFFSETS_S[0] + 0.0001)]
