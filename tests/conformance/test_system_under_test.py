@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,7 +13,6 @@ import pytest
 
 from adapters.installations import bookkeeper as installs
 from adapters.installations.system import MODEL_SYSTEM, BookieChoice
-from adapters.installations.zookeeper import MAIN_CLASS
 from conformance.cli import build_parser, main
 from conformance.commands.options import (
     bookie_choice_from_args,
@@ -23,6 +21,7 @@ from conformance.commands.options import (
 )
 from conformance.targets.base import TargetError
 from conformance.targets.cluster_target import ClusterTarget
+from tests.adapters.installations.fake_zookeeper import zookeeper_distribution
 from tests.adapters.installations.test_system import distribution
 
 QUICK = ["--max-examples", "2", "--steps", "10", "--seconds", "2", "--no-explore"]
@@ -130,19 +129,10 @@ def test_one_function_turns_the_options_into_the_bookies(
     assert reference.bookie_choice() == BookieChoice.reference()
 
 
-def _zookeeper_distribution(home: Path, version: str) -> Path:
-    """An unpacked ZooKeeper binary distribution, as much of one as the locator reads."""
-    jar = home / "lib" / f"zookeeper-{version}.jar"
-    jar.parent.mkdir(parents=True)
-    with zipfile.ZipFile(jar, "w") as archive:
-        archive.writestr(MAIN_CLASS.replace(".", "/") + ".class", b"x")
-    return home
-
-
 def test_every_command_that_starts_zookeeper_takes_the_release_to_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    zookeeper = _zookeeper_distribution(tmp_path / "zk", "3.8.4")
+    zookeeper = zookeeper_distribution(tmp_path / "zk", "3.8.4")
     for command in (
         ["run", "--target", "local"],
         ["replay", "AA==", "--target", "local"],

@@ -5,13 +5,11 @@ command (fast: shards stood in for), and the real matrix on 4.11.1 and the defau
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.installations.zookeeper import MAIN_CLASS
 from conformance.cli import main
 from conformance.distributed import java_matrix
 from conformance.distributed.java_matrix import (
@@ -27,6 +25,7 @@ from conformance.distributed.java_matrix import (
 )
 from conformance.distributed.schema import RowStatus
 from conformance.javaclient.writer_plans import WriterShape
+from tests.adapters.installations.fake_zookeeper import zookeeper_distribution
 from tests.bookkeeper_fixtures import default_home, installed_home
 
 
@@ -136,14 +135,6 @@ def test_the_shards_run_here_and_their_rows_are_written(tmp_path: Path) -> None:
     assert written == rows
 
 
-def _zookeeper_distribution(home: Path, version: str) -> Path:
-    jar = home / "lib" / f"zookeeper-{version}.jar"
-    jar.parent.mkdir(parents=True)
-    with zipfile.ZipFile(jar, "w") as archive:
-        archive.writestr(MAIN_CLASS.replace(".", "/") + ".class", b"x")
-    return home
-
-
 def _fake_on_zookeeper(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     """4.11.1 has Defect 1 whatever the ZooKeeper; 4.17.3 fails on ZooKeeper 3.8.4 only."""
     row = _fake(shard, run_dir)
@@ -163,8 +154,8 @@ def test_the_command_writes_the_bookkeeper_by_zookeeper_matrix(
         "releases_from_args",
         lambda args: {"4.11.1": Path("/a"), "4.17.3": Path("/b")},
     )
-    older = _zookeeper_distribution(tmp_path / "zk-old", "3.8.4")
-    newer = _zookeeper_distribution(tmp_path / "zk-new", "3.9.3")
+    older = zookeeper_distribution(tmp_path / "zk-old", "3.8.4")
+    newer = zookeeper_distribution(tmp_path / "zk-new", "3.9.3")
     run_dir = tmp_path / "q"
     argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
     argv += ["--zookeeper", f"{newer},{older}", "--shards", "1"]
