@@ -206,8 +206,9 @@ def test_zookeeper_home_comes_before_the_default(fake_mvn: Path, tmp_path: Path)
     assert found.classpath == (str(home / "conf"), str(dependency), str(jar))
     assert found.source == f"ZOOKEEPER_HOME={home}"
     assert not fake_mvn.exists()  # mvn never ran: nothing was installed
-    # A named release wins over ZOOKEEPER_HOME.
-    assert locate_zookeeper("3.9.2", {"ZOOKEEPER_HOME": str(home)}).home is not None
+    # A named release wins over ZOOKEEPER_HOME (installed under this test's BKCONFORM_HOME).
+    environ = {"ZOOKEEPER_HOME": str(home), "BKCONFORM_HOME": str(tmp_path / "bkconform")}
+    assert locate_zookeeper("3.9.2", environ).home == root_of(tmp_path) / "3.9.2"
 
 
 def test_a_named_or_configured_zookeeper_that_is_not_one_is_an_error(
