@@ -24,7 +24,6 @@ Deterministic for a seed, but for the time budget, which only decides when to st
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import random
 import time
@@ -429,7 +428,8 @@ def run_search(
     if found is None and not state.idle():
         state.phase = "hypothesis"
         first = state.examples
-        for restart in itertools.count():
+        # Bounded: a restart follows an interruption, and each takes examples to happen.
+        for restart in range(search.max_examples):
             interrupted = state.interruptions
             left = search.max_examples - (state.examples - first)
             found = keep(
