@@ -37,6 +37,7 @@ from adapters.cluster.network_namespaces import NetworkNamespaces
 from adapters.installations.java import find_java
 from adapters.installations.zookeeper import MAIN_CLASS, ZooKeeperInstall
 from adapters.processes import ManagedProcess
+from adapters.zkquorum.proxy import QuorumLink, QuorumProxy
 from adapters.zookeeper.four_letter_words import server_mode
 
 SERVING_MODES = frozenset({"standalone", "leader", "follower", "observer"})
@@ -122,6 +123,7 @@ class ZooKeeperEnsemble:
         start_timeout: float = 60.0,
         java: str | None = None,
         partitions: bool = False,
+        quorum_proxy: QuorumProxy | None = None,
     ) -> None:
         if size < 1:
             raise InvalidClusterOptions(
@@ -134,6 +136,11 @@ class ZooKeeperEnsemble:
         self.start_timeout = start_timeout
         self._java = java
         self.partitions = partitions
+        #: Every learner's connection to every other server's quorum port passes through it
+        #: (:mod:`adapters.zkquorum.proxy`): each server's configuration names the others'
+        #: quorum ports as the proxy's ports for its own links.
+        self.quorum_proxy = quorum_proxy
+        self._proxied: dict[tuple[int, int], int] = {}
         self.servers: dict[str, ZooKeeperServer] = {}
         self._namespaces: NetworkNamespaces | None = None
 
@@ -163,6 +170,19 @@ class ZooKeeperEnsemble:
             )
             self.servers[server.name] = server
 
+    def _route_through_proxy(self) -> None:
+        if self.quorum_proxy is None or self.size == 1:
+            return
+        if self.partitions:
+            raise InvalidClusterOptions("a quorum proxy and partitions cannot be combined yet")
+        self._proxied = {}
+        for learner in self.servers.values():
+            for leader in self.servers.values():
+                if learner is not leader:
+                    link = QuorumLink(learner.sid, leader.sid)
+                    port = self.quorum_proxy.add_link(link, (leader.host, leader.quorum_port))
+                    self._proxied[(learner.sid, leader.sid)] = port
+
     def render_config(self, server: ZooKeeperServer) -> str:
         t = self.tuning
         lines = [
@@ -180,10 +200,15 @@ class ZooKeeperEnsemble:
         ]
         if self.size > 1:
             lines += [
-                f"server.{s.sid}={s.host}:{s.quorum_port}:{s.election_port}"
+                f"server.{s.sid}={s.host}:{self._quorum_port(server, s)}:{s.election_port}"
                 for s in self.servers.values()
             ]
         return "\n".join(lines) + "\n"
+
+    def _quorum_port(self, server: ZooKeeperServer, peer: ZooKeeperServer) -> int:
+        """The quorum port ``server`` knows ``peer`` by: its own, or the proxy's for the
+        link from ``server`` (as a learner) to ``peer``."""
+        return self._proxied.get((server.sid, peer.sid), peer.quorum_port)
 
     def _command(self, server: ZooKeeperServer) -> list[str]:
         java = self._java or find_java()
@@ -235,6 +260,7 @@ class ZooKeeperEnsemble:
         if self.partitions:
             self._namespaces = NetworkNamespaces(self.servers.values())
             self._namespaces.create()
+        self._route_through_proxy()
         (self.work_dir / "zookeeper").mkdir(parents=True, exist_ok=True)
         (self.work_dir / "zookeeper" / "log4j2.properties").write_text(_LOG4J2_PROPERTIES)
         for server in self.servers.values():

@@ -1,4 +1,6 @@
-"""ZooKeeper's quorum traffic (the leader-follower port), decoded (issue 31). ``packets``: the
-jute ``QuorumPacket``, its types and what their data holds, and one connection direction's
-stream of frames (a raw snapshot after a SNAP included). The proxy that holds, drops and
-reorders these packets between servers is the next increment (docs/zab.md)."""
+"""ZooKeeper's quorum traffic (the leader-follower port), decoded and under our control (issue
+31). ``packets``: the jute ``QuorumPacket``, its types and what their data holds, and one
+connection direction's stream of frames (a raw snapshot after a SNAP included). ``proxy``: a
+proxy on every learner's connection to every other server (``ZooKeeperEnsemble(...,
+quorum_proxy=...)``) that logs, holds and drops packets by rule. See docs/zab.md.
+"""

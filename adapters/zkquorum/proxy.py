@@ -1,0 +1,402 @@
+"""A proxy on ZooKeeper's quorum traffic: between each learner and each server it may follow,
+decoding every packet both ways (:mod:`.packets`), logging it, and holding or dropping the
+packets a rule matches (issue 31).
+
+A three-server ensemble gets six links, one per (learner, leader) pair: each server's
+``zoo.cfg`` names the others' quorum port as a port of this proxy
+(:class:`~adapters.cluster.zookeeper.ZooKeeperEnsemble` with ``quorum_proxy``), so whichever
+server leads, every follower's connection to it passes here. The election port stays direct.
+
+A held packet holds its direction of its connection (TCP keeps order, and so does Zab): later
+packets wait behind it and go out in order once it is released. A dropped packet is never
+forwarded (whole records: the receiver's stream still parses). The forwarded bytes are the
+original ones, never re-encoded. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import enum
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from adapters.loop_thread import (
+    LoopThread,
+    LoopThreadErrors,
+    LoopThreadFacade,
+    listen,
+    wait_server_closed,
+)
+from adapters.zkproxy.errors import (
+    MalformedPacket,
+    NotHeld,
+    ZkProxyClosed,
+    ZkProxyStartError,
+    ZkProxyTimeout,
+)
+from adapters.zkquorum.packets import Frame, QuorumPacket, QuorumStream
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_CALL_TIMEOUT = 10.0
+_READ_CHUNK = 256 * 1024
+_LIMIT = 4 * 1024 * 1024
+
+
+class Direction(enum.Enum):
+    TO_LEADER = "to-leader"
+    TO_LEARNER = "to-learner"
+
+
+@dataclass(frozen=True)
+class QuorumLink:
+    """A learner's connections to one server's quorum port (server ids, ``myid``)."""
+
+    learner: int
+    leader: int
+
+    def describe(self) -> str:
+        return f"zk{self.learner}->zk{self.leader}"
+
+
+class Action(enum.Enum):
+    HOLD = "hold"
+    DROP = "drop"
+
+
+@dataclass(frozen=True)
+class QuorumMatch:
+    """Which packets: of these types (None: any packet, snapshot chunks excluded), this way,
+    on this link (None: any)."""
+
+    types: frozenset[int] | None = None
+    direction: Direction | None = None
+    link: QuorumLink | None = None
+
+    def matches(self, link: QuorumLink, direction: Direction, frame: Frame) -> bool:
+        if not isinstance(frame, QuorumPacket):
+            return False
+        return (
+            (self.types is None or frame.type in self.types)
+            and (self.direction is None or self.direction is direction)
+            and (self.link is None or self.link == link)
+        )
+
+
+@dataclass
+class QuorumRecord:
+    """One frame seen: where, which way, what, when (``time.monotonic``), and its fate:
+    ``forwarded``, ``held`` (then ``released`` or ``lost`` when its connection closed first),
+    ``queued`` behind a held one, or ``dropped``."""
+
+    record_id: int
+    link: QuorumLink
+    connection: int
+    direction: Direction
+    frame: Frame
+    size: int
+    at: float
+    state: str = "forwarded"
+    #: The packet's bytes as they came (empty for a snapshot chunk: those are not kept).
+    raw: bytes = b""
+
+    def describe(self) -> str:
+        what = self.frame.describe() if isinstance(self.frame, QuorumPacket) else "snapshot"
+        return (
+            f"#{self.record_id} {self.link.describe()} {self.direction.value} {what} [{self.state}]"
+        )
+
+
+@dataclass
+class _Rule:
+    rule_id: int
+    match: QuorumMatch
+    action: Action
+    remaining: int | None
+
+
+@dataclass(eq=False)
+class _Half:
+    """One direction of one connection: its writer and what waits to be written (a held
+    packet and every packet after it, in order; not empty only while something is held)."""
+
+    writer: asyncio.StreamWriter
+    queue: collections.deque[tuple[QuorumRecord, bytes]] = field(default_factory=collections.deque)
+
+
+class QuorumProxyCore:
+    """The proxy on the running loop (not thread-safe; :class:`QuorumProxy` is the facade)."""
+
+    def __init__(self, host: str = "127.0.0.1", connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        self.host = host
+        self.connect_timeout = connect_timeout
+        self.records: list[QuorumRecord] = []
+        self._ids = itertools.count(1)
+        self._connections = itertools.count(1)
+        self._rules: list[_Rule] = []
+        self._rule_ids = itertools.count(1)
+        self._servers: list[asyncio.Server] = []
+        self._halves: dict[int, _Half] = {}  # by held record id
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._waiters: list[tuple[QuorumMatch, asyncio.Future[QuorumRecord], int]] = []
+
+    async def add_link(self, link: QuorumLink, target: tuple[str, int]) -> int:
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._serve(link, target, reader, writer)
+
+        server = await listen(
+            accept, self.host, 0, limit=_LIMIT, error=ZkProxyStartError, who="the quorum proxy"
+        )
+        self._servers.append(server)
+        port: int = server.sockets[0].getsockname()[1]
+        return port
+
+    def add_rule(self, match: QuorumMatch, action: Action, count: int | None) -> int:
+        rule = _Rule(next(self._rule_ids), match, action, count)
+        self._rules.append(rule)
+        return rule.rule_id
+
+    def clear_rules(self) -> None:
+        self._rules.clear()
+
+    def release(self, record_id: int) -> None:
+        half = self._halves.pop(record_id, None)
+        record = (
+            next((r for r, _raw in half.queue if r.record_id == record_id), None) if half else None
+        )
+        if half is None or record is None or record.state != "held":
+            raise NotHeld(f"quorum packet #{record_id} is not held")
+        record.state = "released"
+        self._flush(half)
+
+    def held(self) -> list[QuorumRecord]:
+        return [r for half in self._halves.values() for r, _raw in half.queue if r.state == "held"]
+
+    def wait_for(self, match: QuorumMatch, since: int) -> asyncio.Future[QuorumRecord]:
+        future: asyncio.Future[QuorumRecord] = asyncio.get_running_loop().create_future()
+        for record in self.records[since:]:
+            if match.matches(record.link, record.direction, record.frame):
+                future.set_result(record)
+                return future
+        self._waiters.append((match, future, since))
+        return future
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            await wait_server_closed(server)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for half in self._halves.values():
+            for record, _raw in half.queue:
+                if record.state in ("held", "queued"):
+                    record.state = "lost"
+
+    # -- one connection ------------------------------------------------------------------------
+
+    async def _serve(
+        self,
+        link: QuorumLink,
+        target: tuple[str, int],
+        learner_reader: asyncio.StreamReader,
+        learner_writer: asyncio.StreamWriter,
+    ) -> None:
+        connection = next(self._connections)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                leader_reader, leader_writer = await asyncio.open_connection(*target, limit=_LIMIT)
+        except (OSError, TimeoutError):
+            learner_writer.close()
+            return  # the learner sees a refused connection, as without the proxy
+        to_leader, to_learner = _Half(leader_writer), _Half(learner_writer)
+        pumps = [
+            asyncio.create_task(
+                self._pump(link, connection, Direction.TO_LEADER, learner_reader, to_leader)
+            ),
+            asyncio.create_task(
+                self._pump(link, connection, Direction.TO_LEARNER, leader_reader, to_learner)
+            ),
+        ]
+        for task in pumps:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        try:
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in pumps:
+                task.cancel()
+            for writer in (learner_writer, leader_writer):
+                writer.close()
+            for half in (to_leader, to_learner):
+                for record, _raw in half.queue:
+                    if record.state in ("held", "queued"):
+                        record.state = "lost"
+                    self._halves.pop(record.record_id, None)
+                half.queue.clear()
+
+    async def _pump(
+        self,
+        link: QuorumLink,
+        connection: int,
+        direction: Direction,
+        reader: asyncio.StreamReader,
+        half: _Half,
+    ) -> None:
+        stream = QuorumStream()
+        while True:
+            chunk = await reader.read(_READ_CHUNK)
+            if not chunk:
+                return
+            try:
+                frames = stream.feed(chunk)
+            except MalformedPacket:
+                return  # not quorum traffic we can follow: close, as a broken peer would
+            for frame, raw in frames:
+                record = QuorumRecord(
+                    next(self._ids),
+                    link,
+                    connection,
+                    direction,
+                    frame,
+                    len(raw),
+                    time.monotonic(),
+                    raw=raw if isinstance(frame, QuorumPacket) else b"",
+                )
+                self.records.append(record)
+                self._decide(record, raw, half)
+                self._notify(record)
+            with contextlib.suppress(ConnectionError):
+                await half.writer.drain()
+
+    def _decide(self, record: QuorumRecord, raw: bytes, half: _Half) -> None:
+        for rule in self._rules:
+            if rule.remaining == 0 or not rule.match.matches(
+                record.link, record.direction, record.frame
+            ):
+                continue
+            if rule.remaining is not None:
+                rule.remaining -= 1
+            if rule.action is Action.DROP:
+                record.state = "dropped"
+                return
+            record.state = "held"
+            self._halves[record.record_id] = half
+            half.queue.append((record, raw))
+            return
+        if half.queue:
+            record.state = "queued"  # behind a held packet: order is kept
+            half.queue.append((record, raw))
+            return
+        half.writer.write(raw)
+
+    def _flush(self, half: _Half) -> None:
+        """Write what waits at the head of ``half`` up to the next packet still held."""
+        while half.queue and half.queue[0][0].state != "held":
+            record, raw = half.queue.popleft()
+            if record.state == "queued":
+                record.state = "forwarded"
+            if not half.writer.is_closing():
+                half.writer.write(raw)
+
+    def _notify(self, record: QuorumRecord) -> None:
+        still = []
+        for match, future, since in self._waiters:
+            if future.done():
+                continue
+            if record.record_id > since and match.matches(
+                record.link, record.direction, record.frame
+            ):
+                future.set_result(record)
+            else:
+                still.append((match, future, since))
+        self._waiters = still
+
+
+class QuorumProxy(LoopThreadFacade):
+    """:class:`QuorumProxyCore` on its own loop thread, from synchronous code."""
+
+    def __init__(
+        self, host: str = "127.0.0.1", *, call_timeout: float = DEFAULT_CALL_TIMEOUT
+    ) -> None:
+        super().__init__(
+            LoopThread(
+                "zkquorum-loop",
+                LoopThreadErrors(ZkProxyClosed, ZkProxyTimeout, ZkProxyStartError),
+                "the quorum proxy",
+            ),
+            call_timeout=call_timeout,
+        )
+        self.host = host
+        self._core: QuorumProxyCore | None = None
+
+    def _open(self) -> None:
+        self._core = QuorumProxyCore(self.host)
+
+    async def _close_on_loop(self) -> None:
+        if self._core is not None:
+            await self._core.close()
+
+    def _require(self) -> QuorumProxyCore:
+        if self._core is None:
+            raise ZkProxyClosed("the quorum proxy was not started")
+        return self._core
+
+    def add_link(self, link: QuorumLink, target: tuple[str, int]) -> int:
+        """A port that forwards to ``target`` (a server's quorum port) as ``link``."""
+        return self._run(self._require().add_link(link, target))
+
+    def add_rule(self, match: QuorumMatch, action: Action, count: int | None = 1) -> int:
+        core = self._require()
+        return self._call(lambda: core.add_rule(match, action, count))
+
+    def clear_rules(self) -> None:
+        core = self._require()
+        self._call(core.clear_rules)
+
+    def release(self, record_id: int) -> None:
+        core = self._require()
+        self._call(lambda: core.release(record_id))
+
+    def held(self) -> list[QuorumRecord]:
+        core = self._require()
+        return self._call(core.held)
+
+    def records(self, since: int = 0) -> list[QuorumRecord]:
+        core = self._require()
+        return self._call(lambda: list(core.records[since:]))
+
+    def mark(self) -> int:
+        """How many records so far (``since`` for :meth:`wait_for` and :meth:`records`)."""
+        core = self._require()
+        return self._call(lambda: len(core.records))
+
+    def wait_for(self, match: QuorumMatch, timeout: float, *, since: int = 0) -> QuorumRecord:
+        core = self._require()
+
+        async def wait() -> QuorumRecord:
+            future = core.wait_for(match, since)
+            try:
+                async with asyncio.timeout(timeout):
+                    return await future
+            except TimeoutError:
+                future.cancel()
+                raise ZkProxyTimeout(
+                    f"no quorum packet matching {match} within {timeout:g} s"
+                ) from None
+
+        return self._run(wait(), timeout + self.call_timeout)
+
+
+__all__ = [
+    "Action",
+    "Direction",
+    "QuorumLink",
+    "QuorumMatch",
+    "QuorumProxy",
+    "QuorumProxyCore",
+    "QuorumRecord",
+]

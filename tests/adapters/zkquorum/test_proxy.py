@@ -1,0 +1,88 @@
+"""The quorum proxy on plain sockets (no ZooKeeper): what it forwards, holds and drops, in
+order, and what it logs."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from adapters.zkproxy.errors import NotHeld
+from adapters.zkquorum.packets import PacketType, QuorumPacket
+from adapters.zkquorum.proxy import Action, Direction, QuorumLink, QuorumMatch, QuorumProxy
+
+LINK = QuorumLink(learner=2, leader=1)
+
+
+class _Leader:
+    """A listening socket standing in for a leader's quorum port: keeps what it receives."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.received = b""
+        self.peer: socket.socket | None = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self.peer, _ = self.server.accept()
+        self.peer.settimeout(5)
+        while chunk := self.peer.recv(65536):
+            self.received += chunk
+
+    def wait_for(self, size: int, timeout: float = 5.0) -> bytes:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < size and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.received
+
+    def close(self) -> None:
+        if self.peer is not None:
+            self.peer.close()
+        self.server.close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def leader() -> Iterator[_Leader]:
+    stand_in = _Leader()
+    yield stand_in
+    stand_in.close()
+
+
+def test_held_packets_keep_order_and_dropped_ones_never_arrive(leader: _Leader) -> None:
+    proposal = QuorumPacket(PacketType.PROPOSAL, 0x100000001, b"txn")
+    ack = QuorumPacket(PacketType.ACK, 0x100000001)
+    ping = QuorumPacket(PacketType.PING, 0x100000001)
+    later = QuorumPacket(PacketType.ACK, 0x100000002)
+    with QuorumProxy() as proxy:
+        port = proxy.add_link(LINK, ("127.0.0.1", leader.port))
+        proxy.add_rule(QuorumMatch(frozenset({PacketType.PING})), Action.DROP, count=1)
+        hold = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, LINK)
+        proxy.add_rule(hold, Action.HOLD, count=1)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as learner:
+            learner.sendall(proposal.encode() + ack.encode() + ping.encode() + later.encode())
+            held = proxy.wait_for(hold, timeout=5)
+            assert leader.wait_for(len(proposal.encode())) == proposal.encode()
+            time.sleep(0.2)
+            assert leader.received == proposal.encode()  # the ACK held, the later one behind
+            assert [r.state for r in proxy.records()] == ["forwarded", "held", "dropped", "queued"]
+            assert proxy.held() == [held] and held.frame == ack and held.link == LINK
+            proxy.release(held.record_id)
+            wanted = proposal.encode() + ack.encode() + later.encode()
+            assert leader.wait_for(len(wanted)) == wanted  # the PING dropped, the rest in order
+            assert [r.state for r in proxy.records()] == [
+                "forwarded",
+                "released",
+                "dropped",
+                "forwarded",
+            ]
+            with pytest.raises(NotHeld):
+                proxy.release(held.record_id)
+        assert proxy.records()[0].describe() == (
+            "#1 zk2->zk1 to-leader PROPOSAL 0x100000001 [forwarded]"
+        )
