@@ -1,6 +1,7 @@
 """A proxy on ZooKeeper's quorum traffic: between each learner and each server it may follow,
-decoding every packet both ways (:mod:`.packets`), logging it, and holding or dropping the
-packets a rule matches (issue 31).
+decoding every packet both ways (:mod:`.packets`), logging it, and holding, delaying,
+reordering or dropping the packets a rule matches (:class:`Action`; issue 31). A crash at a
+packet is a hold, the crash, then :meth:`QuorumProxy.discard`.
 
 A three-server ensemble gets six links, one per (learner, leader) pair: each server's
 ``zoo.cfg`` names the others' quorum port as a port of this proxy
@@ -62,7 +63,14 @@ class QuorumLink:
 
 
 class Action(enum.Enum):
+    """What a rule does to the packets it matches: ``HOLD`` until released (its direction of
+    its connection waits behind it, in order); ``DELAY`` the same, released by itself after
+    the rule's ``delay_s``; ``REORDER`` held aside while the packets after it pass, sent when
+    released (out of order); ``DROP`` never sent."""
+
     HOLD = "hold"
+    DELAY = "delay"
+    REORDER = "reorder"
     DROP = "drop"
 
 
@@ -89,7 +97,8 @@ class QuorumMatch:
 class QuorumRecord:
     """One frame seen: where, which way, what, when (``time.monotonic``), and its fate:
     ``forwarded``, ``held`` (then ``released`` or ``lost`` when its connection closed first),
-    ``queued`` behind a held one, or ``dropped``."""
+    ``queued`` behind a held one, ``dropped``, or ``discarded`` (held, then dropped: a crash at
+    this packet)."""
 
     record_id: int
     link: QuorumLink
@@ -115,6 +124,7 @@ class _Rule:
     match: QuorumMatch
     action: Action
     remaining: int | None
+    delay_s: float = 0.0
 
 
 @dataclass(eq=False)
@@ -124,6 +134,8 @@ class _Half:
 
     writer: asyncio.StreamWriter
     queue: collections.deque[tuple[QuorumRecord, bytes]] = field(default_factory=collections.deque)
+    #: Packets held aside (``REORDER``): the stream goes on without them.
+    aside: dict[int, tuple[QuorumRecord, bytes]] = field(default_factory=dict)
 
 
 class QuorumProxyCore:
@@ -140,6 +152,7 @@ class QuorumProxyCore:
         self._servers: list[asyncio.Server] = []
         self._halves: dict[int, _Half] = {}  # by held record id
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._waiters: list[tuple[QuorumMatch, asyncio.Future[QuorumRecord], int]] = []
 
     async def add_link(self, link: QuorumLink, target: tuple[str, int]) -> int:
@@ -153,8 +166,12 @@ class QuorumProxyCore:
         port: int = server.sockets[0].getsockname()[1]
         return port
 
-    def add_rule(self, match: QuorumMatch, action: Action, count: int | None) -> int:
-        rule = _Rule(next(self._rule_ids), match, action, count)
+    def add_rule(
+        self, match: QuorumMatch, action: Action, count: int | None, delay_s: float = 0.0
+    ) -> int:
+        if action is Action.DELAY and not delay_s > 0:
+            raise ValueError(f"a delay needs a positive delay_s, got {delay_s}")
+        rule = _Rule(next(self._rule_ids), match, action, count, delay_s)
         self._rules.append(rule)
         return rule.rule_id
 
@@ -162,17 +179,40 @@ class QuorumProxyCore:
         self._rules.clear()
 
     def release(self, record_id: int) -> None:
+        """Send the held packet (and, held in order, what waited behind it)."""
+        self._let_go(record_id, "released")
+
+    def discard(self, record_id: int) -> None:
+        """Never send the held packet (a server crashed at it); what waited behind it goes."""
+        self._let_go(record_id, "discarded")
+
+    def _let_go(self, record_id: int, state: str) -> None:
         half = self._halves.pop(record_id, None)
-        record = (
-            next((r for r, _raw in half.queue if r.record_id == record_id), None) if half else None
-        )
+        if half is not None and record_id in half.aside:
+            aside, raw = half.aside.pop(record_id)
+            aside.state = state
+            if state == "released":
+                if half.queue:  # behind what an in-order hold keeps
+                    half.queue.append((aside, raw))
+                elif not half.writer.is_closing():
+                    half.writer.write(raw)
+            return
+        queued = half.queue if half is not None else ()
+        record = next((r for r, _raw in queued if r.record_id == record_id), None)
         if half is None or record is None or record.state != "held":
             raise NotHeld(f"quorum packet #{record_id} is not held")
-        record.state = "released"
+        record.state = state
         self._flush(half)
 
+    def _release_if_held(self, record_id: int) -> None:
+        with contextlib.suppress(NotHeld):
+            self.release(record_id)
+
     def held(self) -> list[QuorumRecord]:
-        return [r for half in self._halves.values() for r, _raw in half.queue if r.state == "held"]
+        found = [r for half in self._halves.values() for r, _raw in half.queue]
+        found += [r for half in self._halves.values() for r, _raw in half.aside.values()]
+        unique = {r.record_id: r for r in found if r.state == "held"}
+        return [unique[key] for key in sorted(unique)]
 
     def wait_for(self, match: QuorumMatch, since: int) -> asyncio.Future[QuorumRecord]:
         future: asyncio.Future[QuorumRecord] = asyncio.get_running_loop().create_future()
@@ -191,8 +231,20 @@ class QuorumProxyCore:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Close every socket now, while the loop still runs (its peers see the end at once).
+        for writer in self._writers:
+            writer.close()
+        closing = [asyncio.ensure_future(writer.wait_closed()) for writer in self._writers]
+        if closing:
+            await asyncio.wait(closing, timeout=1.0)
+            for future in closing:
+                if future.done() and not future.cancelled():
+                    future.exception()  # a reset peer: already gone, nothing to report
+                else:
+                    future.cancel()
+        self._writers.clear()
         for half in self._halves.values():
-            for record, _raw in half.queue:
+            for record, _raw in [*half.queue, *half.aside.values()]:
                 if record.state in ("held", "queued"):
                     record.state = "lost"
 
@@ -206,12 +258,14 @@ class QuorumProxyCore:
         learner_writer: asyncio.StreamWriter,
     ) -> None:
         connection = next(self._connections)
+        self._writers.add(learner_writer)
         try:
             async with asyncio.timeout(self.connect_timeout):
                 leader_reader, leader_writer = await asyncio.open_connection(*target, limit=_LIMIT)
         except (OSError, TimeoutError):
             learner_writer.close()
             return  # the learner sees a refused connection, as without the proxy
+        self._writers.add(leader_writer)
         to_leader, to_learner = _Half(leader_writer), _Half(learner_writer)
         pumps = [
             asyncio.create_task(
@@ -232,11 +286,12 @@ class QuorumProxyCore:
             for writer in (learner_writer, leader_writer):
                 writer.close()
             for half in (to_leader, to_learner):
-                for record, _raw in half.queue:
+                for record, _raw in [*half.queue, *half.aside.values()]:
                     if record.state in ("held", "queued"):
                         record.state = "lost"
                     self._halves.pop(record.record_id, None)
                 half.queue.clear()
+                half.aside.clear()
 
     async def _pump(
         self,
@@ -285,7 +340,13 @@ class QuorumProxyCore:
                 return
             record.state = "held"
             self._halves[record.record_id] = half
+            if rule.action is Action.REORDER:
+                half.aside[record.record_id] = (record, raw)
+                return
             half.queue.append((record, raw))
+            if rule.action is Action.DELAY:
+                loop = asyncio.get_running_loop()
+                loop.call_later(rule.delay_s, self._release_if_held, record.record_id)
             return
         if half.queue:
             record.state = "queued"  # behind a held packet: order is kept
@@ -299,7 +360,7 @@ class QuorumProxyCore:
             record, raw = half.queue.popleft()
             if record.state == "queued":
                 record.state = "forwarded"
-            if not half.writer.is_closing():
+            if record.state != "discarded" and not half.writer.is_closing():
                 half.writer.write(raw)
 
     def _notify(self, record: QuorumRecord) -> None:
@@ -349,9 +410,18 @@ class QuorumProxy(LoopThreadFacade):
         """A port that forwards to ``target`` (a server's quorum port) as ``link``."""
         return self._run(self._require().add_link(link, target))
 
-    def add_rule(self, match: QuorumMatch, action: Action, count: int | None = 1) -> int:
+    def add_rule(
+        self,
+        match: QuorumMatch,
+        action: Action,
+        count: int | None = 1,
+        *,
+        delay_s: float = 0.0,
+    ) -> int:
+        """Apply ``action`` to the next ``count`` packets ``match`` matches (None: every one);
+        ``delay_s``: a ``DELAY``'s. ValueError for a delay without a positive ``delay_s``."""
         core = self._require()
-        return self._call(lambda: core.add_rule(match, action, count))
+        return self._call(lambda: core.add_rule(match, action, count, delay_s))
 
     def clear_rules(self) -> None:
         core = self._require()
@@ -360,6 +430,12 @@ class QuorumProxy(LoopThreadFacade):
     def release(self, record_id: int) -> None:
         core = self._require()
         self._call(lambda: core.release(record_id))
+
+    def discard(self, record_id: int) -> None:
+        """Never send a held packet: for a crash at a packet, ``wait_for`` the held packet,
+        crash the server, then discard it."""
+        core = self._require()
+        self._call(lambda: core.discard(record_id))
 
     def held(self) -> list[QuorumRecord]:
         core = self._require()

@@ -86,3 +86,54 @@ def test_held_packets_keep_order_and_dropped_ones_never_arrive(leader: _Leader) 
         assert proxy.records()[0].describe() == (
             "#1 zk2->zk1 to-leader PROPOSAL 0x100000001 [forwarded]"
         )
+
+
+def _packets(*zxids: int) -> list[QuorumPacket]:
+    return [QuorumPacket(PacketType.ACK, zxid) for zxid in zxids]
+
+
+def test_a_reordered_packet_lets_the_later_ones_pass_and_goes_when_released(
+    leader: _Leader,
+) -> None:
+    first, second, third = _packets(1, 2, 3)
+    with QuorumProxy() as proxy:
+        port = proxy.add_link(LINK, ("127.0.0.1", leader.port))
+        aside = QuorumMatch(frozenset({PacketType.ACK}))
+        proxy.add_rule(aside, Action.REORDER, count=1)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as learner:
+            learner.sendall(first.encode() + second.encode() + third.encode())
+            held = proxy.wait_for(aside, timeout=5)
+            passed = second.encode() + third.encode()
+            assert leader.wait_for(len(passed)) == passed
+            assert held.frame == first and proxy.held() == [held]
+            proxy.release(held.record_id)
+            assert leader.wait_for(len(passed + first.encode())) == passed + first.encode()
+            assert [r.state for r in proxy.records()] == ["released", "forwarded", "forwarded"]
+
+
+def test_a_delayed_packet_goes_by_itself_and_a_discarded_one_never(leader: _Leader) -> None:
+    first, second, third = _packets(1, 2, 3)
+    with QuorumProxy() as proxy:
+        port = proxy.add_link(LINK, ("127.0.0.1", leader.port))
+        with pytest.raises(ValueError, match="positive delay_s"):
+            proxy.add_rule(QuorumMatch(), Action.DELAY)
+        proxy.add_rule(QuorumMatch(), Action.DELAY, count=1, delay_s=0.3)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as learner:
+            started = time.monotonic()
+            learner.sendall(first.encode() + second.encode())
+            both = first.encode() + second.encode()
+            assert leader.wait_for(len(both)) == both
+            assert time.monotonic() - started >= 0.3  # delayed, then in order
+            crash_at = QuorumMatch(frozenset({PacketType.ACK}))
+            proxy.add_rule(crash_at, Action.HOLD, count=1)
+            mark = proxy.mark()
+            learner.sendall(third.encode() + first.encode())
+            held = proxy.wait_for(crash_at, timeout=5, since=mark)
+            proxy.discard(held.record_id)  # the receiver crashed at it: it never arrives
+            assert leader.wait_for(len(both) + len(first.encode())) == both + first.encode()
+            assert [r.state for r in proxy.records()] == [
+                "released",
+                "forwarded",
+                "discarded",
+                "forwarded",
+            ]
