@@ -35,6 +35,7 @@ from conformance.commands.options import add_zookeeper_option, zookeeper_from_ar
 from conformance.rundir import new_run_dir
 from conformance.verdict import Verdict
 from conformance.zab.faults import SCENARIOS, scenario_steps
+from conformance.zab.known_bugs import KNOWN_BUGS
 from conformance.zab.program import FAULT_KINDS, random_program
 from conformance.zab.rundir import ZabRunWriter
 from conformance.zab.runner import RunOutcome, RunSettings, run_program
@@ -47,7 +48,7 @@ EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 def register(subparsers: Any) -> None:
     zab = subparsers.add_parser("zab", help="Zab conformance of a real ZooKeeper ensemble")
     commands = zab.add_subparsers(
-        dest="zab_command", metavar="{run,scenarios,model}", required=True
+        dest="zab_command", metavar="{run,scenarios,bug,model}", required=True
     )
     run = commands.add_parser(
         "run",
@@ -85,6 +86,19 @@ def register(subparsers: Any) -> None:
     run.set_defaults(func=run_zab)
     scenarios = commands.add_parser("scenarios", help="list the named fault scenarios")
     scenarios.set_defaults(func=list_scenarios)
+    bug = commands.add_parser(
+        "bug",
+        help="drive a known ZooKeeper bug's schedule through the quorum proxy",
+        description="A known bug's schedule of holds and releases on real servers' quorum "
+        "traffic (conformance/zab/known_bugs.py), repeated --attempts times: each attempt's "
+        "verdict, the packets of the window and the servers' evidence. Exit 1 when an attempt "
+        "hit the bug (a divergence), 0 when every attempt reached the window cleanly, 2 "
+        "otherwise.",
+    )
+    bug.add_argument("name", choices=sorted(KNOWN_BUGS), help="the bug")
+    bug.add_argument("--attempts", type=int, default=3, help="attempts (default 3)")
+    add_zookeeper_option(bug)
+    bug.set_defaults(func=run_known_bug)
     zab_model.register(commands)
 
 
@@ -186,6 +200,38 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
         writer.config["client_servers"] = {str(k): v for k, v in outcome.client_servers.items()}
         writer.finish(outcome)
     return report(outcome, run_dir, out)
+
+
+def run_known_bug(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        if args.attempts < 1:
+            raise ValueError(f"--attempts must be at least 1, got {args.attempts}")
+        install = zookeeper_from_args(args)
+    except ValueError as exc:
+        print(f"bkconform zab bug: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    print(f"System under test: {describe_zookeeper(install.classpath, install.source)}", file=out)
+    runs = []
+    for attempt in range(1, args.attempts + 1):
+        try:
+            run = KNOWN_BUGS[args.name](install)
+        except (ClusterError, MetadataError) as exc:
+            print(f"  attempt {attempt}: undecided: the ensemble failed: {exc}", file=out)
+            continue
+        runs.append(run)
+        print(f"  attempt {attempt}: {run.describe()}", file=out, flush=True)
+    hits = sum(1 for run in runs if run.verdict is Verdict.DIVERGENCE)
+    clean = sum(1 for run in runs if run.verdict is Verdict.CLEAN)
+    verdict = (
+        Verdict.DIVERGENCE
+        if hits
+        else Verdict.CLEAN
+        if clean == args.attempts
+        else Verdict.UNDECIDED
+    )
+    print(f"{args.name}: hit in {hits} of {args.attempts} attempts. Verdict: {verdict}", file=out)
+    return verdict.exit_code
 
 
 def report(outcome: RunOutcome, run_dir: Path, out: TextIO) -> int:
