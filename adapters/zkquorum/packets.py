@@ -19,6 +19,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
+from adapters.errors import AdapterError
 from adapters.zkproxy.codes import Op
 from adapters.zkproxy.errors import MalformedPacket
 from adapters.zkproxy.jute import JuteReader, JuteWriter
@@ -138,8 +139,9 @@ class QuorumPacket:
         return text
 
 
-class _Incomplete(Exception):
-    """Not enough bytes yet for the next record."""
+class _Incomplete(AdapterError):
+    """Not enough bytes yet for the next record (control flow of :class:`QuorumStream`; never
+    leaves this module)."""
 
 
 def _need(data: bytes, offset: int, size: int) -> None:
