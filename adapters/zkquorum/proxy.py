@@ -8,6 +8,11 @@ A three-server ensemble gets six links, one per (learner, leader) pair: each ser
 (:class:`~adapters.cluster.zookeeper.ZooKeeperEnsemble` with ``quorum_proxy``), so whichever
 server leads, every follower's connection to it passes here. The election port stays direct.
 
+A rule may also call a function the moment it matches, on the proxy's loop thread, before the
+packet goes anywhere (``at_match``): a crash *at* a packet (``SIGKILL`` to the server that sent
+it, within microseconds of the packet leaving it) is a rule that holds the packet and kills
+its sender there. A function that raises is kept in :meth:`QuorumProxy.errors`.
+
 A held packet holds its direction of its connection (TCP keeps order, and so does Zab): later
 packets wait behind it and go out in order once it is released. A dropped packet is never
 forwarded (whole records: the receiver's stream still parses). The forwarded bytes are the
@@ -22,6 +27,7 @@ import contextlib
 import enum
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adapters.loop_thread import (
@@ -118,6 +124,10 @@ class QuorumRecord:
         )
 
 
+#: Called on the proxy's loop thread when a rule matches a packet (it must be quick).
+AtMatch = Callable[["QuorumRecord"], None]
+
+
 @dataclass
 class _Rule:
     rule_id: int
@@ -125,6 +135,7 @@ class _Rule:
     action: Action
     remaining: int | None
     delay_s: float = 0.0
+    at_match: AtMatch | None = None
 
 
 @dataclass(eq=False)
@@ -154,6 +165,8 @@ class QuorumProxyCore:
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._waiters: list[tuple[QuorumMatch, asyncio.Future[QuorumRecord], int]] = []
+        #: What ``at_match`` functions raised: (the record, the exception's text).
+        self.errors: list[tuple[int, str]] = []
 
     async def add_link(self, link: QuorumLink, target: tuple[str, int]) -> int:
         async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -167,11 +180,16 @@ class QuorumProxyCore:
         return port
 
     def add_rule(
-        self, match: QuorumMatch, action: Action, count: int | None, delay_s: float = 0.0
+        self,
+        match: QuorumMatch,
+        action: Action,
+        count: int | None,
+        delay_s: float = 0.0,
+        at_match: AtMatch | None = None,
     ) -> int:
         if action is Action.DELAY and not delay_s > 0:
             raise ValueError(f"a delay needs a positive delay_s, got {delay_s}")
-        rule = _Rule(next(self._rule_ids), match, action, count, delay_s)
+        rule = _Rule(next(self._rule_ids), match, action, count, delay_s, at_match)
         self._rules.append(rule)
         return rule.rule_id
 
@@ -285,6 +303,7 @@ class QuorumProxyCore:
                 task.cancel()
             for writer in (learner_writer, leader_writer):
                 writer.close()
+                self._writers.discard(writer)
             for half in (to_leader, to_learner):
                 for record, _raw in [*half.queue, *half.aside.values()]:
                     if record.state in ("held", "queued"):
@@ -335,6 +354,11 @@ class QuorumProxyCore:
                 continue
             if rule.remaining is not None:
                 rule.remaining -= 1
+            if rule.at_match is not None:
+                try:
+                    rule.at_match(record)
+                except Exception as exc:  # kept for the caller (errors()); the pump goes on
+                    self.errors.append((record.record_id, f"{type(exc).__name__}: {exc}"))
             if rule.action is Action.DROP:
                 record.state = "dropped"
                 return
@@ -417,11 +441,19 @@ class QuorumProxy(LoopThreadFacade):
         count: int | None = 1,
         *,
         delay_s: float = 0.0,
+        at_match: AtMatch | None = None,
     ) -> int:
         """Apply ``action`` to the next ``count`` packets ``match`` matches (None: every one);
-        ``delay_s``: a ``DELAY``'s. ValueError for a delay without a positive ``delay_s``."""
+        ``delay_s``: a ``DELAY``'s; ``at_match``: called with each matched packet's record on
+        the proxy's thread as it matches (a crash at a packet). ValueError for a delay without
+        a positive ``delay_s``."""
         core = self._require()
-        return self._call(lambda: core.add_rule(match, action, count, delay_s))
+        return self._call(lambda: core.add_rule(match, action, count, delay_s, at_match))
+
+    def errors(self) -> list[tuple[int, str]]:
+        """What ``at_match`` functions raised: (record id, the exception)."""
+        core = self._require()
+        return self._call(lambda: list(core.errors))
 
     def clear_rules(self) -> None:
         core = self._require()
@@ -469,6 +501,7 @@ class QuorumProxy(LoopThreadFacade):
 
 __all__ = [
     "Action",
+    "AtMatch",
     "Direction",
     "QuorumLink",
     "QuorumMatch",

@@ -33,7 +33,7 @@ from adapters.zookeeper.errors import MetadataError
 from conformance.commands import zab_model
 from conformance.commands.options import add_zookeeper_option, zookeeper_from_args
 from conformance.rundir import new_run_dir
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, worst
 from conformance.zab.faults import SCENARIOS, scenario_steps
 from conformance.zab.known_bugs import KNOWN_BUGS
 from conformance.zab.program import FAULT_KINDS, random_program
@@ -80,6 +80,13 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument(
         "--op-timeout", type=float, default=5.0, help="seconds per client request (default 5)"
+    )
+    run.add_argument(
+        "--quorum-proxy",
+        action="store_true",
+        help="route the servers' quorum traffic through the quorum proxy and validate every "
+        "packet against the Zab spec's actions (conformance/zab/quorum_trace.py); not with "
+        "partitions",
     )
     run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go")
     add_zookeeper_option(run)
@@ -148,15 +155,23 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise ValueError(f"--servers must be odd and at least 3, got {args.servers}")
         if args.ops < 1 or args.clients < 1:
             raise ValueError("--ops and --clients must be at least 1")
+        program = random_program(args.seed, ops=args.ops, clients=args.clients, faults=faults)
+        if args.scenario:
+            program = type(program)(
+                program.clients, program.keys, program.ops, scenario_steps(args.scenario, args.ops)
+            )
+        isolates = any(verb == "isolate" for step in program.faults for verb, _ in step.actions)
+        if args.quorum_proxy and ("partition" in faults or isolates):
+            raise ValueError(
+                "--quorum-proxy runs without partitions: leave partition out of --faults "
+                f"and choose a scenario that isolates no server (not {args.scenario})"
+                if isolates and args.scenario
+                else "--quorum-proxy runs without partitions: leave partition out of --faults"
+            )
         install = zookeeper_from_args(args)
     except ValueError as exc:
         print(f"bkconform zab run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
-    program = random_program(args.seed, ops=args.ops, clients=args.clients, faults=faults)
-    if args.scenario:
-        program = type(program)(
-            program.clients, program.keys, program.ops, scenario_steps(args.scenario, args.ops)
-        )
     for reaped in reap_orphans_once():
         print(f"bkconform: a run that died left {reaped.describe()}", file=sys.stderr)
     run_dir = new_run_dir(args.runs_dir.resolve(), "zab")
@@ -171,6 +186,7 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "scenario": args.scenario,
         "op_timeout": args.op_timeout,
         "rate": args.rate,
+        "quorum_proxy": args.quorum_proxy,
         "fault_steps": [
             {"after_ops": s.after_ops, "name": s.name, "actions": [list(a) for a in s.actions]}
             for s in program.faults
@@ -179,7 +195,11 @@ def run_zab(args: argparse.Namespace, out: TextIO | None = None) -> int:
     print(f"System under test: {system}", file=out)
     print(f"Run directory: {run_dir}", file=out, flush=True)
     settings = RunSettings(
-        servers=args.servers, op_timeout=args.op_timeout, faults=faults, rate=args.rate
+        servers=args.servers,
+        op_timeout=args.op_timeout,
+        faults=faults,
+        rate=args.rate,
+        quorum_proxy=args.quorum_proxy,
     )
     with ZabRunWriter(run_dir, config) as writer:
         writer.start()
@@ -221,15 +241,10 @@ def run_known_bug(args: argparse.Namespace, out: TextIO | None = None) -> int:
             continue
         runs.append(run)
         print(f"  attempt {attempt}: {run.describe()}", file=out, flush=True)
-    hits = sum(1 for run in runs if run.verdict is Verdict.DIVERGENCE)
-    clean = sum(1 for run in runs if run.verdict is Verdict.CLEAN)
-    verdict = (
-        Verdict.DIVERGENCE
-        if hits
-        else Verdict.CLEAN
-        if clean == args.attempts
-        else Verdict.UNDECIDED
-    )
+    hits = sum(1 for run in runs if run.verdict.finding)
+    # A finding in any attempt is the bug hit; clean needs every attempt run and clean.
+    failed = [Verdict.UNDECIDED] * (args.attempts - len(runs))
+    verdict = worst([run.verdict for run in runs] + failed)
     print(f"{args.name}: hit in {hits} of {args.attempts} attempts. Verdict: {verdict}", file=out)
     return verdict.exit_code
 
@@ -255,6 +270,11 @@ def report(outcome: RunOutcome, run_dir: Path, out: TextIO) -> int:
         )
         for evidence in result.evidence[:3]:
             print(f"      {evidence}", file=out)
+    if outcome.quorum_trace is not None:
+        trace = outcome.quorum_trace
+        print(f"  {trace.summary()}", file=out)
+        for finding in (trace.violations + trace.divergences)[:3]:
+            print(f"      {finding}", file=out)
     timings = {k: v for k, v in outcome.timings.items() if k.endswith("_s")}
     print(
         "Timings: "

@@ -2,7 +2,7 @@
 
 Each scenario is a schedule of holds and releases on real servers' quorum traffic
 (:mod:`adapters.zkquorum.proxy`), unmodified ZooKeeper of the release asked, and a check of what
-the servers did. One so far:
+the servers did. Three so far:
 
 **ZOOKEEPER-4394** (affected up to 3.9.2, fixed in 3.9.3): on NEWLEADER a syncing follower
 cleared its not-yet-committed proposals, so a COMMIT that reaches it after NEWLEADER and before
@@ -19,6 +19,31 @@ synchronisation), so a follower that fails its sync on it is a **divergence**; r
 window and seeing the follower take the COMMIT on the same connection is **clean**; a schedule
 that could not be carried out (a hold lost before its release, the COMMIT not in the window)
 is **undecided**, and says why.
+
+**ZOOKEEPER-4925** (data loss; 3.9.3 only, fixed in 3.9.4): since the 3.9.3 fix of 4394, a
+follower applies the transactions of a DIFF (the committed ones before NEWLEADER) without adding
+them to its in-memory committed log, the log a leader serves DIFFs from. Once that follower
+leads, its DIFF to a stale follower silently skips them. The schedule, on three servers (L
+leads, F and S follow): S is killed (stale from here on); a client writes ``/hole`` through L
+and its PROPOSAL to F is dropped, so ``/hole`` is in L's log alone; L is killed and restarted:
+L and F elect L (its log is longer) and F syncs by a DIFF that carries ``/hole`` before
+NEWLEADER (the hole in F's committed log); a client writes ``/after`` (committed the ordinary
+way); L is killed, S restarts, F leads and syncs S by DIFF. A ``/hole`` that F serves and S,
+synced and serving, does not is a committed transaction lost: a **violation** of the spec's
+agreement on committed history. Both there is **clean**; a schedule that did not come about
+(another leader, ``/hole`` never committed, S not serving) is **undecided** and says why.
+
+**ZOOKEEPER-4785** (transactions lost in a DIFF sync; fixed in 3.9.2 and 3.8.5): on NEWLEADER a
+syncing follower wrote its new epoch, handed the synced transactions to its background disk
+writer and ACKed at once; killed before the writer flushed, it comes back with the new epoch and
+without them, and the new epoch wins it the next election: the others truncate to its log. A
+race from outside, on three servers (A leads, B and C follow): B is killed; a client commits
+``_WRITES`` transactions through A and C; A and C are killed; A and B restart and A syncs B by
+DIFF; B is killed (``SIGKILL`` from the proxy's thread) the moment its ACK of NEWLEADER reaches
+the proxy; A is killed; B and C restart and elect. Fewer of the transactions served than were
+committed is a **violation** (the race won: a hit); all of them is **clean** (the kill came
+after the flush, or the release has the fix); a schedule that did not come about is
+**undecided**.
 """
 
 from __future__ import annotations
@@ -30,12 +55,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
 
 from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
 from adapters.installations.system import zookeeper_version
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyTimeout
-from adapters.zkquorum.packets import PacketType, QuorumPacket
+from adapters.zkquorum.packets import PacketType, QuorumPacket, zxid_text
 from adapters.zkquorum.proxy import (
     Action,
     Direction,
@@ -44,6 +71,7 @@ from adapters.zkquorum.proxy import (
     QuorumProxy,
     QuorumRecord,
 )
+from adapters.zookeeper.txnlog import read_server
 from conformance.verdict import Verdict
 
 #: Holds last at most this long (the ensemble's syncLimit is 10 s): a follower whose leader is
@@ -61,7 +89,8 @@ class BugRun:
     bug: str
     zookeeper: str
     verdict: Verdict = Verdict.UNDECIDED
-    #: The joiner's packets from NEWLEADER to UPTODATE on its first connection, in order.
+    #: The packets that show the window, in order (4394: the joiner's from NEWLEADER to
+    #: UPTODATE on its first connection; 4925: the two DIFF syncs).
     window: list[str] = field(default_factory=list)
     #: The evidence: the server's exception, or why the run decided nothing.
     evidence: str = ""
@@ -183,6 +212,372 @@ def _judge_4394(run: BugRun, log: str) -> None:
         run.evidence = "the joiner took the COMMIT inside the window on one connection"
 
 
-KNOWN_BUGS = {"ZOOKEEPER-4394": zookeeper_4394}
+@dataclass
+class StaleSync:
+    """What ZOOKEEPER-4925's schedule saw: the servers' roles, the two syncs' packets (each
+    from DIFF to UPTODATE on the syncing server's link), and what each server serves."""
 
-__all__ = ["KNOWN_BUGS", "NPE", "BugRun", "zookeeper_4394"]
+    leader: str = ""
+    holder: str = ""
+    stale: str = ""
+    #: The dropped PROPOSAL's zxid: ``/hole``'s transaction.
+    hole_zxid: int | None = None
+    holder_sync: list[QuorumRecord] = field(default_factory=list)
+    stale_sync: list[QuorumRecord] = field(default_factory=list)
+    #: Does the server serve the node (after a ``sync``)? None: not asked.
+    hole_on_holder: bool | None = None
+    hole_on_stale: bool | None = None
+    after_on_stale: bool | None = None
+
+
+def zookeeper_4925(install: ZooKeeperInstall, work_dir: Path | None = None) -> BugRun:
+    """One attempt of ZOOKEEPER-4925's schedule on a fresh three-server ensemble of
+    ``install`` (see the module docstring)."""
+    version = zookeeper_version(install.classpath) or "of unknown version"
+    run = BugRun("ZOOKEEPER-4925", version)
+    seen = StaleSync()
+    with tempfile.TemporaryDirectory(prefix="bkconform-4925-") as scratch:
+        base = work_dir or Path(scratch)
+        with QuorumProxy() as proxy:
+            ensemble = ZooKeeperEnsemble(
+                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
+            )
+            ensemble.start()
+            try:
+                _drive_4925(ensemble, proxy, run, seen)
+            finally:
+                ensemble.stop()
+    _judge_4925(run, seen)
+    return run
+
+
+def _sid(name: str) -> int:
+    return int(name.removeprefix("zk"))
+
+
+def _serves(ensemble: ZooKeeperEnsemble, name: str, path: str) -> bool:
+    """Does ``name`` serve ``path``, after a ``sync`` (so it has caught up with its leader)?"""
+    server = ensemble.server(name)
+    client = _client(server.host, server.client_port)
+    try:
+        client.sync("/")
+        return client.exists(path) is not None
+    finally:
+        client.stop()
+        client.close()
+
+
+def _write(ensemble: ZooKeeperEnsemble, name: str, path: str) -> None:
+    server = ensemble.server(name)
+    client = _client(server.host, server.client_port)
+    try:
+        client.create(path, path.encode())
+    finally:
+        client.stop()
+        client.close()
+
+
+def _sync_of(proxy: QuorumProxy, link: QuorumLink, since: int) -> list[QuorumRecord]:
+    """The first connection's packets on ``link`` after ``since``, from its DIFF (or SNAP,
+    TRUNC) to its UPTODATE, pings left out."""
+    packets = [
+        r
+        for r in proxy.records(since)
+        if r.link == link and isinstance(r.frame, QuorumPacket) and r.frame.type != PacketType.PING
+    ]
+    if not packets:
+        return []
+    first = [r for r in packets if r.connection == packets[0].connection]
+    starts = {PacketType.DIFF, PacketType.SNAP, PacketType.TRUNC}
+    kinds = [r.frame.type for r in first]  # type: ignore[union-attr]
+    start = next((i for i, kind in enumerate(kinds) if kind in starts), len(first))
+    end = kinds.index(PacketType.UPTODATE) if PacketType.UPTODATE in kinds else len(first) - 1
+    return first[start : end + 1]
+
+
+def _drive_4925(
+    ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun, seen: StaleSync
+) -> None:
+    leader = ensemble.leader()
+    if leader is None:
+        raise RuntimeError("the ensemble has no leader")
+    holder, stale = sorted(name for name in ensemble.servers if name != leader)
+    seen.leader, seen.holder, seen.stale = leader, holder, stale
+    holder_link = QuorumLink(_sid(holder), _sid(leader))
+    stale_link = QuorumLink(_sid(stale), _sid(holder))
+    try:
+        _write(ensemble, leader, "/before")
+        if not _serves(ensemble, stale, "/before"):
+            run.evidence = f"{stale} did not serve /before: it is not stale from a known point"
+            return
+        ensemble.crash(stale)
+        # /hole goes to the leader's log alone: its PROPOSAL to the holder is dropped.
+        proposal = QuorumMatch(frozenset({PacketType.PROPOSAL}), Direction.TO_LEARNER, holder_link)
+        proxy.add_rule(proposal, Action.DROP, count=1)
+        mark = proxy.mark()
+        server = ensemble.server(leader)
+        client = _client(server.host, server.client_port)
+        try:
+            client.create_async("/hole", b"in the leader's log alone")
+            dropped = proxy.wait_for(proposal, timeout=_WAIT_S, since=mark)
+            seen.hole_zxid = dropped.frame.zxid  # type: ignore[union-attr]
+            time.sleep(1.0)  # the leader logs it (its own ACK needs the log written)
+            ensemble.crash(leader)
+        finally:
+            with contextlib.suppress(Exception):  # the server is gone: nothing to close
+                client.stop()
+                client.close()
+        # The leader comes back with the longer log, leads, and syncs the holder by DIFF.
+        mark = proxy.mark()
+        ensemble.restart(leader, wait=False)
+        ensemble.wait_until_serving([leader, holder], ensemble.start_timeout)
+        if ensemble.leader() != leader:
+            run.evidence = f"{ensemble.leader()} led after {leader}'s restart, not {leader}"
+            return
+        uptodate = QuorumMatch(frozenset({PacketType.UPTODATE}), Direction.TO_LEARNER, holder_link)
+        proxy.wait_for(uptodate, timeout=_WAIT_S, since=mark)
+        seen.holder_sync = _sync_of(proxy, holder_link, mark)
+        _write(ensemble, leader, "/after")
+        seen.hole_on_holder = _serves(ensemble, holder, "/hole")
+        # The holder leads with the hole in its committed log, and syncs the stale server.
+        ensemble.crash(leader)
+        mark = proxy.mark()
+        ensemble.restart(stale, wait=False)
+        ensemble.wait_until_serving([holder, stale], ensemble.start_timeout)
+        if ensemble.leader() != holder:
+            run.evidence = f"{ensemble.leader()} led after {stale}'s restart, not {holder}"
+            return
+        uptodate = QuorumMatch(frozenset({PacketType.UPTODATE}), Direction.TO_LEARNER, stale_link)
+        proxy.wait_for(uptodate, timeout=_WAIT_S, since=mark)
+        seen.stale_sync = _sync_of(proxy, stale_link, mark)
+        seen.after_on_stale = _serves(ensemble, stale, "/after")
+        seen.hole_on_stale = _serves(ensemble, stale, "/hole")
+    except (ZkProxyTimeout, NotHeld, KazooException, KazooTimeoutError) as exc:
+        run.evidence = f"the schedule could not be carried out: {exc!r}"
+    finally:
+        run.records = proxy.records()
+
+
+def _describe(records: list[QuorumRecord]) -> list[str]:
+    return [f"{r.link.describe()} {r.frame.describe()}" for r in records]  # type: ignore[union-attr]
+
+
+def _judge_4925(run: BugRun, seen: StaleSync) -> None:
+    run.joiner = seen.stale
+    run.window = _describe(seen.holder_sync) + _describe(seen.stale_sync)
+    hole = zxid_text(seen.hole_zxid) if seen.hole_zxid is not None else "?"
+    before_newleader = []
+    for record in seen.holder_sync:
+        frame = record.frame
+        if isinstance(frame, QuorumPacket) and frame.type == PacketType.NEWLEADER:
+            break
+        before_newleader.append(record)
+    diffed = any(
+        isinstance(r.frame, QuorumPacket)
+        and r.frame.type == PacketType.COMMIT
+        and r.frame.zxid == seen.hole_zxid
+        for r in before_newleader
+    )
+    first = seen.holder_sync[0].frame if seen.holder_sync else None
+    by_diff = isinstance(first, QuorumPacket) and first.type == PacketType.DIFF
+    if run.evidence:
+        run.verdict = Verdict.UNDECIDED
+    elif not (by_diff and diffed):
+        run.verdict = Verdict.UNDECIDED
+        run.evidence = (
+            f"{seen.holder} did not sync /hole ({hole}) by DIFF before NEWLEADER: "
+            f"{', '.join(_describe(seen.holder_sync)) or 'no sync seen'}"
+        )
+    elif not seen.hole_on_holder:
+        run.verdict = Verdict.UNDECIDED
+        run.evidence = f"{seen.holder} does not serve /hole: it was never committed"
+    elif not seen.after_on_stale:
+        run.verdict = Verdict.UNDECIDED
+        run.evidence = f"{seen.stale} does not serve /after: it did not sync from {seen.holder}"
+    elif not seen.hole_on_stale:
+        run.verdict = Verdict.VIOLATION
+        run.evidence = (
+            f"committed transaction {hole} (/hole) lost: {seen.holder}, the leader, serves it; "
+            f"{seen.stale}, synced by {seen.holder}'s DIFF and serving /after, does not"
+        )
+    else:
+        run.verdict = Verdict.CLEAN
+        run.evidence = (
+            f"{seen.stale} serves /hole ({hole}) after its DIFF sync from {seen.holder}, "
+            f"which had synced it by DIFF"
+        )
+
+
+#: ZOOKEEPER-4785's DIFF: transactions the killed follower misses (under the leader's
+#: 500-entry committed log, so the sync is a DIFF from memory), each with this much data (a
+#: longer write for the follower's disk writer: a wider window).
+_WRITES = 300
+_WRITE_SIZE = 2048
+
+
+@dataclass
+class LostSync:
+    """What ZOOKEEPER-4785's schedule saw."""
+
+    leader: str = ""
+    killed: str = ""
+    other: str = ""
+    written: int = 0
+    #: The packet the follower was killed at (its ACK of NEWLEADER), described.
+    killed_at: str = ""
+    #: The killed follower's disk after the kill: its current epoch and how many of the
+    #: written transactions its log holds.
+    epoch_on_disk: int | None = None
+    written_on_disk: int | None = None
+    new_leader: str | None = None
+    #: How many of the written nodes each restarted server serves.
+    served: dict[str, int] = field(default_factory=dict)
+    sync: list[QuorumRecord] = field(default_factory=list)
+
+
+def zookeeper_4785(install: ZooKeeperInstall, work_dir: Path | None = None) -> BugRun:
+    """One attempt of ZOOKEEPER-4785's race on a fresh three-server ensemble of ``install``
+    (see the module docstring)."""
+    version = zookeeper_version(install.classpath) or "of unknown version"
+    run = BugRun("ZOOKEEPER-4785", version)
+    seen = LostSync()
+    with tempfile.TemporaryDirectory(prefix="bkconform-4785-") as scratch:
+        base = work_dir or Path(scratch)
+        with QuorumProxy() as proxy:
+            ensemble = ZooKeeperEnsemble(
+                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
+            )
+            ensemble.start()
+            try:
+                _drive_4785(ensemble, proxy, run, seen)
+            finally:
+                ensemble.stop()
+    _judge_4785(run, seen)
+    return run
+
+
+def _write_many(ensemble: ZooKeeperEnsemble, name: str, count: int) -> None:
+    server = ensemble.server(name)
+    client = _client(server.host, server.client_port)
+    try:
+        client.create("/t", b"")
+        data = bytes(_WRITE_SIZE)
+        pending = [client.create_async(f"/t/{i:04d}", data) for i in range(count)]
+        for result in pending:
+            result.get(timeout=_WAIT_S)
+    finally:
+        client.stop()
+        client.close()
+
+
+def _count_served(ensemble: ZooKeeperEnsemble, name: str) -> int:
+    server = ensemble.server(name)
+    client = _client(server.host, server.client_port)
+    try:
+        client.sync("/")
+        return len(client.get_children("/t")) if client.exists("/t") else 0
+    finally:
+        client.stop()
+        client.close()
+
+
+def _on_disk(ensemble: ZooKeeperEnsemble, name: str) -> tuple[int | None, int]:
+    """The server's current epoch (its ``currentEpoch`` file) and how many ``/t/`` creates
+    its transaction log holds."""
+    version_dir = ensemble.server(name).data_dir / "version-2"
+    epoch_file = version_dir / "currentEpoch"
+    epoch = int(epoch_file.read_text().strip()) if epoch_file.exists() else None
+    creates = {
+        change.path
+        for txn in read_server(ensemble.server(name).data_dir).txns
+        for change in txn.changes
+        if change.kind == "create" and change.path.startswith("/t/")
+    }
+    return epoch, len(creates)
+
+
+def _drive_4785(
+    ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun, seen: LostSync
+) -> None:
+    leader = ensemble.leader()
+    if leader is None:
+        raise RuntimeError("the ensemble has no leader")
+    killed, other = sorted(name for name in ensemble.servers if name != leader)
+    seen.leader, seen.killed, seen.other = leader, killed, other
+    link = QuorumLink(_sid(killed), _sid(leader))
+    try:
+        ensemble.crash(killed)
+        _write_many(ensemble, leader, _WRITES)
+        seen.written = _WRITES
+        ensemble.crash(other)
+        ensemble.crash(leader)
+        # The first ACK a syncing follower sends is its ACK of NEWLEADER (ACKEPOCH has its own
+        # type): the follower dies the moment it reaches the proxy, and it goes no further.
+        ack = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, link)
+        proxy.add_rule(ack, Action.HOLD, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
+        mark = proxy.mark()
+        ensemble.restart(leader, wait=False)
+        ensemble.restart(killed, wait=False)
+        held = proxy.wait_for(ack, timeout=ensemble.start_timeout, since=mark)
+        seen.killed_at = held.describe()
+        ensemble.crash(killed)
+        proxy.discard(held.record_id)
+        seen.sync = _sync_of(proxy, link, mark)
+        ensemble.crash(leader)
+        seen.epoch_on_disk, seen.written_on_disk = _on_disk(ensemble, killed)
+        ensemble.restart(killed, wait=False)
+        ensemble.restart(other, wait=False)
+        ensemble.wait_until_serving([killed, other], ensemble.start_timeout)
+        seen.new_leader = ensemble.leader()
+        for name in (killed, other):
+            seen.served[name] = _count_served(ensemble, name)
+    except (ZkProxyTimeout, NotHeld, KazooException, KazooTimeoutError) as exc:
+        run.evidence = f"the schedule could not be carried out: {exc!r}"
+    finally:
+        run.records = proxy.records()
+        errors = proxy.errors()
+        if errors and not run.evidence:
+            run.evidence = f"the crash at the packet failed: {errors[0][1]}"
+
+
+def _judge_4785(run: BugRun, seen: LostSync) -> None:
+    run.joiner = seen.killed
+    run.window = _describe(seen.sync)
+    disk = (
+        f"{seen.killed} had epoch {seen.epoch_on_disk} and {seen.written_on_disk} of the "
+        f"{seen.written} transactions on disk after its kill at {seen.killed_at}"
+    )
+    short = {name: count for name, count in seen.served.items() if count < seen.written}
+    if run.evidence:
+        run.verdict = Verdict.UNDECIDED
+    elif not seen.killed_at or len(seen.served) != 2:
+        run.verdict = Verdict.UNDECIDED
+        run.evidence = f"the schedule did not come about ({disk}; served: {seen.served})"
+    elif short:
+        run.verdict = Verdict.VIOLATION
+        lost = ", ".join(f"{name} serves {count}" for name, count in sorted(short.items()))
+        run.evidence = (
+            f"committed transactions lost: {seen.written} were committed, {lost}; {disk}; "
+            f"{seen.new_leader} led afterwards"
+        )
+    else:
+        run.verdict = Verdict.CLEAN
+        run.evidence = f"every server serves all {seen.written} transactions; {disk}"
+
+
+KNOWN_BUGS = {
+    "ZOOKEEPER-4394": zookeeper_4394,
+    "ZOOKEEPER-4785": zookeeper_4785,
+    "ZOOKEEPER-4925": zookeeper_4925,
+}
+
+__all__ = [
+    "KNOWN_BUGS",
+    "NPE",
+    "BugRun",
+    "LostSync",
+    "StaleSync",
+    "zookeeper_4394",
+    "zookeeper_4785",
+    "zookeeper_4925",
+]

@@ -42,6 +42,7 @@ from conformance.rundir import (
 )
 from conformance.verdict import Verdict
 from conformance.zab.faults import FaultEvent
+from conformance.zab.quorum_trace import QuorumTraceReport
 from conformance.zab.runner import RunOutcome
 from model.zab.history import ClientOp, History, LeaderSample, zxid_hex
 
@@ -185,6 +186,7 @@ class ZabRunWriter(RunDirectoryWriter):
             outcome.verdict,
             {
                 "checkers": outcome.report.to_json()["checkers"],
+                "quorum_trace": quorum_trace_json(outcome.quorum_trace),
                 "versions": versions(zookeeper=outcome.zookeeper),
                 "history": {**outcome.sizes(), "rows": self.lines},
                 "timings": outcome.timings,
@@ -267,3 +269,22 @@ def write_run(run_dir: Path, outcome: RunOutcome, config: dict[str, Any]) -> Non
         for row in timed_rows(outcome):
             writer.append(row)
         writer.finish(outcome)
+
+
+def quorum_trace_json(trace: QuorumTraceReport | None) -> dict[str, object] | None:
+    """The quorum traffic's validation as ``results.json`` keeps it (None: not asked)."""
+    if trace is None:
+        return None
+    return {
+        "verdict": str(trace.verdict),
+        "packets": trace.packets,
+        "outside_spec": trace.outside_spec,
+        "connections": trace.connections,
+        "syncs": trace.syncs,
+        "proposals": trace.proposals,
+        "commits": trace.commits,
+        "quorum_checked": trace.quorum_checked,
+        "divergences": trace.divergences[:20],
+        "violations": trace.violations[:20],
+        "note": trace.note,
+    }

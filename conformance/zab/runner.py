@@ -27,13 +27,15 @@ from typing import Any, Protocol
 from adapters.cluster.network_namespaces import partitions_supported
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
+from adapters.zkquorum.proxy import QuorumProxy
 from adapters.zookeeper.client import zookeeper_session
 from adapters.zookeeper.observe import LeaderSampler, server_status
 from adapters.zookeeper.txnlog import LoggedTxn, read_server
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, worst
 from conformance.zab.clients import Client, Recorder, run_client
 from conformance.zab.faults import FaultEvent, FaultInjector
 from conformance.zab.program import ROOT, FaultStep, Program
+from conformance.zab.quorum_trace import QuorumTraceReport, validate
 from model.zab.checkers import CheckReport, check
 from model.zab.history import Change, ClientOp, History, LeaderSample, ServerLog, Txn
 
@@ -52,6 +54,9 @@ class RunSettings:
     pin_clients: bool = True
     """Even-numbered clients talk to one chosen server only (reads and writes through it, as
     a pinned reader would); odd-numbered ones may use any server."""
+    quorum_proxy: bool = False
+    """Route the servers' quorum traffic through the quorum proxy and validate it against the
+    Zab spec (:mod:`conformance.zab.quorum_trace`); not with partitions."""
 
 
 class HistoryStream(Protocol):
@@ -105,6 +110,9 @@ class RunOutcome:
     zookeeper: str = ""
     probes: int = 0
     client_servers: dict[int, str] = field(default_factory=dict)
+    quorum_trace: QuorumTraceReport | None = None
+    """The quorum traffic's validation (with ``RunSettings.quorum_proxy``); its verdict is
+    part of ``verdict``."""
 
     def sizes(self) -> dict[str, Any]:
         ops = self.history.ops
@@ -232,14 +240,21 @@ def run_program(
     wants_partitions = "partition" in settings.faults or any(
         verb == "isolate" for step in steps for verb, _ in step.actions
     )
+    if wants_partitions and settings.quorum_proxy:
+        raise ValueError("the quorum proxy does not run with partitions: leave one out")
     if wants_partitions and (reason := partitions_supported()) is not None:
         skipped.append(f"partition: network namespaces not permitted here: {reason}")
         steps = without_partitions(steps)
         wants_partitions = False
     install = install or locate_zookeeper()
+    proxy = QuorumProxy() if settings.quorum_proxy else None
     # Absolute: each server runs with its own directory as the working directory.
     ensemble = ZooKeeperEnsemble(
-        install, work_dir.resolve(), size=settings.servers, partitions=wants_partitions
+        install,
+        work_dir.resolve(),
+        size=settings.servers,
+        partitions=wants_partitions,
+        quorum_proxy=proxy,
     )
     recorder = (
         Recorder(on_invoke=stream.invoked, on_complete=stream.completed) if stream else Recorder()
@@ -253,6 +268,8 @@ def run_program(
     started = time.monotonic()
     client_servers: dict[int, str] = {}
     try:
+        if proxy is not None:
+            proxy.start()
         ensemble.start()
         timings["ensemble_start_s"] = time.monotonic() - started
         say(f"ensemble of {settings.servers} serving: {ensemble.modes()}")
@@ -330,6 +347,10 @@ def run_program(
             with contextlib.suppress(Exception):
                 client.close()
         ensemble.stop()
+        records = proxy.records() if proxy is not None and proxy.running else []
+        if proxy is not None:
+            proxy.close()
+    trace = validate(records, settings.servers) if proxy is not None else None
     harness_errors = shortfalls(errors, injector.errors if injector else [], skipped)
     notes.extend(harness_errors)
     check_started = time.monotonic()
@@ -341,12 +362,15 @@ def run_program(
     )
     history = History(logs, leaders, tuple(recorder.snapshot()), tuple(notes), f"{ROOT}/")
     report = check(history)
+    verdict = run_verdict(report, harness_errors)
+    if trace is not None:
+        verdict = worst([verdict, trace.verdict])
     timings["check_s"] = time.monotonic() - check_started
     timings["total_s"] = time.monotonic() - started
     return RunOutcome(
         history,
         report,
-        run_verdict(report, harness_errors),
+        verdict,
         injector.events if injector else [],
         timings,
         notes,
@@ -354,4 +378,5 @@ def run_program(
         install.describe(),
         sampler.probes if sampler else 0,
         client_servers,
+        trace,
     )

@@ -12,7 +12,14 @@ import pytest
 
 from adapters.zkproxy.errors import NotHeld
 from adapters.zkquorum.packets import PacketType, QuorumPacket
-from adapters.zkquorum.proxy import Action, Direction, QuorumLink, QuorumMatch, QuorumProxy
+from adapters.zkquorum.proxy import (
+    Action,
+    Direction,
+    QuorumLink,
+    QuorumMatch,
+    QuorumProxy,
+    QuorumRecord,
+)
 
 LINK = QuorumLink(learner=2, leader=1)
 
@@ -137,3 +144,29 @@ def test_a_delayed_packet_goes_by_itself_and_a_discarded_one_never(leader: _Lead
                 "discarded",
                 "forwarded",
             ]
+
+
+def test_a_function_at_a_packet_runs_as_it_matches_and_what_it_raises_is_kept(
+    leader: _Leader,
+) -> None:
+    first, second, third = _packets(1, 2, 3)
+    seen: list[tuple[int, str]] = []
+
+    def crash(record: object) -> None:
+        assert isinstance(record, QuorumRecord)
+        # It runs before the packet goes anywhere: the hold has not taken it yet.
+        seen.append((record.frame.zxid, record.state))  # type: ignore[union-attr]
+        if record.frame.zxid == 2:  # type: ignore[union-attr]
+            raise RuntimeError("no such process")
+
+    with QuorumProxy() as proxy:
+        port = proxy.add_link(LINK, ("127.0.0.1", leader.port))
+        at = QuorumMatch(frozenset({PacketType.ACK}))
+        proxy.add_rule(at, Action.HOLD, count=2, at_match=crash)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as learner:
+            learner.sendall(first.encode() + second.encode() + third.encode())
+            held = proxy.wait_for(QuorumMatch(frozenset({PacketType.ACK})), timeout=5)
+            proxy.wait_for(at, timeout=5, since=held.record_id)
+            assert seen == [(1, "forwarded"), (2, "forwarded")]  # the third matched no rule
+            assert [r.state for r in proxy.records()] == ["held", "held", "queued"]
+            assert proxy.errors() == [(2, "RuntimeError: no such process")]

@@ -56,6 +56,22 @@ def test_command_runs_with_kill_and_pause(
     assert "History: 240 client ops" in output and "Verdict: clean" in output
 
 
+def test_a_run_through_the_quorum_proxy_validates_its_traffic_against_the_spec(
+    runs_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, results, output = run_cli(
+        ["--faults", "kill", "--ops", "200", "--rate", "80", "--seed", "3", "--quorum-proxy"],
+        runs_dir,
+        capsys,
+    )
+    assert code == 0, output
+    trace = results["quorum_trace"]
+    assert isinstance(trace, dict) and trace["verdict"] == "clean", trace
+    # Every learner synced at least once, and the kills made some sync again.
+    assert trace["syncs"] >= 2 and trace["quorum_checked"] > 0 and trace["commits"] > 0
+    assert "quorum trace: clean" in output
+
+
 def test_partitions_cut_and_heal_or_are_skipped_with_the_reason(
     runs_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

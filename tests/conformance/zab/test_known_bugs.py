@@ -9,7 +9,14 @@ from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Direction, QuorumLink, QuorumRecord
 from conformance.cli import main
 from conformance.verdict import Verdict
-from conformance.zab.known_bugs import BugRun, _judge_4394
+from conformance.zab.known_bugs import (
+    BugRun,
+    LostSync,
+    StaleSync,
+    _judge_4394,
+    _judge_4785,
+    _judge_4925,
+)
 
 LINK = QuorumLink(1, 3)
 NPE_LINE = 'java.lang.NullPointerException: Cannot read field "hdr" because "pif" is null'
@@ -89,3 +96,168 @@ def test_zookeeper_4394_on_the_releases_around_its_fix(
 def test_the_command_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["zab", "bug", "ZOOKEEPER-4394", "--attempts", "0"]) == 2
     assert "--attempts must be at least 1" in capsys.readouterr().err
+
+
+# -- ZOOKEEPER-4925 ---------------------------------------------------------------------------
+
+HOLE = (1 << 32) + 3
+HOLDER_LINK = QuorumLink(1, 3)
+STALE_LINK = QuorumLink(2, 1)
+
+
+def _sync(link: QuorumLink, *packets: tuple[PacketType, int]) -> list[QuorumRecord]:
+    return [
+        QuorumRecord(
+            number,
+            link,
+            1,
+            Direction.TO_LEADER if kind is PacketType.ACK else Direction.TO_LEARNER,
+            QuorumPacket(kind, zxid),
+            16,
+            0.0,
+        )
+        for number, (kind, zxid) in enumerate(packets, start=1)
+    ]
+
+
+HOLE_BY_DIFF = _sync(
+    HOLDER_LINK,
+    (PacketType.DIFF, HOLE),
+    (PacketType.PROPOSAL, HOLE),
+    (PacketType.COMMIT, HOLE),
+    (PacketType.NEWLEADER, 2 << 32),
+    (PacketType.ACK, 2 << 32),
+    (PacketType.UPTODATE, -1),
+)
+STALE_DIFF = _sync(
+    STALE_LINK,
+    (PacketType.DIFF, (2 << 32) + 2),
+    (PacketType.PROPOSAL, (2 << 32) + 2),
+    (PacketType.COMMIT, (2 << 32) + 2),
+    (PacketType.NEWLEADER, 3 << 32),
+    (PacketType.UPTODATE, -1),
+)
+
+
+def _stale(**changes: object) -> StaleSync:
+    seen = StaleSync(
+        leader="zk3",
+        holder="zk1",
+        stale="zk2",
+        hole_zxid=HOLE,
+        holder_sync=HOLE_BY_DIFF,
+        stale_sync=STALE_DIFF,
+        hole_on_holder=True,
+        hole_on_stale=True,
+        after_on_stale=True,
+    )
+    for name, value in changes.items():
+        setattr(seen, name, value)
+    return seen
+
+
+def _judged_4925(seen: StaleSync, evidence: str = "") -> BugRun:
+    run = BugRun("ZOOKEEPER-4925", "3.9.x", evidence=evidence)
+    _judge_4925(run, seen)
+    return run
+
+
+def test_the_stale_server_missing_the_hole_is_a_violation_with_the_transaction() -> None:
+    run = _judged_4925(_stale(hole_on_stale=False))
+    assert run.verdict is Verdict.VIOLATION
+    assert "0x100000003" in run.evidence and "zk2" in run.evidence and "lost" in run.evidence
+    assert run.window[:3] == [
+        "zk1->zk3 DIFF 0x100000003",
+        "zk1->zk3 PROPOSAL 0x100000003",
+        "zk1->zk3 COMMIT 0x100000003",
+    ]
+    assert run.window[-1] == "zk2->zk1 UPTODATE 0xffffffffffffffff"
+
+
+def test_the_stale_server_serving_the_hole_is_clean() -> None:
+    run = _judged_4925(_stale())
+    assert run.verdict is Verdict.CLEAN and "serves /hole (0x100000003)" in run.evidence
+
+
+def test_a_schedule_that_did_not_come_about_is_undecided_and_says_why() -> None:
+    broken = _judged_4925(_stale(hole_on_stale=False), evidence="the schedule could not x")
+    assert broken.verdict is Verdict.UNDECIDED and broken.evidence.endswith("could not x")
+    snap = _sync(HOLDER_LINK, (PacketType.SNAP, HOLE), (PacketType.NEWLEADER, 2 << 32))
+    by_snapshot = _judged_4925(_stale(holder_sync=snap, hole_on_stale=False))
+    assert by_snapshot.verdict is Verdict.UNDECIDED and "by DIFF" in by_snapshot.evidence
+    late = [HOLE_BY_DIFF[i] for i in (0, 1, 3, 2, 4, 5)]  # the COMMIT after NEWLEADER
+    after_newleader = _judged_4925(_stale(holder_sync=late, hole_on_stale=False))
+    assert after_newleader.verdict is Verdict.UNDECIDED
+    never = _judged_4925(_stale(hole_on_holder=False, hole_on_stale=False))
+    assert never.verdict is Verdict.UNDECIDED and "never committed" in never.evidence
+    unsynced = _judged_4925(_stale(after_on_stale=False, hole_on_stale=False))
+    assert unsynced.verdict is Verdict.UNDECIDED and "did not sync" in unsynced.evidence
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    ("version", "verdict"), [("3.9.2", "clean"), ("3.9.3", "violation"), ("3.9.4", "clean")]
+)
+def test_zookeeper_4925_on_the_releases_around_its_fix(version: str, verdict: str) -> None:
+    argv = ["zab", "bug", "ZOOKEEPER-4925", "--zookeeper", version, "--attempts", "1"]
+    assert main(argv) == Verdict(verdict).exit_code
+
+
+# -- ZOOKEEPER-4785 ---------------------------------------------------------------------------
+
+
+def _lost(**changes: object) -> LostSync:
+    seen = LostSync(
+        leader="zk3",
+        killed="zk1",
+        other="zk2",
+        written=300,
+        killed_at="#40 zk1->zk3 to-leader ACK 0x200000000 [held]",
+        epoch_on_disk=2,
+        written_on_disk=300,
+        new_leader="zk1",
+        served={"zk1": 300, "zk2": 300},
+    )
+    for name, value in changes.items():
+        setattr(seen, name, value)
+    return seen
+
+
+def _judged_4785(seen: LostSync, evidence: str = "") -> BugRun:
+    run = BugRun("ZOOKEEPER-4785", "3.9.x", evidence=evidence)
+    _judge_4785(run, seen)
+    return run
+
+
+def test_fewer_served_than_committed_is_a_violation_with_the_disk_and_the_leader() -> None:
+    run = _judged_4785(_lost(written_on_disk=120, served={"zk1": 120, "zk2": 120}))
+    assert run.verdict is Verdict.VIOLATION
+    assert "300 were committed, zk1 serves 120, zk2 serves 120" in run.evidence
+    assert "epoch 2 and 120 of the 300 transactions on disk" in run.evidence
+    assert "ACK 0x200000000" in run.evidence and "zk1 led" in run.evidence
+    one = _judged_4785(_lost(served={"zk1": 300, "zk2": 299}))
+    assert one.verdict is Verdict.VIOLATION and "zk2 serves 299" in one.evidence
+
+
+def test_every_transaction_served_is_clean_and_says_what_the_disk_held() -> None:
+    run = _judged_4785(_lost())
+    assert run.verdict is Verdict.CLEAN and "all 300" in run.evidence
+    assert "300 of the 300 transactions on disk" in run.evidence
+
+
+def test_a_race_that_did_not_come_about_is_undecided() -> None:
+    broken = _judged_4785(_lost(served={}), evidence="the schedule could not be carried out: x")
+    assert broken.verdict is Verdict.UNDECIDED and broken.evidence.endswith(": x")
+    not_killed = _judged_4785(_lost(killed_at="", served={"zk1": 0, "zk2": 0}))
+    assert not_killed.verdict is Verdict.UNDECIDED and "did not come about" in not_killed.evidence
+    half = _judged_4785(_lost(served={"zk1": 0}))
+    assert half.verdict is Verdict.UNDECIDED
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(("version", "fixed"), [("3.9.1", False), ("3.9.2", True)])
+def test_zookeeper_4785_on_the_releases_around_its_fix(version: str, fixed: bool) -> None:
+    argv = ["zab", "bug", "ZOOKEEPER-4785", "--zookeeper", version, "--attempts", "1"]
+    code = main(argv)
+    # A race: 3.9.1 may lose it (clean) or hit (a violation); the fixed release never loses.
+    assert code == 0 if fixed else code in (0, 1)

@@ -80,6 +80,8 @@ def test_faults_option() -> None:
         ["zab", "run", "--faults", "flood"],
         ["zab", "run", "--servers", "4"],
         ["zab", "run", "--ops", "0"],
+        ["zab", "run", "--quorum-proxy", "--faults", "kill,partition"],
+        ["zab", "run", "--quorum-proxy", "--scenario", "rejoin-after-partition"],
     ],
 )
 def test_bad_options_cannot_decide(argv: list[str], tmp_path: Path) -> None:

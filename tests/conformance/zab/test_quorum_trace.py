@@ -1,0 +1,196 @@
+"""Trace validation of quorum traffic: every guard on recorded packets (fast), each breaking
+of one a finding with its packet, and a trace with nothing of the spec undecided."""
+
+from __future__ import annotations
+
+import struct
+
+from adapters.zkquorum.packets import PacketType, QuorumPacket
+from adapters.zkquorum.proxy import Direction, QuorumLink, QuorumRecord
+from conformance.verdict import Verdict
+from conformance.zab.quorum_trace import spec_step, validate
+
+ONE, TWO = QuorumLink(1, 3), QuorumLink(2, 3)
+EPOCH = 2 << 32
+_LEARNER_SENDS = {PacketType.FOLLOWERINFO, PacketType.ACKEPOCH, PacketType.ACK, PacketType.PING}
+
+
+def _txn(zxid: int, cxid: int = 1) -> bytes:
+    """A PROPOSAL's data: a TxnHeader (client id, cxid, zxid, time, type create) and a body."""
+    return struct.pack(">qiqqi", 7, cxid, zxid, 0, 1) + b"body"
+
+
+class Trace:
+    def __init__(self) -> None:
+        self.records: list[QuorumRecord] = []
+
+    def add(
+        self,
+        link: QuorumLink,
+        kind: PacketType,
+        zxid: int,
+        *,
+        connection: int = 1,
+        state: str = "forwarded",
+        data: bytes | None = None,
+    ) -> Trace:
+        direction = Direction.TO_LEADER if kind in _LEARNER_SENDS else Direction.TO_LEARNER
+        if kind is PacketType.PROPOSAL and data is None:
+            data = _txn(zxid)
+        frame = QuorumPacket(kind, zxid, data)
+        self.records.append(
+            QuorumRecord(len(self.records) + 1, link, connection, direction, frame, 16, 0.0, state)
+        )
+        return self
+
+    def join(self, link: QuorumLink, *sync: tuple[PacketType, int], connection: int = 1) -> Trace:
+        self.add(link, PacketType.FOLLOWERINFO, 1 << 32, connection=connection)
+        self.add(link, PacketType.LEADERINFO, EPOCH, connection=connection)
+        self.add(link, PacketType.ACKEPOCH, 5, connection=connection)
+        self.add(link, PacketType.DIFF, 5, connection=connection)
+        for kind, zxid in sync:
+            self.add(link, kind, zxid, connection=connection)
+        self.add(link, PacketType.NEWLEADER, EPOCH, connection=connection)
+        self.add(link, PacketType.ACK, EPOCH, connection=connection)
+        self.add(link, PacketType.UPTODATE, -1, connection=connection)
+        return self.add(link, PacketType.ACK, EPOCH, connection=connection)
+
+    def broadcast(self, zxid: int, ackers: tuple[QuorumLink, ...] = (ONE,)) -> Trace:
+        for link in (ONE, TWO):
+            self.add(link, PacketType.PROPOSAL, zxid)
+        for link in ackers:
+            self.add(link, PacketType.ACK, zxid)
+        for link in (ONE, TWO):
+            self.add(link, PacketType.COMMIT, zxid)
+        return self
+
+
+def _clean() -> Trace:
+    trace = Trace().join(ONE).join(TWO)
+    for counter in range(1, 4):
+        trace.broadcast(EPOCH + counter)
+    return trace.add(ONE, PacketType.PING, 0)
+
+
+def test_a_clean_trace_is_clean_with_what_was_checked() -> None:
+    report = validate(_clean().records, servers=3)
+    assert report.verdict is Verdict.CLEAN, report.divergences + report.violations
+    assert (report.connections, report.syncs, report.proposals, report.commits) == (2, 2, 6, 6)
+    assert report.quorum_checked == 3 and report.outside_spec == 1
+    assert "3 commits checked for a quorum" in report.summary()
+
+
+def test_each_packet_names_its_spec_action() -> None:
+    records = _clean().records
+    named = [spec_step(r) for r in records]
+    assert named[0] is not None and named[0].action == "ConnectAndFollowerSendCEPOCH"
+    messages = [s.message for s in named if s is not None][:9]
+    assert messages == [
+        "CEPOCH",
+        "NEWEPOCH",
+        "ACKEPOCH",
+        "NEWLEADER (sync: DIFF)",
+        "NEWLEADER",
+        "ACKLD",
+        "COMMITLD",
+        "ACKLD",
+        "CEPOCH",
+    ]
+    assert named[-1] is None  # a PING is outside the spec
+    assert "LeaderProcessACK: COMMIT 0x200000003" in [s for s in named if s][-1].describe()
+
+
+def test_a_commit_without_a_quorum_of_acks_is_a_divergence() -> None:
+    trace = Trace().join(ONE).join(TWO).broadcast(EPOCH + 1, ackers=())
+    report = validate(trace.records, servers=3)
+    assert report.verdict is Verdict.DIVERGENCE
+    assert "less than a quorum of 2" in report.divergences[0]
+    dropped = Trace().join(ONE).join(TWO)
+    dropped.add(ONE, PacketType.PROPOSAL, EPOCH + 1).add(TWO, PacketType.PROPOSAL, EPOCH + 1)
+    dropped.add(ONE, PacketType.ACK, EPOCH + 1, state="dropped")  # never reached the leader
+    dropped.add(ONE, PacketType.COMMIT, EPOCH + 1)
+    assert validate(dropped.records, servers=3).verdict is Verdict.DIVERGENCE
+    five = Trace().join(ONE).join(TWO).broadcast(EPOCH + 1, ackers=(ONE,))
+    assert validate(five.records, servers=5).verdict is Verdict.DIVERGENCE  # needs 2 learners
+    assert validate(five.records, servers=3).verdict is Verdict.CLEAN
+
+
+def test_out_of_order_and_unproposed_steps_are_divergences() -> None:
+    cases = {
+        "COMMITLD before the learner's ACKLD": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.LEADERINFO, EPOCH)
+        .add(ONE, PacketType.ACKEPOCH, 5)
+        .add(ONE, PacketType.DIFF, 5)
+        .add(ONE, PacketType.NEWLEADER, EPOCH)
+        .add(ONE, PacketType.UPTODATE, -1),
+        "ACKEPOCH of NEWEPOCH 1, below the learner's accepted epoch 3": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 3 << 32)
+        .add(ONE, PacketType.LEADERINFO, 1 << 32)
+        .add(ONE, PacketType.ACKEPOCH, 5),
+        "ACKEPOCH before NEWEPOCH": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.ACKEPOCH, 5),
+        "a sync (DIFF) before ACKEPOCH": Trace().add(ONE, PacketType.DIFF, 5),
+        "NEWLEADER of epoch 3, NEWEPOCH was 2": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.LEADERINFO, EPOCH)
+        .add(ONE, PacketType.ACKEPOCH, 5)
+        .add(ONE, PacketType.DIFF, 5)
+        .add(ONE, PacketType.NEWLEADER, 3 << 32),
+        "ACKLD of 0x300000000, NEWLEADER was 0x200000000": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.LEADERINFO, EPOCH)
+        .add(ONE, PacketType.ACKEPOCH, 5)
+        .add(ONE, PacketType.DIFF, 5)
+        .add(ONE, PacketType.NEWLEADER, EPOCH)
+        .add(ONE, PacketType.ACK, 3 << 32),
+        "PROPOSE out of zxid order": Trace()
+        .join(ONE)
+        .add(ONE, PacketType.PROPOSAL, EPOCH + 2)
+        .add(ONE, PacketType.PROPOSAL, EPOCH + 1),
+        "COMMIT of a transaction not proposed on this connection": Trace()
+        .join(ONE)
+        .add(ONE, PacketType.COMMIT, EPOCH + 1),
+        "COMMIT out of zxid order": Trace()
+        .join(ONE, (PacketType.PROPOSAL, 6), (PacketType.PROPOSAL, 7))
+        .add(ONE, PacketType.COMMIT, 7)
+        .add(ONE, PacketType.COMMIT, 6),
+        "an ACK of a transaction not proposed": Trace().join(ONE).add(ONE, PacketType.ACK, 9),
+        "a second CEPOCH on one connection": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32),
+        "PROPOSE before the sync": Trace().add(ONE, PacketType.PROPOSAL, 6),
+        "ACKLD before NEWLEADER": Trace().add(ONE, PacketType.ACK, EPOCH),
+    }
+    for why, trace in cases.items():
+        report = validate(trace.records, servers=3)
+        assert report.verdict is Verdict.DIVERGENCE, why
+        assert any(why in finding for finding in report.divergences), (why, report.divergences)
+
+
+def test_a_sync_after_a_broadcast_on_a_new_connection_is_clean() -> None:
+    trace = _clean().join(ONE, (PacketType.PROPOSAL, EPOCH + 4), connection=2)
+    assert validate(trace.records, servers=3).verdict is Verdict.CLEAN
+
+
+def test_a_learner_that_refuses_an_older_epoch_is_clean() -> None:
+    refused = Trace().join(ONE).add(TWO, PacketType.FOLLOWERINFO, 3 << 32)
+    refused.add(TWO, PacketType.LEADERINFO, EPOCH)  # the connection ends: no ACKEPOCH
+    assert validate(refused.records, servers=3).verdict is Verdict.CLEAN
+
+
+def test_two_transactions_for_one_zxid_are_a_violation() -> None:
+    trace = Trace().join(ONE).join(TWO)
+    trace.add(ONE, PacketType.PROPOSAL, EPOCH + 1, data=_txn(EPOCH + 1, cxid=1))
+    trace.add(TWO, PacketType.PROPOSAL, EPOCH + 1, data=_txn(EPOCH + 1, cxid=2))
+    report = validate(trace.records, servers=3)
+    assert report.verdict is Verdict.VIOLATION
+    assert "proposed as two transactions" in report.violations[0]
+
+
+def test_nothing_of_the_spec_is_undecided() -> None:
+    assert validate([], servers=3).verdict is Verdict.UNDECIDED
+    pings = Trace().add(ONE, PacketType.PING, 0).records
+    report = validate(pings, servers=3)
+    assert report.verdict is Verdict.UNDECIDED and "no packet of the spec" in report.note
