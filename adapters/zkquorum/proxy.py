@@ -83,11 +83,13 @@ class Action(enum.Enum):
 @dataclass(frozen=True)
 class QuorumMatch:
     """Which packets: of these types (None: any packet, snapshot chunks excluded), this way,
-    on this link (None: any)."""
+    on this link (None: any), of this learner's links (its ``myid``; None: any: a learner's
+    traffic whichever server it follows)."""
 
     types: frozenset[int] | None = None
     direction: Direction | None = None
     link: QuorumLink | None = None
+    learner: int | None = None
 
     def matches(self, link: QuorumLink, direction: Direction, frame: Frame) -> bool:
         if not isinstance(frame, QuorumPacket):
@@ -96,6 +98,7 @@ class QuorumMatch:
             (self.types is None or frame.type in self.types)
             and (self.direction is None or self.direction is direction)
             and (self.link is None or self.link == link)
+            and (self.learner is None or self.learner == link.learner)
         )
 
 

@@ -30,7 +30,7 @@ from adapters.cluster.errors import ClusterError
 from adapters.installations.system import describe_zookeeper
 from adapters.process_records import reap_orphans_once
 from adapters.zookeeper.errors import MetadataError
-from conformance.commands import zab_model
+from conformance.commands import zab_model, zab_search
 from conformance.commands.options import add_zookeeper_option, zookeeper_from_args
 from conformance.rundir import new_run_dir
 from conformance.verdict import Verdict, worst
@@ -48,7 +48,7 @@ EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
 def register(subparsers: Any) -> None:
     zab = subparsers.add_parser("zab", help="Zab conformance of a real ZooKeeper ensemble")
     commands = zab.add_subparsers(
-        dest="zab_command", metavar="{run,scenarios,bug,model}", required=True
+        dest="zab_command", metavar="{run,scenarios,bug,search,model}", required=True
     )
     run = commands.add_parser(
         "run",
@@ -106,6 +106,7 @@ def register(subparsers: Any) -> None:
     bug.add_argument("--attempts", type=int, default=3, help="attempts (default 3)")
     add_zookeeper_option(bug)
     bug.set_defaults(func=run_known_bug)
+    zab_search.register(commands)
     zab_model.register(commands)
 
 

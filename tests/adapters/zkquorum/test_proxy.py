@@ -170,3 +170,12 @@ def test_a_function_at_a_packet_runs_as_it_matches_and_what_it_raises_is_kept(
             assert seen == [(1, "forwarded"), (2, "forwarded")]  # the third matched no rule
             assert [r.state for r in proxy.records()] == ["held", "held", "queued"]
             assert proxy.errors() == [(2, "RuntimeError: no such process")]
+
+
+def test_a_match_by_learner_takes_its_links_to_any_leader() -> None:
+    ack = QuorumPacket(PacketType.ACK, 1)
+    mine = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, learner=2)
+    assert mine.matches(QuorumLink(2, 1), Direction.TO_LEADER, ack)
+    assert mine.matches(QuorumLink(2, 3), Direction.TO_LEADER, ack)
+    assert not mine.matches(QuorumLink(3, 2), Direction.TO_LEADER, ack)
+    assert not mine.matches(QuorumLink(2, 1), Direction.TO_LEARNER, ack)

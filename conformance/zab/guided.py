@@ -1,0 +1,398 @@
+"""Fault schedules run on real ZooKeeper through the quorum proxy, judged, and searched with
+Hypothesis (issue 31, Deliver 4).
+
+:func:`run_schedule` runs one schedule (:mod:`conformance.zab.schedule`) on a fresh ensemble
+whose quorum traffic passes the proxy, heals it (rules cleared, held packets released, every
+server restarted), waits until the servers agree, and judges what happened:
+
+- every acknowledged write is served by every server (after a ``sync``), and the servers serve
+  the same nodes: else a **violation** (a committed transaction lost, or replicas that
+  disagree);
+- the quorum traffic, validated against the spec's actions (:mod:`.quorum_trace`): a
+  **divergence** or a **violation**;
+- an ensemble that did not heal, or a step that could not be carried out, makes a run that
+  found nothing **undecided**.
+
+It also reports which shapes of the sync window the traffic reached (:func:`window_shapes`):
+the search's coverage of the spec's window between NEWLEADER and UPTODATE.
+
+:func:`search` draws schedules (the spec's window templates and single steps), runs each, and
+on a finding shrinks it to a minimal schedule (unless told not to); its budget is seconds and
+examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Flaky
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from adapters.cluster.errors import ClusterError
+from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
+from adapters.installations.zookeeper import ZooKeeperInstall
+from adapters.zkproxy.errors import NotHeld, ZkProxyError
+from adapters.zkquorum.packets import PacketType, QuorumPacket
+from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
+from conformance.verdict import Verdict, worst
+from conformance.zab.quorum_trace import QuorumTraceReport, validate
+from conformance.zab.runner import wait_for_convergence
+from conformance.zab.schedule import ZabStep, schedules
+
+ROOT = "/g"
+_CLIENT_TIMEOUT_S = 5.0
+_HEAL_TIMEOUT_S = 60.0
+
+
+@dataclass
+class ScheduleOutcome:
+    """One schedule's run: its verdict, why, what it reached, and the proxy's records."""
+
+    schedule: tuple[ZabStep, ...]
+    verdict: Verdict = Verdict.UNDECIDED
+    findings: list[str] = field(default_factory=list)
+    #: What the harness could not do (a step, the heal): a run that found nothing is undecided.
+    shortfalls: list[str] = field(default_factory=list)
+    acknowledged: int = 0
+    unknown: int = 0
+    shapes: set[str] = field(default_factory=set)
+    trace: QuorumTraceReport | None = None
+    records: list[QuorumRecord] = field(default_factory=list, repr=False)
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        why = "; ".join(self.findings[:2] or self.shortfalls[:2]) or "every check passed"
+        return (
+            f"{self.verdict}: {len(self.schedule)} steps, {self.acknowledged} writes acknowledged"
+            f" ({self.unknown} unknown), window shapes {sorted(self.shapes) or 'none'}; {why}"
+        )
+
+
+def window_shapes(records: list[QuorumRecord]) -> set[str]:
+    """Each learner connection that reached NEWLEADER, as ``<sync>:<packets in the window>:
+    <end>``: the sync (DIFF, TRUNC, SNAP), the PROPOSALs and COMMITs the leader sent between
+    NEWLEADER and UPTODATE, and whether UPTODATE came (``uptodate``) or the connection ended
+    first (``cut``)."""
+    by_connection: dict[tuple[object, int], list[QuorumPacket]] = {}
+    for record in records:
+        if isinstance(record.frame, QuorumPacket) and record.direction is Direction.TO_LEARNER:
+            by_connection.setdefault((record.link, record.connection), []).append(record.frame)
+    shapes = set()
+    for packets in by_connection.values():
+        kinds = [p.type for p in packets]
+        if PacketType.NEWLEADER not in kinds:
+            continue
+        sync = next(
+            (
+                PacketType(k).name
+                for k in kinds
+                if k in (PacketType.DIFF, PacketType.TRUNC, PacketType.SNAP)
+            ),
+            "none",
+        )
+        start = kinds.index(PacketType.NEWLEADER)
+        end = kinds.index(PacketType.UPTODATE) if PacketType.UPTODATE in kinds else len(kinds)
+        inside = [
+            PacketType(k).name
+            for k in kinds[start + 1 : end]
+            if k in (PacketType.PROPOSAL, PacketType.COMMIT)
+        ]
+        # Runs of one kind collapse: the shape is the order, not the count.
+        collapsed = [name for name, _run in itertools.groupby(inside)]
+        ending = "uptodate" if PacketType.UPTODATE in kinds else "cut"
+        shapes.add(f"{sync}:{'+'.join(collapsed) or 'empty'}:{ending}")
+    return shapes
+
+
+def _client(ensemble: ZooKeeperEnsemble, name: str) -> KazooClient:
+    server = ensemble.server(name)
+    client = KazooClient(hosts=f"{server.host}:{server.client_port}", timeout=_CLIENT_TIMEOUT_S)
+    client.start(timeout=_CLIENT_TIMEOUT_S)
+    return client
+
+
+def _close(client: KazooClient) -> None:
+    with contextlib.suppress(Exception):  # a server gone meanwhile: nothing left to close
+        client.stop()
+        client.close()
+
+
+class _Runner:
+    """Carries out one schedule's steps on an ensemble and its proxy."""
+
+    def __init__(self, ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, outcome: ScheduleOutcome):
+        self.ensemble = ensemble
+        self.proxy = proxy
+        self.outcome = outcome
+        self.acked: list[str] = []
+        self.counter = itertools.count()
+
+    def server(self, name: str) -> str | None:
+        if name != "leader":
+            return name
+        return self.ensemble.leader()
+
+    def sid(self, name: str) -> int | None:
+        server = self.server(name)
+        return None if server is None else int(server.removeprefix("zk"))
+
+    def running(self, name: str) -> bool:
+        process = self.ensemble.server(name).process
+        return process is not None and process.is_running()
+
+    def step(self, step: ZabStep) -> None:
+        if step.verb == "write":
+            self.write(step.count)
+        elif step.verb == "crash":
+            name = self.server(step.server)
+            if name is not None and self.running(name):
+                self.ensemble.crash(name)
+        elif step.verb == "restart":
+            name = self.server(step.server)
+            if name is not None:
+                self.ensemble.restart(name, wait=False)
+        elif step.verb in ("hold", "drop", "crash_at"):
+            self.rule(step)
+        elif step.verb == "release":
+            self.release()
+        elif step.verb == "wait":
+            time.sleep(step.count / 1000)
+
+    def rule(self, step: ZabStep) -> None:
+        sid = self.sid(step.server)
+        if sid is None:
+            return  # no leader to name: the rule would match nothing
+        direction = Direction(step.direction)
+        match = QuorumMatch(frozenset({PacketType[step.packet]}), direction, learner=sid)
+        if step.verb == "hold":
+            self.proxy.add_rule(match, Action.HOLD)
+        elif step.verb == "drop":
+            self.proxy.add_rule(match, Action.DROP)
+        else:
+            ensemble = self.ensemble
+
+            def kill_sender(record: QuorumRecord) -> None:
+                sender = (
+                    record.link.learner
+                    if direction is Direction.TO_LEADER
+                    else (record.link.leader)
+                )
+                ensemble.kill_at_once(f"zk{sender}")
+
+            # Dropped: a packet its sender died sending is never delivered.
+            self.proxy.add_rule(match, Action.DROP, at_match=kill_sender)
+
+    def release(self) -> None:
+        for record in self.proxy.held():
+            with contextlib.suppress(NotHeld):
+                self.proxy.release(record.record_id)
+
+    def write(self, count: int) -> None:
+        serving = [n for n in [self.ensemble.leader(), *sorted(self.ensemble.servers)] if n]
+        serving = [n for n in serving if self.running(n)]
+        if not serving:
+            return  # nothing runs: the writes are not attempted
+        try:
+            client = _client(self.ensemble, serving[0])
+        except (KazooException, KazooTimeoutError):
+            return  # no server answers (no quorum): not attempted either
+        try:
+            paths = [f"{ROOT}/w{next(self.counter):05d}" for _ in range(count)]
+            pending = [(path, client.create_async(path, b"")) for path in paths]
+            for path, result in pending:
+                try:
+                    result.get(timeout=_CLIENT_TIMEOUT_S)
+                    self.acked.append(path)
+                except Exception:
+                    self.outcome.unknown += 1
+        finally:
+            _close(client)
+
+    def heal(self) -> None:
+        self.proxy.clear_rules()
+        self.release()
+        for name in sorted(self.ensemble.servers):
+            if not self.running(name):
+                self.ensemble.restart(name, wait=False)
+        self.ensemble.wait_until_serving(sorted(self.ensemble.servers), _HEAL_TIMEOUT_S)
+        not_converged = wait_for_convergence(self.ensemble, _HEAL_TIMEOUT_S)
+        if not_converged is not None:
+            self.outcome.shortfalls.append(f"the servers did not converge: {not_converged}")
+
+    def check(self) -> None:
+        served: dict[str, set[str]] = {}
+        for name in sorted(self.ensemble.servers):
+            client = _client(self.ensemble, name)
+            try:
+                client.sync(ROOT)
+                served[name] = {f"{ROOT}/{child}" for child in client.get_children(ROOT)}
+            finally:
+                _close(client)
+        for name, paths in served.items():
+            lost = [path for path in self.acked if path not in paths]
+            if lost:
+                self.outcome.findings.append(
+                    f"{len(lost)} acknowledged writes lost on {name}: {', '.join(lost[:5])}"
+                )
+        if len({frozenset(paths) for paths in served.values()}) > 1:
+            sizes = {name: len(paths) for name, paths in served.items()}
+            self.outcome.findings.append(f"the servers serve different nodes: {sizes}")
+
+
+def run_schedule(
+    install: ZooKeeperInstall,
+    schedule: tuple[ZabStep, ...],
+    work_dir: Path | None = None,
+    servers: int = 3,
+) -> ScheduleOutcome:
+    """Run ``schedule`` on a fresh ensemble of ``install`` and judge it (module docstring)."""
+    outcome = ScheduleOutcome(schedule)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bkconform-zab-schedule-") as scratch:
+        base = work_dir or Path(scratch)
+        with QuorumProxy() as proxy:
+            ensemble = ZooKeeperEnsemble(
+                install,
+                base,
+                size=servers,
+                tuning=ZooKeeperTuning(sync_limit=40),
+                quorum_proxy=proxy,
+            )
+            runner = _Runner(ensemble, proxy, outcome)
+            try:
+                ensemble.start()
+                setup = _client(ensemble, sorted(ensemble.servers)[0])
+                try:
+                    setup.ensure_path(ROOT)
+                finally:
+                    _close(setup)
+                for step in schedule:
+                    runner.step(step)
+                runner.heal()
+                runner.check()
+            except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
+                outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
+            finally:
+                outcome.records = proxy.records()
+                for _record, error in proxy.errors():
+                    outcome.shortfalls.append(f"a crash at a packet failed: {error}")
+                ensemble.stop()
+    outcome.acknowledged = len(runner.acked)
+    outcome.trace = validate(outcome.records, servers)
+    outcome.shapes = window_shapes(outcome.records)
+    own = (
+        Verdict.VIOLATION
+        if outcome.findings
+        else Verdict.UNDECIDED
+        if outcome.shortfalls
+        else Verdict.CLEAN
+    )
+    outcome.verdict = worst([own, outcome.trace.verdict])
+    if outcome.trace.verdict.finding:
+        outcome.findings += outcome.trace.violations + outcome.trace.divergences
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+@dataclass
+class SearchOutcome:
+    verdict: Verdict
+    examples: int = 0
+    undecided: int = 0
+    seconds: float = 0.0
+    first_finding_s: float | None = None
+    finding: ScheduleOutcome | None = None
+    shapes: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class _Found(Exception):
+    def __init__(self, outcome: ScheduleOutcome) -> None:
+        super().__init__(outcome.describe())
+        self.outcome = outcome
+
+
+def search(
+    install: ZooKeeperInstall,
+    *,
+    seconds: float,
+    max_examples: int,
+    seed: int,
+    shrink: bool = True,
+    servers: int = 3,
+    on_example: Callable[[int, ScheduleOutcome], None] | None = None,
+) -> SearchOutcome:
+    """Draw and run schedules until a finding, ``seconds`` or ``max_examples``; shrink a finding
+    to a minimal schedule (``shrink``). Clean only when every example ran and was clean."""
+    result = SearchOutcome(Verdict.UNDECIDED)
+    started = time.monotonic()
+    first: list[ScheduleOutcome] = []
+
+    def budget_left() -> bool:
+        return time.monotonic() - started < seconds
+
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    @given(schedules(servers))
+    def example(schedule: tuple[ZabStep, ...]) -> None:
+        if not first and not budget_left():
+            return  # out of time before any finding: the rest are not run
+        outcome = run_schedule(install, schedule, servers=servers)
+        if not first:
+            result.examples += 1
+            result.undecided += outcome.verdict is Verdict.UNDECIDED
+            for shape in outcome.shapes:
+                result.shapes[shape] = result.shapes.get(shape, 0) + 1
+            if on_example is not None:
+                on_example(result.examples, outcome)
+        if outcome.verdict.finding:
+            if not first:
+                first.append(outcome)
+                result.first_finding_s = time.monotonic() - started
+            raise _Found(outcome)
+
+    seeded = example
+    seeded._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    try:
+        seeded()
+    except _Found as found:
+        result.finding = found.outcome
+    except Flaky:
+        result.finding = first[0] if first else None
+        result.notes.append(
+            "the finding did not repeat while shrinking: kept as first found, unshrunk"
+        )
+    result.seconds = time.monotonic() - started
+    if result.finding is not None:
+        result.verdict = result.finding.verdict
+    elif result.examples and not result.undecided:
+        result.verdict = Verdict.CLEAN
+        if budget_left() and result.examples < max_examples:
+            result.notes.append("Hypothesis ran out of schedules to draw before the budget")
+    else:
+        result.verdict = Verdict.UNDECIDED
+        result.notes.append(
+            f"{result.undecided} of {result.examples} schedules could not be judged"
+            if result.examples
+            else "no schedule ran"
+        )
+    return result
+
+
+__all__ = ["ROOT", "ScheduleOutcome", "SearchOutcome", "run_schedule", "search", "window_shapes"]

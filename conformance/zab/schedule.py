@@ -1,0 +1,196 @@
+"""Fault schedules on real ZooKeeper's quorum traffic, as plain data (issue 31, Deliver 4).
+
+A schedule is a tuple of :class:`ZabStep`: client writes, crashes and restarts of servers, and
+rules on the quorum proxy (hold a learner's next packet of a type, or kill its sender the
+moment it leaves), run in order on a fresh ensemble by :mod:`conformance.zab.guided`. Steps are
+data, like Jepsen's operations: they print, compare, shrink (Hypothesis) and round-trip through
+JSON (a finding's ``schedule.json``, replayed by ``bkconform replay``).
+
+Servers are named by ``myid`` (``zk1``..``zkN``) or ``leader`` (whoever leads when the step
+runs); a packet by ``Leader``'s name (``ACK``, ``PROPOSAL``, ``NEWLEADER``...).
+
+The draw is guided by the spec's window (seed 003; docs/zab-model.md): besides steps drawn one
+by one, :func:`schedules` draws whole *window templates*, the model's paths into the window
+between a follower's NEWLEADER and its UPTODATE: a follower down while the leader commits, then
+restarting into a DIFF while the leader proposes and commits, with its ACK of NEWLEADER held
+or its sender killed at it, another follower's ACK held across the sync, or a proposal dropped
+on its way to one follower (the paths of ZOOKEEPER-4394, 4785 and 4925).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from adapters.zkquorum.packets import PacketType
+
+VERBS = ("write", "crash", "restart", "hold", "drop", "crash_at", "release", "wait")
+DIRECTIONS = ("to-leader", "to-learner")
+#: The packets a rule may name: the spec's messages on the wire (docs/zab-model.md).
+PACKETS = tuple(
+    t.name
+    for t in (
+        PacketType.ACK,
+        PacketType.PROPOSAL,
+        PacketType.COMMIT,
+        PacketType.NEWLEADER,
+        PacketType.UPTODATE,
+        PacketType.DIFF,
+        PacketType.ACKEPOCH,
+        PacketType.LEADERINFO,
+    )
+)
+_SENT_BY_LEARNER = frozenset({"ACK", "ACKEPOCH"})
+MAX_WRITES = 50
+MAX_WAIT_MS = 2000
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be run as written (a bad verb, server, packet or number)."""
+
+
+@dataclass(frozen=True)
+class ZabStep:
+    """One step: ``write`` ``count`` transactions through the leader; ``crash`` (SIGKILL) or
+    ``restart`` ``server``; ``hold`` or ``drop`` the next ``packet`` on ``server``'s links (it
+    is the learner; ``direction`` follows from the packet: a learner sends ACKs); ``crash_at``:
+    kill the packet's sender the moment it leaves (and never deliver it); ``release`` every
+    held packet; ``wait`` ``count`` milliseconds."""
+
+    verb: str
+    server: str = ""
+    packet: str = ""
+    count: int = 0
+
+    @property
+    def direction(self) -> str:
+        return "to-leader" if self.packet in _SENT_BY_LEARNER else "to-learner"
+
+    def describe(self) -> str:
+        if self.verb == "write":
+            return f"write {self.count}"
+        if self.verb == "wait":
+            return f"wait {self.count} ms"
+        if self.verb == "release":
+            return "release held packets"
+        if self.verb in ("crash", "restart"):
+            return f"{self.verb} {self.server}"
+        return f"{self.verb} {self.server}'s next {self.packet} ({self.direction})"
+
+
+def validate_step(step: ZabStep, servers: int) -> ZabStep:
+    names = {"leader", *(f"zk{i}" for i in range(1, servers + 1))}
+    if step.verb not in VERBS:
+        raise ScheduleError(f"unknown verb {step.verb!r}; verbs are {', '.join(VERBS)}")
+    if not isinstance(step.count, int) or isinstance(step.count, bool):
+        raise ScheduleError(f"{step.verb}: count must be a whole number, got {step.count!r}")
+    if not isinstance(step.server, str) or not isinstance(step.packet, str):
+        raise ScheduleError(f"{step.verb}: server and packet are names")
+    if step.verb in ("crash", "restart", "hold", "drop", "crash_at") and step.server not in names:
+        raise ScheduleError(f"{step.verb}: unknown server {step.server!r}; {sorted(names)}")
+    if step.verb in ("hold", "drop", "crash_at") and step.packet not in PACKETS:
+        raise ScheduleError(f"{step.verb}: unknown packet {step.packet!r}; {', '.join(PACKETS)}")
+    if step.verb == "write" and not 1 <= step.count <= MAX_WRITES:
+        raise ScheduleError(f"write: count must be 1..{MAX_WRITES}, got {step.count}")
+    if step.verb == "wait" and not 0 <= step.count <= MAX_WAIT_MS:
+        raise ScheduleError(f"wait: count must be 0..{MAX_WAIT_MS} ms, got {step.count}")
+    return step
+
+
+def to_json(schedule: tuple[ZabStep, ...]) -> str:
+    return json.dumps([asdict(step) for step in schedule], indent=1)
+
+
+def from_json(text: str, servers: int = 3) -> tuple[ZabStep, ...]:
+    """A schedule from :func:`to_json`'s text; ScheduleError says what is wrong with it."""
+    try:
+        rows: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScheduleError(f"a schedule is a JSON list of steps: {exc}") from exc
+    if not isinstance(rows, list):
+        raise ScheduleError("a schedule is a JSON list of steps")
+    steps = []
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict) or not set(row) <= {"verb", "server", "packet", "count"}:
+            raise ScheduleError(f"step {number} is not a step: {row!r}")
+        try:
+            steps.append(validate_step(ZabStep(**row), servers))
+        except (TypeError, ScheduleError) as exc:
+            raise ScheduleError(f"step {number}: {exc}") from exc
+    return tuple(steps)
+
+
+def steps(servers: int = 3) -> st.SearchStrategy[ZabStep]:
+    """One step, any verb."""
+    names = st.sampled_from(["leader", *(f"zk{i}" for i in range(1, servers + 1))])
+    packets = st.sampled_from(PACKETS)
+    return st.one_of(
+        st.builds(ZabStep, st.just("write"), count=st.integers(1, 20)),
+        st.builds(ZabStep, st.just("crash"), names),
+        st.builds(ZabStep, st.just("restart"), names),
+        st.builds(ZabStep, st.just("hold"), names, packets),
+        st.builds(ZabStep, st.just("drop"), names, packets),
+        st.builds(ZabStep, st.just("crash_at"), names, packets),
+        st.just(ZabStep("release")),
+        st.builds(ZabStep, st.just("wait"), count=st.integers(0, 500)),
+    )
+
+
+@st.composite
+def window_templates(draw: st.DrawFn, servers: int = 3) -> tuple[ZabStep, ...]:
+    """A path into the window between a follower's NEWLEADER and its UPTODATE: the follower
+    down while the leader commits, then restarting into a DIFF while the leader proposes and
+    commits, with one of the window's faults on the way."""
+    follower = f"zk{draw(st.integers(1, servers))}"
+    other = f"zk{draw(st.integers(1, servers))}"
+    before = ZabStep("write", count=draw(st.integers(1, 40)))
+    during = ZabStep("write", count=draw(st.integers(1, 10)))
+    fault = draw(
+        st.sampled_from(
+            [
+                (ZabStep("hold", follower, "ACK"),),  # its ACK of NEWLEADER
+                (ZabStep("crash_at", follower, "ACK"),),  # killed as it ACKs NEWLEADER
+                (ZabStep("hold", other, "ACK"),),  # an outstanding proposal (4394)
+                (ZabStep("drop", follower, "PROPOSAL"),),  # a hole (4925)
+                (ZabStep("hold", follower, "UPTODATE"),),
+                (ZabStep("crash_at", follower, "NEWLEADER"),),
+            ]
+        )
+    )
+    path = [
+        ZabStep("crash", follower),
+        before,
+        *fault,
+        ZabStep("restart", follower),
+        during,
+        ZabStep("wait", count=draw(st.integers(0, 300))),
+        ZabStep("release"),
+    ]
+    if draw(st.booleans()):  # then the leader goes: who leads next decides what survives
+        path += [ZabStep("crash", "leader"), ZabStep("write", count=draw(st.integers(1, 5)))]
+    return tuple(path)
+
+
+def schedules(servers: int = 3, max_steps: int = 16) -> st.SearchStrategy[tuple[ZabStep, ...]]:
+    """A schedule: window templates and single steps, in any order, up to ``max_steps``."""
+    pieces = st.one_of(window_templates(servers), st.tuples(steps(servers)))
+    return st.lists(pieces, min_size=1, max_size=4).map(
+        lambda parts: tuple(step for part in parts for step in part)[:max_steps]
+    )
+
+
+__all__ = [
+    "PACKETS",
+    "VERBS",
+    "ScheduleError",
+    "ZabStep",
+    "from_json",
+    "schedules",
+    "steps",
+    "to_json",
+    "validate_step",
+    "window_templates",
+]

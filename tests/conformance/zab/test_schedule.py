@@ -1,0 +1,87 @@
+"""Fault schedules as data: their JSON, their checks, and what the draw makes (fast)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from conformance.zab.schedule import (
+    ScheduleError,
+    ZabStep,
+    from_json,
+    schedules,
+    to_json,
+    validate_step,
+    window_templates,
+)
+
+SCHEDULE = (
+    ZabStep("crash", "zk1"),
+    ZabStep("write", count=5),
+    ZabStep("crash_at", "zk1", "ACK"),
+    ZabStep("restart", "zk1"),
+    ZabStep("hold", "leader", "UPTODATE"),
+    ZabStep("wait", count=100),
+    ZabStep("release"),
+)
+
+
+def test_a_schedule_round_trips_through_json_and_describes_itself() -> None:
+    assert from_json(to_json(SCHEDULE)) == SCHEDULE
+    assert [s.describe() for s in SCHEDULE] == [
+        "crash zk1",
+        "write 5",
+        "crash_at zk1's next ACK (to-leader)",
+        "restart zk1",
+        "hold leader's next UPTODATE (to-learner)",
+        "wait 100 ms",
+        "release held packets",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("not json", "JSON list"),
+        ('{"verb": "write"}', "JSON list"),
+        ('[{"verb": "flood"}]', "step 1: unknown verb 'flood'"),
+        ('[{"verb": "crash", "server": "zk9"}]', "unknown server 'zk9'"),
+        ('[{"verb": "hold", "server": "zk1", "packet": "PING"}]', "unknown packet 'PING'"),
+        ('[{"verb": "write", "count": 0}]', "count must be 1..50"),
+        ('[{"verb": "wait", "count": 99999}]', "count must be 0..2000"),
+        ('[{"verb": "write", "count": 1, "extra": 1}]', "step 1 is not a step"),
+        ('[{"verb": "write", "count": "many"}]', "count must be"),
+        ("[3]", "step 1 is not a step"),
+    ],
+)
+def test_a_bad_schedule_says_what_is_wrong(text: str, why: str) -> None:
+    with pytest.raises(ScheduleError, match=why):
+        from_json(text)
+
+
+def test_a_five_server_schedule_may_name_zk5() -> None:
+    assert validate_step(ZabStep("crash", "zk5"), servers=5).server == "zk5"
+    with pytest.raises(ScheduleError):
+        validate_step(ZabStep("crash", "zk5"), servers=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(schedules())
+def test_every_drawn_schedule_is_valid_and_bounded(schedule: tuple[ZabStep, ...]) -> None:
+    assert 1 <= len(schedule) <= 16
+    for step in schedule:
+        validate_step(step, servers=3)
+    assert from_json(to_json(schedule)) == schedule
+
+
+@settings(max_examples=100, deadline=None)
+@given(window_templates())
+def test_a_window_template_restarts_a_crashed_follower_and_releases(
+    path: tuple[ZabStep, ...],
+) -> None:
+    crashed = path[0]
+    assert crashed.verb == "crash" and crashed.server.startswith("zk")
+    assert ZabStep("restart", crashed.server) in path
+    assert path.index(ZabStep("restart", crashed.server)) > 1
+    assert ZabStep("release") in path
+    assert any(step.verb in ("hold", "drop", "crash_at") for step in path)
