@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -46,7 +47,7 @@ from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy,
 from conformance.verdict import Verdict, worst
 from conformance.zab.quorum_trace import QuorumTraceReport, validate
 from conformance.zab.runner import wait_for_convergence
-from conformance.zab.schedule import ZabStep, schedules
+from conformance.zab.schedule import ZabStep, minimise, schedules
 
 ROOT = "/g"
 _CLIENT_TIMEOUT_S = 5.0
@@ -303,6 +304,29 @@ def run_schedule(
     return outcome
 
 
+#: Shrinking may go this long past the search's budget (each try is a real run).
+SHRINK_GRACE_S = 600.0
+
+
+def _minimised(
+    install: ZooKeeperInstall, finding: ScheduleOutcome, servers: int, deadline: float
+) -> ScheduleOutcome:
+    """Hypothesis shrinks the draw; a window template can only come apart step by step, so
+    the finding is then made 1-minimal (:func:`minimise`), keeping the last failing run."""
+    last = [finding]
+
+    def fails(schedule: tuple[ZabStep, ...]) -> bool:
+        outcome = run_schedule(install, schedule, servers=servers)
+        if outcome.verdict.finding:
+            last.append(outcome)
+        return outcome.verdict.finding
+
+    minimal = minimise(
+        finding.schedule, fails, lambda: time.monotonic() < deadline + SHRINK_GRACE_S
+    )
+    return next(o for o in reversed(last) if o.schedule == minimal)
+
+
 @dataclass
 class SearchOutcome:
     verdict: Verdict
@@ -367,10 +391,8 @@ def search(
                 result.first_finding_s = time.monotonic() - started
             raise _Found(outcome)
 
-    seeded = example
-    seeded._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
     try:
-        seeded()
+        hypothesis_seed(seed)(example)()
     except _Found as found:
         result.finding = found.outcome
     except Flaky:
@@ -378,6 +400,8 @@ def search(
         result.notes.append(
             "the finding did not repeat while shrinking: kept as first found, unshrunk"
         )
+    if result.finding is not None and shrink:
+        result.finding = _minimised(install, result.finding, servers, started + seconds)
     result.seconds = time.monotonic() - started
     if result.finding is not None:
         result.verdict = result.finding.verdict

@@ -1,10 +1,18 @@
-"""The guided search's judge of window coverage on recorded packets (fast)."""
+"""The guided search: window coverage on recorded packets, and the search's verdicts and
+shrinking with a stand-in for the servers (fast)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Direction, QuorumLink, QuorumRecord
-from conformance.zab.guided import window_shapes
+from conformance.verdict import Verdict
+from conformance.zab import guided
+from conformance.zab.guided import ScheduleOutcome, window_shapes
+from conformance.zab.schedule import ZabStep
 
 LINK = QuorumLink(1, 3)
 
@@ -43,3 +51,70 @@ def test_window_shapes_name_the_sync_what_came_inside_and_how_it_ended() -> None
 def test_packets_to_the_leader_shape_nothing() -> None:
     ack = QuorumRecord(1, LINK, 1, Direction.TO_LEADER, QuorumPacket(PacketType.ACK, 1), 16, 0.0)
     assert window_shapes([ack]) == set()
+
+
+# -- the search's verdicts, with a stand-in for the servers --------------------------------
+
+
+def _fake_runs(
+    monkeypatch: pytest.MonkeyPatch, judge: Callable[[tuple[ZabStep, ...]], Verdict]
+) -> list[int]:
+    ran: list[int] = []
+
+    def run(install: object, schedule: tuple[ZabStep, ...], servers: int = 3) -> ScheduleOutcome:
+        ran.append(len(schedule))
+        outcome = ScheduleOutcome(schedule, judge(schedule))
+        if outcome.verdict is Verdict.VIOLATION:
+            outcome.findings.append("an acknowledged write lost")
+        outcome.shapes = {"DIFF:empty:uptodate"}
+        return outcome
+
+    monkeypatch.setattr(guided, "run_schedule", run)
+    return ran
+
+
+def _drops_a_proposal(schedule: tuple[ZabStep, ...]) -> Verdict:
+    dropped = [i for i, s in enumerate(schedule) if s.verb == "drop" and s.packet == "PROPOSAL"]
+    writes = [i for i, s in enumerate(schedule) if s.verb == "write"]
+    found = dropped and writes and max(writes) > min(dropped)
+    return Verdict.VIOLATION if found else Verdict.CLEAN
+
+
+def test_the_search_finds_a_schedule_and_shrinks_it_to_its_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fake_runs(monkeypatch, _drops_a_proposal)
+    found = guided.search(object(), seconds=60, max_examples=500, seed=1)  # type: ignore[arg-type]
+    assert found.verdict is Verdict.VIOLATION and found.finding is not None
+    assert found.first_finding_s is not None and found.examples >= 1
+    assert [s.verb for s in found.finding.schedule] == ["drop", "write"]
+    assert found.finding.schedule[1].count == 1  # shrunk to the least
+
+
+def test_without_shrinking_the_first_finding_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = _fake_runs(monkeypatch, _drops_a_proposal)
+    found = guided.search(object(), seconds=60, max_examples=500, seed=1, shrink=False)  # type: ignore[arg-type]
+    assert found.verdict is Verdict.VIOLATION and found.finding is not None
+    # Hypothesis runs the failing schedule once more to report it: not a new example.
+    assert len(found.finding.schedule) == ran[-1] and found.examples <= len(ran)
+
+
+def test_a_clean_search_counts_its_shapes_and_an_undecided_one_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fake_runs(monkeypatch, lambda _s: Verdict.CLEAN)
+    clean = guided.search(object(), seconds=60, max_examples=20, seed=2)  # type: ignore[arg-type]
+    assert clean.verdict is Verdict.CLEAN and clean.examples == 20
+    assert clean.shapes == {"DIFF:empty:uptodate": 20}
+    _fake_runs(monkeypatch, lambda s: Verdict.UNDECIDED if len(s) > 3 else Verdict.CLEAN)
+    mixed = guided.search(object(), seconds=60, max_examples=50, seed=2)  # type: ignore[arg-type]
+    assert mixed.verdict is Verdict.UNDECIDED and mixed.undecided > 0
+    assert "could not be judged" in mixed.notes[0]
+
+
+def test_a_spent_budget_runs_nothing_more_and_nothing_run_is_undecided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran = _fake_runs(monkeypatch, lambda _s: Verdict.CLEAN)
+    found = guided.search(object(), seconds=1e-9, max_examples=20, seed=3)  # type: ignore[arg-type]
+    assert ran == [] and found.verdict is Verdict.UNDECIDED and found.notes == ["no schedule ran"]

@@ -9,6 +9,7 @@ from conformance.zab.schedule import (
     ScheduleError,
     ZabStep,
     from_json,
+    minimise,
     schedules,
     to_json,
     validate_step,
@@ -85,3 +86,29 @@ def test_a_window_template_restarts_a_crashed_follower_and_releases(
     assert path.index(ZabStep("restart", crashed.server)) > 1
     assert ZabStep("release") in path
     assert any(step.verb in ("hold", "drop", "crash_at") for step in path)
+
+
+def test_minimise_takes_out_every_step_that_does_not_matter_and_shrinks_writes() -> None:
+    def fails(schedule: tuple[ZabStep, ...]) -> bool:
+        verbs = [s.verb for s in schedule]
+        return "crash_at" in verbs and "write" in verbs[verbs.index("crash_at") :]
+
+    tried: list[int] = []
+
+    def counted(schedule: tuple[ZabStep, ...]) -> bool:
+        tried.append(len(schedule))
+        return fails(schedule)
+
+    schedule = (*SCHEDULE, ZabStep("write", count=7))
+    minimal = minimise(schedule, counted)
+    assert minimal == (ZabStep("crash_at", "zk1", "ACK"), ZabStep("write", count=1))
+    assert all(n < len(schedule) for n in tried[:-1])
+    # Out of time: nothing is tried and the schedule stays as it was.
+    assert minimise(schedule, counted, more=lambda: False) == schedule
+
+
+def test_a_try_that_does_not_fail_again_is_not_taken() -> None:
+    flaky = iter([False, True, True, True, True, True, True, True, True, True])
+    two = (ZabStep("crash", "zk1"), ZabStep("write", count=3))
+    # The first removal does not repeat (not taken); the second does.
+    assert minimise(two, lambda _s: next(flaky)) == (ZabStep("crash", "zk1"),)
