@@ -34,6 +34,9 @@ from adapters.installations.maven import (
     DEPENDENCY_PLUGIN,
     MavenRun,
     install_atomically,
+    maven_error_detail,
+    maven_tail,
+    maven_unreachable,
     run_maven,
     run_offline_first,
 )
@@ -187,10 +190,9 @@ def maven_command(
 
 
 def explain_maven_failure(artifact: Artifact, output: str, *, offline: bool) -> str:
-    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed copy."""
-    errors = [line for line in output.splitlines() if line.startswith("[ERROR]")]
-    first = next((line for line in errors if line.strip() != "[ERROR]"), "")
-    detail = f"\nmvn said: {first.removeprefix('[ERROR] ').strip()}" if first else ""
+    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed copy: the causes a
+    release's install tells apart (``releases.explain_maven_failure``), for single jars."""
+    detail = maven_error_detail(output)
     what = artifact.coordinates
     if offline and "offline mode" in output:
         return (
@@ -202,17 +204,12 @@ def explain_maven_failure(artifact: Artifact, output: str, *, offline: bool) -> 
             f"Maven Central does not serve {what} to this machine. Versions served here: "
             f"{', '.join(SERVED_VERSIONS)}; not served: {', '.join(NOT_SERVED_VERSIONS)}{detail}"
         )
-    if re.search(
-        r"Could not transfer|Unknown host|UnknownHostException|Connection refused|"
-        r"timed out|Network is unreachable|Connect to \S+ failed",
-        output,
-    ):
+    if maven_unreachable(output):
         return (
             f"Maven could not reach its repository to download {what}: is Maven Central "
             f"reachable from here?{detail}"
         )
-    tail = "\n".join(output.strip().splitlines()[-15:])
-    return f"mvn failed to copy {what}:\n{tail}"
+    return f"mvn failed to copy {what}:\n{maven_tail(output)}"
 
 
 def _copy(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -136,11 +137,38 @@ def run_offline_first(
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
+# What Maven's output says -----------------------------------------------------------------
+
+_UNREACHABLE = re.compile(
+    r"Could not transfer|Unknown host|UnknownHostException|Connection refused|"
+    r"timed out|Network is unreachable|Connect to \S+ failed"
+)
+
+
+def maven_error_detail(output: str) -> str:
+    """Maven's first ``[ERROR]`` line, as ``\nmvn said: ...`` (empty when it gave none)."""
+    errors = [line for line in output.splitlines() if line.startswith("[ERROR]")]
+    first = next((line for line in errors if line.strip() != "[ERROR]"), "")
+    return f"\nmvn said: {first.removeprefix('[ERROR] ').strip()}" if first else ""
+
+
+def maven_unreachable(output: str) -> bool:
+    """Did Maven fail because it could not reach its repository?"""
+    return _UNREACHABLE.search(output) is not None
+
+
+def maven_tail(output: str, lines: int = 15) -> str:
+    return "\n".join(output.strip().splitlines()[-lines:])
+
+
 __all__ = [
     "DEPENDENCY_PLUGIN",
     "MavenRun",
     "discard_install",
     "install_atomically",
+    "maven_error_detail",
+    "maven_tail",
+    "maven_unreachable",
     "run_maven",
     "run_offline_first",
 ]

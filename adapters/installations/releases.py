@@ -35,6 +35,9 @@ from adapters.installations.maven import (
     MavenRun,
     discard_install,
     install_atomically,
+    maven_error_detail,
+    maven_tail,
+    maven_unreachable,
     run_maven,
     run_offline_first,
 )
@@ -239,9 +242,7 @@ def parse_listing(text: str) -> list[ListedArtifact]:
 def explain_maven_failure(product: Product, version: str, output: str, *, offline: bool) -> str:
     """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution."""
     artifact = f"{product.coordinates}:{version}"
-    errors = [line for line in output.splitlines() if line.startswith("[ERROR]")]
-    first = next((line for line in errors if line.strip() != "[ERROR]"), "")
-    detail = f"\nmvn said: {first.removeprefix('[ERROR] ').strip()}" if first else ""
+    detail = maven_error_detail(output)
     missing = re.search(r"(?:Could not find artifact|Failure to find) (\S+)", output) or re.search(
         r"The POM for (\S+) is missing", output
     )
@@ -259,17 +260,12 @@ def explain_maven_failure(product: Product, version: str, output: str, *, offlin
                 f"{what}){hint}{detail}"
             )
         return f"{artifact} needs {what}, which Maven could not find{detail}"
-    if re.search(
-        r"Could not transfer|Unknown host|UnknownHostException|Connection refused|"
-        r"timed out|Network is unreachable|Connect to \S+ failed",
-        output,
-    ):
+    if maven_unreachable(output):
         return (
             f"Maven could not reach its repository to download {artifact}: is Maven Central "
             f"reachable from here?{detail}"
         )
-    tail = "\n".join(output.strip().splitlines()[-15:])
-    return f"mvn failed to resolve {artifact}:\n{tail}"
+    return f"mvn failed to resolve {artifact}:\n{maven_tail(output)}"
 
 
 # Installing -----------------------------------------------------------------------------------

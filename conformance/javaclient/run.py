@@ -174,15 +174,24 @@ class SearchRunResult:
         }
 
 
+def _located(zookeeper: ZooKeeperInstall | None) -> ZooKeeperInstall | None:
+    """The ZooKeeper a run uses, located once (None: the default cannot be had; the run
+    itself will say why when it starts ZooKeeper)."""
+    if zookeeper is not None:
+        return zookeeper
+    try:
+        return locate_zookeeper()
+    except ClusterError:
+        return None
+
+
 def _target(
     role: Role[Any, Any], version: str, zookeeper: ZooKeeperInstall | None
 ) -> dict[str, str]:
-    """What the run's ``results.json`` says it ran against (a replay runs the same)."""
+    """What the run's ``results.json`` says it ran against (a replay runs the same);
+    ``zookeeper`` as :func:`_located` gave it."""
     target = {"target": "local", "bookkeeper": version, "client": CLIENT, "role": role.name}
-    try:
-        found = zookeeper_version((zookeeper or locate_zookeeper()).classpath)
-    except ClusterError:
-        found = None  # the run itself will say why it has no ZooKeeper
+    found = zookeeper_version(zookeeper.classpath) if zookeeper is not None else None
     if found is not None:
         target["zookeeper"] = found
     return target
@@ -193,12 +202,13 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
     cluster, proxy, JVM or ZooKeeper failure is an undecided result, never an exception."""
     home, run_dir, say, role = options.home, options.run_dir, options.say, options.role
     version = str(distribution_version(home))
-    system = java_client_system(home, version, options.zookeeper)
+    zookeeper = _located(options.zookeeper)
+    system = java_client_system(home, version, zookeeper)
     writer = RunWriter(
         run_dir,
         name="run-java",
         cfg=role.config(),
-        target=_target(role, version, options.zookeeper),
+        target=_target(role, version, zookeeper),
         system=system,
         extra={"search": options.settings(), "role_settings": role.settings()},
     )
@@ -217,7 +227,7 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                     home,
                     run_dir,
                     measures_coverage=options.client_coverage,
-                    zookeeper=options.zookeeper,
+                    zookeeper=zookeeper,
                 )
                 with ClientSession(measured) as session:
                     if planned is not None:
@@ -466,6 +476,7 @@ def run_once(
     written to ``run_dir`` (``name``: the run directory's); its outcome, and the example
     (None when it could not run)."""
     version = str(distribution_version(home))
+    zookeeper = _located(zookeeper)
     writer = RunWriter(
         run_dir,
         name=name,
