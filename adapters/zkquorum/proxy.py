@@ -1,7 +1,8 @@
 """A proxy on ZooKeeper's quorum traffic: between each learner and each server it may follow,
 decoding every packet both ways (:mod:`.packets`), logging it, and holding, delaying,
 reordering or dropping the packets a rule matches (:class:`Action`; issue 31). A crash at a
-packet is a hold, the crash, then :meth:`QuorumProxy.discard`.
+packet: below (``at_match``); or, from the caller, a hold, the crash, then
+:meth:`QuorumProxy.discard`.
 
 A three-server ensemble gets six links, one per (learner, leader) pair: each server's
 ``zoo.cfg`` names the others' quorum port as a port of this proxy
@@ -10,8 +11,10 @@ server leads, every follower's connection to it passes here. The election port s
 
 A rule may also call a function the moment it matches, on the proxy's loop thread, before the
 packet goes anywhere (``at_match``): a crash *at* a packet (``SIGKILL`` to the server that sent
-it, within microseconds of the packet leaving it) is a rule that holds the packet and kills
-its sender there. A function that raises is kept in :meth:`QuorumProxy.errors`.
+it, within microseconds of the packet leaving it) is a rule that drops the packet (a packet
+its sender died sending is never delivered) and kills its sender there; a restart at a packet
+is that crash, then a start by the caller (a start takes seconds: never on the proxy's
+thread). A function that raises is kept in :meth:`QuorumProxy.errors`.
 
 A held packet holds its direction of its connection (TCP keeps order, and so does Zab): later
 packets wait behind it and go out in order once it is released. A dropped packet is never

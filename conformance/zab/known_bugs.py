@@ -311,13 +311,15 @@ def _drive_4925(
             run.evidence = f"{stale} did not serve /before: it is not stale from a known point"
             return
         ensemble.crash(stale)
-        # /hole goes to the leader's log alone: its PROPOSAL to the holder is dropped.
-        proposal = QuorumMatch(frozenset({PacketType.PROPOSAL}), Direction.TO_LEARNER, holder_link)
-        proxy.add_rule(proposal, Action.DROP, count=1)
-        mark = proxy.mark()
         server = ensemble.server(leader)
-        client = _client(server.host, server.client_port)
+        client = _client(server.host, server.client_port)  # its session is a transaction too
         try:
+            # /hole goes to the leader's log alone: its PROPOSAL to the holder is dropped.
+            proposal = QuorumMatch(
+                frozenset({PacketType.PROPOSAL}), Direction.TO_LEARNER, holder_link
+            )
+            mark = proxy.mark()
+            proxy.add_rule(proposal, Action.DROP, count=1)
             client.create_async("/hole", b"in the leader's log alone")
             dropped = proxy.wait_for(proposal, timeout=_WAIT_S, since=mark)
             seen.hole_zxid = dropped.frame.zxid  # type: ignore[union-attr]
@@ -514,14 +516,14 @@ def _drive_4785(
         # The first ACK a syncing follower sends is its ACK of NEWLEADER (ACKEPOCH has its own
         # type): the follower dies the moment it reaches the proxy, and it goes no further.
         ack = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, link)
-        proxy.add_rule(ack, Action.HOLD, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
+        # Dropped: a packet its sender died sending is never delivered.
+        proxy.add_rule(ack, Action.DROP, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
         mark = proxy.mark()
         ensemble.restart(leader, wait=False)
         ensemble.restart(killed, wait=False)
-        held = proxy.wait_for(ack, timeout=ensemble.start_timeout, since=mark)
-        seen.killed_at = held.describe()
-        ensemble.crash(killed)
-        proxy.discard(held.record_id)
+        at = proxy.wait_for(ack, timeout=ensemble.start_timeout, since=mark)
+        seen.killed_at = at.describe()
+        ensemble.crash(killed)  # reaps it
         seen.sync = _sync_of(proxy, link, mark)
         ensemble.crash(leader)
         seen.epoch_on_disk, seen.written_on_disk = _on_disk(ensemble, killed)
