@@ -31,6 +31,7 @@ from conformance.distributed.plan import (
     CONFIGURATIONS,
     RELEASE_CONFIGURATIONS,
     SHARD_BUDGET,
+    Plan,
     PlanError,
     make_plan,
 )
@@ -42,6 +43,7 @@ from conformance.distributed.shard import (
     ShardFaultError,
     parse_faults,
 )
+from conformance.distributed.zookeeper_matrix import write_zookeeper_matrix, zookeeper_row
 from conformance.rundir import new_run_dir, system_header
 from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import system_under_test
@@ -142,29 +144,64 @@ def qualify_command(args: argparse.Namespace) -> int:
     if args.roles is not None or args.writer_shapes is not None:
         print("bkconform qualify: --roles and --writer-shapes need --client java", file=sys.stderr)
         return EXIT_UNDECIDED
-    try:
-        configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
-        plan = make_plan(
-            master_seed=args.seed,
-            shards=args.shards,
-            configurations=configurations,
-            target=args.target,
-            budget=_budget(args),
+    releases = [name.strip() for name in (args.zookeeper or "").split(",") if name.strip()]
+    if len(releases) != len(set(releases)):
+        print(
+            f"bkconform qualify: --zookeeper {args.zookeeper} names a release twice",
+            file=sys.stderr,
         )
-        faults = parse_faults(args.inject_fault)
-        if args.zookeeper and "," in args.zookeeper:
-            raise ValueError(
-                f"--zookeeper {args.zookeeper}: one ZooKeeper release per qualification for now "
-                "(a matrix of ZooKeeper releases is not built yet; run one qualification per "
-                "release)"
-            )
+        return EXIT_UNDECIDED
+    if len(releases) <= 1:
+        return _qualify_once(args, args.run_dir)
+    if args.target != "local":
+        print(
+            "bkconform qualify: a list of ZooKeeper releases needs --target local", file=sys.stderr
+        )
+        return EXIT_UNDECIDED
+    try:  # bad options are refused before anything is made
+        _plan(args)
+    except (PlanError, ShardFaultError, ValueError) as exc:
+        print(f"bkconform qualify: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    # One qualification per ZooKeeper release, each in its own directory (each resumable on
+    # its own), then the matrix of their verdicts.
+    run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
+    rows = []
+    for release in releases:
+        print(f"== ZooKeeper {release}", flush=True)
+        one = argparse.Namespace(**{**vars(args), "zookeeper": release})
+        code = _qualify_once(one, Path(run_dir) / f"zookeeper-{release}")
+        rows.append(zookeeper_row(release, Path(run_dir) / f"zookeeper-{release}", code))
+    verdict = write_zookeeper_matrix(Path(run_dir), rows)
+    print(f"ZooKeeper matrix: {verdict}. Report: {Path(run_dir) / 'report.html'}")
+    return verdict.exit_code
+
+
+def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, ...], Any]:
+    """The shards, the configurations and the injected faults the options ask for."""
+    configurations = tuple(c.strip() for c in args.configs.split(",") if c.strip())
+    plan = make_plan(
+        master_seed=args.seed,
+        shards=args.shards,
+        configurations=configurations,
+        target=args.target,
+        budget=_budget(args),
+    )
+    return plan, configurations, parse_faults(args.inject_fault)
+
+
+def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
+    """One qualification into ``run_dir`` (None: a new run directory, made once the options
+    are known good)."""
+    try:
+        plan, configurations, faults = _plan(args)
         # The bookies and the ZooKeeper are chosen here, once (a version is installed now), and
         # travel to the executors as resolved homes, so that every shard runs the same.
         target_spec = target_spec_from_args(args).resolved()
     except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
-    run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
+    run_dir = run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
     options = ExecutionOptions(
         run_dir=str(run_dir),
         target=target_spec,

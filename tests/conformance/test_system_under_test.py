@@ -158,11 +158,17 @@ def test_every_command_that_starts_zookeeper_takes_the_release_to_run(
     assert main([*argv, "--zookeeper", str(zookeeper), "--runs-dir", str(tmp_path / "runs")]) == 2
     (header,) = [line for line in capsys.readouterr().out.splitlines() if "under test" in line]
     assert header.endswith(f"zookeeper: ZooKeeper 3.8.4 (--zookeeper {zookeeper})")
-    # A ZooKeeper that is none is refused before anything starts; so is a list (no matrix yet).
+    # A ZooKeeper that is none is refused before anything starts; so is a list of releases
+    # where no ZooKeeper is started, or a release named twice.
     assert main([*argv, "--zookeeper", str(tmp_path), "--runs-dir", str(tmp_path / "runs")]) == 2
     assert "no zookeeper jar with" in capsys.readouterr().err
-    assert main(["qualify", "--target", "local", "--zookeeper", "3.8.4,3.9.3"]) == 2
-    assert "one ZooKeeper release per qualification" in capsys.readouterr().err
+    runs = ["--runs-dir", str(tmp_path / "q")]
+    assert main(["qualify", "--target", "model", "--zookeeper", "3.8.4,3.9.3", *runs]) == 2
+    assert "a list of ZooKeeper releases needs --target local" in capsys.readouterr().err
+    assert main(["qualify", "--target", "local", "--zookeeper", "3.9.3,3.9.3", *runs]) == 2
+    assert "names a release twice" in capsys.readouterr().err
+    bad = ["qualify", "--target", "local", "--zookeeper", "3.8.4,3.9.3", "--shards", "0", *runs]
+    assert main(bad) == 2 and not (tmp_path / "q").exists()
 
 
 def test_qualify_names_it_in_header_results_parquet_and_report(
@@ -205,3 +211,19 @@ def test_crashes_restart_real_bookies_inside_their_jvm_unless_told_otherwise() -
     assert not options.in_jvm_restarts
     built = options.build()
     assert isinstance(built, LocalTarget) and not built.in_jvm_restarts
+
+
+@pytest.mark.cluster
+def test_a_qualification_over_two_zookeeper_releases_is_a_matrix_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "q"
+    argv = ["qualify", "--target", "local", "--bookie-kind", "reference", "--master", "none"]
+    argv += ["--shards", "1", "--configs", "fenced-recovery", "--run-dir", str(run_dir), *QUICK]
+    assert main([*argv, "--zookeeper", "3.8.4,3.9.3"]) == 0
+    out = capsys.readouterr().out
+    assert "== ZooKeeper 3.8.4" in out and "ZooKeeper matrix: clean" in out
+    report = (run_dir / "report.html").read_text()
+    for release in ("3.8.4", "3.9.3"):
+        assert f"zookeeper: ZooKeeper {release}" in report
+        assert (run_dir / f"zookeeper-{release}" / "report.html").exists()
