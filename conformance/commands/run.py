@@ -34,7 +34,7 @@ from conformance.commands.options import (
     search_overrides,
     target_from_args,
 )
-from conformance.commands.zab_search import is_search_run, zab_search_command
+from conformance.commands.zab_search import is_search_run, replay_run_dir
 from conformance.engine import Outcome
 from conformance.rundir import (
     FINDING,
@@ -419,9 +419,7 @@ def _print_report(
 def replay_command(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if source.is_dir() and is_search_run(source):
-        args.replay, args.attempts, args.zookeeper = source, 1, getattr(args, "zookeeper", None)
-        args.seconds, args.max_examples, args.seed = 1.0, 1, 0
-        return zab_search_command(args)
+        return replay_run_dir(args, source)
     if source.is_dir() and _is_java_client_run(source):
         from conformance.commands.java_client_run import replay_java_run
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from adapters.installations.system import describe_zookeeper
+from adapters.installations.system import describe_zookeeper, zookeeper_version
 from adapters.process_records import reap_orphans_once
 from conformance.commands.options import add_zookeeper_option, zookeeper_from_args
 from conformance.rundir import new_run_dir
@@ -58,12 +58,26 @@ def register(commands: Any) -> None:
     parser.set_defaults(func=zab_search_command)
 
 
-def is_search_run(directory: Path) -> bool:
+def _results(directory: Path) -> dict[str, Any]:
     try:
         results = json.loads((directory / "results.json").read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(results, dict) and results.get("kind") == RUN_KIND
+        return {}
+    return results if isinstance(results, dict) else {}
+
+
+def is_search_run(directory: Path) -> bool:
+    return _results(directory).get("kind") == RUN_KIND
+
+
+def replay_run_dir(args: argparse.Namespace, directory: Path) -> int:
+    """``bkconform replay`` of a search's run directory: its schedule once more, on the
+    ZooKeeper release it ran (unless ``--zookeeper`` names another)."""
+    recorded = _results(directory).get("zookeeper_version")
+    args.replay, args.attempts = directory, 1
+    args.zookeeper = getattr(args, "zookeeper", None) or recorded
+    args.seconds, args.max_examples, args.seed = 1.0, 1, 0
+    return zab_search_command(args)
 
 
 def _schedule_path(source: Path) -> Path:
@@ -107,7 +121,12 @@ def zab_search_command(args: argparse.Namespace, out: TextIO | None = None) -> i
     run_dir = new_run_dir(args.runs_dir.resolve(), label)
     print(f"System under test: {system}", file=out)
     print(f"Run directory: {run_dir}", file=out, flush=True)
-    results: dict[str, Any] = {"kind": RUN_KIND, "zookeeper": system, "seed": args.seed}
+    results: dict[str, Any] = {
+        "kind": RUN_KIND,
+        "zookeeper": system,
+        "zookeeper_version": zookeeper_version(install.classpath),
+        "seed": args.seed,
+    }
     if replayed is not None:
         verdict = _replay(install, replayed, args.attempts, run_dir, results, out)
     else:
@@ -202,4 +221,11 @@ def _search(
     return found.verdict
 
 
-__all__ = ["RUN_KIND", "ScheduleError", "is_search_run", "register", "zab_search_command"]
+__all__ = [
+    "RUN_KIND",
+    "ScheduleError",
+    "is_search_run",
+    "register",
+    "replay_run_dir",
+    "zab_search_command",
+]

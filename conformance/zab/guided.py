@@ -136,11 +136,36 @@ class _Runner:
         self.outcome = outcome
         self.acked: list[str] = []
         self.counter = itertools.count()
+        self.roles: dict[str, str] = {}
+        self.writer: KazooClient | None = None
+
+    def start(self) -> None:
+        """Fix the roles (the first leader and its followers) and open the writers' session:
+        one session for every write, so that a write's PROPOSAL is the only one it makes (a new
+        session is a transaction of its own)."""
+        leader = self.ensemble.leader()
+        if leader is None:
+            raise ClusterError("the ensemble has no leader")
+        followers = sorted(name for name in self.ensemble.servers if name != leader)
+        self.roles = {"first-leader": leader}
+        self.roles.update(zip(("follower-a", "follower-b"), followers, strict=False))
+        self.writer = self.session()
+        self.writer.ensure_path(ROOT)
+
+    def session(self) -> KazooClient:
+        client = KazooClient(hosts=self.ensemble.connect_string, timeout=_CLIENT_TIMEOUT_S)
+        client.start(timeout=_CLIENT_TIMEOUT_S)
+        return client
+
+    def close(self) -> None:
+        if self.writer is not None:
+            _close(self.writer)
+            self.writer = None
 
     def server(self, name: str) -> str | None:
-        if name != "leader":
-            return name
-        return self.ensemble.leader()
+        if name == "leader":
+            return self.ensemble.leader()
+        return self.roles.get(name, name)
 
     def sid(self, name: str) -> int | None:
         server = self.server(name)
@@ -198,25 +223,27 @@ class _Runner:
                 self.proxy.release(record.record_id)
 
     def write(self, count: int) -> None:
-        serving = [n for n in [self.ensemble.leader(), *sorted(self.ensemble.servers)] if n]
-        serving = [n for n in serving if self.running(n)]
-        if not serving:
-            return  # nothing runs: the writes are not attempted
-        try:
-            client = _client(self.ensemble, serving[0])
-        except (KazooException, KazooTimeoutError):
-            return  # no server answers (no quorum): not attempted either
-        try:
-            paths = [f"{ROOT}/w{next(self.counter):05d}" for _ in range(count)]
-            pending = [(path, client.create_async(path, b"")) for path in paths]
-            for path, result in pending:
-                try:
-                    result.get(timeout=_CLIENT_TIMEOUT_S)
-                    self.acked.append(path)
-                except Exception:
-                    self.outcome.unknown += 1
-        finally:
-            _close(client)
+        """``count`` creates through the writers' session, each waited for up to the client
+        timeout: acknowledged, or unknown (failed, or no answer in time). A session that
+        expired while the servers were down is opened again (or the writes are not tried)."""
+        if self.writer is None or (
+            not self.writer.connected and self.writer.client_state == "LOST"
+        ):
+            if self.writer is not None:
+                _close(self.writer)
+            try:
+                self.writer = self.session()
+            except (KazooException, KazooTimeoutError):
+                self.writer = None
+                return  # no quorum answers: the writes are not tried
+        paths = [f"{ROOT}/w{next(self.counter):05d}" for _ in range(count)]
+        pending = [(path, self.writer.create_async(path, b"")) for path in paths]
+        for path, result in pending:
+            try:
+                result.get(timeout=_CLIENT_TIMEOUT_S)
+                self.acked.append(path)
+            except Exception:
+                self.outcome.unknown += 1
 
     def heal(self) -> None:
         self.proxy.clear_rules()
@@ -271,13 +298,10 @@ def run_schedule(
             runner = _Runner(ensemble, proxy, outcome)
             try:
                 ensemble.start()
-                setup = _client(ensemble, sorted(ensemble.servers)[0])
-                try:
-                    setup.ensure_path(ROOT)
-                finally:
-                    _close(setup)
+                runner.start()
                 for step in schedule:
                     runner.step(step)
+                runner.close()
                 runner.heal()
                 runner.check()
             except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
@@ -286,6 +310,7 @@ def run_schedule(
                 outcome.records = proxy.records()
                 for _record, error in proxy.errors():
                     outcome.shortfalls.append(f"a crash at a packet failed: {error}")
+                runner.close()
                 ensemble.stop()
     outcome.acknowledged = len(runner.acked)
     outcome.trace = validate(outcome.records, servers)

@@ -6,8 +6,10 @@ moment it leaves), run in order on a fresh ensemble by :mod:`conformance.zab.gui
 data, like Jepsen's operations: they print, compare, shrink (Hypothesis) and round-trip through
 JSON (a finding's ``schedule.json``, replayed by ``bkconform replay``).
 
-Servers are named by ``myid`` (``zk1``..``zkN``) or ``leader`` (whoever leads when the step
-runs); a packet by ``Leader``'s name (``ACK``, ``PROPOSAL``, ``NEWLEADER``...).
+Servers are named by ``myid`` (``zk1``..``zkN``), by ``leader`` (whoever leads when the step
+runs), or by their role when the schedule starts (:data:`ROLES`: ``first-leader``, and its
+followers by ``myid``, ``follower-a``, ``follower-b``): names that stay put while leaders
+change. A packet is named by ``Leader``'s name (``ACK``, ``PROPOSAL``, ``NEWLEADER``...).
 
 The draw is guided by the spec's window (seed 003; docs/zab-model.md): besides steps drawn one
 by one, :func:`schedules` draws whole *window templates*, the model's paths into the window
@@ -45,6 +47,8 @@ PACKETS = tuple(
     )
 )
 _SENT_BY_LEARNER = frozenset({"ACK", "ACKEPOCH"})
+#: Roles fixed when the schedule starts (three servers): the first leader and its followers.
+ROLES = ("first-leader", "follower-a", "follower-b")
 MAX_WRITES = 50
 MAX_WAIT_MS = 2000
 
@@ -83,7 +87,7 @@ class ZabStep:
 
 
 def validate_step(step: ZabStep, servers: int) -> ZabStep:
-    names = {"leader", *(f"zk{i}" for i in range(1, servers + 1))}
+    names = {"leader", *ROLES, *(f"zk{i}" for i in range(1, servers + 1))}
     if step.verb not in VERBS:
         raise ScheduleError(f"unknown verb {step.verb!r}; verbs are {', '.join(VERBS)}")
     if not isinstance(step.count, int) or isinstance(step.count, bool):
@@ -126,7 +130,7 @@ def from_json(text: str, servers: int = 3) -> tuple[ZabStep, ...]:
 
 def steps(servers: int = 3) -> st.SearchStrategy[ZabStep]:
     """One step, any verb."""
-    names = st.sampled_from(["leader", *(f"zk{i}" for i in range(1, servers + 1))])
+    names = st.sampled_from(["leader", *ROLES, *(f"zk{i}" for i in range(1, servers + 1))])
     packets = st.sampled_from(PACKETS)
     return st.one_of(
         st.builds(ZabStep, st.just("write"), count=st.integers(1, 20)),
@@ -141,12 +145,26 @@ def steps(servers: int = 3) -> st.SearchStrategy[ZabStep]:
 
 
 @st.composite
-def window_templates(draw: st.DrawFn, servers: int = 3) -> tuple[ZabStep, ...]:
+def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
     """A path into the window between a follower's NEWLEADER and its UPTODATE: the follower
     down while the leader commits, then restarting into a DIFF while the leader proposes and
-    commits, with one of the window's faults on the way."""
-    follower = f"zk{draw(st.integers(1, servers))}"
-    other = f"zk{draw(st.integers(1, servers))}"
+    commits, with one of the window's faults on the way; or a transaction in the leader's log
+    alone, synced by DIFF to the follower that leads next, while the other is down."""
+    follower, other = draw(st.permutations(["follower-a", "follower-b"]))
+    if draw(st.integers(0, 3)) == 0:
+        # The new leader's DIFF (the path of ZOOKEEPER-4925): the other down; a write logged
+        # by the leader alone; the leader back, syncing the follower by DIFF; then the
+        # follower leads and syncs the other.
+        return (
+            ZabStep("crash", other),
+            ZabStep("drop", follower, "PROPOSAL"),
+            ZabStep("write", count=draw(st.integers(1, 3))),
+            ZabStep("crash", "first-leader"),
+            ZabStep("restart", "first-leader"),
+            ZabStep("write", count=draw(st.integers(1, 3))),
+            ZabStep("crash", "first-leader"),
+            ZabStep("restart", other),
+        )
     before = ZabStep("write", count=draw(st.integers(1, 40)))
     during = ZabStep("write", count=draw(st.integers(1, 10)))
     fault = draw(
@@ -155,7 +173,7 @@ def window_templates(draw: st.DrawFn, servers: int = 3) -> tuple[ZabStep, ...]:
                 (ZabStep("hold", follower, "ACK"),),  # its ACK of NEWLEADER
                 (ZabStep("crash_at", follower, "ACK"),),  # killed as it ACKs NEWLEADER
                 (ZabStep("hold", other, "ACK"),),  # an outstanding proposal (4394)
-                (ZabStep("drop", follower, "PROPOSAL"),),  # a hole (4925)
+                (ZabStep("drop", follower, "PROPOSAL"),),
                 (ZabStep("hold", follower, "UPTODATE"),),
                 (ZabStep("crash_at", follower, "NEWLEADER"),),
             ]
@@ -179,7 +197,7 @@ def schedules(servers: int = 3, max_steps: int = 16) -> st.SearchStrategy[tuple[
     """A schedule: window templates and single steps, in any order, up to ``max_steps``."""
     # Single steps first: Hypothesis shrinks towards the first branch, so a finding's
     # template comes apart into the steps that matter.
-    pieces = st.one_of(st.tuples(steps(servers)), window_templates(servers))
+    pieces = st.one_of(st.tuples(steps(servers)), window_templates())
     return st.lists(pieces, min_size=1, max_size=4).map(
         lambda parts: tuple(step for part in parts for step in part)[:max_steps]
     )
@@ -214,6 +232,7 @@ def minimise(
 
 __all__ = [
     "PACKETS",
+    "ROLES",
     "VERBS",
     "ScheduleError",
     "ZabStep",

@@ -3,12 +3,15 @@ shrinking with a stand-in for the servers (fast)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Direction, QuorumLink, QuorumRecord
+from conformance.cli import main
 from conformance.verdict import Verdict
 from conformance.zab import guided
 from conformance.zab.guided import ScheduleOutcome, window_shapes
@@ -118,3 +121,39 @@ def test_a_spent_budget_runs_nothing_more_and_nothing_run_is_undecided(
     ran = _fake_runs(monkeypatch, lambda _s: Verdict.CLEAN)
     found = guided.search(object(), seconds=1e-9, max_examples=20, seed=3)  # type: ignore[arg-type]
     assert ran == [] and found.verdict is Verdict.UNDECIDED and found.notes == ["no schedule ran"]
+
+
+# -- on real servers -------------------------------------------------------------------------
+
+#: ZOOKEEPER-4925's path as a schedule (the template's, with one write each).
+NEW_LEADER_DIFF = (
+    '[{"verb": "crash", "server": "follower-b"},'
+    ' {"verb": "drop", "server": "follower-a", "packet": "PROPOSAL"},'
+    ' {"verb": "write", "count": 1},'
+    ' {"verb": "crash", "server": "first-leader"},'
+    ' {"verb": "restart", "server": "first-leader"},'
+    ' {"verb": "write", "count": 1},'
+    ' {"verb": "crash", "server": "first-leader"},'
+    ' {"verb": "restart", "server": "follower-b"}]'
+)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(("version", "verdict"), [("3.9.3", "violation"), ("3.9.4", "clean")])
+def test_the_new_leader_s_diff_replayed_on_the_releases_around_4925(
+    version: str, verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schedule = tmp_path / "schedule.json"
+    schedule.write_text(NEW_LEADER_DIFF)
+    runs = tmp_path / "runs"
+    argv = ["zab", "search", "--replay", str(schedule), "--zookeeper", version]
+    code = main([*argv, "--runs-dir", str(runs)])
+    out = capsys.readouterr().out
+    assert code == Verdict(verdict).exit_code, out
+    (run_dir,) = runs.iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == verdict and results["kind"] == "zab-search"
+    if verdict == "violation":
+        assert "serve different nodes" in out and (run_dir / "frames.txt").exists()
+        # The run directory replays the same schedule.
+        assert main(["replay", str(run_dir), "--runs-dir", str(runs)]) == 1
