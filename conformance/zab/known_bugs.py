@@ -508,6 +508,12 @@ def _drive_4785(
     seen.leader, seen.killed, seen.other = leader, killed, other
     link = QuorumLink(_sid(killed), _sid(leader))
     try:
+        # The follower holds a transaction first: its last zxid is then in the leader's
+        # committed log (the last 500), and its sync a DIFF, not a snapshot.
+        _write(ensemble, leader, "/before")
+        if not _serves(ensemble, killed, "/before"):
+            run.evidence = f"{killed} did not serve /before: its sync would not be a DIFF"
+            return
         ensemble.crash(killed)
         _write_many(ensemble, leader, _WRITES)
         seen.written = _WRITES
@@ -542,6 +548,11 @@ def _drive_4785(
             run.evidence = f"the crash at the packet failed: {errors[0][1]}"
 
 
+def _synced_by_diff(sync: list[QuorumRecord]) -> bool:
+    first = sync[0].frame if sync else None
+    return isinstance(first, QuorumPacket) and first.type == PacketType.DIFF
+
+
 def _judge_4785(run: BugRun, seen: LostSync) -> None:
     run.joiner = seen.killed
     run.window = _describe(seen.sync)
@@ -555,6 +566,12 @@ def _judge_4785(run: BugRun, seen: LostSync) -> None:
     elif not seen.killed_at or len(seen.served) != 2:
         run.verdict = Verdict.UNDECIDED
         run.evidence = f"the schedule did not come about ({disk}; served: {seen.served})"
+    elif not _synced_by_diff(seen.sync):
+        run.verdict = Verdict.UNDECIDED
+        run.evidence = (
+            f"{seen.killed}'s sync was not a DIFF ({', '.join(run.window) or 'none seen'}): "
+            "no window for the race"
+        )
     elif short:
         run.verdict = Verdict.VIOLATION
         lost = ", ".join(f"{name} serves {count}" for name, count in sorted(short.items()))

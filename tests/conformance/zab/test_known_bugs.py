@@ -217,6 +217,13 @@ def _lost(**changes: object) -> LostSync:
         written_on_disk=300,
         new_leader="zk1",
         served={"zk1": 300, "zk2": 300},
+        sync=_sync(
+            QuorumLink(1, 3),
+            (PacketType.DIFF, 5),
+            (PacketType.PROPOSAL, 6),
+            (PacketType.COMMIT, 6),
+            (PacketType.NEWLEADER, 2 << 32),
+        ),
     )
     for name, value in changes.items():
         setattr(seen, name, value)
@@ -252,6 +259,10 @@ def test_a_race_that_did_not_come_about_is_undecided() -> None:
     assert not_killed.verdict is Verdict.UNDECIDED and "did not come about" in not_killed.evidence
     half = _judged_4785(_lost(served={"zk1": 0}))
     assert half.verdict is Verdict.UNDECIDED
+    snap = _sync(QuorumLink(1, 3), (PacketType.SNAP, 5), (PacketType.NEWLEADER, 2 << 32))
+    snapshot = _judged_4785(_lost(sync=snap, served={"zk1": 0, "zk2": 0}))
+    assert snapshot.verdict is Verdict.UNDECIDED and "not a DIFF" in snapshot.evidence
+    assert "zk1->zk3 SNAP 0x5" in snapshot.evidence
 
 
 @pytest.mark.cluster
