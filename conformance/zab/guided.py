@@ -336,8 +336,9 @@ SHRINK_GRACE_S = 600.0
 def _minimised(
     install: ZooKeeperInstall, finding: ScheduleOutcome, servers: int, deadline: float
 ) -> ScheduleOutcome:
-    """Hypothesis shrinks the draw; a window template can only come apart step by step, so
-    the finding is then made 1-minimal (:func:`minimise`), keeping the last failing run."""
+    """The finding made 1-minimal (:func:`minimise`), keeping the last failing run. Not
+    Hypothesis's shrinker: each try is a real run of many seconds and it may try hundreds; a
+    window template also comes apart only step by step."""
     last = [finding]
 
     def fails(schedule: tuple[ZabStep, ...]) -> bool:
@@ -381,7 +382,8 @@ def search(
     on_example: Callable[[int, ScheduleOutcome], None] | None = None,
 ) -> SearchOutcome:
     """Draw and run schedules until a finding, ``seconds`` or ``max_examples``; shrink a finding
-    to a minimal schedule (``shrink``). Clean only when every example ran and was clean."""
+    to a 1-minimal schedule (``shrink``; within ``SHRINK_GRACE_S`` past the budget). Clean only
+    when every example ran and was clean."""
     result = SearchOutcome(Verdict.UNDECIDED)
     started = time.monotonic()
     first: list[ScheduleOutcome] = []
@@ -394,7 +396,7 @@ def search(
         deadline=None,
         database=None,
         derandomize=False,
-        phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
+        phases=[Phase.generate],  # shrinking is ours, bounded: _minimised
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
     )
@@ -420,11 +422,9 @@ def search(
         hypothesis_seed(seed)(example)()
     except _Found as found:
         result.finding = found.outcome
-    except Flaky:
+    except Flaky:  # the failing schedule, run again to be reported, passed
         result.finding = first[0] if first else None
-        result.notes.append(
-            "the finding did not repeat while shrinking: kept as first found, unshrunk"
-        )
+        result.notes.append("the finding did not repeat when Hypothesis ran it again")
     if result.finding is not None and shrink:
         result.finding = _minimised(install, result.finding, servers, started + seconds)
     result.seconds = time.monotonic() - started
