@@ -195,8 +195,8 @@ def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
 
 def schedules(servers: int = 3, max_steps: int = 16) -> st.SearchStrategy[tuple[ZabStep, ...]]:
     """A schedule: window templates and single steps, in any order, up to ``max_steps``."""
-    # Single steps first: Hypothesis shrinks towards the first branch, so a finding's
-    # template comes apart into the steps that matter.
+    # Single steps first: Hypothesis's simplest draws (its first examples, and what a
+    # shrinker would aim at) are of the first branch; a template comes apart in minimise.
     pieces = st.one_of(st.tuples(steps(servers)), window_templates())
     return st.lists(pieces, min_size=1, max_size=4).map(
         lambda parts: tuple(step for part in parts for step in part)[:max_steps]
