@@ -96,8 +96,11 @@ def test_the_pom_resolves_the_server_with_what_its_distribution_adds() -> None:
     for artifact in ("zookeeper", "parent", "metrics-core", "snappy-java", "logback-classic"):
         assert f"<artifactId>{artifact}</artifactId>" in pom
     assert "<scope>import</scope>" in pom  # the release's own versions of metrics and snappy
-    # One logging backend for every release: log4j 1.2 (3.5 to 3.7) is excluded.
+    # One logging backend for every release: log4j 1.2 (3.5 to 3.7) is excluded; logback's
+    # two jars at one version (3.9.1's parent manages core at 1.2.10: its servers died).
     assert "<artifactId>slf4j-log4j12</artifactId>" in pom
+    for part in ("classic", "core"):
+        assert f"<artifactId>logback-{part}</artifactId>\n      <version>1.2.13</version>" in pom
     with pytest.raises(ZooKeeperInstallError, match="not a ZooKeeper version"):
         ZOOKEEPER.render_pom("3.9.2</version><x>")
 
