@@ -87,12 +87,14 @@ class Action(enum.Enum):
 class QuorumMatch:
     """Which packets: of these types (None: any packet, snapshot chunks excluded), this way,
     on this link (None: any), of this learner's links (its ``myid``; None: any: a learner's
-    traffic whichever server it follows)."""
+    traffic whichever server it follows), whose zxid's counter (its low 32 bits) is this
+    (None: any; 0 tells the ACK of NEWLEADER from the ACKs of proposals)."""
 
     types: frozenset[int] | None = None
     direction: Direction | None = None
     link: QuorumLink | None = None
     learner: int | None = None
+    zxid_counter: int | None = None
 
     def matches(self, link: QuorumLink, direction: Direction, frame: Frame) -> bool:
         if not isinstance(frame, QuorumPacket):
@@ -102,6 +104,7 @@ class QuorumMatch:
             and (self.direction is None or self.direction is direction)
             and (self.link is None or self.link == link)
             and (self.learner is None or self.learner == link.learner)
+            and (self.zxid_counter is None or frame.zxid & 0xFFFFFFFF == self.zxid_counter)
         )
 
 

@@ -71,7 +71,7 @@ from adapters.zkquorum.proxy import (
     QuorumProxy,
     QuorumRecord,
 )
-from adapters.zookeeper.txnlog import read_server
+from adapters.zookeeper.txnlog import TxnLogError, read_server
 from conformance.verdict import Verdict
 
 #: Holds last at most this long (the ensemble's syncLimit is 10 s): a follower whose leader is
@@ -100,7 +100,10 @@ class BugRun:
     records: list[QuorumRecord] = field(default_factory=list, repr=False)
 
     def describe(self) -> str:
-        window = ", ".join(self.window) or "not reached"
+        shown = self.window
+        if len(shown) > 12:  # a DIFF of hundreds of transactions: its ends, and how many
+            shown = [*shown[:4], f"... {len(shown) - 8} more ...", *shown[-4:]]
+        window = ", ".join(shown) or "not reached"
         return (
             f"{self.bug} on ZooKeeper {self.zookeeper}: {self.verdict}; window: {window}; "
             f"joiner connections: {self.connections}; {self.evidence}"
@@ -431,6 +434,7 @@ class LostSync:
     #: written transactions its log holds.
     epoch_on_disk: int | None = None
     written_on_disk: int | None = None
+    disk_note: str = ""
     new_leader: str | None = None
     #: How many of the written nodes each restarted server serves.
     served: dict[str, int] = field(default_factory=dict)
@@ -483,19 +487,23 @@ def _count_served(ensemble: ZooKeeperEnsemble, name: str) -> int:
         client.close()
 
 
-def _on_disk(ensemble: ZooKeeperEnsemble, name: str) -> tuple[int | None, int]:
-    """The server's current epoch (its ``currentEpoch`` file) and how many ``/t/`` creates
-    its transaction log holds."""
+def _on_disk(ensemble: ZooKeeperEnsemble, name: str) -> tuple[int | None, int | None, str]:
+    """The server's current epoch (its ``currentEpoch`` file), how many ``/t/`` creates its
+    transaction log holds (None: the log could not be read), and what was wrong with it."""
     version_dir = ensemble.server(name).data_dir / "version-2"
     epoch_file = version_dir / "currentEpoch"
     epoch = int(epoch_file.read_text().strip()) if epoch_file.exists() else None
+    try:
+        txns = read_server(ensemble.server(name).data_dir).txns
+    except TxnLogError as exc:  # a kill -9 in the middle of a write can leave a torn entry
+        return epoch, None, f"its log is torn: {exc}"
     creates = {
         change.path
-        for txn in read_server(ensemble.server(name).data_dir).txns
+        for txn in txns
         for change in txn.changes
         if change.kind == "create" and change.path.startswith("/t/")
     }
-    return epoch, len(creates)
+    return epoch, len(creates), ""
 
 
 def _drive_4785(
@@ -519,9 +527,9 @@ def _drive_4785(
         seen.written = _WRITES
         ensemble.crash(other)
         ensemble.crash(leader)
-        # The first ACK a syncing follower sends is its ACK of NEWLEADER (ACKEPOCH has its own
-        # type): the follower dies the moment it reaches the proxy, and it goes no further.
-        ack = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, link)
+        # Its ACK of NEWLEADER (zxid e << 32; 3.9.1 may ACK the DIFF's proposals before it):
+        # the follower dies the moment it reaches the proxy, and goes no further.
+        ack = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, link, zxid_counter=0)
         # Dropped: a packet its sender died sending is never delivered.
         proxy.add_rule(ack, Action.DROP, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
         mark = proxy.mark()
@@ -532,7 +540,7 @@ def _drive_4785(
         ensemble.crash(killed)  # reaps it
         seen.sync = _sync_of(proxy, link, mark)
         ensemble.crash(leader)
-        seen.epoch_on_disk, seen.written_on_disk = _on_disk(ensemble, killed)
+        seen.epoch_on_disk, seen.written_on_disk, seen.disk_note = _on_disk(ensemble, killed)
         ensemble.restart(killed, wait=False)
         ensemble.restart(other, wait=False)
         ensemble.wait_until_serving([killed, other], ensemble.start_timeout)
@@ -556,9 +564,11 @@ def _synced_by_diff(sync: list[QuorumRecord]) -> bool:
 def _judge_4785(run: BugRun, seen: LostSync) -> None:
     run.joiner = seen.killed
     run.window = _describe(seen.sync)
+    held = "an unreadable number" if seen.written_on_disk is None else seen.written_on_disk
     disk = (
-        f"{seen.killed} had epoch {seen.epoch_on_disk} and {seen.written_on_disk} of the "
+        f"{seen.killed} had epoch {seen.epoch_on_disk} and {held} of the "
         f"{seen.written} transactions on disk after its kill at {seen.killed_at}"
+        + (f" ({seen.disk_note})" if seen.disk_note else "")
     )
     short = {name: count for name, count in seen.served.items() if count < seen.written}
     if run.evidence:

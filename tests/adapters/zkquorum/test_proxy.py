@@ -179,3 +179,11 @@ def test_a_match_by_learner_takes_its_links_to_any_leader() -> None:
     assert mine.matches(QuorumLink(2, 3), Direction.TO_LEADER, ack)
     assert not mine.matches(QuorumLink(3, 2), Direction.TO_LEADER, ack)
     assert not mine.matches(QuorumLink(2, 1), Direction.TO_LEARNER, ack)
+
+
+def test_a_match_by_zxid_counter_tells_the_ack_of_newleader_from_a_proposal_s() -> None:
+    newleader_ack = QuorumMatch(frozenset({PacketType.ACK}), zxid_counter=0)
+    assert newleader_ack.matches(LINK, Direction.TO_LEADER, QuorumPacket(PacketType.ACK, 2 << 32))
+    assert not newleader_ack.matches(
+        LINK, Direction.TO_LEADER, QuorumPacket(PacketType.ACK, (1 << 32) + 6)
+    )
