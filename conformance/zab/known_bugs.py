@@ -104,9 +104,10 @@ class BugRun:
         if len(shown) > 12:  # a DIFF of hundreds of transactions: its ends, and how many
             shown = [*shown[:4], f"... {len(shown) - 8} more ...", *shown[-4:]]
         window = ", ".join(shown) or "not reached"
+        connections = f"joiner connections: {self.connections}; " if self.connections else ""
         return (
             f"{self.bug} on ZooKeeper {self.zookeeper}: {self.verdict}; window: {window}; "
-            f"joiner connections: {self.connections}; {self.evidence}"
+            f"{connections}{self.evidence}"
         )
 
 
