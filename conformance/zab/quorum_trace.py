@@ -275,7 +275,10 @@ class _Validator:
         leader = record.link.leader
         first = (leader, frame.zxid) not in self.committed
         self.committed.add((leader, frame.zxid))
-        if first and frame.zxid in self.broadcast[leader]:
+        # Only a transaction of the leader's current epoch needs a quorum of ACKs: one of an
+        # earlier epoch is committed by the NEWLEADER quorum, with the initial history.
+        current = c.epoch is not None and epoch_of(frame.zxid) == c.epoch
+        if first and current and frame.zxid in self.broadcast[leader]:
             self.report.quorum_checked += 1
             ackers = self.acks[(leader, frame.zxid)]
             if len(ackers) + 1 < self.quorum:

@@ -174,6 +174,24 @@ def test_a_sync_after_a_broadcast_on_a_new_connection_is_clean() -> None:
     assert validate(trace.records, servers=3).verdict is Verdict.CLEAN
 
 
+def test_an_earlier_epoch_s_proposal_committed_by_the_next_epoch_s_sync_is_clean() -> None:
+    # Epoch 2 proposes 0x200000001; no ACK comes (one follower down, the PROPOSAL to the other
+    # dropped); the leader restarts in epoch 3 and syncs it with its history: committed by
+    # the NEWLEADER quorum, not by ACKs.
+    trace = Trace().join(ONE)
+    trace.add(ONE, PacketType.PROPOSAL, EPOCH + 1, state="dropped")
+    trace.add(ONE, PacketType.FOLLOWERINFO, EPOCH, connection=2)
+    trace.add(ONE, PacketType.LEADERINFO, 3 << 32, connection=2)
+    trace.add(ONE, PacketType.ACKEPOCH, EPOCH, connection=2)
+    trace.add(ONE, PacketType.DIFF, EPOCH + 1, connection=2)
+    trace.add(ONE, PacketType.PROPOSAL, EPOCH + 1, connection=2)
+    trace.add(ONE, PacketType.COMMIT, EPOCH + 1, connection=2)
+    trace.add(ONE, PacketType.NEWLEADER, 3 << 32, connection=2)
+    report = validate(trace.records, servers=3)
+    assert report.verdict is Verdict.CLEAN, report.divergences
+    assert report.quorum_checked == 0
+
+
 def test_a_learner_that_refuses_an_older_epoch_is_clean() -> None:
     refused = Trace().join(ONE).add(TWO, PacketType.FOLLOWERINFO, 3 << 32)
     refused.add(TWO, PacketType.LEADERINFO, EPOCH)  # the connection ends: no ACKEPOCH
