@@ -52,6 +52,7 @@ from conformance.zab.schedule import ZabStep, minimise, schedules
 ROOT = "/g"
 _CLIENT_TIMEOUT_S = 5.0
 _HEAL_TIMEOUT_S = 60.0
+_SETTLE_S = 30.0
 
 
 @dataclass
@@ -192,6 +193,15 @@ class _Runner:
             self.release()
         elif step.verb == "wait":
             time.sleep(step.count / 1000)
+        elif step.verb == "settle":
+            self.settle()
+
+    def settle(self) -> None:
+        """Until every running server serves and one leads, or ``_SETTLE_S``: a state without a
+        quorum is a state the schedule may want, not a failure of the harness."""
+        running = [name for name in sorted(self.ensemble.servers) if self.running(name)]
+        with contextlib.suppress(ClusterError):
+            self.ensemble.wait_until_serving(running, _SETTLE_S)
 
     def rule(self, step: ZabStep) -> None:
         sid = self.sid(step.server)

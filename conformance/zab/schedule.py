@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from adapters.zkquorum.packets import PacketType
 
-VERBS = ("write", "crash", "restart", "hold", "drop", "crash_at", "release", "wait")
+VERBS = ("write", "crash", "restart", "hold", "drop", "crash_at", "release", "wait", "settle")
 DIRECTIONS = ("to-leader", "to-learner")
 #: The packets a rule may name: the spec's messages on the wire (docs/zab-model.md).
 PACKETS = tuple(
@@ -63,7 +63,9 @@ class ZabStep:
     ``restart`` ``server``; ``hold`` or ``drop`` the next ``packet`` on ``server``'s links (it
     is the learner; ``direction`` follows from the packet: a learner sends ACKs); ``crash_at``:
     kill the packet's sender the moment it leaves (and never deliver it); ``release`` every
-    held packet; ``wait`` ``count`` milliseconds."""
+    held packet; ``wait`` ``count`` milliseconds; ``settle``: wait (up to 30 s) until every
+    running server serves and one leads (a restart does not wait: a rule may be holding the
+    restarted server's sync)."""
 
     verb: str
     server: str = ""
@@ -81,6 +83,8 @@ class ZabStep:
             return f"wait {self.count} ms"
         if self.verb == "release":
             return "release held packets"
+        if self.verb == "settle":
+            return "settle (running servers serve)"
         if self.verb in ("crash", "restart"):
             return f"{self.verb} {self.server}"
         return f"{self.verb} {self.server}'s next {self.packet} ({self.direction})"
@@ -141,6 +145,7 @@ def steps(servers: int = 3) -> st.SearchStrategy[ZabStep]:
         st.builds(ZabStep, st.just("crash_at"), names, packets),
         st.just(ZabStep("release")),
         st.builds(ZabStep, st.just("wait"), count=st.integers(0, 500)),
+        st.just(ZabStep("settle")),
     )
 
 
@@ -161,9 +166,11 @@ def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
             ZabStep("write", count=draw(st.integers(1, 3))),
             ZabStep("crash", "first-leader"),
             ZabStep("restart", "first-leader"),
+            ZabStep("settle"),
             ZabStep("write", count=draw(st.integers(1, 3))),
             ZabStep("crash", "first-leader"),
             ZabStep("restart", other),
+            ZabStep("settle"),
         )
     before = ZabStep("write", count=draw(st.integers(1, 40)))
     during = ZabStep("write", count=draw(st.integers(1, 10)))

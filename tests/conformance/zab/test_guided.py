@@ -132,9 +132,11 @@ NEW_LEADER_DIFF = (
     ' {"verb": "write", "count": 1},'
     ' {"verb": "crash", "server": "first-leader"},'
     ' {"verb": "restart", "server": "first-leader"},'
+    ' {"verb": "settle"},'
     ' {"verb": "write", "count": 1},'
     ' {"verb": "crash", "server": "first-leader"},'
-    ' {"verb": "restart", "server": "follower-b"}]'
+    ' {"verb": "restart", "server": "follower-b"},'
+    ' {"verb": "settle"}]'
 )
 
 
