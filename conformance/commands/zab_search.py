@@ -175,6 +175,10 @@ def _search(
     def progress(number: int, outcome: ScheduleOutcome) -> None:
         print(f"  [{number}] {outcome.describe()}", file=out, flush=True)
 
+    def shrinking(number: int, outcome: ScheduleOutcome) -> None:
+        still = "still fails" if outcome.verdict.finding else f"{outcome.verdict}: not taken"
+        print(f"  [shrink {number}] {len(outcome.schedule)} steps: {still}", file=out, flush=True)
+
     found: SearchOutcome = search(
         install,
         seconds=args.seconds,
@@ -182,6 +186,7 @@ def _search(
         seed=args.seed,
         shrink=not args.no_shrink,
         on_example=progress,
+        on_shrink=shrinking,
     )
     shapes = dict(sorted(found.shapes.items()))
     print(

@@ -344,15 +344,23 @@ SHRINK_GRACE_S = 600.0
 
 
 def _minimised(
-    install: ZooKeeperInstall, finding: ScheduleOutcome, servers: int, deadline: float
+    install: ZooKeeperInstall,
+    finding: ScheduleOutcome,
+    servers: int,
+    deadline: float,
+    on_try: Callable[[int, ScheduleOutcome], None] | None = None,
 ) -> ScheduleOutcome:
     """The finding made 1-minimal (:func:`minimise`), keeping the last failing run. Not
     Hypothesis's shrinker: each try is a real run of many seconds and it may try hundreds; a
     window template also comes apart only step by step."""
     last = [finding]
 
+    tries = itertools.count(1)
+
     def fails(schedule: tuple[ZabStep, ...]) -> bool:
         outcome = run_schedule(install, schedule, servers=servers)
+        if on_try is not None:
+            on_try(next(tries), outcome)
         if outcome.verdict.finding:
             last.append(outcome)
         return outcome.verdict.finding
@@ -390,6 +398,7 @@ def search(
     shrink: bool = True,
     servers: int = 3,
     on_example: Callable[[int, ScheduleOutcome], None] | None = None,
+    on_shrink: Callable[[int, ScheduleOutcome], None] | None = None,
 ) -> SearchOutcome:
     """Draw and run schedules until a finding, ``seconds`` or ``max_examples``; shrink a finding
     to a 1-minimal schedule (``shrink``; within ``SHRINK_GRACE_S`` past the budget). Clean only
@@ -436,7 +445,9 @@ def search(
         result.finding = first[0] if first else None
         result.notes.append("the finding did not repeat when Hypothesis ran it again")
     if result.finding is not None and shrink:
-        result.finding = _minimised(install, result.finding, servers, started + seconds)
+        result.finding = _minimised(
+            install, result.finding, servers, started + seconds, on_try=on_shrink
+        )
     result.seconds = time.monotonic() - started
     if result.finding is not None:
         result.verdict = result.finding.verdict
