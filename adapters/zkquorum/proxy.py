@@ -81,6 +81,7 @@ class Action(enum.Enum):
     DELAY = "delay"
     REORDER = "reorder"
     DROP = "drop"
+    CUT = "cut"
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ class QuorumMatch:
 class QuorumRecord:
     """One frame seen: where, which way, what, when (``time.monotonic``), and its fate:
     ``forwarded``, ``held`` (then ``released`` or ``lost`` when its connection closed first),
-    ``queued`` behind a held one, ``dropped``, or ``discarded`` (held, then dropped: a crash at
+    ``queued`` behind a held one, ``dropped``, ``cut`` (its connection closed at it, or after
+    it), or ``discarded`` (held, then dropped: a crash at
     this packet)."""
 
     record_id: int
@@ -338,6 +340,7 @@ class QuorumProxyCore:
                 frames = stream.feed(chunk)
             except MalformedPacket:
                 return  # not quorum traffic we can follow: close, as a broken peer would
+            cut = False
             for frame, raw in frames:
                 record = QuorumRecord(
                     next(self._ids),
@@ -350,12 +353,19 @@ class QuorumProxyCore:
                     raw=raw if isinstance(frame, QuorumPacket) else b"",
                 )
                 self.records.append(record)
-                self._decide(record, raw, half)
+                if cut:  # sent after the cut one: logged, never delivered
+                    record.state = "cut"
+                else:
+                    cut = self._decide(record, raw, half)
                 self._notify(record)
+            if cut:
+                return  # _serve closes both ways
             with contextlib.suppress(ConnectionError):
                 await half.writer.drain()
 
-    def _decide(self, record: QuorumRecord, raw: bytes, half: _Half) -> None:
+    def _decide(self, record: QuorumRecord, raw: bytes, half: _Half) -> bool:
+        """Forward, hold, drop... the packet by the first rule that matches; True when the
+        connection is to be cut here."""
         for rule in self._rules:
             if rule.remaining == 0 or not rule.match.matches(
                 record.link, record.direction, record.frame
@@ -370,22 +380,26 @@ class QuorumProxyCore:
                     self.errors.append((record.record_id, f"{type(exc).__name__}: {exc}"))
             if rule.action is Action.DROP:
                 record.state = "dropped"
-                return
+                return False
+            if rule.action is Action.CUT:
+                record.state = "cut"
+                return True
             record.state = "held"
             self._halves[record.record_id] = half
             if rule.action is Action.REORDER:
                 half.aside[record.record_id] = (record, raw)
-                return
+                return False
             half.queue.append((record, raw))
             if rule.action is Action.DELAY:
                 loop = asyncio.get_running_loop()
                 loop.call_later(rule.delay_s, self._release_if_held, record.record_id)
-            return
+            return False
         if half.queue:
             record.state = "queued"  # behind a held packet: order is kept
             half.queue.append((record, raw))
-            return
+            return False
         half.writer.write(raw)
+        return False
 
     def _flush(self, half: _Half) -> None:
         """Write what waits at the head of ``half`` up to the next packet still held."""

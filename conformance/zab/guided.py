@@ -187,7 +187,7 @@ class _Runner:
             name = self.server(step.server)
             if name is not None:
                 self.ensemble.restart(name, wait=False)
-        elif step.verb in ("hold", "drop", "crash_at"):
+        elif step.verb in ("hold", "cut", "crash_at"):
             self.rule(step)
         elif step.verb == "release":
             self.release()
@@ -211,8 +211,8 @@ class _Runner:
         match = QuorumMatch(frozenset({PacketType[step.packet]}), direction, learner=sid)
         if step.verb == "hold":
             self.proxy.add_rule(match, Action.HOLD)
-        elif step.verb == "drop":
-            self.proxy.add_rule(match, Action.DROP)
+        elif step.verb == "cut":
+            self.proxy.add_rule(match, Action.CUT)
         else:
             ensemble = self.ensemble
 
@@ -224,8 +224,8 @@ class _Runner:
                 )
                 ensemble.kill_at_once(f"zk{sender}")
 
-            # Dropped: a packet its sender died sending is never delivered.
-            self.proxy.add_rule(match, Action.DROP, at_match=kill_sender)
+            # Cut: a packet its sender died sending, and anything after it, is never delivered.
+            self.proxy.add_rule(match, Action.CUT, at_match=kill_sender)
 
     def release(self) -> None:
         for record in self.proxy.held():

@@ -25,7 +25,7 @@ follower applies the transactions of a DIFF (the committed ones before NEWLEADER
 them to its in-memory committed log, the log a leader serves DIFFs from. Once that follower
 leads, its DIFF to a stale follower silently skips them. The schedule, on three servers (L
 leads, F and S follow): S is killed (stale from here on); a client writes ``/hole`` through L
-and its PROPOSAL to F is dropped, so ``/hole`` is in L's log alone; L is killed and restarted:
+and its PROPOSAL to F is held until L is killed, so ``/hole`` is in L's log alone; L restarts:
 L and F elect L (its log is longer) and F syncs by a DIFF that carries ``/hole`` before
 NEWLEADER (the hole in F's committed log); a client writes ``/after`` (committed the ordinary
 way); L is killed, S restarts, F leads and syncs S by DIFF. A ``/hole`` that F serves and S,
@@ -224,7 +224,7 @@ class StaleSync:
     leader: str = ""
     holder: str = ""
     stale: str = ""
-    #: The dropped PROPOSAL's zxid: ``/hole``'s transaction.
+    #: The held PROPOSAL's zxid: ``/hole``'s transaction.
     hole_zxid: int | None = None
     holder_sync: list[QuorumRecord] = field(default_factory=list)
     stale_sync: list[QuorumRecord] = field(default_factory=list)
@@ -318,15 +318,17 @@ def _drive_4925(
         server = ensemble.server(leader)
         client = _client(server.host, server.client_port)  # its session is a transaction too
         try:
-            # /hole goes to the leader's log alone: its PROPOSAL to the holder is dropped.
+            # /hole goes to the leader's log alone: its PROPOSAL to the holder is held (what
+            # follows it on that connection waits behind it) while the leader logs it, and
+            # lost when the leader dies: the leader crashed after logging it, before sending.
             proposal = QuorumMatch(
                 frozenset({PacketType.PROPOSAL}), Direction.TO_LEARNER, holder_link
             )
             mark = proxy.mark()
-            proxy.add_rule(proposal, Action.DROP, count=1)
+            proxy.add_rule(proposal, Action.HOLD, count=1)
             client.create_async("/hole", b"in the leader's log alone")
-            dropped = proxy.wait_for(proposal, timeout=_WAIT_S, since=mark)
-            seen.hole_zxid = dropped.frame.zxid  # type: ignore[union-attr]
+            held = proxy.wait_for(proposal, timeout=_WAIT_S, since=mark)
+            seen.hole_zxid = held.frame.zxid  # type: ignore[union-attr]
             time.sleep(1.0)  # the leader logs it (its own ACK needs the log written)
             ensemble.crash(leader)
         finally:
@@ -531,8 +533,8 @@ def _drive_4785(
         # Its ACK of NEWLEADER (zxid e << 32; 3.9.1 may ACK the DIFF's proposals before it):
         # the follower dies the moment it reaches the proxy, and goes no further.
         ack = QuorumMatch(frozenset({PacketType.ACK}), Direction.TO_LEADER, link, zxid_counter=0)
-        # Dropped: a packet its sender died sending is never delivered.
-        proxy.add_rule(ack, Action.DROP, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
+        # Cut: a packet its sender died sending, and anything after it, is never delivered.
+        proxy.add_rule(ack, Action.CUT, count=1, at_match=lambda _r: ensemble.kill_at_once(killed))
         mark = proxy.mark()
         ensemble.restart(leader, wait=False)
         ensemble.restart(killed, wait=False)

@@ -15,8 +15,8 @@ The draw is guided by the spec's window (seed 003; docs/zab-model.md): besides s
 by one, :func:`schedules` draws whole *window templates*, the model's paths into the window
 between a follower's NEWLEADER and its UPTODATE: a follower down while the leader commits, then
 restarting into a DIFF while the leader proposes and commits, with its ACK of NEWLEADER held
-or its sender killed at it, another follower's ACK held across the sync, or a proposal dropped
-on its way to one follower (the paths of ZOOKEEPER-4394, 4785 and 4925).
+or its sender killed at it, another follower's ACK held across the sync, or a proposal held on
+its way to one follower until the leader dies (the paths of ZOOKEEPER-4394, 4785 and 4925).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from adapters.zkquorum.packets import PacketType
 
-VERBS = ("write", "crash", "restart", "hold", "drop", "crash_at", "release", "wait", "settle")
+VERBS = ("write", "crash", "restart", "hold", "cut", "crash_at", "release", "wait", "settle")
 DIRECTIONS = ("to-leader", "to-learner")
 #: The packets a rule may name: the spec's messages on the wire (docs/zab-model.md).
 PACKETS = tuple(
@@ -59,13 +59,15 @@ class ScheduleError(ValueError):
 
 @dataclass(frozen=True)
 class ZabStep:
-    """One step: ``write`` ``count`` transactions through the leader; ``crash`` (SIGKILL) or
-    ``restart`` ``server``; ``hold`` or ``drop`` the next ``packet`` on ``server``'s links (it
-    is the learner; ``direction`` follows from the packet: a learner sends ACKs); ``crash_at``:
-    kill the packet's sender the moment it leaves (and never deliver it); ``release`` every
-    held packet; ``wait`` ``count`` milliseconds; ``settle``: wait (up to 30 s) until every
-    running server serves and one leads (a restart does not wait: a rule may be holding the
-    restarted server's sync)."""
+    """One step: ``write`` ``count`` transactions through the writers' session; ``crash``
+    (SIGKILL) or ``restart`` ``server``; ``hold`` the next ``packet`` on ``server``'s links (it
+    is the learner; ``direction`` follows from the packet: a learner sends ACKs) until
+    ``release``; ``cut`` the connection at that packet (not delivered, the connection closed:
+    the only loss within the spec's reliable FIFO channels); ``crash_at``: kill the packet's
+    sender the moment it leaves (the connection cut there); ``release`` every held packet;
+    ``wait`` ``count`` milliseconds; ``settle``: wait (up to 30 s) until every running server
+    serves and one leads (a restart does not wait: a rule may be holding the restarted
+    server's sync)."""
 
     verb: str
     server: str = ""
@@ -98,9 +100,9 @@ def validate_step(step: ZabStep, servers: int) -> ZabStep:
         raise ScheduleError(f"{step.verb}: count must be a whole number, got {step.count!r}")
     if not isinstance(step.server, str) or not isinstance(step.packet, str):
         raise ScheduleError(f"{step.verb}: server and packet are names")
-    if step.verb in ("crash", "restart", "hold", "drop", "crash_at") and step.server not in names:
+    if step.verb in ("crash", "restart", "hold", "cut", "crash_at") and step.server not in names:
         raise ScheduleError(f"{step.verb}: unknown server {step.server!r}; {sorted(names)}")
-    if step.verb in ("hold", "drop", "crash_at") and step.packet not in PACKETS:
+    if step.verb in ("hold", "cut", "crash_at") and step.packet not in PACKETS:
         raise ScheduleError(f"{step.verb}: unknown packet {step.packet!r}; {', '.join(PACKETS)}")
     if step.verb == "write" and not 1 <= step.count <= MAX_WRITES:
         raise ScheduleError(f"write: count must be 1..{MAX_WRITES}, got {step.count}")
@@ -141,7 +143,7 @@ def steps(servers: int = 3) -> st.SearchStrategy[ZabStep]:
         st.builds(ZabStep, st.just("crash"), names),
         st.builds(ZabStep, st.just("restart"), names),
         st.builds(ZabStep, st.just("hold"), names, packets),
-        st.builds(ZabStep, st.just("drop"), names, packets),
+        st.builds(ZabStep, st.just("cut"), names, packets),
         st.builds(ZabStep, st.just("crash_at"), names, packets),
         st.just(ZabStep("release")),
         st.builds(ZabStep, st.just("wait"), count=st.integers(0, 500)),
@@ -158,11 +160,12 @@ def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
     follower, other = draw(st.permutations(["follower-a", "follower-b"]))
     if draw(st.integers(0, 3)) == 0:
         # The new leader's DIFF (the path of ZOOKEEPER-4925): the other down; a write logged
-        # by the leader alone; the leader back, syncing the follower by DIFF; then the
+        # by the leader alone (its PROPOSAL to the follower held while the write waits, then
+        # lost with the leader); the leader back, syncing the follower by DIFF; then the
         # follower leads and syncs the other.
         return (
             ZabStep("crash", other),
-            ZabStep("drop", follower, "PROPOSAL"),
+            ZabStep("hold", follower, "PROPOSAL"),
             ZabStep("write", count=draw(st.integers(1, 3))),
             ZabStep("crash", "first-leader"),
             ZabStep("restart", "first-leader"),
@@ -180,7 +183,7 @@ def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
                 (ZabStep("hold", follower, "ACK"),),  # its ACK of NEWLEADER
                 (ZabStep("crash_at", follower, "ACK"),),  # killed as it ACKs NEWLEADER
                 (ZabStep("hold", other, "ACK"),),  # an outstanding proposal (4394)
-                (ZabStep("drop", follower, "PROPOSAL"),),
+                (ZabStep("cut", follower, "PROPOSAL"),),
                 (ZabStep("hold", follower, "UPTODATE"),),
                 (ZabStep("crash_at", follower, "NEWLEADER"),),
             ]

@@ -187,3 +187,22 @@ def test_a_match_by_zxid_counter_tells_the_ack_of_newleader_from_a_proposal_s() 
     assert not newleader_ack.matches(
         LINK, Direction.TO_LEADER, QuorumPacket(PacketType.ACK, (1 << 32) + 6)
     )
+
+
+def test_a_cut_packet_and_everything_after_it_never_arrive_and_the_connection_closes(
+    leader: _Leader,
+) -> None:
+    first, second, third = _packets(1, 2, 3)
+    with QuorumProxy() as proxy:
+        port = proxy.add_link(LINK, ("127.0.0.1", leader.port))
+        at = QuorumMatch(frozenset({PacketType.ACK}), zxid_counter=2)
+        proxy.add_rule(at, Action.CUT)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as learner:
+            learner.sendall(first.encode() + second.encode() + third.encode())
+            proxy.wait_for(at, timeout=5)
+            learner.settimeout(5)
+            assert learner.recv(1) == b""  # closed towards the learner too
+        assert leader.wait_for(len(first.encode()) + 1, timeout=1.0) == first.encode()
+        states = [r.state for r in proxy.records()]
+        # The third is logged as cut when it came in the same read as the second (usually).
+        assert states[:2] == ["forwarded", "cut"] and set(states[2:]) <= {"cut"}

@@ -76,8 +76,8 @@ def _fake_runs(
     return ran
 
 
-def _drops_a_proposal(schedule: tuple[ZabStep, ...]) -> Verdict:
-    dropped = [i for i, s in enumerate(schedule) if s.verb == "drop" and s.packet == "PROPOSAL"]
+def _cuts_at_a_proposal(schedule: tuple[ZabStep, ...]) -> Verdict:
+    dropped = [i for i, s in enumerate(schedule) if s.verb == "cut" and s.packet == "PROPOSAL"]
     writes = [i for i, s in enumerate(schedule) if s.verb == "write"]
     found = dropped and writes and max(writes) > min(dropped)
     return Verdict.VIOLATION if found else Verdict.CLEAN
@@ -86,16 +86,16 @@ def _drops_a_proposal(schedule: tuple[ZabStep, ...]) -> Verdict:
 def test_the_search_finds_a_schedule_and_shrinks_it_to_its_core(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _fake_runs(monkeypatch, _drops_a_proposal)
+    _fake_runs(monkeypatch, _cuts_at_a_proposal)
     found = guided.search(object(), seconds=60, max_examples=500, seed=1)  # type: ignore[arg-type]
     assert found.verdict is Verdict.VIOLATION and found.finding is not None
     assert found.first_finding_s is not None and found.examples >= 1
-    assert [s.verb for s in found.finding.schedule] == ["drop", "write"]
+    assert [s.verb for s in found.finding.schedule] == ["cut", "write"]
     assert found.finding.schedule[1].count == 1  # shrunk to the least
 
 
 def test_without_shrinking_the_first_finding_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = _fake_runs(monkeypatch, _drops_a_proposal)
+    ran = _fake_runs(monkeypatch, _cuts_at_a_proposal)
     found = guided.search(object(), seconds=60, max_examples=500, seed=1, shrink=False)  # type: ignore[arg-type]
     assert found.verdict is Verdict.VIOLATION and found.finding is not None
     # Hypothesis runs the failing schedule once more to report it: not a new example.
@@ -128,7 +128,7 @@ def test_a_spent_budget_runs_nothing_more_and_nothing_run_is_undecided(
 #: ZOOKEEPER-4925's path as a schedule (the template's, with one write each).
 NEW_LEADER_DIFF = (
     '[{"verb": "crash", "server": "follower-b"},'
-    ' {"verb": "drop", "server": "follower-a", "packet": "PROPOSAL"},'
+    ' {"verb": "hold", "server": "follower-a", "packet": "PROPOSAL"},'
     ' {"verb": "write", "count": 1},'
     ' {"verb": "crash", "server": "first-leader"},'
     ' {"verb": "restart", "server": "first-leader"},'
