@@ -72,7 +72,8 @@ from adapters.zkquorum.proxy import (
     QuorumRecord,
 )
 from adapters.zookeeper.txnlog import TxnLogError, read_server
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, worst
+from conformance.zab.quorum_trace import QuorumTraceReport, validate
 
 #: Holds last at most this long (the ensemble's syncLimit is 10 s): a follower whose leader is
 #: silent longer drops the connection by itself.
@@ -98,6 +99,9 @@ class BugRun:
     #: The server that joined, and every packet of its link to the leader from its restart.
     joiner: str = ""
     records: list[QuorumRecord] = field(default_factory=list, repr=False)
+    #: Every packet of the run, on every link, and their validation against the spec.
+    traffic: list[QuorumRecord] = field(default_factory=list, repr=False)
+    trace: QuorumTraceReport | None = None
 
     def describe(self) -> str:
         shown = self.window
@@ -105,10 +109,21 @@ class BugRun:
             shown = [*shown[:4], f"... {len(shown) - 8} more ...", *shown[-4:]]
         window = ", ".join(shown) or "not reached"
         connections = f"joiner connections: {self.connections}; " if self.connections else ""
+        trace = f"; {self.trace.summary()}" if self.trace is not None else ""
         return (
             f"{self.bug} on ZooKeeper {self.zookeeper}: {self.verdict}; window: {window}; "
-            f"{connections}{self.evidence}"
+            f"{connections}{self.evidence}{trace}"
         )
+
+
+def _validate_traffic(run: BugRun, servers: int = 3) -> None:
+    """Every packet of the run against the spec's actions (:mod:`.quorum_trace`): a sender that
+    broke a guard is a finding of its own, whatever the scenario's check said."""
+    run.trace = validate(run.traffic, servers)
+    if run.trace.verdict.finding:
+        run.verdict = worst([run.verdict, run.trace.verdict])
+        found = (run.trace.violations + run.trace.divergences)[0]
+        run.evidence = f"{run.evidence}; the quorum trace: {found}".lstrip("; ")
 
 
 def _client(server_host: str, port: int) -> KazooClient:
@@ -135,6 +150,7 @@ def zookeeper_4394(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
                 ensemble.stop()
             log = (base / "logs" / f"{run.joiner}.log").read_text(errors="replace")
         _judge_4394(run, log)
+    _validate_traffic(run)
     return run
 
 
@@ -178,7 +194,8 @@ def _drive_4394(ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun) ->
     finally:
         client.stop()
         client.close()
-        run.records = [r for r in proxy.records(mark) if r.link == joiner_link]
+        run.traffic = proxy.records()
+        run.records = [r for r in run.traffic[mark:] if r.link == joiner_link]
 
 
 def _judge_4394(run: BugRun, log: str) -> None:
@@ -252,6 +269,7 @@ def zookeeper_4925(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
             finally:
                 ensemble.stop()
     _judge_4925(run, seen)
+    _validate_traffic(run)
     return run
 
 
@@ -363,7 +381,7 @@ def _drive_4925(
     except (ZkProxyTimeout, NotHeld, KazooException, KazooTimeoutError) as exc:
         run.evidence = f"the schedule could not be carried out: {exc!r}"
     finally:
-        run.records = proxy.records()
+        run.records = run.traffic = proxy.records()
 
 
 def _describe(records: list[QuorumRecord]) -> list[str]:
@@ -462,6 +480,7 @@ def zookeeper_4785(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
             finally:
                 ensemble.stop()
     _judge_4785(run, seen)
+    _validate_traffic(run)
     return run
 
 
@@ -553,7 +572,7 @@ def _drive_4785(
     except (ZkProxyTimeout, NotHeld, KazooException, KazooTimeoutError) as exc:
         run.evidence = f"the schedule could not be carried out: {exc!r}"
     finally:
-        run.records = proxy.records()
+        run.records = run.traffic = proxy.records()
         errors = proxy.errors()
         if errors and not run.evidence:
             run.evidence = f"the crash at the packet failed: {errors[0][1]}"

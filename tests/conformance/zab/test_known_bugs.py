@@ -16,6 +16,7 @@ from conformance.zab.known_bugs import (
     _judge_4394,
     _judge_4785,
     _judge_4925,
+    _validate_traffic,
 )
 
 LINK = QuorumLink(1, 3)
@@ -105,13 +106,16 @@ HOLDER_LINK = QuorumLink(1, 3)
 STALE_LINK = QuorumLink(2, 1)
 
 
+_LEARNER_SENDS = frozenset({PacketType.ACK, PacketType.FOLLOWERINFO, PacketType.ACKEPOCH})
+
+
 def _sync(link: QuorumLink, *packets: tuple[PacketType, int]) -> list[QuorumRecord]:
     return [
         QuorumRecord(
             number,
             link,
             1,
-            Direction.TO_LEADER if kind is PacketType.ACK else Direction.TO_LEARNER,
+            Direction.TO_LEADER if kind in _LEARNER_SENDS else Direction.TO_LEARNER,
             QuorumPacket(kind, zxid),
             16,
             0.0,
@@ -272,3 +276,27 @@ def test_zookeeper_4785_on_the_releases_around_its_fix(version: str, fixed: bool
     code = main(argv)
     # A race: 3.9.1 may lose it (clean) or hit (a violation); the fixed release never loses.
     assert code == 0 if fixed else code in (0, 1)
+
+
+def test_a_scenario_s_traffic_that_breaks_a_guard_is_a_finding_whatever_its_check_said() -> None:
+    commit_without_ack = _sync(
+        QuorumLink(1, 3),
+        (PacketType.FOLLOWERINFO, 1 << 32),
+        (PacketType.LEADERINFO, 2 << 32),
+        (PacketType.ACKEPOCH, 5),
+        (PacketType.DIFF, 5),
+        (PacketType.NEWLEADER, 2 << 32),
+        (PacketType.ACK, 2 << 32),
+        (PacketType.UPTODATE, -1),
+        (PacketType.PROPOSAL, (2 << 32) + 1),
+        (PacketType.COMMIT, (2 << 32) + 1),
+    )
+    run = BugRun("ZOOKEEPER-4925", "3.9.x", Verdict.CLEAN, evidence="every server serves it")
+    run.traffic = commit_without_ack
+    _validate_traffic(run)
+    assert run.verdict is Verdict.DIVERGENCE and run.trace is not None
+    assert "the quorum trace:" in run.evidence and "less than a quorum" in run.evidence
+    clean = BugRun("ZOOKEEPER-4925", "3.9.x", Verdict.CLEAN, evidence="ok")
+    clean.traffic = commit_without_ack[:7]
+    _validate_traffic(clean)
+    assert clean.verdict is Verdict.CLEAN and "quorum trace: clean" in clean.describe()
