@@ -5,7 +5,8 @@ finding shrunk to a minimal schedule (conformance/zab/guided.py).
 A run directory ``<runs-dir>/<UTC time>-zab-search/`` keeps results.json (the verdict, the
 versions, examples, time to the first finding, the window shapes reached) and, for a finding,
 schedule.json (replay it: ``bkconform replay <run dir>`` or ``bkconform zab search --replay
-<schedule.json>``) and frames.txt (the finding's quorum packets as the proxy saw them).
+<schedule.json>``) and frames.txt (the finding's quorum packets as the proxy saw them); a
+replay keeps every attempt's packets (frames-<attempt>.txt).
 
 Exit codes: 0 = every schedule ran and was clean; 1 = a finding; 2 = undecided.
 """
@@ -154,8 +155,8 @@ def _replay(
         verdicts.append(outcome.verdict)
         rows.append(_outcome_json(outcome))
         print(f"  attempt {attempt}: {outcome.describe()}", file=out, flush=True)
-        if outcome.verdict.finding:
-            (run_dir / "frames.txt").write_text(_frames(outcome))
+        # Every attempt's packets, finding or not: a replay is also how a window is shown.
+        (run_dir / f"frames-{attempt}.txt").write_text(_frames(outcome))
     hits = sum(1 for v in verdicts if v.finding)
     print(f"Hit in {hits} of {attempts} attempts", file=out)
     results["attempts"] = rows
