@@ -159,3 +159,18 @@ def test_the_new_leader_s_diff_replayed_on_the_releases_around_4925(
         assert "serve different nodes" in out and (run_dir / "frames-1.txt").exists()
         # The run directory replays the same schedule.
         assert main(["replay", str(run_dir), "--runs-dir", str(runs)]) == 1
+
+
+@pytest.mark.cluster
+def test_the_uncommitted_write_in_a_leader_s_snapshot_survives_trunc_on_3_9_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/findings/zookeeper-uncommitted-write-survives-trunc.md: a ZooKeeper bug (3.8.4 to
+    3.9.5 here); 3.9.4, where ZOOKEEPER-4925's path is fixed, shows this one alone."""
+    schedule = (
+        Path(__file__).parents[3] / "docs/findings/zookeeper-uncommitted-write-survives-trunc.json"
+    )
+    argv = ["zab", "search", "--replay", str(schedule), "--zookeeper", "3.9.4"]
+    assert main([*argv, "--runs-dir", str(tmp_path)]) == Verdict.VIOLATION.exit_code
+    out = capsys.readouterr().out
+    assert "the servers serve different nodes" in out and "0 writes acknowledged" in out
