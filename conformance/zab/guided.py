@@ -44,6 +44,7 @@ from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
+from conformance.errors import ConformanceError
 from conformance.verdict import Verdict, worst
 from conformance.zab.quorum_trace import QuorumTraceReport, validate
 from conformance.zab.runner import wait_for_convergence
@@ -383,7 +384,9 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-class _Found(Exception):
+class _Found(ConformanceError):
+    """A schedule with a finding: ends Hypothesis's run (control flow of :func:`search`)."""
+
     def __init__(self, outcome: ScheduleOutcome) -> None:
         super().__init__(outcome.describe())
         self.outcome = outcome

@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +117,26 @@ class BugRun:
         )
 
 
+@contextlib.contextmanager
+def _proxied_ensemble(
+    install: ZooKeeperInstall, work_dir: Path | None, name: str
+) -> Iterator[tuple[ZooKeeperEnsemble, QuorumProxy, Path]]:
+    """A fresh three-server ensemble of ``install`` whose quorum traffic passes a proxy, in
+    ``work_dir`` (None: a temporary directory), stopped on every exit path. Holds longer than
+    ``syncLimit`` would make a follower drop its connection: it is 40 ticks (10 s) here."""
+    with tempfile.TemporaryDirectory(prefix=f"bkconform-{name}-") as scratch:
+        base = work_dir or Path(scratch)
+        with QuorumProxy() as proxy:
+            ensemble = ZooKeeperEnsemble(
+                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
+            )
+            try:
+                ensemble.start()
+                yield ensemble, proxy, base
+            finally:
+                ensemble.stop()
+
+
 def _validate_traffic(run: BugRun, servers: int = 3) -> None:
     """Every packet of the run against the spec's actions (:mod:`.quorum_trace`): a sender that
     broke a guard is a finding of its own, whatever the scenario's check said."""
@@ -137,19 +158,11 @@ def zookeeper_4394(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     ``install`` (see the module docstring)."""
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4394", version)
-    with tempfile.TemporaryDirectory(prefix="bkconform-4394-") as scratch:
-        base = work_dir or Path(scratch)
-        with QuorumProxy() as proxy:
-            ensemble = ZooKeeperEnsemble(
-                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
-            )
-            ensemble.start()
-            try:
-                _drive_4394(ensemble, proxy, run)
-            finally:
-                ensemble.stop()
-            log = (base / "logs" / f"{run.joiner}.log").read_text(errors="replace")
-        _judge_4394(run, log)
+    with _proxied_ensemble(install, work_dir, "4394") as (ensemble, proxy, base):
+        _drive_4394(ensemble, proxy, run)
+        time.sleep(0.2)  # the joiner's log has its exception (or not) by now
+        log = (base / "logs" / f"{run.joiner}.log").read_text(errors="replace")
+    _judge_4394(run, log)
     _validate_traffic(run)
     return run
 
@@ -257,17 +270,8 @@ def zookeeper_4925(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4925", version)
     seen = StaleSync()
-    with tempfile.TemporaryDirectory(prefix="bkconform-4925-") as scratch:
-        base = work_dir or Path(scratch)
-        with QuorumProxy() as proxy:
-            ensemble = ZooKeeperEnsemble(
-                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
-            )
-            ensemble.start()
-            try:
-                _drive_4925(ensemble, proxy, run, seen)
-            finally:
-                ensemble.stop()
+    with _proxied_ensemble(install, work_dir, "4925") as (ensemble, proxy, _base):
+        _drive_4925(ensemble, proxy, run, seen)
     _judge_4925(run, seen)
     _validate_traffic(run)
     return run
@@ -468,17 +472,8 @@ def zookeeper_4785(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4785", version)
     seen = LostSync()
-    with tempfile.TemporaryDirectory(prefix="bkconform-4785-") as scratch:
-        base = work_dir or Path(scratch)
-        with QuorumProxy() as proxy:
-            ensemble = ZooKeeperEnsemble(
-                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
-            )
-            ensemble.start()
-            try:
-                _drive_4785(ensemble, proxy, run, seen)
-            finally:
-                ensemble.stop()
+    with _proxied_ensemble(install, work_dir, "4785") as (ensemble, proxy, _base):
+        _drive_4785(ensemble, proxy, run, seen)
     _judge_4785(run, seen)
     _validate_traffic(run)
     return run

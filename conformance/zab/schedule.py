@@ -29,6 +29,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from adapters.zkquorum.packets import PacketType
+from conformance.errors import ConformanceError
 
 VERBS = ("write", "crash", "restart", "hold", "cut", "crash_at", "release", "wait", "settle")
 DIRECTIONS = ("to-leader", "to-learner")
@@ -53,7 +54,7 @@ MAX_WRITES = 50
 MAX_WAIT_MS = 2000
 
 
-class ScheduleError(ValueError):
+class ScheduleError(ConformanceError, ValueError):
     """A schedule that cannot be run as written (a bad verb, server, packet or number)."""
 
 

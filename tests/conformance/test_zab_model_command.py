@@ -65,7 +65,7 @@ def test_zab_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as stopped:
         main(["zab", "--help"])
     assert stopped.value.code == 0
-    assert "{run,scenarios,bug,model}" in capsys.readouterr().out
+    assert "{run,scenarios,bug,search,model}" in capsys.readouterr().out
 
 
 def test_two_workers_give_the_same_figures(capsys: pytest.CaptureFixture[str]) -> None:
