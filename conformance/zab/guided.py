@@ -329,7 +329,15 @@ def run_schedule(
                 runner.close()
                 ensemble.stop()
     outcome.acknowledged = len(runner.acked)
-    outcome.trace = validate(outcome.records, servers)
+    judge(outcome, validate(outcome.records, servers))
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def judge(outcome: ScheduleOutcome, trace: QuorumTraceReport) -> None:
+    """The schedule's verdict: its own checks (a finding is a violation; a shortfall of the
+    harness with no finding, undecided; else clean) joined with the trace validation's."""
+    outcome.trace = trace
     outcome.shapes = window_shapes(outcome.records)
     own = (
         Verdict.VIOLATION
@@ -338,11 +346,9 @@ def run_schedule(
         if outcome.shortfalls
         else Verdict.CLEAN
     )
-    outcome.verdict = worst([own, outcome.trace.verdict])
-    if outcome.trace.verdict.finding:
-        outcome.findings += outcome.trace.violations + outcome.trace.divergences
-    outcome.seconds = time.monotonic() - started
-    return outcome
+    outcome.verdict = worst([own, trace.verdict])
+    if trace.verdict.finding:
+        outcome.findings += trace.violations + trace.divergences
 
 
 #: Shrinking may go this long past the search's budget (each try is a real run).
@@ -473,4 +479,12 @@ def search(
     return result
 
 
-__all__ = ["ROOT", "ScheduleOutcome", "SearchOutcome", "run_schedule", "search", "window_shapes"]
+__all__ = [
+    "ROOT",
+    "ScheduleOutcome",
+    "SearchOutcome",
+    "judge",
+    "run_schedule",
+    "search",
+    "window_shapes",
+]

@@ -175,3 +175,27 @@ def test_the_uncommitted_write_in_a_leader_s_snapshot_survives_trunc_on_3_9_4(
     assert main([*argv, "--runs-dir", str(tmp_path)]) == Verdict.VIOLATION.exit_code
     out = capsys.readouterr().out
     assert "the servers serve different nodes" in out and "0 writes acknowledged" in out
+
+
+def test_a_schedule_s_verdict_joins_its_checks_and_its_trace() -> None:
+    from conformance.zab.quorum_trace import QuorumTraceReport
+
+    clean_trace = QuorumTraceReport(Verdict.CLEAN, packets=10)
+    diverging = QuorumTraceReport(Verdict.DIVERGENCE, packets=10, divergences=["#3 COMMIT: x"])
+    nothing_seen = QuorumTraceReport(Verdict.UNDECIDED, note="no packet of the spec")
+    cases = [
+        ([], [], clean_trace, Verdict.CLEAN),
+        (["2 acknowledged writes lost on zk1"], [], clean_trace, Verdict.VIOLATION),
+        ([], ["the servers did not converge: zk1=down"], clean_trace, Verdict.UNDECIDED),
+        (["lost"], ["did not converge"], clean_trace, Verdict.VIOLATION),
+        ([], [], diverging, Verdict.DIVERGENCE),
+        ([], ["did not converge"], diverging, Verdict.DIVERGENCE),
+        ([], [], nothing_seen, Verdict.UNDECIDED),
+    ]
+    for findings, shortfalls, trace, verdict in cases:
+        outcome = ScheduleOutcome((), findings=list(findings), shortfalls=list(shortfalls))
+        guided.judge(outcome, trace)
+        assert outcome.verdict is verdict, (findings, shortfalls, trace.verdict)
+    outcome = ScheduleOutcome(())
+    guided.judge(outcome, diverging)
+    assert outcome.findings == ["#3 COMMIT: x"] and outcome.trace is diverging
