@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,13 +38,14 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from adapters.cluster.errors import ClusterError
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
 from conformance.errors import ConformanceError
 from conformance.verdict import Verdict, worst
+from conformance.zab.proxied import proxied_ensemble
 from conformance.zab.quorum_trace import QuorumTraceReport, validate
 from conformance.zab.runner import wait_for_convergence
 from conformance.zab.schedule import ZabStep, minimise, schedules
@@ -301,33 +301,23 @@ def run_schedule(
     """Run ``schedule`` on a fresh ensemble of ``install`` and judge it (module docstring)."""
     outcome = ScheduleOutcome(schedule)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bkconform-zab-schedule-") as scratch:
-        base = work_dir or Path(scratch)
-        with QuorumProxy() as proxy:
-            ensemble = ZooKeeperEnsemble(
-                install,
-                base,
-                size=servers,
-                tuning=ZooKeeperTuning(sync_limit=40),
-                quorum_proxy=proxy,
-            )
-            runner = _Runner(ensemble, proxy, outcome)
-            try:
-                ensemble.start()
-                runner.start()
-                for step in schedule:
-                    runner.step(step)
-                runner.close()
-                if runner.heal():
-                    runner.check()
-            except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
-                outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
-            finally:
-                outcome.records = proxy.records()
-                for _record, error in proxy.errors():
-                    outcome.shortfalls.append(f"a crash at a packet failed: {error}")
-                runner.close()
-                ensemble.stop()
+    with proxied_ensemble(install, work_dir, "zab-schedule", servers) as (ensemble, proxy, _):
+        runner = _Runner(ensemble, proxy, outcome)
+        try:
+            ensemble.start()
+            runner.start()
+            for step in schedule:
+                runner.step(step)
+            runner.close()
+            if runner.heal():
+                runner.check()
+        except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
+            outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
+        finally:
+            outcome.records = proxy.records()
+            for _record, error in proxy.errors():
+                outcome.shortfalls.append(f"a crash at a packet failed: {error}")
+            runner.close()
     outcome.acknowledged = len(runner.acked)
     judge(outcome, validate(outcome.records, servers))
     outcome.seconds = time.monotonic() - started

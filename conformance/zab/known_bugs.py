@@ -49,9 +49,7 @@ after the flush, or the release has the fix); a schedule that did not come about
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +57,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
+from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.system import zookeeper_version
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyTimeout
@@ -74,6 +72,7 @@ from adapters.zkquorum.proxy import (
 )
 from adapters.zookeeper.txnlog import TxnLogError, read_server
 from conformance.verdict import Verdict, worst
+from conformance.zab.proxied import proxied_ensemble
 from conformance.zab.quorum_trace import QuorumTraceReport, validate
 
 #: Holds last at most this long (the ensemble's syncLimit is 10 s): a follower whose leader is
@@ -117,26 +116,6 @@ class BugRun:
         )
 
 
-@contextlib.contextmanager
-def _proxied_ensemble(
-    install: ZooKeeperInstall, work_dir: Path | None, name: str
-) -> Iterator[tuple[ZooKeeperEnsemble, QuorumProxy, Path]]:
-    """A fresh three-server ensemble of ``install`` whose quorum traffic passes a proxy, in
-    ``work_dir`` (None: a temporary directory), stopped on every exit path. Holds longer than
-    ``syncLimit`` would make a follower drop its connection: it is 40 ticks (10 s) here."""
-    with tempfile.TemporaryDirectory(prefix=f"bkconform-{name}-") as scratch:
-        base = work_dir or Path(scratch)
-        with QuorumProxy() as proxy:
-            ensemble = ZooKeeperEnsemble(
-                install, base, size=3, tuning=ZooKeeperTuning(sync_limit=40), quorum_proxy=proxy
-            )
-            try:
-                ensemble.start()
-                yield ensemble, proxy, base
-            finally:
-                ensemble.stop()
-
-
 def _validate_traffic(run: BugRun, servers: int = 3) -> None:
     """Every packet of the run against the spec's actions (:mod:`.quorum_trace`): a sender that
     broke a guard is a finding of its own, whatever the scenario's check said."""
@@ -158,7 +137,8 @@ def zookeeper_4394(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     ``install`` (see the module docstring)."""
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4394", version)
-    with _proxied_ensemble(install, work_dir, "4394") as (ensemble, proxy, base):
+    with proxied_ensemble(install, work_dir, "4394") as (ensemble, proxy, base):
+        ensemble.start()
         _drive_4394(ensemble, proxy, run)
         time.sleep(0.2)  # the joiner's log has its exception (or not) by now
         log = (base / "logs" / f"{run.joiner}.log").read_text(errors="replace")
@@ -270,7 +250,8 @@ def zookeeper_4925(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4925", version)
     seen = StaleSync()
-    with _proxied_ensemble(install, work_dir, "4925") as (ensemble, proxy, _base):
+    with proxied_ensemble(install, work_dir, "4925") as (ensemble, proxy, _base):
+        ensemble.start()
         _drive_4925(ensemble, proxy, run, seen)
     _judge_4925(run, seen)
     _validate_traffic(run)
@@ -472,7 +453,8 @@ def zookeeper_4785(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     version = zookeeper_version(install.classpath) or "of unknown version"
     run = BugRun("ZOOKEEPER-4785", version)
     seen = LostSync()
-    with _proxied_ensemble(install, work_dir, "4785") as (ensemble, proxy, _base):
+    with proxied_ensemble(install, work_dir, "4785") as (ensemble, proxy, _base):
+        ensemble.start()
         _drive_4785(ensemble, proxy, run, seen)
     _judge_4785(run, seen)
     _validate_traffic(run)
