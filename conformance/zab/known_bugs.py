@@ -148,14 +148,10 @@ def zookeeper_4394(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
 
 
 def _drive_4394(ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun) -> None:
-    leader = ensemble.leader()
-    if leader is None:
-        raise RuntimeError("the ensemble has no leader")
-    leader_id = int(leader.removeprefix("zk"))
-    joiner, other = sorted(name for name in ensemble.servers if name != leader)
+    leader, joiner, other = _roles(ensemble)
     run.joiner = joiner
-    joiner_link = QuorumLink(int(joiner.removeprefix("zk")), leader_id)
-    other_link = QuorumLink(int(other.removeprefix("zk")), leader_id)
+    joiner_link = QuorumLink(_sid(joiner), _sid(leader))
+    other_link = QuorumLink(_sid(other), _sid(leader))
     server = ensemble.server(leader)
     client = _client(server.host, server.client_port)
     try:
@@ -262,6 +258,15 @@ def _sid(name: str) -> int:
     return int(name.removeprefix("zk"))
 
 
+def _roles(ensemble: ZooKeeperEnsemble) -> tuple[str, str, str]:
+    """The leader of a three-server ensemble and its two followers, by ``myid``."""
+    leader = ensemble.leader()
+    if leader is None:
+        raise RuntimeError("the ensemble has no leader")
+    first, second = sorted(name for name in ensemble.servers if name != leader)
+    return leader, first, second
+
+
 def _serves(ensemble: ZooKeeperEnsemble, name: str, path: str) -> bool:
     """Does ``name`` serve ``path``, after a ``sync`` (so it has caught up with its leader)?"""
     server = ensemble.server(name)
@@ -305,10 +310,7 @@ def _sync_of(proxy: QuorumProxy, link: QuorumLink, since: int) -> list[QuorumRec
 def _drive_4925(
     ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun, seen: StaleSync
 ) -> None:
-    leader = ensemble.leader()
-    if leader is None:
-        raise RuntimeError("the ensemble has no leader")
-    holder, stale = sorted(name for name in ensemble.servers if name != leader)
+    leader, holder, stale = _roles(ensemble)
     seen.leader, seen.holder, seen.stale = leader, holder, stale
     holder_link = QuorumLink(_sid(holder), _sid(leader))
     stale_link = QuorumLink(_sid(stale), _sid(holder))
@@ -508,10 +510,7 @@ def _on_disk(ensemble: ZooKeeperEnsemble, name: str) -> tuple[int | None, int | 
 def _drive_4785(
     ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun, seen: LostSync
 ) -> None:
-    leader = ensemble.leader()
-    if leader is None:
-        raise RuntimeError("the ensemble has no leader")
-    killed, other = sorted(name for name in ensemble.servers if name != leader)
+    leader, killed, other = _roles(ensemble)
     seen.leader, seen.killed, seen.other = leader, killed, other
     link = QuorumLink(_sid(killed), _sid(leader))
     try:
