@@ -50,8 +50,8 @@ from adapters.netproxy.routing import (
     route_through_proxies,
     routing_method_for_version,
 )
+from adapters.zkproxy import ExpiryRecord, Op, ZkMatch, ZkProxyError, ZooKeeperProxy
 from adapters.zkproxy import Hold as ZkHold
-from adapters.zkproxy import Op, ZkMatch, ZkProxyError, ZooKeeperProxy
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
@@ -507,7 +507,9 @@ class SessionFaults:
             rule = zookeeper.add_rule(METADATA_WRITES, ZkHold())
             self._later(what, seconds, lambda: _release_writes(zookeeper, rule))
         else:
-            self._session.zookeeper_proxy.expire_session()
+            zookeeper = self._session.zookeeper_proxy
+            expiry = zookeeper.expire_session()
+            self._at_close(what, lambda: await_new_session(zookeeper, expiry))
         return what + (f" for {event.duration_ms} ms" if event.duration_ms else "")
 
     def _restart(self, node: Node) -> None:
@@ -564,6 +566,38 @@ class SessionFaults:
             self._undo_now(what)
 
 
+#: How long the client may take to open its next ZooKeeper session after an expiry (its
+#: reconnection is told "expired", then it starts a new session: about 2 s here).
+NEW_SESSION_S = 30.0
+
+
+def await_new_session(
+    zookeeper: ZooKeeperProxy, expiry: ExpiryRecord, timeout: float = NEW_SESSION_S
+) -> None:
+    """Wait until the client holds a session granted after ``expiry``: an expiry's effect ends
+    with its run. Until then the client can neither write metadata nor look a bookie up, and an
+    expiry near a run's end failed the next run's ensemble change (NotEnoughBookies: the spare
+    could not be resolved, in a fresh-clone CI).
+
+    :raises RunUndecided: no new session within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        latest = zookeeper.session()
+        if (
+            latest is not None
+            and latest.session_id != expiry.session_id
+            and latest.at >= expiry.started_at
+        ):
+            return
+        if time.monotonic() >= deadline:
+            raise RunUndecided(
+                f"the client opened no new ZooKeeper session within {timeout:.0f} s of the "
+                f"expiry of session 0x{expiry.session_id:x}"
+            )
+        time.sleep(0.05)
+
+
 #: The client's writes to ZooKeeper: what an ensemble change, a close or a recovery writes.
 METADATA_WRITES = ZkMatch.request(Op.SET_DATA, Op.CREATE, Op.CREATE2, Op.DELETE, Op.MULTI)
 
@@ -597,6 +631,7 @@ __all__ = [
     "SessionLayout",
     "SessionOptions",
     "SessionRefused",
+    "await_new_session",
     "deliveries_of",
     "model_bookie_names",
     "routing_refusal",

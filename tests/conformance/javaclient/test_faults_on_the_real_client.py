@@ -187,8 +187,9 @@ def test_a_bookie_restarted_empty_at_the_same_address_has_lost_what_it_acknowled
     # it has): the client's e0 is acknowledged, and b2, a fresh bookie, no longer has it.
     restart = FaultEvent(FaultKind.RESTART_EMPTY, B2_ANSWER_E0, "b2")
     example = _run(session, FrameSchedule(events=(restart,)))
-    assert _callbacks(example)[0] == "add 0 (e0): OK"
-    assert 1 not in example.record.stored[0] and example.record.stored[0], example.record.stored
+    story = (example.decisions, example.record.segments, example.record.stored)
+    assert _callbacks(example)[0] == "add 0 (e0): OK", story
+    assert 1 not in example.record.stored[0] and example.record.stored[0], story
 
 
 def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:

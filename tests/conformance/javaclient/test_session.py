@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -10,13 +12,16 @@ from typing import Any
 import pytest
 
 from adapters.javaclient import BookKeeperVersion
+from adapters.zkproxy import ExpiryOutcome, ExpiryRecord, SessionRecord
 from conformance.javaclient.plans import FaultEvent, FaultKind
 from conformance.javaclient.session import (
     ClientSession,
+    RunUndecided,
     SessionFaults,
     SessionLayout,
     SessionOptions,
     SessionRefused,
+    await_new_session,
     deliveries_of,
     model_bookie_names,
     routing_refusal,
@@ -154,3 +159,55 @@ def test_a_pause_of_another_bookie_is_still_undone() -> None:
     faults.execute(FaultEvent(FaultKind.RESTART, None, "b2"))
     faults.close()
     assert cluster.calls == ["pause bk1", "crash bk2", "restart bk2", "resume bk1"]
+
+
+class _SessionsOf:
+    """A ZooKeeper proxy whose latest granted session is ``granted`` (None: none yet)."""
+
+    def __init__(self, granted: SessionRecord | None) -> None:
+        self.granted = granted
+        self.expired: list[int] = []
+
+    def session(self) -> SessionRecord | None:
+        return self.granted
+
+    def expire_session(self) -> ExpiryRecord:
+        assert self.granted is not None
+        self.expired.append(self.granted.session_id)
+        return ExpiryRecord(self.granted.session_id, 10.0, 10.5, ExpiryOutcome.EXPIRED, (1,))
+
+
+def _granted(session_id: int, at: float) -> SessionRecord:
+    return SessionRecord(session_id, b"", 10_000, 1, at)
+
+
+def test_a_run_that_expired_the_session_ends_once_the_client_has_a_new_one() -> None:
+    zookeeper = _SessionsOf(_granted(7, 1.0))
+    session: Any = SimpleNamespace(proxies={}, bookie_ids=[], zookeeper_proxy=zookeeper)
+    faults = SessionFaults(session, cluster=None, names={})  # type: ignore[arg-type]
+    faults.execute(FaultEvent(FaultKind.EXPIRE_SESSION))
+    assert zookeeper.expired == [7]
+    threading.Timer(0.2, lambda: setattr(zookeeper, "granted", _granted(8, 11.0))).start()
+    started = time.monotonic()
+    faults.close()
+    assert time.monotonic() - started >= 0.15  # it waited for session 8
+
+
+@pytest.mark.parametrize(
+    "granted",
+    [None, _granted(7, 9.0), _granted(7, 12.0), _granted(6, 5.0)],
+    ids=["none", "the-expired-one", "the-expired-one-resumed", "an-older-one"],
+)
+def test_no_session_granted_after_the_expiry_leaves_the_run_undecided(
+    granted: SessionRecord | None,
+) -> None:
+    zookeeper = _SessionsOf(granted)
+    expiry = ExpiryRecord(7, 10.0, 10.5, ExpiryOutcome.EXPIRED, ())
+    with pytest.raises(RunUndecided, match="no new ZooKeeper session within 0 s"):
+        await_new_session(zookeeper, expiry, timeout=0.1)  # type: ignore[arg-type]
+
+
+def test_a_session_granted_after_the_expiry_ends_the_wait_at_once() -> None:
+    zookeeper = _SessionsOf(_granted(8, 10.2))
+    expiry = ExpiryRecord(7, 10.0, 10.5, ExpiryOutcome.EXPIRED, ())
+    await_new_session(zookeeper, expiry, timeout=0.0)  # type: ignore[arg-type]
