@@ -25,7 +25,9 @@ from conformance.commands.options import add_zookeeper_option, zookeeper_from_ar
 from conformance.rundir import new_run_dir
 from conformance.verdict import Verdict, worst
 from conformance.zab.guided import ScheduleOutcome, SearchOutcome, run_schedule, search
+from conformance.zab.model_paths import model_schedules
 from conformance.zab.schedule import ScheduleError, from_json, to_json
+from model.zab.protocol.windows import WINDOW_GOALS
 
 RUN_KIND = "zab-search"
 
@@ -57,6 +59,36 @@ def register(commands: Any) -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where runs go")
     add_zookeeper_option(parser)
     parser.set_defaults(func=zab_search_command)
+    paths = commands.add_parser(
+        "paths",
+        help="the model's paths into the window and the schedules compiled from them",
+        description="Each window goal's shortest path in the Zab model from an established "
+        "ensemble (model/zab/protocol/windows.py) and the schedule compiled from it for real "
+        "servers (conformance/zab/model_paths.py); the search draws these. With --goal and "
+        "--json, that schedule alone as JSON, for `bkconform zab search --replay`.",
+    )
+    paths.add_argument("--goal", choices=sorted(WINDOW_GOALS), default=None, help="one goal")
+    paths.add_argument(
+        "--json", action="store_true", help="with --goal: the schedule as JSON, nothing else"
+    )
+    paths.set_defaults(func=zab_paths_command)
+
+
+def zab_paths_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    if args.json and args.goal is None:
+        print("bkconform zab paths: --json needs --goal", file=sys.stderr)
+        return Verdict.UNDECIDED.exit_code
+    found = {model.goal: model for model in model_schedules()}
+    goals = [args.goal] if args.goal else list(WINDOW_GOALS)
+    for goal in goals:
+        if goal not in found:
+            print(f"{goal}: no path within the search's bounds", file=out)
+        elif args.json:
+            print(to_json(found[goal].schedule), file=out)
+        else:
+            print(found[goal].describe(), file=out)
+    return 0
 
 
 def _results(directory: Path) -> dict[str, Any]:

@@ -40,11 +40,12 @@ from kazoo.handlers.threading import KazooTimeoutError
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall
-from adapters.zkproxy.errors import NotHeld, ZkProxyError
+from adapters.zkproxy.errors import NotHeld, ZkProxyError, ZkProxyTimeout
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
 from conformance.errors import ConformanceError
 from conformance.verdict import Verdict, worst
+from conformance.zab.model_paths import model_windows
 from conformance.zab.proxied import proxied_ensemble
 from conformance.zab.quorum_trace import QuorumTraceReport, validate
 from conformance.zab.runner import wait_for_convergence
@@ -54,6 +55,8 @@ ROOT = "/g"
 _CLIENT_TIMEOUT_S = 5.0
 _HEAL_TIMEOUT_S = 60.0
 _SETTLE_S = 30.0
+#: How long ``await`` waits for its packet.
+_AWAIT_S = 10.0
 
 
 @dataclass
@@ -140,6 +143,9 @@ class _Runner:
         self.counter = itertools.count()
         self.roles: dict[str, str] = {}
         self.writer: KazooClient | None = None
+        #: The proxy's record count at the last write, crash or restart: ``await`` looks
+        #: from there.
+        self.mark = 0
 
     def start(self) -> None:
         """Fix the roles (the first leader and its followers) and open the writers' session:
@@ -178,6 +184,8 @@ class _Runner:
         return process is not None and process.is_running()
 
     def step(self, step: ZabStep) -> None:
+        if step.verb in ("write", "crash", "restart"):
+            self.mark = len(self.proxy.records())
         if step.verb == "write":
             self.write(step.count)
         elif step.verb == "crash":
@@ -191,7 +199,9 @@ class _Runner:
         elif step.verb in ("hold", "cut", "crash_at"):
             self.rule(step)
         elif step.verb == "release":
-            self.release()
+            self.release(step)
+        elif step.verb == "await":
+            self.await_packet(step)
         elif step.verb == "wait":
             time.sleep(step.count / 1000)
         elif step.verb == "settle":
@@ -205,11 +215,10 @@ class _Runner:
             self.ensemble.wait_until_serving(running, _SETTLE_S)
 
     def rule(self, step: ZabStep) -> None:
-        sid = self.sid(step.server)
-        if sid is None:
+        match = self.match(step)
+        if match is None:
             return  # no leader to name: the rule would match nothing
         direction = Direction(step.direction)
-        match = QuorumMatch(frozenset({PacketType[step.packet]}), direction, learner=sid)
         if step.verb == "hold":
             self.proxy.add_rule(match, Action.HOLD)
         elif step.verb == "cut":
@@ -228,10 +237,32 @@ class _Runner:
             # Cut: a packet its sender died sending, and anything after it, is never delivered.
             self.proxy.add_rule(match, Action.CUT, at_match=kill_sender)
 
-    def release(self) -> None:
+    def release(self, step: ZabStep | None = None) -> None:
+        """Every held packet, or those ``step`` names (its server's, of its kind)."""
+        match = None if step is None or not step.server else self.match(step)
         for record in self.proxy.held():
-            with contextlib.suppress(NotHeld):
-                self.proxy.release(record.record_id)
+            if match is None or match.matches(record.link, record.direction, record.frame):
+                with contextlib.suppress(NotHeld):
+                    self.proxy.release(record.record_id)
+
+    def match(self, step: ZabStep) -> QuorumMatch | None:
+        """The packets ``step`` names (None: its server names nobody now)."""
+        sid = self.sid(step.server)
+        if sid is None:
+            return None
+        direction = Direction(step.direction)
+        return QuorumMatch(frozenset({PacketType[step.packet]}), direction, learner=sid)
+
+    def await_packet(self, step: ZabStep) -> None:
+        """Until the packet ``step`` names has been seen since the last write, crash or
+        restart; a shortfall if it never comes (the real servers left the model's path)."""
+        match = self.match(step)
+        try:
+            if match is None:
+                raise ZkProxyTimeout(f"{step.server} names no server now")
+            self.proxy.wait_for(match, _AWAIT_S, since=self.mark)
+        except ZkProxyTimeout as exc:
+            self.outcome.shortfalls.append(f"{step.describe()}: {exc}")
 
     def write(self, count: int) -> None:
         """``count`` creates through the writers' session, each waited for up to the client
@@ -433,7 +464,7 @@ def search(
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
     )
-    @given(schedules(servers))
+    @given(schedules(servers, paths=model_windows()))
     def example(schedule: tuple[ZabStep, ...]) -> None:
         if not first and not budget_left():
             return  # out of time before any finding: the rest are not run

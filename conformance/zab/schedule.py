@@ -31,7 +31,18 @@ from hypothesis import strategies as st
 from adapters.zkquorum.packets import PacketType
 from conformance.errors import ConformanceError
 
-VERBS = ("write", "crash", "restart", "hold", "cut", "crash_at", "release", "wait", "settle")
+VERBS = (
+    "write",
+    "crash",
+    "restart",
+    "hold",
+    "cut",
+    "crash_at",
+    "release",
+    "await",
+    "wait",
+    "settle",
+)
 DIRECTIONS = ("to-leader", "to-learner")
 #: The packets a rule may name: the spec's messages on the wire (docs/zab-model.md).
 PACKETS = tuple(
@@ -45,9 +56,10 @@ PACKETS = tuple(
         PacketType.DIFF,
         PacketType.ACKEPOCH,
         PacketType.LEADERINFO,
+        PacketType.FOLLOWERINFO,
     )
 )
-_SENT_BY_LEARNER = frozenset({"ACK", "ACKEPOCH"})
+_SENT_BY_LEARNER = frozenset({"ACK", "ACKEPOCH", "FOLLOWERINFO"})
 #: Roles fixed when the schedule starts (three servers): the first leader and its followers.
 ROLES = ("first-leader", "follower-a", "follower-b")
 MAX_WRITES = 50
@@ -65,8 +77,11 @@ class ZabStep:
     is the learner; ``direction`` follows from the packet: a learner sends ACKs) until
     ``release``; ``cut`` the connection at that packet (not delivered, the connection closed:
     the only loss within the spec's reliable FIFO channels); ``crash_at``: kill the packet's
-    sender the moment it leaves (the connection cut there); ``release`` every held packet;
-    ``wait`` ``count`` milliseconds; ``settle``: wait (up to 30 s) until every running server
+    sender the moment it leaves (the connection cut there); ``release`` every held packet (or,
+    with ``server`` and ``packet``, those of that kind on that server's links); ``await`` (up
+    to 10 s) a ``packet`` on ``server``'s links seen since the last write, crash or restart:
+    the real servers have got as far as the model's path before its next step; ``wait``
+    ``count`` milliseconds; ``settle``: wait (up to 30 s) until every running server
     serves and one leads (a restart does not wait: a rule may be holding the restarted
     server's sync)."""
 
@@ -85,7 +100,11 @@ class ZabStep:
         if self.verb == "wait":
             return f"wait {self.count} ms"
         if self.verb == "release":
+            if self.server:
+                return f"release {self.server}'s held {self.packet} ({self.direction})"
             return "release held packets"
+        if self.verb == "await":
+            return f"await {self.server}'s {self.packet} ({self.direction})"
         if self.verb == "settle":
             return "settle (running servers serve)"
         if self.verb in ("crash", "restart"):
@@ -103,7 +122,16 @@ def validate_step(step: ZabStep, servers: int) -> ZabStep:
         raise ScheduleError(f"{step.verb}: server and packet are names")
     if step.verb in ("crash", "restart", "hold", "cut", "crash_at") and step.server not in names:
         raise ScheduleError(f"{step.verb}: unknown server {step.server!r}; {sorted(names)}")
-    if step.verb in ("hold", "cut", "crash_at") and step.packet not in PACKETS:
+    if step.verb == "release" and bool(step.server) != bool(step.packet):
+        raise ScheduleError("release: name both a server and a packet, or neither")
+    names_a_packet = step.verb in ("hold", "cut", "crash_at", "await") or (
+        step.verb == "release" and bool(step.server)
+    )
+    if step.verb in ("await", "release") and step.server and step.server not in names:
+        raise ScheduleError(f"{step.verb}: unknown server {step.server!r}; {sorted(names)}")
+    if step.verb == "await" and not step.server:
+        raise ScheduleError("await: name a server and a packet")
+    if names_a_packet and step.packet not in PACKETS:
         raise ScheduleError(f"{step.verb}: unknown packet {step.packet!r}; {', '.join(PACKETS)}")
     if step.verb == "write" and not 1 <= step.count <= MAX_WRITES:
         raise ScheduleError(f"write: count must be 1..{MAX_WRITES}, got {step.count}")
@@ -204,11 +232,18 @@ def window_templates(draw: st.DrawFn) -> tuple[ZabStep, ...]:
     return tuple(path)
 
 
-def schedules(servers: int = 3, max_steps: int = 16) -> st.SearchStrategy[tuple[ZabStep, ...]]:
-    """A schedule: window templates and single steps, in any order, up to ``max_steps``."""
+def schedules(
+    servers: int = 3,
+    max_steps: int = 24,
+    paths: st.SearchStrategy[tuple[ZabStep, ...]] | None = None,
+) -> st.SearchStrategy[tuple[ZabStep, ...]]:
+    """A schedule: window templates (and ``paths``: the model's paths into the window,
+    :func:`conformance.zab.model_paths.model_windows`) and single steps, in any order, up to
+    ``max_steps``."""
     # Single steps first: Hypothesis's simplest draws (its first examples, and what a
     # shrinker would aim at) are of the first branch; a template comes apart in minimise.
-    pieces = st.one_of(st.tuples(steps(servers)), window_templates())
+    templates = window_templates() if paths is None else st.one_of(window_templates(), paths)
+    pieces = st.one_of(st.tuples(steps(servers)), templates)
     return st.lists(pieces, min_size=1, max_size=4).map(
         lambda parts: tuple(step for part in parts for step in part)[:max_steps]
     )

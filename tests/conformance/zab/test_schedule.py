@@ -27,6 +27,8 @@ SCHEDULE = (
     ZabStep("hold", "leader", "UPTODATE"),
     ZabStep("wait", count=100),
     ZabStep("release"),
+    ZabStep("await", "follower-a", "FOLLOWERINFO"),
+    ZabStep("release", "follower-a", "ACKEPOCH"),
 )
 
 
@@ -40,6 +42,8 @@ def test_a_schedule_round_trips_through_json_and_describes_itself() -> None:
         "hold leader's next UPTODATE (to-learner)",
         "wait 100 ms",
         "release held packets",
+        "await follower-a's FOLLOWERINFO (to-leader)",
+        "release follower-a's held ACKEPOCH (to-leader)",
     ]
 
 
@@ -56,6 +60,12 @@ def test_a_schedule_round_trips_through_json_and_describes_itself() -> None:
         ('[{"verb": "write", "count": 1, "extra": 1}]', "step 1 is not a step"),
         ('[{"verb": "write", "count": "many"}]', "count must be"),
         ("[3]", "step 1 is not a step"),
+        ('[{"verb": "await", "server": "zk1"}]', "unknown packet ''"),
+        ('[{"verb": "await"}]', "await: name a server and a packet"),
+        ('[{"verb": "await", "server": "zk7", "packet": "ACK"}]', "unknown server 'zk7'"),
+        ('[{"verb": "release", "server": "zk1"}]', "name both a server and a packet"),
+        ('[{"verb": "release", "packet": "ACK"}]', "name both a server and a packet"),
+        ('[{"verb": "release", "server": "zk1", "packet": "PING"}]', "unknown packet 'PING'"),
     ],
 )
 def test_a_bad_schedule_says_what_is_wrong(text: str, why: str) -> None:
@@ -72,7 +82,7 @@ def test_a_five_server_schedule_may_name_zk5() -> None:
 @settings(max_examples=200, deadline=None)
 @given(schedules())
 def test_every_drawn_schedule_is_valid_and_bounded(schedule: tuple[ZabStep, ...]) -> None:
-    assert 1 <= len(schedule) <= 16
+    assert 1 <= len(schedule) <= 24
     for step in schedule:
         validate_step(step, servers=3)
     assert from_json(to_json(schedule)) == schedule
