@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -63,6 +64,12 @@ BUILD_TIMEOUT = 1800.0
 BOOKKEEPER_REPOSITORY = f"{IMAGE_PREFIX}/bookkeeper"
 #: What of an install goes into the image (``maven/`` and the marker are build records).
 STAGED_INSTALL_DIRS = ("bin", "conf", "lib")
+ZOOKEEPER_REPOSITORY = f"{IMAGE_PREFIX}/zookeeper-release"
+#: What of a ZooKeeper install the release image holds.
+ZOOKEEPER_STAGED_DIRS = ("conf", "lib")
+#: The entrypoint both ZooKeeper images run (docker/zookeeper's, copied into the release's
+#: build context).
+ZOOKEEPER_ENTRYPOINT = "zookeeper/docker-entrypoint.sh"
 #: How the bookie image is configured:
 #: ``reference``: ``adapters.refbookie``, reading a mounted ``/conf/bk_server.conf``;
 #: ``local-bookkeeper``: real BookKeeper built here (``docker/bookkeeper``), the same mount;
@@ -253,6 +260,44 @@ def bookkeeper_image_tag(home: Path, base: str, project_root: Path | None = None
     return f"{BOOKKEEPER_REPOSITORY}:{version}-{digest}"
 
 
+def zookeeper_image_tag(home: Path, base: str, project_root: Path | None = None) -> str:
+    """``localhost/bkconform/zookeeper-release:<version>-<digest>``: the image of the
+    ZooKeeper install at ``home`` on ``base``, digested over ``docker/zookeeper-release``, the
+    entrypoint it shares with ``docker/zookeeper``, the base's tag, the version and the
+    install's jars (by name and size) and configuration (by content)."""
+    containers = docker_dir(project_root)
+    version = zookeeper_install_version(home)
+    items: list[str] = []
+    for name in ZOOKEEPER_STAGED_DIRS:
+        for path in sorted(_directory_files(home / name)):
+            relative = path.relative_to(home)
+            if name == "lib":
+                items.append(f"{relative}:{path.stat().st_size}")
+            else:
+                items.append(f"{relative}:{hashlib.sha256(path.read_bytes()).hexdigest()}")
+    digest = _digest_files(
+        [*_directory_files(containers / "zookeeper-release"), containers / ZOOKEEPER_ENTRYPOINT],
+        containers,
+        [base, version, *items],
+    )
+    return f"{ZOOKEEPER_REPOSITORY}:{version}-{digest}"
+
+
+def zookeeper_install_version(home: Path) -> str:
+    """The ZooKeeper version of the install at ``home`` (from its jar's name)."""
+    for name in ZOOKEEPER_STAGED_DIRS:
+        if not (home / name).is_dir():
+            raise ContainerEngineError(
+                f"{home} has no {name}/: not a ZooKeeper install to put in an image "
+                "(bkconform zookeeper install VERSION makes one)"
+            )
+    for jar in sorted((home / "lib").glob("*zookeeper-3*.jar")):
+        match = re.search(r"zookeeper-(3\.\d+\.\d+)\.jar$", jar.name)
+        if match:
+            return match.group(1)
+    raise ContainerEngineError(f"{home}/lib holds no zookeeper-3.x.y jar: not a ZooKeeper install")
+
+
 def _tag_series(tag: str) -> str:
     """``repository:4.17.3`` of ``repository:4.17.3-<digest>``: the version's images (a
     version may hold dashes itself, the digest never does)."""
@@ -394,6 +439,27 @@ class ImageBuilder:
             # Only this version's older builds: images of other versions stay usable.
             self._prune_other_tags(tag, series=_tag_series(tag))
         return tags.bookkeeper_image_set(tag)
+
+    def ensure_zookeeper(self, home: Path) -> str:
+        """The image of the ZooKeeper install at ``home`` (a release from Maven Central:
+        :func:`adapters.installations.zookeeper.locate_zookeeper`), built if missing; its tag."""
+        base = self._ensure_common().base
+        tag = zookeeper_image_tag(home, base, self.project_root)
+        if image_exists(self.engine, tag):
+            self.log(f"{tag} is up to date")
+            return tag
+        self.cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="zookeeper-context-", dir=self.cache) as directory:
+            context = Path(directory) / "context"
+            containers = docker_dir(self.project_root)
+            shutil.copytree(containers / "zookeeper-release", context)
+            shutil.copy2(containers / ZOOKEEPER_ENTRYPOINT, context / "docker-entrypoint.sh")
+            self.log(f"staging {home} for {tag}")
+            for name in ZOOKEEPER_STAGED_DIRS:
+                _stage_tree(home / name, context / "zookeeper" / name)
+            self._build(tag, context, {"BASE": base})
+        self._prune_other_tags(tag, series=_tag_series(tag))
+        return tag
 
     def _ensure_common(self) -> LocalImages:
         """The rootfs, base and ZooKeeper images every local image set uses."""

@@ -177,7 +177,8 @@ def add_zookeeper_option(group: Any) -> None:
         "--zookeeper",
         default=None,
         metavar="VERSION|DIR",
-        help=f"the ZooKeeper of a local cluster: a release (installed from Maven Central on "
+        help=f"the ZooKeeper of a local cluster (or of --target docker's containers, in an image "
+        "built from it): a release (installed from Maven Central on "
         "first use, `bkconform zookeeper install`) or a directory (an unpacked binary "
         f"distribution, or an install); default ZOOKEEPER_HOME, else {ZOOKEEPER_DEFAULT}, "
         f"the release BookKeeper {DEFAULT_VERSION} depends on",

@@ -6,13 +6,16 @@ The bookies are chosen as for the ``local`` target
 image built here from the project's Debian base, Debian's Java 17 and the chosen version's
 install from Maven Central (``docker/bookkeeper``); ``BookieChoice.reference()`` runs the
 reference bookie test double in its image instead. ZooKeeper is Debian's package in a local
-image. ``official=True`` runs ``apache/bookkeeper`` and ``zookeeper`` from a registry instead
-(not reachable on this project's machines). The engine must answer already, or podman must be
-installed (its API service is then started here and stopped again on close).
+image, or a release of your choice (``zookeeper``: an install from Maven Central) in an image
+built here from it (``docker/zookeeper-release``). ``official=True`` runs ``apache/bookkeeper``
+and ``zookeeper`` from a registry instead (not reachable on this project's machines). The engine
+must answer already, or podman must be installed (its API service is then started here and
+stopped again on close).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +28,7 @@ from adapters.cluster.container_images import (
     install_version,
     local_image_tags,
     official_images,
+    zookeeper_install_version,
 )
 from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions
 from adapters.cluster.errors import ClusterError
@@ -35,6 +39,7 @@ from adapters.installations.system import (
     SystemUnderTest,
     describe_reference_bookie,
 )
+from adapters.installations.zookeeper import ZooKeeperInstall
 from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
@@ -58,14 +63,23 @@ class DockerTarget(ClusterTarget):
         official: bool = False,
         official_version: str = OFFICIAL_BOOKKEEPER_VERSION,
         bookies: BookieChoice | None = None,
+        zookeeper: ZooKeeperInstall | None = None,
         zookeepers: int = 1,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
     ) -> None:
         """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved, and
         installed if need be, when first needed). Ignored with ``official``, which runs
-        ``apache/bookkeeper:<official_version>``."""
+        ``apache/bookkeeper:<official_version>``. ``zookeeper`` None: Debian's package; else
+        that install (it must have a home directory: a release installed from Maven Central or
+        an unpacked distribution) in its own image."""
         super().__init__(request_timeout=request_timeout)
+        if zookeeper is not None and (official or zookeeper.home is None):
+            raise ValueError(
+                f"{zookeeper.describe()}: a ZooKeeper of your choice runs in a local image "
+                "built from an install directory (not with the official images)"
+            )
+        self.zookeeper = zookeeper
         self.official = official
         self.official_version = official_version
         self._bookies = bookies
@@ -86,8 +100,15 @@ class DockerTarget(ClusterTarget):
             return official_images(self.official_version)
         choice = self.bookies
         if choice.home is None:
-            return builder.ensure_all().image_set()
-        return builder.ensure_bookkeeper(choice.home, progress=True)
+            images = builder.ensure_all().image_set()
+        else:
+            images = builder.ensure_bookkeeper(choice.home, progress=True)
+        if self.zookeeper is not None:
+            assert self.zookeeper.home is not None  # checked in __init__
+            images = dataclasses.replace(
+                images, zookeeper=builder.ensure_zookeeper(self.zookeeper.home)
+            )
+        return images
 
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
         settings = bookie_settings_for(cfg, self.bookie_extra)
@@ -153,6 +174,13 @@ class DockerTarget(ClusterTarget):
     def _describe_zookeeper(self, images: ImageSet | None) -> str:
         if images is not None and images.bookie_kind == "bookkeeper":
             return f"ZooKeeper in {images.zookeeper}"
+        if self.zookeeper is not None and self.zookeeper.home is not None:
+            try:
+                version = zookeeper_install_version(self.zookeeper.home)
+            except ClusterError as exc:  # open() will say so too
+                return f"{self.zookeeper.describe()} in a local image ({exc})"
+            where = f" (container image {images.zookeeper})" if images is not None else ""
+            return f"ZooKeeper {version}{where}"
         try:
             tag = images.zookeeper if images is not None else local_image_tags().zookeeper
         except ClusterError:  # no docker/ files: open() will say so

@@ -102,10 +102,13 @@ class TargetSpec:
                 raise ValueError(
                     "--official-images takes a version (--bookkeeper X.Y.Z), no directory"
                 )
-        if self.zookeeper_release is not None and self.kind != "local":
+        if self.zookeeper_release is not None and (
+            self.kind not in ("local", "docker") or self.official_images
+        ):
             raise ValueError(
-                f"--zookeeper {self.zookeeper_release}: only --target local starts a ZooKeeper "
-                "release of your choice (docker runs its image's, external is yours)"
+                f"--zookeeper {self.zookeeper_release}: only --target local and --target docker "
+                "(local images) start a ZooKeeper release of your choice (--official-images "
+                "run the image's, external is yours)"
             )
         if self.agents and self.agent_token_file is None:
             raise ValueError("--agent needs --agent-token-file")
@@ -207,7 +210,11 @@ class TargetSpec:
                     official_version=self.bookkeeper or OFFICIAL_BOOKKEEPER_VERSION,
                     request_timeout=self.request_timeout,
                 )
-            return DockerTarget(bookies=self.bookie_choice(), request_timeout=self.request_timeout)
+            return DockerTarget(
+                bookies=self.bookie_choice(),
+                zookeeper=self.zookeeper_install(),
+                request_timeout=self.request_timeout,
+            )
         from conformance.targets.external_target import ExternalTarget
 
         assert self.zookeeper is not None  # checked when the spec was made

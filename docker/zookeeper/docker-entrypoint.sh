@@ -1,7 +1,8 @@
 #!/bin/sh
 # Writes zoo.cfg and myid from the same environment variables as the Docker Hub `zookeeper`
 # image (ZOO_MY_ID, ZOO_SERVERS="server.1=zk1:2888:3888;2181 server.2=..."), then runs
-# QuorumPeerMain from Debian's jars in the foreground.
+# QuorumPeerMain in the foreground: from Debian's jars (docker/zookeeper), or from a release's
+# (docker/zookeeper-release, which copies this file).
 set -eu
 
 CONFIG="$ZOO_CONF_DIR/zoo.cfg"
@@ -33,10 +34,17 @@ if [ ! -f "$ZOO_DATA_DIR/myid" ]; then
 fi
 
 if [ "$1" = "zkServer.sh" ]; then
-    # Debian's jar names its dependencies in its manifest (as /etc/zookeeper/conf/environment);
-    # slf4j-log4j12 + log4j make the server log to the console (slf4j's default is a no-op).
-    J=/usr/share/java
-    CLASSPATH="/etc/zookeeper/conf:$J/slf4j-log4j12.jar:$J/log4j-1.2.jar:$J/zookeeper.jar"
+    if [ -d /opt/zookeeper/lib ]; then
+        # A release from Maven Central (docker/zookeeper-release): its jars, and conf/ with
+        # the logback.xml that logs to the console.
+        CLASSPATH="/opt/zookeeper/conf:/opt/zookeeper/lib/*"
+    else
+        # Debian's jar names its dependencies in its manifest (as
+        # /etc/zookeeper/conf/environment); slf4j-log4j12 + log4j make the server log to the
+        # console (slf4j's default is a no-op).
+        J=/usr/share/java
+        CLASSPATH="/etc/zookeeper/conf:$J/slf4j-log4j12.jar:$J/log4j-1.2.jar:$J/zookeeper.jar"
+    fi
     exec java -Xmx256m -XX:+UseSerialGC \
         -Dzookeeper.log.dir=/tmp -Dzookeeper.root.logger=INFO,CONSOLE \
         -cp "$CLASSPATH" org.apache.zookeeper.server.quorum.QuorumPeerMain "$CONFIG"

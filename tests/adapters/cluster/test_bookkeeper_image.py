@@ -15,12 +15,15 @@ from adapters.cluster.bookies import BookieSettings, LedgerStorage
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError
 from adapters.cluster.container_images import (
     BOOKKEEPER_REPOSITORY,
+    ZOOKEEPER_REPOSITORY,
     ImageBuilder,
     ImageSet,
     LocalImages,
     bookkeeper_image_tag,
     docker_dir,
     install_version,
+    zookeeper_image_tag,
+    zookeeper_install_version,
 )
 from adapters.cluster.containers import ContainerCluster, ContainerClusterOptions, _ContainerNode
 from adapters.cluster.provider import NodeKind
@@ -318,3 +321,81 @@ def test_bookie_entries_and_container_per_kind(
         assert run["volumes"] == {node.data_dir: "/data"}
         assert run["env"]["BK_advertisedAddress"] == advertised
         assert not conf.exists()
+
+
+def _zookeeper_install(root: Path, version: str = "3.8.4") -> Path:
+    """A fake install with the layout of adapters/installations/zookeeper.py."""
+    home = root / version
+    (home / "conf").mkdir(parents=True)
+    (home / "lib").mkdir()
+    (home / "maven").mkdir()
+    (home / "conf" / "logback.xml").write_text("<configuration/>\n")
+    (home / "lib" / f"org.apache.zookeeper-zookeeper-{version}.jar").write_bytes(b"zk")
+    (home / "lib" / f"org.apache.zookeeper-zookeeper-jute-{version}.jar").write_bytes(b"jute")
+    (home / "maven" / "pom.xml").write_text("<project/>\n")
+    return home
+
+
+def test_a_zookeeper_release_image_is_tagged_by_version_and_content(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    home = _zookeeper_install(tmp_path / "installs")
+    first = zookeeper_image_tag(home, BASE, root)
+    assert first.startswith(f"{ZOOKEEPER_REPOSITORY}:3.8.4-")
+    (home / "maven" / "pom.xml").write_text("<project>changed</project>\n")  # not in the image
+    assert zookeeper_image_tag(home, BASE, root) == first
+    seen = {first}
+    for change in (
+        lambda: (home / "conf" / "logback.xml").write_text("<configuration debug='true'/>\n"),
+        lambda: (home / "lib" / "extra-1.0.jar").write_bytes(b"x"),
+        lambda: (root / "docker" / "zookeeper" / "docker-entrypoint.sh").write_text("#!/bin/sh\n"),
+        lambda: (root / "docker" / "zookeeper-release" / "Containerfile").write_text("FROM x\n"),
+    ):
+        change()
+        tag = zookeeper_image_tag(home, BASE, root)
+        assert tag not in seen
+        seen.add(tag)
+    assert zookeeper_image_tag(_zookeeper_install(tmp_path / "b", "3.9.3"), BASE, root).startswith(
+        f"{ZOOKEEPER_REPOSITORY}:3.9.3-"
+    )
+
+
+def test_a_directory_without_a_zookeeper_install_is_refused(tmp_path: Path) -> None:
+    home = _zookeeper_install(tmp_path)
+    (home / "lib" / "org.apache.zookeeper-zookeeper-3.8.4.jar").unlink()
+    with pytest.raises(ContainerEngineError, match=r"no zookeeper-3\.x\.y jar"):
+        zookeeper_install_version(home)
+    shutil.rmtree(home / "conf")
+    with pytest.raises(ContainerEngineError, match="has no conf/"):
+        zookeeper_install_version(home)
+
+
+def test_the_zookeeper_image_is_built_once_with_the_shared_entrypoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path)
+    home = _zookeeper_install(tmp_path / "installs")
+    existing: set[str] = set()
+    monkeypatch.setattr(
+        "adapters.cluster.container_images.image_exists", lambda _engine, tag: tag in existing
+    )
+    builder = _FakeBuilder(tmp_path, root, existing)
+    tag = builder.ensure_zookeeper(home)
+    assert tag == zookeeper_image_tag(home, BASE, root)
+    ((built, args, staged),) = builder.builds
+    assert (built, args) == (tag, {"BASE": BASE})
+    assert staged == [
+        "Containerfile",
+        "docker-entrypoint.sh",
+        "zookeeper/conf/logback.xml",
+        "zookeeper/lib/org.apache.zookeeper-zookeeper-3.8.4.jar",
+        "zookeeper/lib/org.apache.zookeeper-zookeeper-jute-3.8.4.jar",
+    ]
+    assert builder.pruned == [(tag, f"{ZOOKEEPER_REPOSITORY}:3.8.4")]
+    assert builder.ensure_zookeeper(home) == tag and len(builder.builds) == 1
+
+
+def test_the_entrypoint_runs_a_release_from_its_own_jars() -> None:
+    script = (docker_dir() / "zookeeper" / "docker-entrypoint.sh").read_text()
+    assert 'CLASSPATH="/opt/zookeeper/conf:/opt/zookeeper/lib/*"' in script
+    containerfile = (docker_dir() / "zookeeper-release" / "Containerfile").read_text()
+    assert "COPY zookeeper/ /opt/zookeeper/" in containerfile

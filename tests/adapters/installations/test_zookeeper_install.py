@@ -243,6 +243,11 @@ def test_a_target_spec_runs_the_named_release_on_every_executor(
     resolved = spec.resolved(progress=False)
     assert resolved.zookeeper_release == str(root_of(tmp_path) / "3.9.2")  # installed, by path
     assert resolved.zookeeper_install() == locate_zookeeper("3.9.2")
-    for kind, extra in (("docker", {}), ("external", {"zookeeper": "127.0.0.1:2181"})):
-        with pytest.raises(ValueError, match="only --target local starts a ZooKeeper release"):
+    docker = TargetSpec(kind="docker", bookie_kind="reference", zookeeper_release="3.9.2")
+    assert docker.resolved(progress=False).zookeeper_release == str(root_of(tmp_path) / "3.9.2")
+    for kind, extra in (
+        ("docker", {"official_images": True}),
+        ("external", {"zookeeper": "127.0.0.1:2181"}),
+    ):
+        with pytest.raises(ValueError, match="only --target local and --target docker"):
             TargetSpec(kind=kind, zookeeper_release="3.9.2", **extra)  # type: ignore[arg-type]

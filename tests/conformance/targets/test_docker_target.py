@@ -13,6 +13,7 @@ from adapters.cluster.container_engine import ContainerEngine
 from adapters.cluster.container_images import BOOKKEEPER_REPOSITORY
 from adapters.cluster.container_labels import CLUSTER_LABEL, labelled_resources
 from adapters.installations.system import BookieChoice
+from adapters.installations.zookeeper import ZooKeeperInstall
 from conformance.cli import build_parser
 from conformance.commands.options import target_from_args
 from conformance.scenarios import SCENARIOS, run_scenario
@@ -68,6 +69,31 @@ def test_the_system_under_test_names_the_version_and_image_before_anything_runs(
     assert official.bookies == "BookKeeper in docker.io/apache/bookkeeper:4.17.2"
 
 
+def _zookeeper_home(tmp_path: Path, version: str = "3.8.4") -> Path:
+    home = tmp_path / f"zookeeper-{version}"
+    (home / "conf").mkdir(parents=True)
+    (home / "lib").mkdir()
+    (home / "conf" / "logback.xml").write_text("<configuration/>\n")
+    (home / "lib" / f"org.apache.zookeeper-zookeeper-{version}.jar").write_bytes(b"zk")
+    return home
+
+
+def test_a_zookeeper_release_of_your_choice_runs_in_its_own_image(tmp_path: Path) -> None:
+    install = ZooKeeperInstall((), "a test install", _zookeeper_home(tmp_path))
+    target = DockerTarget(bookies=BookieChoice.reference(), zookeeper=install)
+    assert target.system_under_test().zookeeper == "ZooKeeper 3.8.4"
+    with pytest.raises(ValueError, match="not with the official images"):
+        DockerTarget(official=True, zookeeper=install)
+    with pytest.raises(ValueError, match="built from an install directory"):
+        DockerTarget(zookeeper=ZooKeeperInstall(("/x.jar",), "a bare classpath"))
+    (home := _zookeeper_home(tmp_path / "b")).joinpath("conf", "logback.xml").unlink()
+    (home / "conf").rmdir()
+    broken = DockerTarget(
+        bookies=BookieChoice.reference(), zookeeper=ZooKeeperInstall((), "x", home)
+    )
+    assert "has no conf/" in broken.system_under_test().zookeeper
+
+
 #: What the crashed bookie, in limbo, answers (as on --target local with real bookies).
 LIMBO_ANSWERS = [
     ("BookieSendsFencingReadLacResponse", "fence (read LAC)"),
@@ -111,3 +137,30 @@ def test_limbo_crash_on_containers(
     finally:
         client.close()
     assert not any(left.values()), left
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_limbo_crash_on_containers_with_a_zookeeper_release(
+    container_engine: ContainerEngine,
+) -> None:
+    # The release runs in the containers: their servers say so themselves (srvr).
+    from adapters.installations.zookeeper import locate_zookeeper
+    from adapters.zookeeper.four_letter_words import four_letter_word
+
+    install = locate_zookeeper("3.8.4", progress=False)
+    target = DockerTarget(bookies=BookieChoice.reference(), zookeeper=install)
+    target.open(LIMBO.config(protected=True))
+    try:
+        outcome = run_scenario(LIMBO, target, protected=True)
+        assert target._containers is not None and target._images is not None
+        host, port = target._containers.zookeeper_connect.split(",")[0].rsplit(":", 1)
+        answer = four_letter_word(host, int(port), "srvr") or ""
+        image = target._images.zookeeper
+        described = target.system_under_test().zookeeper
+    finally:
+        target.close()
+    assert answer.startswith("Zookeeper version: 3.8.4"), answer
+    assert image.startswith("localhost/bkconform/zookeeper-release:3.8.4-")
+    assert described == f"ZooKeeper 3.8.4 (container image {image})"
+    assert outcome.verdict == LIMBO.expected_verdict(True), outcome.violations
