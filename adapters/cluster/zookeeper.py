@@ -144,6 +144,10 @@ class ZooKeeperEnsemble:
         self._proxied: dict[tuple[int, int], int] = {}
         self.servers: dict[str, ZooKeeperServer] = {}
         self._namespaces: NetworkNamespaces | None = None
+        #: ``(time.monotonic(), "crash" or "restart", server name)`` of every crash and restart
+        #: asked of this ensemble, in order: the servers' lifecycle beside the quorum proxy's
+        #: records (same clock). Appending is thread-safe (a crash may come from the proxy).
+        self.lifecycle: list[tuple[float, str, str]] = []
 
     # Configuration -----------------------------------------------------------------------
 
@@ -346,12 +350,16 @@ class ZooKeeperEnsemble:
         return None
 
     def crash(self, name: str) -> None:
-        self._process(self.server(name)).kill()
+        process = self._process(self.server(name))
+        if process.is_running():
+            self.lifecycle.append((time.monotonic(), "crash", name))
+        process.kill()
 
     def kill_at_once(self, name: str) -> None:
         """SIGKILL the server without waiting for it to go: safe on another thread, quick
         enough for a crash *at* a quorum packet (the proxy's ``at_match``). :meth:`crash`
         afterwards waits for it and reaps it."""
+        self.lifecycle.append((time.monotonic(), "crash", name))
         self._process(self.server(name)).signal(signal.SIGKILL)
 
     def pause(self, name: str) -> None:
@@ -381,8 +389,11 @@ class ZooKeeperEnsemble:
         only starts it (to act on it while it is still joining).
         """
         process = self._process(self.server(name))
+        if process.is_running():  # a graceful stop ends its connections as a crash does
+            self.lifecycle.append((time.monotonic(), "crash", name))
         process.stop()
         process.start()
+        self.lifecycle.append((time.monotonic(), "restart", name))
         if not wait:
             return
         running = sum(

@@ -47,7 +47,7 @@ from conformance.errors import ConformanceError
 from conformance.verdict import Verdict, worst
 from conformance.zab.model_paths import model_windows
 from conformance.zab.proxied import proxied_ensemble
-from conformance.zab.quorum_trace import QuorumTraceReport, validate
+from conformance.zab.quorum_trace import QuorumTraceReport, ServerEvent, server_events, validate
 from conformance.zab.runner import wait_for_convergence
 from conformance.zab.schedule import ZabStep, minimise, schedules
 
@@ -73,6 +73,8 @@ class ScheduleOutcome:
     shapes: set[str] = field(default_factory=set)
     trace: QuorumTraceReport | None = None
     records: list[QuorumRecord] = field(default_factory=list, repr=False)
+    #: The servers' crashes and restarts, beside the records.
+    events: list[ServerEvent] = field(default_factory=list, repr=False)
     seconds: float = 0.0
 
     def describe(self) -> str:
@@ -356,11 +358,12 @@ def run_schedule(
             outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
         finally:
             outcome.records = proxy.records()
+            outcome.events = server_events(ensemble.lifecycle)
             for _record, error in proxy.errors():
                 outcome.shortfalls.append(f"a crash at a packet failed: {error}")
             runner.close()
     outcome.acknowledged = len(runner.acked)
-    judge(outcome, validate(outcome.records, servers))
+    judge(outcome, validate(outcome.records, servers, outcome.events))
     outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -73,7 +73,7 @@ from adapters.zkquorum.proxy import (
 from adapters.zookeeper.txnlog import TxnLogError, read_server
 from conformance.verdict import Verdict, worst
 from conformance.zab.proxied import proxied_ensemble
-from conformance.zab.quorum_trace import QuorumTraceReport, validate
+from conformance.zab.quorum_trace import QuorumTraceReport, ServerEvent, server_events, validate
 
 #: Holds last at most this long (the ensemble's syncLimit is 10 s): a follower whose leader is
 #: silent longer drops the connection by itself.
@@ -101,6 +101,8 @@ class BugRun:
     records: list[QuorumRecord] = field(default_factory=list, repr=False)
     #: Every packet of the run, on every link, and their validation against the spec.
     traffic: list[QuorumRecord] = field(default_factory=list, repr=False)
+    #: The servers' crashes and restarts (the ensemble's lifecycle), beside the traffic.
+    events: list[ServerEvent] = field(default_factory=list, repr=False)
     trace: QuorumTraceReport | None = None
 
     def describe(self) -> str:
@@ -119,7 +121,7 @@ class BugRun:
 def _validate_traffic(run: BugRun, servers: int = 3) -> None:
     """Every packet of the run against the spec's actions (:mod:`.quorum_trace`): a sender that
     broke a guard is a finding of its own, whatever the scenario's check said."""
-    run.trace = validate(run.traffic, servers)
+    run.trace = validate(run.traffic, servers, run.events)
     if run.trace.verdict.finding:
         run.verdict = worst([run.verdict, run.trace.verdict])
         found = (run.trace.violations + run.trace.divergences)[0]
@@ -184,6 +186,7 @@ def _drive_4394(ensemble: ZooKeeperEnsemble, proxy: QuorumProxy, run: BugRun) ->
         client.stop()
         client.close()
         run.traffic = proxy.records()
+        run.events = server_events(ensemble.lifecycle)
         run.records = [r for r in run.traffic[mark:] if r.link == joiner_link]
 
 
@@ -369,6 +372,7 @@ def _drive_4925(
         run.evidence = f"the schedule could not be carried out: {exc!r}"
     finally:
         run.records = run.traffic = proxy.records()
+        run.events = server_events(ensemble.lifecycle)
 
 
 def _describe(records: list[QuorumRecord]) -> list[str]:
@@ -549,6 +553,7 @@ def _drive_4785(
         run.evidence = f"the schedule could not be carried out: {exc!r}"
     finally:
         run.records = run.traffic = proxy.records()
+        run.events = server_events(ensemble.lifecycle)
         errors = proxy.errors()
         if errors and not run.evidence:
             run.evidence = f"the crash at the packet failed: {errors[0][1]}"

@@ -20,6 +20,14 @@ each sender is held to that action's guards in the published spec (seed 002, eve
 - **proposal consistency** (the spec's ``proposalMsgsLog`` and its ``Integrity``): one zxid,
   one transaction, on every link.
 
+- **server events** (:class:`ServerEvent`, from the run's fault log): a crash is the first half
+  of the spec's ``Restart(i)`` (``i`` loses its connections: the leader drops it, or, a leader,
+  shuts down and its followers go back to election), a restart its second half (``i`` looks
+  for a leader again: ``FollowLeader``/``UpdateLeader`` next, then a new connection from
+  CEPOCH). A packet ``i`` sends on a connection it had before a crash, once it has been
+  started again, is a step no action allows (a packet it wrote before dying may still be read
+  after the crash: only what follows its restart counts).
+
 A sender that breaks a guard took a step the model does not allow: a **divergence**. Two
 transactions for one zxid are a broken invariant: a **violation**. Nothing seen is
 **undecided**. Packets outside the spec (PING, the forwarded client REQUEST, REVALIDATE, SYNC)
@@ -27,14 +35,15 @@ are counted and left alone.
 
 What it does not do (yet): run the model's state machine beside the trace. The hidden steps
 (elections, each server's local log) are not observed, so the guards are checked on what the
-wire shows; a held ACK that was released counts for the quorum as if it had never been held
-(its delivery time is not logged), which can hide a commit without a quorum but never
-invents one.
+wire and the fault log show; a held ACK that was released counts for the quorum as if it had
+never been held (its delivery time is not logged), which can hide a commit without a quorum but
+never invents one.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from adapters.zkquorum.packets import PacketType, QuorumPacket, epoch_of, zxid_text
@@ -58,6 +67,38 @@ SPEC_MESSAGES: dict[PacketType, tuple[str, str]] = {
 }
 _SYNCS = frozenset({PacketType.DIFF, PacketType.TRUNC, PacketType.SNAP})
 _DELIVERED = frozenset({"forwarded", "released", "queued"})
+
+
+#: Server events and the spec's action each stands for.
+SERVER_EVENTS: dict[str, str] = {
+    "crash": "Restart (down: its connections gone)",
+    "restart": "Restart (back: LOOKING, then FollowLeader or UpdateLeader)",
+}
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """A server crashed (killed) or started again, at ``time.monotonic()`` (the clock of the
+    proxy's records)."""
+
+    at: float
+    sid: int
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in SERVER_EVENTS:
+            raise ValueError(f"server event {self.kind!r}: one of {', '.join(SERVER_EVENTS)}")
+
+
+def server_events(events: Iterable[tuple[float, str, str | None]]) -> list[ServerEvent]:
+    """The crashes and restarts among a fault log's ``(at, verb, server)`` entries (``kill``
+    is a crash; pauses, partitions and heals are not the spec's server events)."""
+    kinds = {"kill": "crash", "crash": "crash", "restart": "restart"}
+    found = []
+    for at, verb, server in events:
+        if verb in kinds and server is not None and server.startswith("zk"):
+            found.append(ServerEvent(at, int(server.removeprefix("zk")), kinds[verb]))
+    return found
 
 
 @dataclass(frozen=True)
@@ -119,6 +160,7 @@ class QuorumTraceReport:
     proposals: int = 0
     commits: int = 0
     quorum_checked: int = 0
+    server_events: int = 0
     divergences: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     note: str = ""
@@ -128,7 +170,8 @@ class QuorumTraceReport:
             f"quorum trace: {self.verdict}; {self.packets} packets ({self.outside_spec} outside "
             f"the spec) on {self.connections} connections, {self.syncs} syncs, "
             f"{self.proposals} proposals, {self.commits} commits, {self.quorum_checked} "
-            f"commits checked for a quorum of ACKs" + (f"; {self.note}" if self.note else "")
+            f"commits checked for a quorum of ACKs, {self.server_events} crashes and restarts"
+            + (f"; {self.note}" if self.note else "")
         )
 
 
@@ -141,7 +184,21 @@ class _Validator:
         self.acks: dict[tuple[int, int], set[int]] = collections.defaultdict(set)
         self.committed: set[tuple[int, int]] = set()
         self.transactions: dict[int, tuple[object, ...]] = {}
+        #: The connections each server had when it last crashed, and whether it has been
+        #: started again since.
+        self.cut_by_crash: dict[int, set[tuple[QuorumLink, int]]] = {}
+        self.restarted: set[int] = set()
         self.report = QuorumTraceReport(Verdict.UNDECIDED)
+
+    def event(self, event: ServerEvent) -> None:
+        self.report.server_events += 1
+        if event.kind == "crash":
+            self.cut_by_crash[event.sid] = {
+                key for key in self.connections if event.sid in (key[0].leader, key[0].learner)
+            }
+            self.restarted.discard(event.sid)
+        else:
+            self.restarted.add(event.sid)
 
     def diverge(self, record: QuorumRecord, why: str) -> None:
         self.report.divergences.append(f"{record.describe()}: {why}")
@@ -161,6 +218,14 @@ class _Validator:
             self.report.connections += 1
         connection = self.connections[key]
         kind = PacketType(frame.type)
+        sender = (
+            record.link.learner if record.direction is Direction.TO_LEADER else (record.link.leader)
+        )
+        if sender in self.restarted and key in self.cut_by_crash.get(sender, set()):
+            self.diverge(
+                record,
+                f"zk{sender} sent on a connection of before its crash, after its restart",
+            )
         if record.direction is Direction.TO_LEADER:
             self._from_learner(record, frame, kind, connection)
         else:
@@ -302,12 +367,31 @@ class _Validator:
         return report
 
 
-def validate(records: list[QuorumRecord], servers: int) -> QuorumTraceReport:
-    """Judge the proxy's records of an ensemble of ``servers`` (see the module docstring)."""
+def validate(
+    records: list[QuorumRecord], servers: int, events: Iterable[ServerEvent] = ()
+) -> QuorumTraceReport:
+    """Judge the proxy's records of an ensemble of ``servers``, with the servers' crashes and
+    restarts in their place by time (see the module docstring)."""
     validator = _Validator(servers)
+    pending = sorted(events, key=lambda e: e.at)
+    index = 0
     for record in sorted(records, key=lambda r: r.record_id):
+        while index < len(pending) and pending[index].at <= record.at:
+            validator.event(pending[index])
+            index += 1
         validator.feed(record)
+    for event in pending[index:]:
+        validator.event(event)
     return validator.finish()
 
 
-__all__ = ["SPEC_MESSAGES", "QuorumTraceReport", "SpecStep", "spec_step", "validate"]
+__all__ = [
+    "SERVER_EVENTS",
+    "SPEC_MESSAGES",
+    "QuorumTraceReport",
+    "ServerEvent",
+    "SpecStep",
+    "server_events",
+    "spec_step",
+    "validate",
+]

@@ -35,7 +35,7 @@ from conformance.verdict import Verdict, worst
 from conformance.zab.clients import Client, Recorder, run_client
 from conformance.zab.faults import FaultEvent, FaultInjector
 from conformance.zab.program import ROOT, FaultStep, Program
-from conformance.zab.quorum_trace import QuorumTraceReport, validate
+from conformance.zab.quorum_trace import QuorumTraceReport, server_events, validate
 from model.zab.checkers import CheckReport, check
 from model.zab.history import Change, ClientOp, History, LeaderSample, ServerLog, Txn
 
@@ -350,7 +350,11 @@ def run_program(
         records = proxy.records() if proxy is not None and proxy.running else []
         if proxy is not None:
             proxy.close()
-    trace = validate(records, settings.servers) if proxy is not None else None
+    trace = (
+        validate(records, settings.servers, server_events(ensemble.lifecycle))
+        if proxy is not None
+        else None
+    )
     harness_errors = shortfalls(errors, injector.errors if injector else [], skipped)
     notes.extend(harness_errors)
     check_started = time.monotonic()

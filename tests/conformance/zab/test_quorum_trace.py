@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from adapters.zkquorum.packets import PacketType, QuorumPacket
 from adapters.zkquorum.proxy import Direction, QuorumLink, QuorumRecord
 from conformance.verdict import Verdict
-from conformance.zab.quorum_trace import spec_step, validate
+from conformance.zab.quorum_trace import ServerEvent, server_events, spec_step, validate
 
 ONE, TWO = QuorumLink(1, 3), QuorumLink(2, 3)
 EPOCH = 2 << 32
@@ -39,7 +41,17 @@ class Trace:
             data = _txn(zxid)
         frame = QuorumPacket(kind, zxid, data)
         self.records.append(
-            QuorumRecord(len(self.records) + 1, link, connection, direction, frame, 16, 0.0, state)
+            # Record n is logged at time n: server events go between records by time.
+            QuorumRecord(
+                number := len(self.records) + 1,
+                link,
+                connection,
+                direction,
+                frame,
+                16,
+                float(number),
+                state,
+            )
         )
         return self
 
@@ -212,3 +224,40 @@ def test_nothing_of_the_spec_is_undecided() -> None:
     pings = Trace().add(ONE, PacketType.PING, 0).records
     report = validate(pings, servers=3)
     assert report.verdict is Verdict.UNDECIDED and "no packet of the spec" in report.note
+
+
+def test_a_server_sends_nothing_on_its_old_connections_once_restarted() -> None:
+    trace = Trace().join(ONE).join(TWO)
+    crash_at = len(trace.records) + 0.5
+    trace.add(ONE, PacketType.ACK, EPOCH)  # written before it died, read after: allowed
+    restart_at = len(trace.records) + 0.5
+    events = [ServerEvent(crash_at, 1, "crash"), ServerEvent(restart_at, 1, "restart")]
+    clean = trace.add(ONE, PacketType.FOLLOWERINFO, 1 << 32, connection=2)  # a new connection
+    report = validate(clean.records, servers=3, events=events)
+    assert report.verdict is Verdict.CLEAN, report.divergences
+    assert report.server_events == 2 and "2 crashes and restarts" in report.summary()
+    # The leader's own packets on the old connection are not the restarted server's.
+    clean.add(ONE, PacketType.PROPOSAL, EPOCH + 1)
+    assert validate(clean.records, servers=3, events=events).verdict is Verdict.CLEAN
+    clean.add(ONE, PacketType.ACK, EPOCH + 1)  # zk1, on its connection of before the crash
+    report = validate(clean.records, servers=3, events=events)
+    assert report.verdict is Verdict.DIVERGENCE
+    assert (
+        "zk1 sent on a connection of before its crash, after its restart" in (report.divergences[0])
+    )
+    # Without the restart it is a packet in flight from before the crash: allowed.
+    report = validate(clean.records, servers=3, events=events[:1])
+    assert report.verdict is Verdict.CLEAN, report.divergences
+
+
+def test_the_fault_logs_crashes_and_restarts_are_the_server_events() -> None:
+    log = [
+        (1.0, "kill", "zk2"),
+        (2.0, "pause", "zk1"),
+        (3.0, "restart", "zk2"),
+        (4.0, "isolate", "zk3"),
+        (5.0, "kill", None),
+    ]
+    assert server_events(log) == [ServerEvent(1.0, 2, "crash"), ServerEvent(3.0, 2, "restart")]
+    with pytest.raises(ValueError, match="server event 'pause'"):
+        ServerEvent(1.0, 1, "pause")
