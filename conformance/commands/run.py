@@ -416,6 +416,24 @@ def _print_report(
     print(f"Verdict: {report.verdict}. Run directory: {run_dir}")
 
 
+def _blob(source: str) -> list[int]:
+    """The choices of an example blob; a source that is no blob and looks like a path is named
+    as the path it is (a blob's base64 may hold ``/`` too, so only a failed decode says so)."""
+    try:
+        return from_blob(source)
+    except ValueError:
+        path = Path(source).expanduser()
+        if path.is_file():
+            raise ValueError(
+                f"{source} is a file: replay takes a run directory or an example blob"
+            ) from None
+        if "/" in source or source.startswith((".", "~")):
+            raise ValueError(
+                f"{source}: no such run directory (replay takes a run directory or an example blob)"
+            ) from None
+        raise
+
+
 def replay_command(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if source.is_dir() and is_search_run(source):
@@ -430,7 +448,7 @@ def replay_command(args: argparse.Namespace) -> int:
             if args.target:
                 target_name = args.target
         else:
-            cfg, choices, max_steps = config_from_args(args), from_blob(args.source), args.steps
+            cfg, choices, max_steps = config_from_args(args), _blob(args.source), args.steps
             target_name = args.target or "model"
             races = bool(getattr(args, "races", False))
         args.target = target_name

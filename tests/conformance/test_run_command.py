@@ -105,6 +105,8 @@ def test_a_racing_run_says_how_much_it_raced(
         (["run", "--wq", "4"], "exceeds the number of bookies"),
         (["run", "--steps", "0"], "at least 1"),
         (["replay", "not-a-blob"], "not an example blob"),
+        (["replay", "/does/not/exist"], "/does/not/exist: no such run directory"),
+        (["replay", "./runs/missing"], "./runs/missing: no such run directory"),
         (
             ["run", "--reference-faulty-mode", "racy-fence-add"],
             "--reference-faulty-mode is the reference bookie's",
@@ -116,6 +118,14 @@ def test_bad_input_exits_2_with_a_clear_message(
 ) -> None:
     assert main([*argv, "--runs-dir", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_replaying_a_file_says_it_is_no_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (results := tmp_path / "results.json").write_text("{}")
+    assert main(["replay", str(results), "--runs-dir", str(tmp_path)]) == 2
+    assert f"{results} is a file: replay takes a run directory" in capsys.readouterr().err
 
 
 def test_an_unreachable_external_cluster_is_undecided(
