@@ -446,6 +446,8 @@ class SessionFaults:
         self._down: set[str] = set()
         #: A paused bookie's id -> the undo keys of its pauses (each resumes it).
         self._pauses: dict[str, list[str]] = {}
+        #: When the run's first pause began (None: no pause).
+        self._first_pause: float | None = None
         self._lock = threading.Lock()
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
@@ -478,6 +480,8 @@ class SessionFaults:
                 # A plan may crash a bookie and pause it later: nothing runs to pause.
                 return f"{what}: down (crashed before), nothing to pause"
             self._cluster.pause(node)
+            if self._first_pause is None:
+                self._first_pause = time.monotonic()
             key = self._later(what, seconds, lambda: self._cluster.resume(node))
             with self._lock:
                 self._pauses.setdefault(node.id, []).append(key)
@@ -559,12 +563,29 @@ class SessionFaults:
 
     def close(self) -> None:
         """Undo now whatever a timer would undo later, and what waits for the run's end
-        (bounded by the cluster's and the proxies' own timeouts)."""
+        (bounded by the cluster's and the proxies' own timeouts). A pause's effect outlives
+        the pause: a bookie stopped near its ZooKeeper session timeout loses its session a
+        little later, and with it its registration, until it registers again (seen in a
+        fresh-clone CI: a bookie paused in one run was missing three runs later, and the
+        next ensemble change found no spare, NotEnoughBookies). So a run that paused a bookie
+        ends once that session would have expired and every bookie is registered again."""
         with self._lock:
             pending = list(self._undo)
         for what in pending:
             self._undo_now(what)
+        if self._first_pause is not None:
+            horizon = (
+                self._first_pause
+                + self._cluster.options.bookie_settings.zk_session_timeout_ms / 1000
+            )
+            time.sleep(max(0.0, horizon + PAUSE_EXPIRY_MARGIN_S - time.monotonic()))
+            self._first_pause = None
+            self._session.wait_routed(self._down)
 
+
+#: Past a paused bookie's session timeout, how long its ZooKeeper server may take to expire
+#: the session (it expires sessions on its ticks) and the bookie to notice.
+PAUSE_EXPIRY_MARGIN_S = 1.0
 
 #: How long the client may take to open its next ZooKeeper session after an expiry (its
 #: reconnection is told "expired", then it starts a new session: about 2 s here).

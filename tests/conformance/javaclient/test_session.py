@@ -100,8 +100,11 @@ def test_each_timed_fault_is_undone_even_when_a_plan_repeats_it() -> None:
 
 
 class _FakeCluster:
-    def __init__(self) -> None:
+    def __init__(self, session_timeout_ms: int = 10) -> None:
         self.calls: list[str] = []
+        self.options = SimpleNamespace(
+            bookie_settings=SimpleNamespace(zk_session_timeout_ms=session_timeout_ms)
+        )
 
     def crash(self, node: Any) -> None:
         self.calls.append(f"crash {node.id}")
@@ -211,3 +214,29 @@ def test_a_session_granted_after_the_expiry_ends_the_wait_at_once() -> None:
     zookeeper = _SessionsOf(_granted(8, 10.2))
     expiry = ExpiryRecord(7, 10.0, 10.5, ExpiryOutcome.EXPIRED, ())
     await_new_session(zookeeper, expiry, timeout=0.0)  # type: ignore[arg-type]
+
+
+def test_a_run_that_paused_a_bookie_ends_after_its_session_could_expire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A bookie paused near its ZooKeeper session timeout lost its session after the run had
+    # ended, and with it its registration: three runs later the client found no spare.
+    monkeypatch.setattr("conformance.javaclient.session.PAUSE_EXPIRY_MARGIN_S", 0.05)
+    cluster = _FakeCluster(session_timeout_ms=200)
+    routed: list[set[str]] = []
+    session: Any = SimpleNamespace(
+        proxies={"p1": object()},
+        bookie_ids=["bk1"],
+        wait_routed=lambda down: routed.append(set(down)),
+    )
+    faults = SessionFaults(session, cluster=cluster, names={"p1": "b1"})  # type: ignore[arg-type]
+    started = time.monotonic()
+    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.close()
+    assert time.monotonic() - started >= 0.25  # the session timeout and the margin
+    assert cluster.calls == ["pause bk1", "resume bk1"] and routed == [set()]
+    # Without a pause the run ends at once.
+    quick = SessionFaults(session, cluster=cluster, names={"p1": "b1"})  # type: ignore[arg-type]
+    started = time.monotonic()
+    quick.close()
+    assert time.monotonic() - started < 0.2 and routed == [set()]
