@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from adapters.cluster.errors import ClusterError
+from adapters.cluster.errors import ClusterError, ProcessExited
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError, ZkProxyTimeout
@@ -335,6 +336,30 @@ class _Runner:
             self.outcome.findings.append(f"the servers serve different nodes: {sizes}")
 
 
+#: What a server's start says when it cannot load its own data (``QuorumPeer.loadDataBase``
+#: failed: its transaction log or snapshot is unreadable after a crash). ZooKeeper's failure,
+#: not the harness's: the server will never start again without a hand on its files.
+_CANNOT_LOAD = ("Unable to run quorum server", "loadDataBase")
+
+
+def unrecoverable(exc: Exception) -> str | None:
+    """The finding when ``exc`` is a server that exited while starting because it could not
+    load its data (None for any other failure: a port taken, a timeout, the harness's own)."""
+    if not isinstance(exc, ProcessExited):
+        return None
+    text = str(exc)
+    if not all(marker in text for marker in _CANNOT_LOAD):
+        return None
+    server = re.search(r"ZooKeeper (zk\d+) exited", text)
+    cause = re.search(r"Caused by: ([\w.$]+(?:: [^\n]*)?)", text)
+    first = re.search(r"\n(\S*(?:Exception|Error)\S*(?:: [^\n]*)?)\n", text)
+    frame = re.search(r"at (org\.apache\.zookeeper\.\S+)", text)
+    why = cause.group(1) if cause else (first.group(1) if first else "see its log")
+    where = f" at {frame.group(1)}" if frame else ""
+    name = server.group(1) if server else "a server"
+    return f"{name} cannot start again after a crash: its data does not load ({why}{where})"
+
+
 def run_schedule(
     install: ZooKeeperInstall,
     schedule: tuple[ZabStep, ...],
@@ -355,7 +380,11 @@ def run_schedule(
             if runner.heal():
                 runner.check()
         except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
-            outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
+            lost = unrecoverable(exc)
+            if lost is not None:
+                outcome.findings.append(lost)
+            else:
+                outcome.shortfalls.append(f"the harness could not go on: {exc!r}")
         finally:
             outcome.records = proxy.records()
             outcome.events = server_events(ensemble.lifecycle)

@@ -199,3 +199,39 @@ def test_a_schedule_s_verdict_joins_its_checks_and_its_trace() -> None:
     outcome = ScheduleOutcome(())
     guided.judge(outcome, diverging)
     assert outcome.findings == ["#3 COMMIT: x"] and outcome.trace is diverging
+
+
+#: How 3.9.1 reported a follower that could not start again after it was killed at its ACK
+#: of NEWLEADER (its new transaction log torn at the header: ZOOKEEPER-2332), trimmed.
+TORN_LOG_START = """ZooKeeper zk1 exited with code 1 while starting (ZooKeeper from Maven, \
+~/.bkconform/zookeeper/3.9.1); log /tmp/x/logs/zk1.log:
+java.io.EOFException: null
+\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)
+\tat org.apache.jute.BinaryInputArchive.readInt(BinaryInputArchive.java:96)
+\tat org.apache.zookeeper.server.persistence.FileHeader.deserialize(FileHeader.java:67)
+\tat org.apache.zookeeper.server.ZKDatabase.loadDataBase(ZKDatabase.java:288)
+\tat org.apache.zookeeper.server.quorum.QuorumPeer.loadDataBase(QuorumPeer.java:1149)
+2026-11-27 09:27:31,796 [myid:1] - ERROR [main:o.a.z.s.q.QuorumPeerMain@114] - Unexpected \
+exception, exiting abnormally
+java.lang.RuntimeException: Unable to run quorum server
+\tat org.apache.zookeeper.server.quorum.QuorumPeer.loadDataBase(QuorumPeer.java:1204)
+Caused by: java.io.EOFException: null
+"""
+
+
+def test_a_server_that_cannot_load_its_data_after_a_crash_is_a_finding() -> None:
+    from adapters.cluster.errors import ClusterError, ProcessExited
+
+    found = guided.unrecoverable(ProcessExited(TORN_LOG_START))
+    assert found == (
+        "zk1 cannot start again after a crash: its data does not load (java.io.EOFException: "
+        "null at org.apache.zookeeper.server.persistence.FileHeader.deserialize"
+        "(FileHeader.java:67))"
+    )
+    # Anything else that stops a start is the harness's (a port taken, a timeout...).
+    taken = "ZooKeeper zk2 exited with code 1 while starting: java.net.BindException: in use"
+    assert guided.unrecoverable(ProcessExited(taken)) is None
+    assert guided.unrecoverable(ClusterError(TORN_LOG_START)) is None
+    outcome = ScheduleOutcome((ZabStep("crash", "zk1"),), findings=[found])
+    guided.judge(outcome, guided.validate([], 3))
+    assert outcome.verdict is Verdict.VIOLATION
