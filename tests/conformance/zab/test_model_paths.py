@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 
@@ -97,3 +99,21 @@ def test_a_path_without_outside_steps_compiles_to_nothing() -> None:
 @given(model_windows())
 def test_the_draw_gives_the_compiled_schedules(schedule: tuple[ZabStep, ...]) -> None:
     assert schedule in {model.schedule for model in model_schedules()}
+
+
+@pytest.mark.cluster
+def test_the_models_path_drives_real_servers_into_the_window(tmp_path: Path) -> None:
+    # propose-in-window on the default release: follower-a is crashed and restarted, its ACK
+    # of NEWLEADER held, a write made: the leader's PROPOSAL reaches it inside the window, as
+    # on the model's path; every await found its packet, the crash and restart are in the
+    # trace, and nothing is lost.
+    from adapters.installations.zookeeper import locate_zookeeper
+    from conformance.verdict import Verdict
+    from conformance.zab.guided import run_schedule
+
+    schedule = _by_goal()["propose-in-window"].schedule
+    outcome = run_schedule(locate_zookeeper(progress=False), schedule, tmp_path)
+    assert outcome.verdict is Verdict.CLEAN, (outcome.findings, outcome.shortfalls)
+    assert any(shape.startswith("DIFF:PROPOSAL") for shape in outcome.shapes), outcome.shapes
+    assert [e.kind for e in outcome.events][:2] == ["crash", "restart"]
+    assert outcome.trace is not None and outcome.trace.server_events >= 2
