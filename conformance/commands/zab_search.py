@@ -1,6 +1,7 @@
 """``bkconform zab search``: fault schedules on real ZooKeeper's quorum traffic, drawn along
-the spec's window (conformance/zab/schedule.py), run through the quorum proxy, judged, and a
-finding shrunk to a minimal schedule (conformance/zab/guided.py).
+the spec's window (the model's paths into it, ``bkconform zab paths``, and hand-written
+templates: conformance/zab/model_paths.py, schedule.py), run through the quorum proxy, judged,
+and a finding shrunk to a minimal schedule (conformance/zab/guided.py).
 
 A run directory ``<runs-dir>/<UTC time>-zab-search/`` keeps results.json (the verdict, the
 versions, examples, time to the first finding, the window shapes reached) and, for a finding,

@@ -1,15 +1,15 @@
 """The spec's paths into its window: the model's shortest runs from an established ensemble to
-a follower between NEWLEADER and COMMIT-LD meeting a proposal, a commit or a crash (issue 31,
-Deliver 4; seed 003's three naive readings all live there, and so do ZOOKEEPER-4394, 4785,
-4925 and 4646).
+a follower between NEWLEADER and COMMIT-LD meeting a proposal, a restart or the loss of its
+leader, and on to its leading (issue 31, Deliver 4; seed 003's three naive readings all live
+there, and so do ZOOKEEPER-4394, 4785 and 4925).
 
 Whether a follower is in the window depends on the path, not only on the state (a follower that
 rejoins its leader in the same epoch has the same epochs before and after NEWLEADER), so the
-search runs over :class:`WindowState`: the spec's state, the followers in the window, and the
-goal the last step reached. Its elections are ZooKeeper's, not the spec's free oracle
-(:func:`elects_as_zookeeper`), because a path is only useful to real servers if they would
-take it: a server leads only when no one leads and it has the highest epoch, then zxid, then
-rank among the servers looking.
+search runs over :class:`WindowState`: the spec's state, the followers in the window (and which
+of them got transactions they lacked), and how far the path is through the goal's stages. Its
+elections are ZooKeeper's, not the spec's free oracle (:func:`elects_as_zookeeper`), because a
+path is only useful to real servers if they would take it: a server leads only when no one
+leads and it has the highest epoch, then zxid, then rank in a quorum of the servers looking.
 """
 
 from __future__ import annotations
