@@ -5,6 +5,13 @@
 # (docker/zookeeper-release, which copies this file).
 set -eu
 
+# The Docker Hub image's defaults (both images of docker/zookeeper and
+# docker/zookeeper-release run this file; a container's environment overrides them).
+: "${ZOO_CONF_DIR:=/conf}" "${ZOO_DATA_DIR:=/data}" "${ZOO_DATA_LOG_DIR:=/datalog}"
+: "${ZOO_TICK_TIME:=2000}" "${ZOO_INIT_LIMIT:=5}" "${ZOO_SYNC_LIMIT:=2}"
+: "${ZOO_MAX_CLIENT_CNXNS:=60}" "${ZOO_STANDALONE_ENABLED:=true}"
+: "${ZOO_ADMINSERVER_ENABLED:=false}" "${ZOO_4LW_COMMANDS_WHITELIST:=*}"
+
 CONFIG="$ZOO_CONF_DIR/zoo.cfg"
 mkdir -p "$ZOO_CONF_DIR" "$ZOO_DATA_DIR" "$ZOO_DATA_LOG_DIR"
 if [ ! -f "$CONFIG" ]; then
