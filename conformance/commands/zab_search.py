@@ -68,7 +68,13 @@ def register(commands: Any) -> None:
         "servers (conformance/zab/model_paths.py); the search draws these. With --goal and "
         "--json, that schedule alone as JSON, for `bkconform zab search --replay`.",
     )
-    paths.add_argument("--goal", choices=sorted(WINDOW_GOALS), default=None, help="one goal")
+    goals = sorted([*WINDOW_GOALS, *(f"{goal}+committed" for goal in WINDOW_GOALS)])
+    paths.add_argument(
+        "--goal",
+        choices=goals,
+        default=None,
+        help="one goal (+committed: its path with a transaction committed first)",
+    )
     paths.add_argument(
         "--json", action="store_true", help="with --goal: the schedule as JSON, nothing else"
     )
@@ -80,8 +86,12 @@ def zab_paths_command(args: argparse.Namespace, out: TextIO | None = None) -> in
     if args.json and args.goal is None:
         print("bkconform zab paths: --json needs --goal", file=sys.stderr)
         return Verdict.UNDECIDED.exit_code
-    found = {model.goal: model for model in model_schedules()}
-    goals = [args.goal] if args.goal else list(WINDOW_GOALS)
+    found = {model.name: model for model in model_schedules()}
+    goals = (
+        [args.goal]
+        if args.goal
+        else [f"{goal}{suffix}" for goal in WINDOW_GOALS for suffix in ("", "+committed")]
+    )
     for goal in goals:
         if goal not in found:
             print(f"{goal}: no path within the search's bounds", file=out)

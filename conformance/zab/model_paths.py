@@ -112,13 +112,21 @@ class ModelSchedule:
     path: tuple[str, ...]
     schedule: tuple[ZabStep, ...]
     searched: int
+    #: The path starts after a client's write was committed everywhere (the schedule's first
+    #: step: a write, acknowledged before anything else happens).
+    written: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.goal}+committed" if self.written else self.goal
 
     def describe(self) -> str:
         model = "\n".join(f"    {n:2d}. {line}" for n, line in enumerate(self.path, 1))
         steps = "\n".join(f"    {n:2d}. {s.describe()}" for n, s in enumerate(self.schedule, 1))
+        after = ", after a write committed everywhere" if self.written else ""
         return (
-            f"{self.goal}: {WINDOW_GOALS[self.goal][1]}\n  the model's path ({self.searched} "
-            f"states searched):\n{model}\n  the schedule:\n{steps}"
+            f"{self.name}: {WINDOW_GOALS[self.goal][1]}{after}\n  the model's path "
+            f"({self.searched} states searched):\n{model}\n  the schedule:\n{steps}"
         )
 
 
@@ -276,24 +284,34 @@ def _merge_writes(steps: list[ZabStep]) -> tuple[ZabStep, ...]:
     return tuple(out)
 
 
+#: Each goal is searched twice: from the established ensemble, and from it after a write
+#: committed everywhere (:data:`~model.zab.protocol.windows.COMMITTED_WRITE`): the shortest
+#: paths commit nothing, and a write nobody acknowledged cannot be found lost.
+WRITTEN_VARIANTS = (False, True)
+
+
 @functools.cache
 def model_schedules(bounds: ZabConfig = SEARCH_BOUNDS) -> tuple[ModelSchedule, ...]:
-    """Every window goal's path within ``bounds``, compiled (goals without a path are left
-    out: their absence is the model's answer that the window cannot be reached so)."""
+    """Every window goal's paths within ``bounds`` (:data:`WRITTEN_VARIANTS`), compiled
+    (a goal without a path is left out: its absence is the model's answer that the window
+    cannot be reached so)."""
     found = []
     for goal in WINDOW_GOALS:
-        path: WindowPath | None = path_into(bounds, goal)
-        if path is None:
-            continue
-        labels = [step.label for step in path.steps[1:] if step.label is not None]
-        found.append(
-            ModelSchedule(
-                goal,
-                tuple(describe_step(label) for label in labels),
-                compile_path(path.steps),
-                path.searched,
+        for written in WRITTEN_VARIANTS:
+            path: WindowPath | None = path_into(bounds, goal, written=written)
+            if path is None:
+                continue
+            labels = [step.label for step in path.steps[1:] if step.label is not None]
+            first = (ZabStep("write", count=1),) if written else ()
+            found.append(
+                ModelSchedule(
+                    goal,
+                    tuple(describe_step(label) for label in labels),
+                    (*first, *compile_path(path.steps)),
+                    path.searched,
+                    written,
+                )
             )
-        )
     return tuple(found)
 
 
@@ -307,6 +325,7 @@ __all__ = [
     "PACKET_OF",
     "ROLE_OF",
     "SEARCH_BOUNDS",
+    "WRITTEN_VARIANTS",
     "ModelSchedule",
     "compile_path",
     "model_schedules",

@@ -86,6 +86,19 @@ ESTABLISHED = (
     step("FollowerProcessCOMMITLD", "s3", "s1"),
 )
 
+#: A client's write committed everywhere on top of :data:`ESTABLISHED`: the start of the paths
+#: that need an acknowledged write to lose (a shortest path commits nothing).
+COMMITTED_WRITE = (
+    step("LeaderProcessRequest", "s1"),
+    step("LeaderBroadcastPROPOSE", "s1"),
+    step("FollowerProcessPROPOSE", "s2", "s1"),
+    step("FollowerProcessPROPOSE", "s3", "s1"),
+    step("LeaderProcessACK", "s1", "s2"),
+    step("LeaderProcessACK", "s1", "s3"),
+    step("FollowerProcessCOMMIT", "s2", "s1"),
+    step("FollowerProcessCOMMIT", "s3", "s1"),
+)
+
 #: ZooKeeper's tie-break among servers of equal epoch and zxid is the highest myid. A fresh
 #: ensemble of three elects its highest myid first, so s1 (the first leader) ranks highest;
 #: s2 and s3 are its followers by ascending myid (``follower-a``, ``follower-b``).
@@ -105,11 +118,11 @@ class WindowState(NamedTuple):
     marked: int
 
 
-def established(cfg: ZabConfig) -> State:
-    """The state after :data:`ESTABLISHED`."""
+def established(cfg: ZabConfig, *, written: bool = False) -> State:
+    """The state after :data:`ESTABLISHED` (and :data:`COMMITTED_WRITE`, ``written``)."""
     if cfg.servers != 3:
         raise ValueError(f"the window's paths start from three servers, not {cfg.servers}")
-    return run_script(cfg, ESTABLISHED)[-1].state
+    return run_script(cfg, ESTABLISHED + (COMMITTED_WRITE if written else ()))[-1].state
 
 
 def elects_as_zookeeper(state: State, label: Label, rank: Sequence[int] = RANK) -> bool:
@@ -207,22 +220,24 @@ class WindowPath(NamedTuple):
     goal: str
     steps: list[Step[State, Label]]
     searched: int
+    written: bool = False
 
 
 def path_into(
     cfg: ZabConfig,
     goal: str,
     *,
+    written: bool = False,
     max_states: int = 2_000_000,
     allowed: Callable[[State, Label], bool] = elects_as_zookeeper,
 ) -> WindowPath | None:
-    """The shortest path from :func:`established` to ``goal`` (breadth first over
-    :class:`WindowState`, steps filtered by ``allowed``); None when the bounds of ``cfg`` (or
-    ``max_states``) leave no such path."""
+    """The shortest path from :func:`established` (with a committed write first,
+    ``written``) to ``goal`` (breadth first over :class:`WindowState`, steps filtered by
+    ``allowed``); None when the bounds of ``cfg`` (or ``max_states``) leave no such path."""
     if goal not in WINDOW_GOALS:
         raise ValueError(f"unknown goal {goal!r}; goals are {', '.join(WINDOW_GOALS)}")
     stages = WINDOW_GOALS[goal][0]
-    start = WindowState(established(cfg), 0, 0, 0, -1)
+    start = WindowState(established(cfg, written=written), 0, 0, 0, -1)
 
     def successors_of(node: WindowState) -> list[tuple[Label, WindowState]]:
         return [
@@ -238,10 +253,11 @@ def path_into(
     if result.violation is None:
         return None
     steps = [Step(s.label, s.state.state) for s in result.violation.trace]
-    return WindowPath(goal, steps, result.distinct_states)
+    return WindowPath(goal, steps, result.distinct_states, written)
 
 
 __all__ = [
+    "COMMITTED_WRITE",
     "ESTABLISHED",
     "RANK",
     "WINDOW_GOALS",
