@@ -3,6 +3,7 @@ of one a finding with its packet, and a trace with nothing of the spec undecided
 
 from __future__ import annotations
 
+import re
 import struct
 
 import pytest
@@ -35,8 +36,10 @@ class Trace:
         connection: int = 1,
         state: str = "forwarded",
         data: bytes | None = None,
+        direction: Direction | None = None,
     ) -> Trace:
-        direction = Direction.TO_LEADER if kind in _LEARNER_SENDS else Direction.TO_LEARNER
+        if direction is None:
+            direction = Direction.TO_LEADER if kind in _LEARNER_SENDS else Direction.TO_LEARNER
         if kind is PacketType.PROPOSAL and data is None:
             data = _txn(zxid)
         frame = QuorumPacket(kind, zxid, data)
@@ -89,7 +92,10 @@ def test_a_clean_trace_is_clean_with_what_was_checked() -> None:
     assert report.verdict is Verdict.CLEAN, report.divergences + report.violations
     assert (report.connections, report.syncs, report.proposals, report.commits) == (2, 2, 6, 6)
     assert report.quorum_checked == 3 and report.outside_spec == 1
-    assert "3 commits checked for a quorum" in report.summary()
+    assert report.summary() == (
+        "quorum trace: clean; 32 packets (1 outside the spec) on 2 connections, 2 syncs, "
+        "6 proposals, 6 commits, 3 commits checked for a quorum of ACKs, 0 crashes and restarts"
+    )
 
 
 def test_each_packet_names_its_spec_action() -> None:
@@ -109,6 +115,11 @@ def test_each_packet_names_its_spec_action() -> None:
         "CEPOCH",
     ]
     assert named[-1] is None  # a PING is outside the spec
+    ackld = named[5]
+    assert ackld is not None and (ackld.message, ackld.action) == (
+        "ACKLD",
+        "FollowerProcessNEWLEADER",
+    )
     assert "LeaderProcessACK: COMMIT 0x200000003" in [s for s in named if s][-1].describe()
 
 
@@ -129,7 +140,7 @@ def test_a_commit_without_a_quorum_of_acks_is_a_divergence() -> None:
 
 def test_out_of_order_and_unproposed_steps_are_divergences() -> None:
     cases = {
-        "COMMITLD before the learner's ACKLD": Trace()
+        "COMMITLD before the learner's ACKLD reached the leader": Trace()
         .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
         .add(ONE, PacketType.LEADERINFO, EPOCH)
         .add(ONE, PacketType.ACKEPOCH, 5)
@@ -168,17 +179,41 @@ def test_out_of_order_and_unproposed_steps_are_divergences() -> None:
         .join(ONE, (PacketType.PROPOSAL, 6), (PacketType.PROPOSAL, 7))
         .add(ONE, PacketType.COMMIT, 7)
         .add(ONE, PacketType.COMMIT, 6),
-        "an ACK of a transaction not proposed": Trace().join(ONE).add(ONE, PacketType.ACK, 9),
+        "an ACK of a transaction not proposed on this connection": Trace()
+        .join(ONE)
+        .add(ONE, PacketType.ACK, 9),
         "a second CEPOCH on one connection": Trace()
         .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
         .add(ONE, PacketType.FOLLOWERINFO, 1 << 32),
         "PROPOSE before the sync": Trace().add(ONE, PacketType.PROPOSAL, 6),
         "ACKLD before NEWLEADER": Trace().add(ONE, PacketType.ACK, EPOCH),
+        "NEWEPOCH before CEPOCH": Trace().add(ONE, PacketType.LEADERINFO, EPOCH),
+        "NEWLEADER outside a sync": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.NEWLEADER, EPOCH),
+        "COMMITLD outside the sync's end": Trace()
+        .add(ONE, PacketType.FOLLOWERINFO, 1 << 32)
+        .add(ONE, PacketType.UPTODATE, -1),
+        "a learner sent PROPOSAL, which only a leader sends": Trace()
+        .join(ONE)
+        .add(ONE, PacketType.PROPOSAL, EPOCH + 1, direction=Direction.TO_LEADER),
+        "a leader sent ACKEPOCH, which only a learner sends": Trace()
+        .join(ONE)
+        .add(ONE, PacketType.ACKEPOCH, EPOCH, direction=Direction.TO_LEARNER),
+        "COMMIT out of zxid order (after 0x6)": Trace()
+        .join(ONE, (PacketType.PROPOSAL, 6))
+        .add(ONE, PacketType.COMMIT, 6)
+        .add(ONE, PacketType.COMMIT, 6),
     }
     for why, trace in cases.items():
         report = validate(trace.records, servers=3)
         assert report.verdict is Verdict.DIVERGENCE, why
-        assert any(why in finding for finding in report.divergences), (why, report.divergences)
+        # The reason, word for word: after the packet, then the end or its detail.
+        said = re.compile(rf": {re.escape(why)}( \(|,|$)")
+        assert any(said.search(finding) for finding in report.divergences), (
+            why,
+            report.divergences,
+        )
 
 
 def test_a_sync_after_a_broadcast_on_a_new_connection_is_clean() -> None:
@@ -259,5 +294,71 @@ def test_the_fault_logs_crashes_and_restarts_are_the_server_events() -> None:
         (5.0, "kill", None),
     ]
     assert server_events(log) == [ServerEvent(1.0, 2, "crash"), ServerEvent(3.0, 2, "restart")]
+    # The ensemble's own lifecycle log says "crash".
+    assert server_events([(6.0, "crash", "zk3")]) == [ServerEvent(6.0, 3, "crash")]
     with pytest.raises(ValueError, match="server event 'pause'"):
         ServerEvent(1.0, 1, "pause")
+
+
+def test_each_learners_ack_counts_once_for_the_quorum_of_five() -> None:
+    # Five servers: a quorum is three, the leader and two learners whose ACKs reached it.
+    three = QuorumLink(4, 3)
+    trace = Trace().join(ONE).join(TWO).join(three)
+    for link in (ONE, TWO, three):
+        trace.add(link, PacketType.PROPOSAL, EPOCH + 1)
+    trace.add(ONE, PacketType.ACK, EPOCH + 1).add(TWO, PacketType.ACK, EPOCH + 1)
+    trace.add(ONE, PacketType.COMMIT, EPOCH + 1)
+    report = validate(trace.records, servers=5)
+    assert report.verdict is Verdict.CLEAN, report.divergences
+    assert report.quorum_checked == 1
+    short = Trace().join(ONE).join(TWO)
+    short.add(ONE, PacketType.PROPOSAL, EPOCH + 1).add(ONE, PacketType.ACK, EPOCH + 1)
+    short.add(ONE, PacketType.COMMIT, EPOCH + 1)
+    assert "less than a quorum of 3" in validate(short.records, servers=5).divergences[0]
+
+
+def test_a_sync_s_commits_of_the_current_epoch_need_no_acks_on_that_connection() -> None:
+    # A late joiner's DIFF carries transactions of the current epoch the leader committed
+    # before (with their quorum, on other connections): no ACK on this one.
+    trace = Trace().join(ONE, (PacketType.PROPOSAL, EPOCH + 1), (PacketType.COMMIT, EPOCH + 1))
+    report = validate(trace.records, servers=3)
+    assert report.verdict is Verdict.CLEAN, report.divergences
+    assert report.quorum_checked == 0
+
+
+def test_one_transaction_is_its_client_its_cxid_and_its_type() -> None:
+    # The same transaction sent twice with another time in its header is still one.
+    trace = Trace().join(ONE).join(TWO)
+    first = _txn(EPOCH + 1)
+    later = first[:20] + struct.pack(">q", 99) + first[28:]
+    trace.add(ONE, PacketType.PROPOSAL, EPOCH + 1, data=first)
+    trace.add(TWO, PacketType.PROPOSAL, EPOCH + 1, data=later)
+    assert validate(trace.records, servers=3).verdict is Verdict.CLEAN
+
+
+def test_server_events_go_before_a_packet_of_the_same_instant_and_after_the_last() -> None:
+    trace = Trace().join(ONE)
+    last = trace.records[-1].at
+    old = Trace().join(ONE)
+    old.add(ONE, PacketType.ACK, EPOCH)
+    at = old.records[-1].at
+    # Restarted at the very instant the packet was logged: the restart comes first.
+    events = [ServerEvent(at - 0.5, 1, "crash"), ServerEvent(at, 1, "restart")]
+    assert validate(old.records, servers=3, events=events).verdict is Verdict.DIVERGENCE
+    # Events after the last packet are counted too.
+    late = [ServerEvent(last + 1, 1, "crash"), ServerEvent(last + 2, 1, "restart")]
+    assert validate(trace.records, servers=3, events=late).server_events == 2
+
+
+def test_a_second_crash_ends_the_restart_before_it() -> None:
+    # zk1 crashes, restarts, opens a new connection, crashes again: what it wrote on the new
+    # connection before dying may still be read (it has not been restarted since).
+    trace = Trace().join(ONE)
+    events = [ServerEvent(trace.records[-1].at + 0.5, 1, "crash")]
+    events.append(ServerEvent(events[0].at + 0.1, 1, "restart"))
+    trace.add(ONE, PacketType.FOLLOWERINFO, 1 << 32, connection=2)
+    trace.add(ONE, PacketType.LEADERINFO, EPOCH, connection=2)
+    events.append(ServerEvent(trace.records[-1].at + 0.5, 1, "crash"))
+    trace.add(ONE, PacketType.ACKEPOCH, EPOCH, connection=2)
+    report = validate(trace.records, servers=3, events=events)
+    assert report.divergences == [] and report.server_events == 3
