@@ -52,6 +52,7 @@ VERDICT_MODULES = (
     "model/zab/checkers.py",
     "conformance/javaclient/plan_wipes.py",
     "conformance/races.py",
+    "conformance/zab/quorum_trace.py",
 )
 
 

@@ -362,3 +362,36 @@ def test_a_second_crash_ends_the_restart_before_it() -> None:
     trace.add(ONE, PacketType.ACKEPOCH, EPOCH, connection=2)
     report = validate(trace.records, servers=3, events=events)
     assert report.divergences == [] and report.server_events == 3
+
+
+def test_what_the_spec_allows_is_clean() -> None:
+    # A learner that already accepted the leader's epoch acks it (its NEWEPOCH is not older).
+    same = Trace().add(ONE, PacketType.FOLLOWERINFO, EPOCH).add(ONE, PacketType.LEADERINFO, EPOCH)
+    same.add(ONE, PacketType.ACKEPOCH, 5)
+    # A PROPOSAL between NEWLEADER and UPTODATE (the window) is allowed.
+    window = Trace().join(ONE)
+    window.records = window.records[:-2]  # up to the ACK of NEWLEADER: no UPTODATE yet
+    window.add(ONE, PacketType.PROPOSAL, EPOCH + 1)
+    # Different transactions for different zxids; a restart of a server never crashed here.
+    two = Trace().join(ONE).join(TWO)
+    two.add(ONE, PacketType.PROPOSAL, EPOCH + 1, data=_txn(EPOCH + 1, cxid=1))
+    two.add(ONE, PacketType.PROPOSAL, EPOCH + 2, data=_txn(EPOCH + 2, cxid=2))
+    for trace, events in ((same, []), (window, []), (two, [ServerEvent(0.5, 2, "restart")])):
+        report = validate(trace.records, servers=3, events=events)
+        assert report.verdict is Verdict.CLEAN, report.divergences + report.violations
+
+
+def test_a_proposal_sent_twice_on_one_connection_is_a_divergence() -> None:
+    trace = Trace().join(ONE).add(ONE, PacketType.PROPOSAL, EPOCH + 1)
+    trace.add(ONE, PacketType.PROPOSAL, EPOCH + 1)
+    report = validate(trace.records, servers=3)
+    assert report.verdict is Verdict.DIVERGENCE
+    assert "PROPOSE out of zxid order (after 0x200000001)" in report.divergences[0]
+
+
+def test_a_proposals_ack_is_named_as_the_spec_s_ack_and_outside_packets_are_counted() -> None:
+    trace = _clean().add(ONE, PacketType.PING, 0)
+    acks = [spec_step(r) for r in trace.records if r.frame.type == PacketType.ACK]
+    broadcast = [a for a in acks if a is not None and a.zxid == EPOCH + 1]
+    assert broadcast and all(a.action == "FollowerProcessPROPOSE" for a in broadcast)
+    assert validate(trace.records, servers=3).outside_spec == 2
