@@ -596,9 +596,10 @@ def await_new_session(
     zookeeper: ZooKeeperProxy, expiry: ExpiryRecord, timeout: float = NEW_SESSION_S
 ) -> None:
     """Wait until the client holds a session granted after ``expiry``: an expiry's effect ends
-    with its run. Until then the client can neither write metadata nor look a bookie up, and an
-    expiry near a run's end failed the next run's ensemble change (NotEnoughBookies: the spare
-    could not be resolved, in a fresh-clone CI).
+    with its run. Until then the client can neither write metadata nor look a bookie up (4.17
+    invalidates its cache of bookie addresses on the expiry); a fresh-clone CI's client log
+    showed the previous run's expiry still being handled while the next run created its
+    ledger.
 
     :raises RunUndecided: no new session within ``timeout`` seconds.
     """
