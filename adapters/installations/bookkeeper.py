@@ -1,5 +1,6 @@
 """BookKeeper installations: validating a ``BOOKKEEPER_HOME``, and installing a version from
-Maven Central into a per-user cache (:mod:`adapters.installations.releases`, whose
+the repository Maven is configured with (Maven Central by default) into a per-user cache
+(:mod:`adapters.installations.releases`, whose
 :class:`~adapters.installations.releases.Product` this module's ``BOOKKEEPER`` is).
 
 An install is ``$BKCONFORM_HOME/bookkeeper/<version>/`` (default ``~/.bkconform``)::
@@ -15,7 +16,10 @@ An install is ``$BKCONFORM_HOME/bookkeeper/<version>/`` (default ``~/.bkconform`
     bkconform-install.json          written last: the install is complete
 
 It is a valid ``BOOKKEEPER_HOME`` for :func:`find_bookkeeper_home`, the local provider
-(``bin/bookkeeper bookie`` with ``BOOKIE_CONF``) and the Java client (``lib/*.jar``).
+(``bin/bookkeeper bookie`` with ``BOOKIE_CONF``) and the Java client (``lib/*.jar``). It is
+accepted only when its jars hold :data:`REQUIRED_CLASSES` (what the bookie, the shell and the
+client load), and checked again whenever it is used: a broken one raises
+:class:`BookKeeperInstallBroken`, naming ``bkconform bookkeeper install VERSION --force``.
 """
 
 from __future__ import annotations
@@ -27,23 +31,68 @@ from typing import Any
 
 from adapters.errors import ClusterError
 from adapters.installations import releases
-from adapters.installations.errors import BookKeeperNotFound
+from adapters.installations.errors import BookKeeperNotFound, BrokenInstallation
 from adapters.installations.releases import (
     DEFAULT_MAVEN_TIMEOUT,
     MARKER,
     VERSION_TEXT,
+    Available,
     Installation,
     ListedArtifact,
+    RequiredClass,
     maven_command,
     parse_listing,
 )
 
-#: The version installed when none is named: the newest bookkeeper-server Maven Central serves
-#: to this project's machines (4.17.4, the newest release, is not served there).
+#: The version installed when none is named: the release the suite's documents and findings
+#: were made with. Which versions exist is the configured repository's to say
+#: (:func:`available`, ``bkconform bookkeeper list --available``).
 DEFAULT_VERSION = "4.17.3"
-#: Probed with ``mvn dependency:get`` from this project's machines (2026-11).
-SERVED_VERSIONS = ("4.17.3", "4.17.2", "4.16.6", "4.14.7", "4.11.1")
-NOT_SERVED_VERSIONS = ("4.17.4", "4.16.7", "4.14.8", "4.14.6")
+
+_BOOKIE = "the bookie"
+_SHELL = "the shell"
+_CLIENT = "the client"
+_ALL = "the bookie, the shell and the client"
+#: What ``bin/bookkeeper bookie`` (``server.Main``), ``bin/bookkeeper shell`` and the Java
+#: client load, and the dependencies of theirs that come in jars of their own: an install
+#: whose jars lack one would fail only when run. Checked in 4.11.1, 4.14.7, 4.16.6 and 4.17.3
+#: (commons configuration moved from 1 to 2 in 4.17; slf4j 1's binding is log4j 1.2 through
+#: 4.14, log4j2 after; the shell prints its results through it).
+REQUIRED_CLASSES = (
+    RequiredClass(("org.apache.bookkeeper.server.Main",), _BOOKIE),
+    RequiredClass(("org.apache.bookkeeper.proto.BookieServer",), _BOOKIE),
+    RequiredClass(("org.apache.bookkeeper.bookie.BookieShell",), _SHELL),
+    RequiredClass(("org.apache.bookkeeper.client.BookKeeper",), _CLIENT),
+    RequiredClass(("org.apache.bookkeeper.proto.BookkeeperProtocol",), _ALL),
+    RequiredClass(("org.apache.bookkeeper.common.util.OrderedExecutor",), _ALL),
+    RequiredClass(("org.apache.bookkeeper.stats.StatsLogger",), _ALL),
+    RequiredClass(("com.scurrilous.circe.checksum.Crc32cIntChecksum",), _ALL),
+    RequiredClass(("org.apache.zookeeper.ZooKeeper",), _ALL),
+    RequiredClass(("org.apache.jute.Record",), _ALL),
+    RequiredClass(("io.netty.channel.Channel",), _ALL),
+    RequiredClass(("io.netty.buffer.ByteBuf",), _ALL),
+    RequiredClass(("io.netty.handler.codec.LengthFieldBasedFrameDecoder",), _ALL),
+    RequiredClass(("com.google.protobuf.Message",), _ALL),
+    RequiredClass(("com.google.common.base.Preconditions",), _ALL),
+    RequiredClass(
+        (
+            "org.apache.commons.configuration.Configuration",
+            "org.apache.commons.configuration2.Configuration",
+        ),
+        _ALL,
+    ),
+    RequiredClass(("org.apache.commons.cli.Options",), _SHELL),
+    RequiredClass(("org.rocksdb.RocksDB",), _BOOKIE),
+    RequiredClass(("org.slf4j.Logger",), _ALL),
+    RequiredClass(
+        (
+            "org.slf4j.impl.StaticLoggerBinder",
+            "org.apache.logging.slf4j.SLF4JServiceProvider",
+            "ch.qos.logback.classic.spi.LogbackServiceProvider",
+        ),
+        "a logging backend: the shell prints its results through it",
+    ),
+)
 
 GROUP_ID = "org.apache.bookkeeper"
 ARTIFACT_ID = "bookkeeper-server"
@@ -60,6 +109,11 @@ class BookKeeperInstallError(ClusterError):
     retriable = False
 
 
+class BookKeeperInstallBroken(BookKeeperInstallError, BrokenInstallation):
+    """An install that was complete is not any more; the message names what is missing and
+    ``bkconform bookkeeper install VERSION --force``."""
+
+
 # Locating -------------------------------------------------------------------------------------
 
 
@@ -68,7 +122,8 @@ def find_bookkeeper_home(
 ) -> Path | None:
     """The BookKeeper distribution to run: ``explicit``, else ``BOOKKEEPER_HOME``, else None.
 
-    A directory that is named but holds no runnable distribution is an error.
+    A directory that is named but holds no runnable distribution is an error; one that is an
+    install of bkconform's must still be complete (:class:`BookKeeperInstallBroken`).
     """
     env = os.environ if environ is None else environ
     home = (
@@ -92,6 +147,7 @@ def find_bookkeeper_home(
             f"{home} has bin/bookkeeper but no bookkeeper-server jar in lib/; "
             "use a binary distribution (bookkeeper-server-X.Y.Z-bin.tar.gz), not a source tree"
         )
+    releases.verify_home(BOOKKEEPER, home)
     return home
 
 
@@ -137,9 +193,18 @@ def find_maven(environ: Mapping[str, str] | None = None) -> str:
     return releases.find_maven(BOOKKEEPER, environ)
 
 
-def explain_maven_failure(version: str, output: str, *, offline: bool) -> str:
-    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution."""
-    return releases.explain_maven_failure(BOOKKEEPER, version, output, offline=offline)
+def explain_maven_failure(version: str, output: str, *, offline: bool, **options: Any) -> str:
+    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution
+    (``options``: ``incomplete``, ``environ``, ``maven_repo``, as
+    :func:`adapters.installations.releases.explain_maven_failure` takes them)."""
+    return releases.explain_maven_failure(BOOKKEEPER, version, output, offline=offline, **options)
+
+
+def available(**options: Any) -> Available:
+    """The versions the repository Maven is configured with serves, asked now (``options``:
+    ``environ``, ``timeout``, as :func:`adapters.installations.releases.available` takes
+    them)."""
+    return releases.available(BOOKKEEPER, **options)
 
 
 # The layout -----------------------------------------------------------------------------------
@@ -271,12 +336,10 @@ BOOKKEEPER = releases.Product(
     default_version=DEFAULT_VERSION,
     error=BookKeeperInstallError,
     add_files=_add_files,
-    unserved_hint=(
-        f"Versions served here: {', '.join(SERVED_VERSIONS)}; not served: "
-        f"{', '.join(NOT_SERVED_VERSIONS)}"
-    ),
     without_maven="point BOOKKEEPER_HOME / --bookkeeper at an unpacked BookKeeper binary "
     "distribution",
+    required_classes=REQUIRED_CLASSES,
+    broken=BookKeeperInstallBroken,
 )
 
 
@@ -298,7 +361,7 @@ def resolve_bookkeeper(
     progress: bool = False,
 ) -> Path:
     """``--bookkeeper VERSION|DIR``: a version is installed on first use (then read from the
-    cache); a directory must be a BOOKKEEPER_HOME. Returns the home."""
+    cache, checked complete); a directory must be a BOOKKEEPER_HOME. Returns the home."""
     text = str(spec).strip()
     path = Path(text).expanduser()
     if isinstance(spec, Path) or os.sep in text or path.is_dir() or not VERSION_TEXT.match(text):
@@ -313,11 +376,13 @@ __all__ = [
     "DEFAULT_MAVEN_TIMEOUT",
     "DEFAULT_VERSION",
     "MARKER",
-    "NOT_SERVED_VERSIONS",
-    "SERVED_VERSIONS",
+    "REQUIRED_CLASSES",
+    "Available",
+    "BookKeeperInstallBroken",
     "BookKeeperInstallError",
     "Installation",
     "ListedArtifact",
+    "available",
     "explain_maven_failure",
     "find_bookkeeper_home",
     "find_installation",

@@ -1,4 +1,5 @@
-"""The errors of locating an installation: no Java, no ZooKeeper, no BookKeeper.
+"""The errors of locating an installation: no Java, no ZooKeeper, no BookKeeper, and an install
+that was complete and is broken now.
 
 They are cluster errors (:class:`~adapters.errors.ClusterError`): a cluster cannot start
 without the installation, and callers catch them with every other reason it cannot. Unlike
@@ -24,5 +25,15 @@ class ZooKeeperNotFound(ClusterError):
 
 class BookKeeperNotFound(ClusterError):
     """``BOOKKEEPER_HOME`` (or the directory passed) holds no runnable BookKeeper distribution."""
+
+    retriable = False
+
+
+class BrokenInstallation(ClusterError):
+    """An install bkconform made is no longer complete (a jar gone or changed, a class its
+    programs need missing); the message names the command that reinstalls it. Each product's
+    own kind also derives from its install error (``BookKeeperInstallBroken``,
+    ``ZooKeeperInstallBroken``): callers that fall back to another installation on an
+    install error must not on this one, which the user has to repair."""
 
     retriable = False

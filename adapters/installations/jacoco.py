@@ -33,21 +33,21 @@ from adapters.errors import ClusterError
 from adapters.installations.maven import (
     DEPENDENCY_PLUGIN,
     MavenRun,
+    configured_repository,
     install_atomically,
     maven_error_detail,
     maven_tail,
     maven_unreachable,
     run_maven,
     run_offline_first,
+    served_text,
 )
 from adapters.user_state import bkconform_home
 
-#: The version installed when none is named: the newest whose agent *runtime* jar Maven Central
-#: serves to this project's machines (0.8.16's agent is served, its runtime jar is not).
+#: The version installed when none is named: the one whose agent *runtime* jar the coverage
+#: was made with (0.8.16's was not served when it was chosen). Which versions the configured
+#: repository serves is asked when one cannot be installed (:func:`explain_maven_failure`).
 DEFAULT_VERSION = "0.8.15"
-#: Both jars probed with ``mvn dependency:get`` from this project's machines (2026-11).
-SERVED_VERSIONS = ("0.8.15",)
-NOT_SERVED_VERSIONS = ("0.8.16",)
 
 GROUP_ID = "org.jacoco"
 AGENT = "org.jacoco.agent"
@@ -189,9 +189,16 @@ def maven_command(
     return command
 
 
-def explain_maven_failure(artifact: Artifact, output: str, *, offline: bool) -> str:
+def explain_maven_failure(
+    artifact: Artifact,
+    output: str,
+    *,
+    offline: bool,
+    environ: Mapping[str, str] | None = None,
+) -> str:
     """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed copy: the causes a
-    release's install tells apart (``releases.explain_maven_failure``), for single jars."""
+    release's install tells apart (``releases.explain_maven_failure``), for single jars. A jar
+    not served is told with what the configured repository lists, asked now."""
     detail = maven_error_detail(output)
     what = artifact.coordinates
     if offline and "offline mode" in output:
@@ -200,14 +207,15 @@ def explain_maven_failure(artifact: Artifact, output: str, *, offline: bool) -> 
             f"offline{detail}"
         )
     if re.search(r"Could not find artifact|Failure to find|The POM for \S+ is missing", output):
-        return (
-            f"Maven Central does not serve {what} to this machine. Versions served here: "
-            f"{', '.join(SERVED_VERSIONS)}; not served: {', '.join(NOT_SERVED_VERSIONS)}{detail}"
+        served = served_text(
+            configured_repository(environ), GROUP_ID, artifact.artifact, artifact.version
         )
+        return f"Maven's repository does not serve {what}. {served}{detail}"
     if maven_unreachable(output):
+        repository = configured_repository(environ)
         return (
-            f"Maven could not reach its repository to download {what}: is Maven Central "
-            f"reachable from here?{detail}"
+            f"Maven could not reach its repository to download {what}: is "
+            f"{repository.describe()} reachable from here?{detail}"
         )
     return f"mvn failed to copy {what}:\n{maven_tail(output)}"
 
@@ -220,6 +228,7 @@ def _copy(
     timeout: float,
     maven_repo: Path | None,
     progress: bool,
+    environ: Mapping[str, str] | None,
 ) -> None:
     def copy(attempt: bool) -> MavenRun:
         command = maven_command(mvn, artifact, staging, offline=attempt, maven_repo=maven_repo)
@@ -230,7 +239,7 @@ def _copy(
         offline,
         copy,
         lambda run, attempt: JacocoInstallError(
-            explain_maven_failure(artifact, run.output, offline=attempt)
+            explain_maven_failure(artifact, run.output, offline=attempt, environ=environ)
         ),
         resolving=artifact.coordinates,
         progress=progress,
@@ -283,7 +292,7 @@ def _build(
 ) -> JacocoInstallation:
     mvn = find_maven(environ)
     for artifact in artifacts(version):
-        _copy(mvn, artifact, staging, offline, timeout, maven_repo, progress)
+        _copy(mvn, artifact, staging, offline, timeout, maven_repo, progress, environ)
     installed_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     marker = {
         "version": version,
@@ -297,8 +306,6 @@ def _build(
 
 __all__ = [
     "DEFAULT_VERSION",
-    "NOT_SERVED_VERSIONS",
-    "SERVED_VERSIONS",
     "Artifact",
     "JacocoInstallError",
     "JacocoInstallation",

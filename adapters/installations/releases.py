@@ -8,13 +8,21 @@ An install is ``$BKCONFORM_HOME/<product>/<version>/`` (default ``~/.bkconform``
                                     binary distributions
     maven/pom.xml                   the POM the jars were resolved from
     ...                             what the product adds (launcher, logging configuration)
-    bkconform-install.json          written last: the install is complete
+    bkconform-install.json          written last: the install is complete (with every jar's
+                                    size, for the check on each later use)
 
 The jars come from the machine's ``mvn``: ``dependency:list`` (runtime scope, absolute file
 names) on the product's rendered POM resolves them into the Maven repository (offline first,
 ``-o``, when the repository already has them); they are then copied under the distribution's
 names. The install is built next to its destination and renamed into place under a lock
 (:func:`~adapters.installations.maven.install_atomically`). Nothing is downloaded at import.
+
+An install is accepted only when complete: a resolution during which Maven could not read a
+POM is a failure (retried online after an offline one), and the jars must hold the classes
+the product's programs need (:attr:`Product.required_classes`). An install found broken
+later (:func:`verify`) is an error naming the command that reinstalls it. Which versions
+exist is asked of the repository Maven is configured with (:func:`available`), never
+assumed.
 """
 
 from __future__ import annotations
@@ -24,22 +32,32 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from adapters.errors import ClusterError
+from adapters.installations import maven
 from adapters.installations.maven import (
     DEPENDENCY_PLUGIN,
+    METADATA_TIMEOUT,
+    MavenRepository,
     MavenRun,
+    MetadataUnavailable,
+    configured_repository,
+    diagnose_local_pom,
     discard_install,
+    fetch_versions,
     install_atomically,
     maven_error_detail,
     maven_tail,
     maven_unreachable,
+    pom_problems,
     run_maven,
     run_offline_first,
+    version_key,
 )
 from adapters.user_state import bkconform_home, exclusive_lock
 
@@ -57,12 +75,31 @@ _LISTED = re.compile(
 
 
 @dataclass(frozen=True)
+class RequiredClass:
+    """A class an install must hold (any one of ``names``: releases moved some, e.g. commons
+    configuration 1 to 2), and who needs it, for the message when none is there."""
+
+    names: tuple[str, ...]
+    needed_by: str
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """Its jar entries, ``org/apache/zookeeper/ZooKeeper.class``."""
+        return tuple(name.replace(".", "/") + ".class" for name in self.names)
+
+    def describe(self) -> str:
+        return f"{' or '.join(self.names)} ({self.needed_by})"
+
+
+@dataclass(frozen=True)
 class Product:
     """What is installed: ``group:artifact:<version>`` resolved through the POM template
     ``pom_resource`` (in this package; ``placeholder`` replaced by the version), into
     ``$BKCONFORM_HOME/<directory>/<version>``, with ``add_files(staging, version)`` writing
     what the product needs beyond ``lib/``. An install whose marker names another
-    ``layout`` counts as not installed (the next use reinstalls it, from ~/.m2)."""
+    ``layout`` counts as not installed (the next use reinstalls it, from ~/.m2). An install
+    is complete when its jars hold ``required_classes``; one found broken later raises
+    ``broken`` (default ``error``)."""
 
     name: str
     directory: str
@@ -74,10 +111,12 @@ class Product:
     default_version: str
     error: type[ClusterError]
     add_files: Callable[[Path, str], None]
-    #: What to say when Maven Central does not serve a version (empty: nothing more).
-    unserved_hint: str = ""
     #: What to use instead when there is no ``mvn``.
     without_maven: str = ""
+    #: The classes its programs load: an install whose jars lack one is incomplete.
+    required_classes: tuple[RequiredClass, ...] = ()
+    #: Raised for an install that was complete and is not any more (None: ``error``).
+    broken: type[ClusterError] | None = None
 
     @property
     def coordinates(self) -> str:
@@ -97,6 +136,9 @@ class Product:
         """Where installs live: ``$BKCONFORM_HOME/<directory>``."""
         return bkconform_home(environ) / self.directory
 
+    def reinstall_command(self, version: str) -> str:
+        return f"bkconform {self.directory} install {version} --force"
+
     def render_pom(self, version: str) -> str:
         template = (
             resources.files("adapters.installations")
@@ -114,6 +156,9 @@ class Installation:
     home: Path
     jars: int
     installed_at: str
+    #: Every jar as installed, ``(lib/<name>, size)``; None for an install made before the
+    #: marker recorded them (checked by its classes instead, :func:`problems`).
+    files: tuple[tuple[str, int], ...] | None = None
 
     @classmethod
     def read(cls, home: Path, layout: int) -> Installation | None:
@@ -121,13 +166,106 @@ class Installation:
             data = json.loads((home / MARKER).read_text())
             if data.get("layout") != layout:
                 return None
-            return cls(str(data["version"]), home, int(data["jars"]), str(data["installed_at"]))
+            recorded = data.get("files")
+            files = (
+                None
+                if recorded is None
+                else tuple(sorted((str(name), int(size)) for name, size in recorded.items()))
+            )
+            return cls(
+                str(data["version"]), home, int(data["jars"]), str(data["installed_at"]), files
+            )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+# Complete or not ------------------------------------------------------------------------------
+
+
+def missing_classes(required: Iterable[RequiredClass], jars: Iterable[Path]) -> list[RequiredClass]:
+    """The ``required`` classes none of ``jars`` holds (a jar that cannot be read holds none).
+
+    The jars' entries are read, no JVM is started: what goes missing from an install is
+    whole jars (a resolution that lost its transitive dependencies, a deleted file), which the
+    entries show, in 0.1 s for 68 jars where starting a JVM to load them takes a second or
+    more on this machine, and it runs before every use of an install. A present class that
+    fails to link (a wrong version of a dependency) is not what this guards against: the
+    versions are the release's own, as its POM names them."""
+    remaining = list(required)
+    wanted = {entry for item in remaining for entry in item.entries}
+    found: set[str] = set()
+    for jar in jars:
+        if not remaining:
+            break
+        try:
+            with zipfile.ZipFile(jar) as archive:
+                found.update(name for name in archive.namelist() if name in wanted)
+        except (OSError, zipfile.BadZipFile):
+            continue
+        remaining = [item for item in remaining if not found.intersection(item.entries)]
+    return remaining
+
+
+def describe_classes(classes: Sequence[RequiredClass], shown: int = 4) -> str:
+    """The first ``shown`` of ``classes`` with who needs them, and how many more."""
+    text = ", ".join(item.describe() for item in classes[:shown])
+    return text + (f" and {len(classes) - shown} more" if len(classes) > shown else "")
+
+
+def problems(product: Product, installation: Installation) -> list[str]:
+    """What is wrong with an install that was complete: the jars its marker records that are
+    gone or changed size (a cheap stat each; they held every required class when installed),
+    or, for an install whose marker records none (made before it did), the required classes
+    its ``lib/`` lacks. Empty: it is still complete."""
+    home = installation.home
+    if installation.files is not None:
+        found = []
+        for name, size in installation.files:
+            try:
+                actual = (home / name).stat().st_size
+            except OSError:
+                found.append(f"{name} is missing")
+                continue
+            if actual != size:
+                found.append(f"{name} has {actual} bytes, {size} when installed")
+        return found
+    jars = sorted((home / "lib").glob("*.jar"))
+    return [
+        f"no jar holds {item.describe()}"
+        for item in missing_classes(product.required_classes, jars)
+    ]
+
+
+def describe_problems(found: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` of :func:`problems`' findings, and how many more."""
+    return "; ".join(found[:shown]) + (
+        f"; and {len(found) - shown} more" if len(found) > shown else ""
+    )
+
+
+def broken_message(product: Product, installation: Installation, found: Sequence[str]) -> str:
+    shown = describe_problems(found)
+    return (
+        f"the {product.name} {installation.version} install at {installation.home} is broken "
+        f"({shown}): reinstall with `{product.reinstall_command(installation.version)}`"
+    )
+
+
+def verify(product: Product, installation: Installation) -> Installation:
+    """``installation`` if it is still complete (:func:`problems`), else the product's
+    ``broken`` error with the command that reinstalls it."""
+    found = problems(product, installation)
+    if found:
+        raise (product.broken or product.error)(broken_message(product, installation, found))
+    return installation
+
+
+def verify_home(product: Product, home: Path) -> None:
+    """If ``home`` is an install of ``product`` (its marker, of the current layout), check it
+    as :func:`verify` does; any other directory is left to the caller's own checks."""
+    installation = Installation.read(home, product.layout)
+    if installation is not None:
+        verify(product, installation)
 
 
 def installed(product: Product, root: Path | None = None) -> list[Installation]:
@@ -239,9 +377,83 @@ def parse_listing(text: str) -> list[ListedArtifact]:
     return found
 
 
-def explain_maven_failure(product: Product, version: str, output: str, *, offline: bool) -> str:
-    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution."""
+# What the repository serves -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Available:
+    """The versions of a product the repository Maven is configured with lists, oldest first."""
+
+    repository: MavenRepository
+    versions: tuple[str, ...]
+
+
+def available(
+    product: Product,
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = METADATA_TIMEOUT,
+) -> Available:
+    """Ask the repository Maven is configured with
+    (:func:`~adapters.installations.maven.configured_repository`) which versions of
+    ``product`` it serves: its ``maven-metadata.xml``, read now, within ``timeout``.
+
+    :raises ClusterError: the product's error, naming the repository and why it could not
+        be read.
+    """
+    repository = configured_repository(environ)
+    try:
+        versions = fetch_versions(repository.url, product.group, product.artifact, timeout=timeout)
+    except MetadataUnavailable as exc:
+        raise product.error(
+            f"could not ask Maven's repository, {repository.describe()}, which versions of "
+            f"{product.coordinates} it serves: {exc}"
+        ) from exc
+    return Available(repository, tuple(sorted(versions, key=version_key)))
+
+
+def served_text(
+    product: Product,
+    version: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = METADATA_TIMEOUT,
+) -> str:
+    """What the configured repository serves of ``product``, asked now, as a sentence for a
+    message about ``version`` (:func:`adapters.installations.maven.served_text`)."""
+    return maven.served_text(
+        configured_repository(environ),
+        product.group,
+        product.artifact,
+        version,
+        timeout=timeout,
+        listing=f"`bkconform {product.directory} list --available`",
+    )
+
+
+def explain_maven_failure(
+    product: Product,
+    version: str,
+    output: str,
+    *,
+    offline: bool,
+    incomplete: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    maven_repo: Path | None = None,
+) -> str:
+    """One clear sentence (plus Maven's own ``[ERROR]`` line) for a failed resolution;
+    ``incomplete``: why a run that exited 0 is not a complete one."""
     artifact = f"{product.coordinates}:{version}"
+    if incomplete is not None:
+        return explain_incomplete(
+            product,
+            version,
+            incomplete,
+            offline=offline,
+            environ=environ,
+            maven_repo=maven_repo,
+            poms=bool(pom_problems(output)),
+        )
     detail = maven_error_detail(output)
     missing = re.search(r"(?:Could not find artifact|Failure to find) (\S+)", output) or re.search(
         r"The POM for (\S+) is missing", output
@@ -254,18 +466,68 @@ def explain_maven_failure(product: Product, version: str, output: str, *, offlin
     if missing is not None:
         what = missing.group(1)
         if what.startswith(f"{product.coordinates}:"):
-            hint = f". {product.unserved_hint}" if product.unserved_hint else ""
+            served = served_text(product, version, environ=environ)
             return (
-                f"Maven Central does not serve {artifact} to this machine (mvn could not find "
-                f"{what}){hint}{detail}"
+                f"Maven's repository does not serve {artifact} (mvn could not find {what}). "
+                f"{served}{detail}"
             )
         return f"{artifact} needs {what}, which Maven could not find{detail}"
     if maven_unreachable(output):
+        repository = configured_repository(environ, maven_repo=maven_repo)
         return (
-            f"Maven could not reach its repository to download {artifact}: is Maven Central "
-            f"reachable from here?{detail}"
+            f"Maven could not reach its repository to download {artifact}: is "
+            f"{repository.describe()} reachable from here?{detail}"
+        )
+    found = pom_problems(output)
+    if found:
+        return (
+            explain_incomplete(
+                product,
+                version,
+                "; ".join(found),
+                offline=offline,
+                environ=environ,
+                maven_repo=maven_repo,
+                poms=True,
+            )
+            + detail
         )
     return f"mvn failed to resolve {artifact}:\n{maven_tail(output)}"
+
+
+def explain_incomplete(
+    product: Product,
+    version: str,
+    reason: str,
+    *,
+    offline: bool,
+    environ: Mapping[str, str] | None = None,
+    maven_repo: Path | None = None,
+    poms: bool = False,
+) -> str:
+    """The message for a resolution that did not get every dependency: ``reason`` (Maven's
+    unreadable POMs, the classes no jar holds), what to do, and with ``poms`` (Maven said it
+    could not read a POM) which POM of the local repository explains it."""
+    repository = configured_repository(environ, maven_repo=maven_repo)
+    local = (
+        diagnose_local_pom(repository.local, product.group, product.artifact, version)
+        if poms
+        else None
+    )
+    where = f" Local repository {repository.local}: {local.text}." if local else ""
+    if local is not None and local.unreadable:
+        todo = ""  # deleting the file is what helps, and the sentence above says so
+    elif offline:
+        todo = (
+            f" The install was asked to stay offline: install without --offline to let Maven "
+            f"download what is missing from {repository.describe()}."
+        )
+    else:
+        todo = f" Going online ({repository.describe()}) did not complete it."
+    return (
+        f"{product.name} {version} was not installed: the resolution of "
+        f"{product.coordinates}:{version} is incomplete ({reason}).{where}{todo}"
+    )
 
 
 # Installing -----------------------------------------------------------------------------------
@@ -290,12 +552,21 @@ def install(
     repository lacks something; True never goes online; False always does. ``force``
     reinstalls. ``timeout`` bounds each ``mvn`` call. ``maven_repo`` overrides Maven's local
     repository (``-Dmaven.repo.local``).
+
+    :raises ClusterError: the product's error when it cannot be installed completely (nothing
+        is left installed), ``product.broken`` for an existing install that is broken.
     """
     checked = product.check_version(version or product.default_version)
+
+    def read(home: Path) -> Installation | None:
+        found = Installation.read(home, product.layout)
+        # An existing install is returned only if still complete; with force it is replaced.
+        return found if found is None or force else verify(product, found)
+
     return install_atomically(
         product.install_root(environ) if root is None else root,
         checked,
-        lambda home: Installation.read(home, product.layout),
+        read,
         lambda staging: _build(
             product, staging, checked, offline, timeout, maven_repo, environ, progress
         ),
@@ -325,14 +596,42 @@ def _build(
         command[:] = maven_command(mvn, pom, listing, offline=attempt, maven_repo=maven_repo)
         return run_maven(command, timeout, maven_dir, error=product.error)
 
+    def incomplete(run: MavenRun) -> str | None:
+        found = pom_problems(run.output)
+        if found:
+            return "; ".join(found)
+        try:
+            listed = parse_listing(listing.read_text())
+        except OSError:
+            return None  # reported below, as a run that wrote no list
+        if not any(
+            (a.group, a.artifact, a.version) == (product.group, product.artifact, version)
+            for a in listed
+        ):
+            return f"it listed no {product.coordinates}:{version} itself"
+        jars = [artifact.path for artifact in listed if artifact.type == "jar"]
+        lacking = missing_classes(product.required_classes, jars)
+        if lacking:
+            return f"none of the {len(jars)} jars it resolved holds {describe_classes(lacking)}"
+        return None
+
     run_offline_first(
         offline,
         resolve,
         lambda run, attempt: product.error(
-            explain_maven_failure(product, version, run.output, offline=attempt)
+            explain_maven_failure(
+                product,
+                version,
+                run.output,
+                offline=attempt,
+                incomplete=run.incomplete,
+                environ=environ,
+                maven_repo=maven_repo,
+            )
         ),
         resolving=f"{product.coordinates}:{version}",
         progress=progress,
+        incomplete=incomplete,
     )
     try:
         artifacts = parse_listing(listing.read_text())
@@ -340,7 +639,8 @@ def _build(
         raise product.error(
             f"mvn succeeded but wrote no dependency list ({listing}): {exc}"
         ) from exc
-    jars = _copy_jars(product, staging, version, artifacts)
+    # Byte copies of the jars ``incomplete`` found holding every required class: lib/ does.
+    files = _copy_jars(product, staging, version, artifacts)
     product.add_files(staging, version)
     installed_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (staging / MARKER).write_text(
@@ -349,23 +649,25 @@ def _build(
                 "version": version,
                 "layout": product.layout,
                 "artifact": f"{product.coordinates}:{version}",
-                "jars": jars,
+                "jars": len(files),
                 "installed_at": installed_at,
                 "mvn": command,
+                "files": files,
             },
             indent=2,
         )
         + "\n"
     )
-    return Installation(version, staging, jars, installed_at)
+    return Installation(version, staging, len(files), installed_at, tuple(sorted(files.items())))
 
 
 def _copy_jars(
     product: Product, staging: Path, version: str, artifacts: Sequence[ListedArtifact]
-) -> int:
+) -> dict[str, int]:
+    """Copy the listed jars into ``lib/``; their paths under ``staging`` and sizes."""
     lib = staging / "lib"
     lib.mkdir()
-    copied = 0
+    copied: dict[str, int] = {}
     for artifact in artifacts:
         if artifact.type != "jar":
             continue
@@ -374,12 +676,13 @@ def _copy_jars(
                 f"mvn listed {artifact.path} for {artifact.group}:{artifact.artifact} but the "
                 "file is missing"
             )
-        shutil.copyfile(artifact.path, lib / artifact.distribution_name)
-        copied += 1
+        target = lib / artifact.distribution_name
+        shutil.copyfile(artifact.path, target)
+        copied[f"lib/{target.name}"] = target.stat().st_size
     expected = f"{product.group}-{product.artifact}-{version}.jar"
     if not (lib / expected).is_file():
         raise product.error(
-            f"mvn resolved {copied} jars but not {product.coordinates}:{version} itself "
+            f"mvn resolved {len(copied)} jars but not {product.coordinates}:{version} itself "
             f"(no lib/{expected})"
         )
     return copied
@@ -389,16 +692,28 @@ __all__ = [
     "DEFAULT_MAVEN_TIMEOUT",
     "MARKER",
     "VERSION_TEXT",
+    "Available",
     "Installation",
     "ListedArtifact",
     "Product",
+    "RequiredClass",
+    "available",
+    "broken_message",
+    "describe_classes",
+    "describe_problems",
+    "explain_incomplete",
     "explain_maven_failure",
     "find_installation",
     "find_maven",
     "install",
     "installed",
     "maven_command",
+    "missing_classes",
     "parse_listing",
+    "problems",
     "remove",
+    "served_text",
+    "verify",
+    "verify_home",
     "version_key",
 ]

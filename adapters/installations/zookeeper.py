@@ -19,7 +19,9 @@ The ZooKeeper a cluster runs is, in order:
    first use.
 
 A candidate counts only if one of its jars contains ``QuorumPeerMain``, the class the local
-provider runs (:mod:`adapters.cluster.zookeeper`).
+provider runs (:mod:`adapters.cluster.zookeeper`). An install is accepted only when its jars
+hold :data:`REQUIRED_CLASSES`, and checked again whenever it is used: a broken one raises
+:class:`ZooKeeperInstallBroken`, naming ``bkconform zookeeper install VERSION --force``.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from typing import Any
 
 from adapters.errors import ClusterError
 from adapters.installations import releases
-from adapters.installations.errors import ZooKeeperNotFound
+from adapters.installations.errors import BrokenInstallation, ZooKeeperNotFound
 from adapters.installations.releases import (
     VERSION_TEXT,
+    Available,
     Installation,
+    RequiredClass,
 )
 from adapters.user_state import home_text
 
@@ -47,6 +51,23 @@ _MAIN_CLASS_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
 DEFAULT_VERSION = "3.9.3"
 #: Bumped whenever conf/ changes: an install of an older layout counts as not installed.
 LAYOUT_VERSION = 1
+
+_SERVER = "the server"
+_BOTH = "the server and the client"
+#: What a server (``QuorumPeerMain``) and the client load, with the dependencies in jars of
+#: their own that the install's POM adds (metrics-core, without which a server cannot start;
+#: snappy; logback for conf/logback.xml). Checked in 3.6.3, 3.8.4 and 3.9.1 to 3.9.5.
+REQUIRED_CLASSES = (
+    RequiredClass((MAIN_CLASS,), _SERVER),
+    RequiredClass(("org.apache.zookeeper.ZooKeeper",), "the client"),
+    RequiredClass(("org.apache.jute.Record",), _BOTH),
+    RequiredClass(("io.netty.channel.Channel",), _BOTH),
+    RequiredClass(("io.netty.handler.ssl.SslContext",), _BOTH),
+    RequiredClass(("org.slf4j.Logger",), _BOTH),
+    RequiredClass(("ch.qos.logback.classic.Logger",), "conf/logback.xml"),
+    RequiredClass(("com.codahale.metrics.MetricRegistry",), _SERVER),
+    RequiredClass(("org.xerial.snappy.Snappy",), _SERVER),
+)
 
 LOGBACK_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- bkconform: ZooKeeper logs INFO to the console; the local provider keeps each server's
@@ -70,6 +91,11 @@ class ZooKeeperInstallError(ClusterError):
     retriable = False
 
 
+class ZooKeeperInstallBroken(ZooKeeperInstallError, BrokenInstallation):
+    """An install that was complete is not any more; the message names what is missing and
+    ``bkconform zookeeper install VERSION --force``."""
+
+
 def _add_files(staging: Path, version: str) -> None:
     conf = staging / "conf"
     conf.mkdir()
@@ -88,6 +114,8 @@ ZOOKEEPER = releases.Product(
     error=ZooKeeperInstallError,
     add_files=_add_files,
     without_maven="point ZOOKEEPER_HOME / --zookeeper at an unpacked ZooKeeper binary distribution",
+    required_classes=REQUIRED_CLASSES,
+    broken=ZooKeeperInstallBroken,
 )
 
 
@@ -126,12 +154,17 @@ def _with_main_class(jars: Iterable[Path]) -> bool:
 
 
 def _from_home(home: Path, origin: str) -> ZooKeeperInstall | None:
+    """The ZooKeeper at ``home`` (None: no jar with ``QuorumPeerMain``); an install of
+    bkconform's must still be complete (:class:`ZooKeeperInstallBroken`)."""
+    installation = Installation.read(home, LAYOUT_VERSION)
+    if installation is not None:
+        releases.verify(ZOOKEEPER, installation)
     jars = _jars(home, home / "lib")
     if not _with_main_class(jars):
         return None
     conf = home / "conf"
     entries = ([str(conf)] if conf.is_dir() else []) + [str(jar) for jar in jars]
-    if Installation.read(home, LAYOUT_VERSION) is not None:
+    if installation is not None:
         origin = f"Maven, {home_text(home)}"
     return ZooKeeperInstall(tuple(entries), origin, home)
 
@@ -161,6 +194,13 @@ def remove(version: str, root: Path | None = None) -> bool:
     return releases.remove(ZOOKEEPER, version, root)
 
 
+def available(**options: Any) -> Available:
+    """The versions the repository Maven is configured with serves, asked now (``options``:
+    ``environ``, ``timeout``, as :func:`adapters.installations.releases.available` takes
+    them)."""
+    return releases.available(ZOOKEEPER, **options)
+
+
 # Locating -------------------------------------------------------------------------------------
 
 
@@ -188,9 +228,10 @@ def resolve_zookeeper(
         done = install(str(spec).strip(), root=root, environ=environ, progress=progress)
         found = _from_home(done.home, f"Maven, {home_text(done.home)}")
         if found is None:
-            raise ZooKeeperNotFound(
-                f"the install of ZooKeeper {done.version} at {done.home} holds no jar with "
-                f"{MAIN_CLASS}; reinstall it: bkconform zookeeper install --force {done.version}"
+            raise ZooKeeperInstallBroken(
+                f"the ZooKeeper {done.version} install at {done.home} is broken (no zookeeper "
+                f"jar holds {MAIN_CLASS}): reinstall with "
+                f"`{ZOOKEEPER.reinstall_command(done.version)}`"
             )
         return found
     home = Path(str(spec).strip()).expanduser()
@@ -212,7 +253,8 @@ def locate_zookeeper(
     progress: bool = False,
 ) -> ZooKeeperInstall:
     """The ZooKeeper to run (see the module docstring for the order). A named one or a
-    ``ZOOKEEPER_HOME`` that holds no ZooKeeper is an error, never a reason to look elsewhere."""
+    ``ZOOKEEPER_HOME`` that holds no ZooKeeper is an error, never a reason to look elsewhere;
+    so is a broken install (:class:`ZooKeeperInstallBroken`, as it is)."""
     if explicit is not None:
         return resolve_zookeeper(explicit, root=root, environ=environ, progress=progress)
     env = os.environ if environ is None else environ
@@ -228,6 +270,8 @@ def locate_zookeeper(
         )
     try:
         return resolve_zookeeper(DEFAULT_VERSION, root=root, environ=env, progress=progress)
+    except BrokenInstallation:
+        raise  # its message says how to repair it; "could not be installed" would mislead
     except ClusterError as exc:
         raise ZooKeeperNotFound(
             f"no ZooKeeper: ZOOKEEPER_HOME is unset and the default release, "
@@ -239,9 +283,12 @@ def locate_zookeeper(
 __all__ = [
     "DEFAULT_VERSION",
     "MAIN_CLASS",
+    "REQUIRED_CLASSES",
     "ZOOKEEPER",
     "ZooKeeperInstall",
+    "ZooKeeperInstallBroken",
     "ZooKeeperInstallError",
+    "available",
     "contains_quorum_peer_main",
     "install",
     "install_root",

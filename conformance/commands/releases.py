@@ -1,19 +1,22 @@
-"""``bkconform bookkeeper|zookeeper install|list|remove``: real releases from Maven Central.
+"""``bkconform bookkeeper|zookeeper install|list|remove``: real releases from the repository
+Maven is configured with (Maven Central unless its settings name a mirror).
 
 ``install [VERSION]`` resolves the release (``org.apache.bookkeeper:bookkeeper-server`` or
 ``org.apache.zookeeper:zookeeper``) and its runtime dependencies with the machine's ``mvn``
 into ``$BKCONFORM_HOME/<product>/VERSION`` (default ``~/.bkconform``) and prints the directory:
 a BOOKKEEPER_HOME for ``--bookkeeper-home``, a ZooKeeper for ``--zookeeper DIR``.
 ``--bookkeeper VERSION`` and ``--zookeeper VERSION`` on the other commands do the same on
-first use::
+first use. ``list --available`` asks that repository which versions it serves::
 
     bkconform bookkeeper install            # the default version
     bkconform bookkeeper install 4.11.1
+    bkconform bookkeeper list --available
     bkconform zookeeper install 3.9.2
     bkconform zookeeper list
     bkconform zookeeper remove 3.9.2
 
-Exit codes: 0 done, 1 not found (``remove``), 2 the install failed (the message says why).
+Exit codes: 0 done, 1 not found (``remove``), 2 the install failed, an install is broken or
+the repository could not be asked (the message says why).
 """
 
 from __future__ import annotations
@@ -27,29 +30,36 @@ from typing import Any
 
 from adapters.cluster.errors import ClusterError
 from adapters.installations import bookkeeper, releases, zookeeper
+from adapters.installations.maven import METADATA_TIMEOUT
 from adapters.installations.releases import DEFAULT_MAVEN_TIMEOUT, Product
+
+#: What ``install``'s help says of versions: where they come from, never a list of them (which
+#: versions a repository serves is its to say, when asked).
+VERSIONS_HELP = (
+    "any version the repository Maven is configured with serves (`bkconform {directory} list "
+    "--available` asks it)"
+)
 
 
 @dataclass(frozen=True)
 class ReleaseCommand:
-    """A product's command group: its name, what ``install``'s help says of versions, and how
-    the other commands use an install."""
+    """A product's command group: its name and how the other commands use an install."""
 
     product: Product
-    versions_help: str
     use_hint: str  # formatted with version= and home=
+
+    @property
+    def versions_help(self) -> str:
+        return VERSIONS_HELP.format(directory=self.product.directory)
 
 
 COMMANDS = (
     ReleaseCommand(
         bookkeeper.BOOKKEEPER,
-        f"served here: {', '.join(bookkeeper.SERVED_VERSIONS)} (not served: "
-        f"{', '.join(bookkeeper.NOT_SERVED_VERSIONS)})",
         "Use it with --bookkeeper {version} or BOOKKEEPER_HOME={home}",
     ),
     ReleaseCommand(
         zookeeper.ZOOKEEPER,
-        "any release Maven Central serves (3.5.x to 3.9.x), e.g. 3.8.4 or 3.9.2",
         "Use it with --zookeeper {version} or --zookeeper {home}",
     ),
 )
@@ -65,9 +75,10 @@ def _register(subparsers: Any, command: ReleaseCommand) -> None:
     product = command.product
     group = subparsers.add_parser(
         product.directory,
-        help=f"install real {product.name} releases from Maven Central",
+        help=f"install real {product.name} releases with Maven",
         description=f"Install, list and remove {product.name} releases ({product.coordinates} "
-        "and its runtime dependencies, resolved by the machine's mvn).",
+        "and its runtime dependencies, resolved by the machine's mvn from the repository it is "
+        "configured with: Maven Central unless its settings.xml names a mirror).",
     )
     group.set_defaults(release=command)
     actions = group.add_subparsers(
@@ -83,9 +94,13 @@ def _register(subparsers: Any, command: ReleaseCommand) -> None:
         "--offline", action="store_true", help="only the local Maven repository (mvn -o)"
     )
     offline.add_argument(
-        "--online", action="store_true", help="ask Maven Central even if ~/.m2 has the jars"
+        "--online",
+        action="store_true",
+        help="ask Maven's remote repository even if ~/.m2 has the jars",
     )
-    add.add_argument("--force", action="store_true", help="reinstall an installed version")
+    add.add_argument(
+        "--force", action="store_true", help="reinstall an installed (or broken) version"
+    )
     add.add_argument(
         "--timeout",
         type=float,
@@ -97,7 +112,22 @@ def _register(subparsers: Any, command: ReleaseCommand) -> None:
     )
     add.set_defaults(func=run_install)
 
-    listing = actions.add_parser("list", help="the installed versions")
+    listing = actions.add_parser(
+        "list",
+        help="the installed versions (--available: the versions Maven's repository serves)",
+    )
+    listing.add_argument(
+        "--available",
+        action="store_true",
+        help="ask the repository Maven is configured with which versions it serves (its "
+        "maven-metadata.xml, read now) and mark those installed",
+    )
+    listing.add_argument(
+        "--timeout",
+        type=float,
+        default=METADATA_TIMEOUT,
+        help=f"seconds to wait on the repository (default {METADATA_TIMEOUT:.0f})",
+    )
     listing.set_defaults(func=run_list)
 
     drop = actions.add_parser("remove", help="delete an installed version")
@@ -134,11 +164,45 @@ def run_install(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     product = args.release.product
     found = releases.installed(product)
+    if args.available:
+        return _list_available(product, found, args.timeout)
     if not found:
         print(f"no {product.name} installed in {product.install_root()}")
         return 0
     for item in found:
-        print(f"{item.version}\t{item.home}\t{item.jars} jars\tinstalled {item.installed_at}")
+        broken = releases.problems(product, item)
+        state = (
+            f"\tBROKEN ({releases.describe_problems(broken, 2)}): "
+            f"`{product.reinstall_command(item.version)}`"
+            if broken
+            else ""
+        )
+        print(
+            f"{item.version}\t{item.home}\t{item.jars} jars\tinstalled {item.installed_at}{state}"
+        )
+    return 0
+
+
+def _list_available(
+    product: Product, installed: list[releases.Installation], timeout: float
+) -> int:
+    try:
+        served = releases.available(product, timeout=timeout)
+    except ClusterError as exc:
+        print(f"bkconform {product.directory} list --available: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"{product.coordinates}: {len(served.versions)} versions served by "
+        f"{served.repository.describe()}, asked now"
+    )
+    here = {item.version: item for item in installed}
+    for version in served.versions:
+        item = here.get(version)
+        mark = "" if item is None else f"\tinstalled ({item.home})"
+        print(f"{version}{mark}")
+    elsewhere = sorted(set(here) - set(served.versions), key=releases.version_key)
+    if elsewhere:
+        print(f"installed, not listed by the repository: {', '.join(elsewhere)}")
     return 0
 
 

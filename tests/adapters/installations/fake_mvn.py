@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters.installations.maven_repo import remote_repository, use_repository
+
 
 def put_fake_mvn_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
     """Write ``script`` as an executable ``mvn`` first on PATH, with ``FAKE_MVN_CALLS`` naming
     the file it appends its calls to (returned), ``BKCONFORM_HOME`` under ``tmp_path`` and no
-    ``FAKE_MVN_MODE`` (each test sets the mode it wants)."""
+    ``FAKE_MVN_MODE`` (each test sets the mode it wants). ``$HOME`` is ``tmp_path/home``,
+    whose Maven settings mirror every repository to ``tmp_path/remote`` (``file://``, listing
+    the test versions): what a message asks of "the configured repository" is asked there."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     mvn = bin_dir / "mvn"
@@ -22,4 +26,6 @@ def put_fake_mvn_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script
     monkeypatch.setenv("FAKE_MVN_CALLS", str(calls))
     monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path / "bkconform"))
     monkeypatch.delenv("FAKE_MVN_MODE", raising=False)
+    remote = remote_repository(tmp_path / "remote")
+    use_repository(monkeypatch, tmp_path / "home", remote.as_uri())
     return calls

@@ -1,5 +1,7 @@
 """The BookKeeper installer without network or Maven: the POM, the mvn command, mvn's errors
-made clear, atomic installs with a fake ``mvn`` on PATH, list and remove, the launcher."""
+made clear, atomic installs with a fake ``mvn`` on PATH, list and remove, the launcher; installs
+accepted only complete (a POM Maven could not read, a class no jar holds) and checked again
+on each use; the versions asked of the configured repository (a test repository of its own)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ import pytest
 from adapters.installations.bookkeeper import (
     DEFAULT_VERSION,
     MARKER,
+    REQUIRED_CLASSES,
+    BookKeeperInstallBroken,
     BookKeeperInstallError,
     explain_maven_failure,
     find_bookkeeper_home,
@@ -27,9 +32,11 @@ from adapters.installations.bookkeeper import (
     render_pom,
     resolve_bookkeeper,
 )
+from adapters.installations.errors import BrokenInstallation
 from adapters.javaclient import distribution_classpath, distribution_version
 from conformance.cli import main
 from tests.adapters.installations.fake_mvn import put_fake_mvn_on_path
+from tests.adapters.installations.maven_repo import remote_repository, use_repository
 
 NOT_SERVED = """\
 [INFO] Scanning for projects...
@@ -93,20 +100,102 @@ def test_the_listing_is_parsed_with_classifiers_and_module_names() -> None:
     assert slf4j.scope == "runtime" and slf4j.classifier is None
 
 
-def test_maven_failures_become_clear_messages() -> None:
+@pytest.fixture
+def repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The configured repository: ``$HOME``'s settings mirror it to a ``file://`` repository
+    listing the test versions (maven_repo.BOOKKEEPER_VERSIONS); its URL."""
+    url = remote_repository(tmp_path / "remote").as_uri()
+    use_repository(monkeypatch, tmp_path / "home", url)
+    return url
+
+
+def test_maven_failures_become_clear_messages(repository: str) -> None:
     message = explain_maven_failure("4.17.4", NOT_SERVED, offline=False)
     assert message.startswith(
-        "Maven Central does not serve org.apache.bookkeeper:bookkeeper-server:4.17.4"
+        "Maven's repository does not serve org.apache.bookkeeper:bookkeeper-server:4.17.4"
     )
-    assert "Versions served here: 4.17.3" in message and "not served: 4.17.4" in message
+    # What the configured repository serves, asked as the message is made: never a fixed list.
+    assert f"Asked now, {repository} (mirror 'tests' of central in " in message
+    assert "of 4.17 it serves 4.17.0, 4.17.2, 4.17.3; the newest is 4.18.2" in message
+    assert "`bkconform bookkeeper list --available` lists them all" in message
     assert "mvn said: Failed to execute goal" in message
+    listed = explain_maven_failure("4.16.6", NOT_SERVED.replace("4.17.4", "4.16.6"), offline=False)
+    assert "lists 4.16.6 of org.apache.bookkeeper:bookkeeper-server, yet mvn could not" in listed
+    other_line = explain_maven_failure(
+        "4.19.0", NOT_SERVED.replace("4.17.4", "4.19.0"), offline=False
+    )
+    assert "it serves no 4.19 release; the newest is 4.18.2" in other_line
     offline = explain_maven_failure("4.11.1", OFFLINE_MISS, offline=True)
     assert "not in the local Maven repository" in offline and "4.11.1" in offline
     unreachable = explain_maven_failure("4.17.3", UNREACHABLE, offline=False)
     assert "could not reach its repository" in unreachable
+    assert f"is {repository} (mirror 'tests'" in unreachable
     assert "org.apache.bookkeeper:bookkeeper-server:4.17.3" in unreachable
     other = explain_maven_failure("4.17.3", "[ERROR] something else\n", offline=False)
     assert "mvn failed to resolve" in other and "something else" in other
+
+
+def test_an_unreachable_repository_is_said_so_in_the_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.adapters.installations.maven_repo import closed_port_url
+
+    url = closed_port_url()
+    use_repository(monkeypatch, tmp_path / "home", url)
+    message = explain_maven_failure("4.17.4", NOT_SERVED, offline=False)
+    assert message.startswith("Maven's repository does not serve")
+    assert f"Which versions {url} (mirror 'tests'" in message and "is not known" in message
+    assert "could not read" in message and "Connection refused" in message
+    assert "`bkconform bookkeeper list --available` asks again" in message
+    assert "4.17.3" not in message  # no list from anywhere else
+
+
+def test_a_pom_maven_could_not_read_is_an_incomplete_resolution(
+    repository: str, tmp_path: Path
+) -> None:
+    """Maven's words for a POM it could not read make the failure explained as such, with
+    what in the local repository explains it: here the parent POM is not there."""
+    local = tmp_path / "m2"
+    pom = local / "org/apache/bookkeeper/bookkeeper-server/4.14.7/bookkeeper-server-4.14.7.pom"
+    pom.parent.mkdir(parents=True)
+    pom.write_text(
+        "<project><parent><groupId>org.apache.bookkeeper</groupId><artifactId>bookkeeper"
+        "</artifactId><version>4.14.7</version></parent></project>"
+    )
+    message = explain_maven_failure(
+        "4.14.7", INVALID_POM, offline=True, incomplete="the POM of x is invalid", maven_repo=local
+    )
+    assert message.startswith(
+        "BookKeeper 4.14.7 was not installed: the resolution of "
+        "org.apache.bookkeeper:bookkeeper-server:4.14.7 is incomplete (the POM of x is invalid)"
+    )
+    parent = "org.apache.bookkeeper:bookkeeper:4.14.7"
+    assert f"Local repository {local}: {parent}'s POM is missing ({local}/org/apache/" in message
+    assert "install without --offline" in message
+    # A parent POM there but truncated: Maven will not download it again, deleting it helps.
+    parent_pom = local / "org/apache/bookkeeper/bookkeeper/4.14.7/bookkeeper-4.14.7.pom"
+    parent_pom.parent.mkdir(parents=True)
+    parent_pom.write_text("<project><parent><groupId>org.ap")
+    message = explain_maven_failure(
+        "4.14.7", INVALID_POM, offline=True, incomplete="the POM of x is invalid", maven_repo=local
+    )
+    assert f"{parent_pom} ({parent}'s POM) is not a readable POM (" in message
+    assert message.endswith(
+        "Delete it and install again (Maven never downloads again a POM it finds on disk)."
+    )
+    parent_pom.unlink()  # missing again: online would fetch it
+    # A failed run (not exit 0) whose only words are about a POM is explained the same way.
+    failed = explain_maven_failure(
+        "4.14.7",
+        "[ERROR] Failed to read artifact descriptor for org.apache.bookkeeper:bookkeeper-server:"
+        "jar:4.14.7: something\n",
+        offline=False,
+        maven_repo=local,
+    )
+    assert "is incomplete (could not read the POM of org.apache.bookkeeper:bookkeeper-server" in (
+        failed
+    )
+    assert "Going online" in failed and "did not complete it" in failed
 
 
 def test_the_launcher_runs_the_server_main_with_bookie_conf() -> None:
@@ -128,9 +217,22 @@ def test_the_launcher_runs_the_server_main_with_bookie_conf() -> None:
 
 # -- a fake mvn ---------------------------------------------------------------------------------
 
+# What mvn 3.8.7 prints, word for word, when the local repository holds bookkeeper-server's POM
+# but its parent POM is truncated (an interrupted download), and when it holds the jar without
+# its POM: both runs exit 0 and list bookkeeper-server alone.
+INVALID_POM = (
+    "[WARNING] The POM for org.apache.bookkeeper:bookkeeper-server:jar:4.14.7 is invalid, "
+    "transitive dependencies (if any) will not be available, enable debug logging for more "
+    "details\n[INFO] BUILD SUCCESS\n"
+)
+MISSING_POM = (
+    "[WARNING] The POM for org.apache.bookkeeper:bookkeeper-server:jar:4.14.7 is missing, no "
+    "dependency information available\n[INFO] BUILD SUCCESS\n"
+)
+
 FAKE_MVN = """\
 #!{python}
-import os, sys, time
+import os, sys, time, zipfile
 from pathlib import Path
 
 args = sys.argv[1:]
@@ -146,30 +248,72 @@ if mode == "not-served" or (mode == "online-only" and offline):
     text = {not_served!r} if mode == "not-served" else {offline_miss!r}
     print(text.replace("4.17.4", version).replace("4.11.1", version))
     sys.exit(1)
+# Modes of a run that exits 0 with bookkeeper-server alone: "invalid-pom" and "missing-pom"
+# print Maven's warning (always, or only offline with "-offline"), "one-jar" prints nothing.
+alone = mode in ("invalid-pom", "missing-pom", "one-jar") or (
+    offline and mode in ("invalid-pom-offline", "missing-pom-offline"))
+warning = {{"invalid": {invalid!r}, "missing": {missing!r}}}.get(mode.split("-")[0], "")
 repo = Path(os.environ["FAKE_M2"])
 repo.mkdir(parents=True, exist_ok=True)
 lines = ["The following files have been resolved:"]
-artifacts = [("org.apache.zookeeper", "zookeeper", None, "3.9.3")]
+# The server jar holds BookKeeper's classes, the ZooKeeper jar every other required class but
+# netty's, which the epoll jar holds: each jar a zip, as the install's checks read them.
+entries = {entries!r}
+artifacts = []
 if mode != "no-server":
-    artifacts.append(("org.apache.bookkeeper", "bookkeeper-server", None, version))
-artifacts.append(("io.netty", "netty-transport-native-epoll", "linux-x86_64", "4.1.130.Final"))
-for group, artifact, classifier, v in artifacts:
+    artifacts.append(("org.apache.bookkeeper", "bookkeeper-server", None, version, "server"))
+if not alone:
+    artifacts.insert(0, ("org.apache.zookeeper", "zookeeper", None, "3.9.3", "other"))
+    artifacts.append(
+        ("io.netty", "netty-transport-native-epoll", "linux-x86_64", "4.1.130.Final", "netty"))
+drop = os.environ.get("FAKE_MVN_DROP", "")
+for group, artifact, classifier, v, part in artifacts:
     jar = repo / f"{{artifact}}-{{v}}.jar"
-    jar.write_bytes(b"PK fake jar")
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\\n")
+        for entry in entries[part]:
+            if entry != drop:
+                archive.writestr(entry, b"\\xca\\xfe\\xba\\xbe")
     coords = f"{{group}}:{{artifact}}:jar:" + (f"{{classifier}}:" if classifier else "") + v
     lines.append(f"   {{coords}}:compile:{{jar}} -- module x (auto)")
 out = [a.split("=", 1)[1] for a in args if a.startswith("-DoutputFile=")][0]
 Path(out).write_text("\\n".join(lines) + "\\n")
-print("[INFO] BUILD SUCCESS")
+print(warning.replace("4.14.7", version) if alone else "[INFO] BUILD SUCCESS")
 """
+
+
+def entry(name: str) -> str:
+    return name.replace(".", "/") + ".class"
+
+
+def fake_jar_entries() -> dict[str, list[str]]:
+    """Which fake jar holds which required class (the first of each one's alternatives)."""
+    parts: dict[str, list[str]] = {"server": [], "netty": [], "other": []}
+    for required in REQUIRED_CLASSES:
+        name = required.names[0]
+        part = (
+            "server"
+            if name.startswith("org.apache.bookkeeper.")
+            else "netty"
+            if name.startswith("io.netty.")
+            else "other"
+        )
+        parts[part].append(entry(name))
+    return parts
 
 
 @pytest.fixture
 def fake_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake ``mvn`` first on PATH; returns the file its calls are appended to."""
     monkeypatch.setenv("FAKE_M2", str(tmp_path / "m2"))
+    monkeypatch.delenv("FAKE_MVN_DROP", raising=False)
     script = FAKE_MVN.format(
-        python=sys.executable, not_served=NOT_SERVED, offline_miss=OFFLINE_MISS
+        python=sys.executable,
+        not_served=NOT_SERVED,
+        offline_miss=OFFLINE_MISS,
+        invalid=INVALID_POM,
+        missing=MISSING_POM,
+        entries=fake_jar_entries(),
     )
     return put_fake_mvn_on_path(tmp_path, monkeypatch, script)
 
@@ -231,9 +375,9 @@ def test_offline_first_then_online(
     [
         (
             "not-served",
-            "Maven Central does not serve org.apache.bookkeeper:bookkeeper-server:9.9.9",
+            "Maven's repository does not serve org.apache.bookkeeper:bookkeeper-server:9.9.9",
         ),
-        ("no-server", "not org.apache.bookkeeper:bookkeeper-server:9.9.9 itself"),
+        ("no-server", "it listed no org.apache.bookkeeper:bookkeeper-server:9.9.9 itself"),
     ],
 )
 def test_a_failed_install_leaves_nothing_that_looks_installed(
@@ -402,3 +546,263 @@ def test_the_default_zookeeper_is_the_one_the_default_bookkeeper_depends_on() ->
 
     home = install(DEFAULT_VERSION).home
     assert zookeeper_version([str(home / "lib" / "*")]) == zookeeper.DEFAULT_VERSION
+
+
+# -- complete or nothing ------------------------------------------------------------------------
+
+
+def test_a_pom_maven_could_not_read_offline_sends_the_install_online(
+    fake_mvn: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mvn -o`` exits 0 with the server jar alone when it could not read a POM (Maven's
+    warning says so): that is no install; online resolves every dependency."""
+    for mode in ("invalid-pom-offline", "missing-pom-offline"):
+        monkeypatch.setenv("FAKE_MVN_MODE", mode)
+        done = install("4.14.7", force=True)
+        assert done.jars == 3
+        first, second = fake_mvn.read_text().splitlines()[-2:]
+        assert " -o " in f" {first} " and " -U " in f" {second} "
+    assert [i.version for i in installed()] == ["4.14.7"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        (
+            "invalid-pom",
+            "(the POM of org.apache.bookkeeper:bookkeeper-server:jar:9.9.9 is invalid (it or a "
+            "parent POM it inherits from is unreadable))",
+        ),
+        (
+            "missing-pom",
+            "(the POM of org.apache.bookkeeper:bookkeeper-server:jar:9.9.9 is missing)",
+        ),
+        (
+            "one-jar",
+            "(none of the 1 jars it resolved holds com.scurrilous.circe.checksum.Crc32cIntChecksum "
+            "(the bookie, the shell and the client), org.apache.zookeeper.ZooKeeper (the bookie, "
+            "the shell and the client), org.apache.jute.Record",
+        ),
+    ],
+)
+def test_an_install_that_stays_incomplete_online_fails_and_leaves_nothing(
+    fake_mvn: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, reason: str
+) -> None:
+    monkeypatch.setenv("FAKE_MVN_MODE", mode)
+    with pytest.raises(BookKeeperInstallError) as error:
+        install("9.9.9")
+    message = str(error.value)
+    assert message.startswith(
+        "BookKeeper 9.9.9 was not installed: the resolution of "
+        f"org.apache.bookkeeper:bookkeeper-server:9.9.9 is incomplete {reason}"
+    )
+    assert "Going online (file://" in message and "did not complete it" in message
+    if mode == "one-jar":  # the first few classes, and how many more
+        more = len(REQUIRED_CLASSES) - 7 - 4  # 7 in the server jar, 4 named
+        assert f" and {more} more). Going online" in message
+    calls = fake_mvn.read_text().splitlines()
+    assert len(calls) == 2 and " -o " in f" {calls[0]} " and " -U " in f" {calls[1]} "
+    assert [p.name for p in root_of(tmp_path).iterdir()] == [".lock-9.9.9"]
+    assert installed() == []
+    # Asked to stay offline, it says what would help.
+    with pytest.raises(BookKeeperInstallError, match="install without --offline"):
+        install("9.9.9", offline=True)
+    assert installed() == []
+
+
+def test_the_cli_never_reports_a_one_jar_install(
+    fake_mvn: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_MVN_MODE", "invalid-pom")
+    assert main(["bookkeeper", "install", "4.15.4"]) == 2
+    captured = capsys.readouterr()
+    assert "1 jars" not in captured.out and "BookKeeper 4.15.4:" not in captured.out
+    assert "bkconform bookkeeper install: BookKeeper 4.15.4 was not installed" in captured.err
+
+
+@pytest.mark.parametrize("required", REQUIRED_CLASSES, ids=lambda r: r.names[0])
+def test_every_required_class_is_checked(
+    fake_mvn: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, required: object
+) -> None:
+    """A resolution that lacks any one required class (the first of its alternatives, which
+    the fake jars hold) installs nothing."""
+    from adapters.installations.releases import RequiredClass
+
+    assert isinstance(required, RequiredClass)
+    monkeypatch.setenv("FAKE_MVN_DROP", entry(required.names[0]))
+    with pytest.raises(BookKeeperInstallError, match=f"holds {required.names[0]}"):
+        install("4.17.3")
+    assert installed() == []
+
+
+def test_the_classes_are_read_from_the_jars(tmp_path: Path) -> None:
+    """Any one of a class's alternatives will do (commons configuration 1 or 2); a jar that
+    is no zip holds nothing."""
+    from adapters.installations.releases import RequiredClass, missing_classes
+
+    configuration = RequiredClass(
+        (
+            "org.apache.commons.configuration.Configuration",
+            "org.apache.commons.configuration2.Configuration",
+        ),
+        "x",
+    )
+    logger = RequiredClass(("org.slf4j.Logger",), "y")
+    jar = tmp_path / "c2.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr("org/apache/commons/configuration2/Configuration.class", b"")
+    broken = tmp_path / "broken.jar"
+    broken.write_bytes(b"not a zip")
+    assert missing_classes([configuration, logger], [broken, jar]) == [logger]
+    assert missing_classes([configuration], [tmp_path / "gone.jar"]) == [configuration]
+
+
+# -- a broken install found later ---------------------------------------------------------------
+
+
+def test_a_broken_install_is_reported_with_the_command_that_reinstalls_it(
+    fake_mvn: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = install("4.17.3").home
+    marker = json.loads((home / MARKER).read_text())
+    jar = "lib/org.apache.zookeeper-zookeeper-3.9.3.jar"
+    assert marker["files"][jar] == (home / jar).stat().st_size  # recorded when installed
+    (home / jar).unlink()
+    expected = (
+        f"the BookKeeper 4.17.3 install at {home} is broken ({jar} is missing): reinstall with "
+        "`bkconform bookkeeper install 4.17.3 --force`"
+    )
+    for use in (
+        lambda: install("4.17.3"),
+        lambda: resolve_bookkeeper("4.17.3"),
+        lambda: resolve_bookkeeper(str(home)),
+        lambda: find_bookkeeper_home(None, {"BOOKKEEPER_HOME": str(home)}),
+    ):
+        with pytest.raises(BookKeeperInstallBroken) as error:
+            use()
+        assert str(error.value) == expected
+        assert isinstance(error.value, BookKeeperInstallError | BrokenInstallation)
+    assert fake_mvn.read_text().count("\n") == 1  # found broken, not quietly reinstalled
+    assert main(["bookkeeper", "install", "4.17.3"]) == 2
+    assert expected in capsys.readouterr().err
+    assert main(["bookkeeper", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "BROKEN" in listed and "`bkconform bookkeeper install 4.17.3 --force`" in listed
+    # The command it names repairs it.
+    assert main(["bookkeeper", "install", "4.17.3", "--force"]) == 0
+    assert install("4.17.3").home == home and (home / jar).is_file()
+    capsys.readouterr()
+    assert main(["bookkeeper", "list"]) == 0
+    assert "BROKEN" not in capsys.readouterr().out
+
+
+def test_a_jar_that_changed_size_is_a_broken_install(fake_mvn: Path) -> None:
+    home = install("4.17.3").home
+    jar = home / "lib" / "org.apache.bookkeeper-bookkeeper-server-4.17.3.jar"
+    size = jar.stat().st_size
+    jar.write_bytes(b"PK")  # a truncated copy
+    with pytest.raises(
+        BookKeeperInstallBroken,
+        match=rf"lib/{jar.name} has 2 bytes, {size} when installed\): reinstall with",
+    ):
+        install("4.17.3")
+
+
+def test_an_install_made_before_jars_were_recorded_is_checked_by_its_classes(
+    fake_mvn: Path, tmp_path: Path
+) -> None:
+    """The bug this guards against: an older bkconform accepted a one-jar install (mvn -o
+    with an unreadable POM), whose marker records no jars. Its classes tell it is broken."""
+    home = install("4.15.4").home
+    marker = json.loads((home / MARKER).read_text())
+    del marker["files"]
+    (home / MARKER).write_text(json.dumps({**marker, "jars": 1}))
+    assert resolve_bookkeeper("4.15.4") == home  # complete: its jars hold every class
+    for jar in (home / "lib").iterdir():
+        if "bookkeeper-server" not in jar.name:
+            jar.unlink()
+    with pytest.raises(BookKeeperInstallBroken) as error:
+        resolve_bookkeeper("4.15.4")
+    message = str(error.value)
+    assert message.startswith(f"the BookKeeper 4.15.4 install at {home} is broken (no jar holds ")
+    assert "org.apache.zookeeper.ZooKeeper (the bookie, the shell and the client)" in message
+    assert "; and " in message and " more): reinstall with `bkconform bookkeeper install" in (
+        message
+    )
+
+
+# -- what the repository serves -----------------------------------------------------------------
+
+
+def test_list_available_asks_the_configured_repository(
+    fake_mvn: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.adapters.installations.maven_repo import (
+        BOOKKEEPER_VERSIONS,
+        http_repository,
+        write_metadata,
+    )
+
+    install("4.17.3")
+    install("4.17.1")  # installed, and not listed by the repository
+    served = tmp_path / "served"
+    write_metadata(
+        served, "org.apache.bookkeeper", "bookkeeper-server", reversed(BOOKKEEPER_VERSIONS)
+    )
+    with http_repository(served) as url:
+        use_repository(monkeypatch, tmp_path / "home", url)
+        assert main(["bookkeeper", "list", "--available"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        f"org.apache.bookkeeper:bookkeeper-server: 7 versions served by {url} (mirror 'tests' "
+        f"of central in {tmp_path / 'home' / '.m2' / 'settings.xml'}), asked now"
+    )
+    assert lines[1:8] == [
+        "4.11.1",
+        "4.14.7",
+        "4.16.6",
+        "4.17.0",
+        "4.17.2",
+        f"4.17.3\tinstalled ({root_of(tmp_path) / '4.17.3'})",
+        "4.18.2",
+    ]
+    assert lines[8:] == ["installed, not listed by the repository: 4.17.1"]
+
+
+def test_list_available_from_an_unreachable_repository_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.adapters.installations.maven_repo import closed_port_url, http_repository
+
+    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path / "bkconform"))
+    url = closed_port_url()
+    use_repository(monkeypatch, tmp_path / "home", url)
+    assert main(["bookkeeper", "list", "--available"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"bkconform bookkeeper list --available: could not ask Maven's repository, {url} "
+        "(mirror 'tests' of central in "
+    )
+    assert "which versions of org.apache.bookkeeper:bookkeeper-server it serves: could not " in err
+    assert "Connection refused" in err
+    # A repository that does not answer in time is the same, after the timeout.
+    with http_repository(tmp_path, delay=5.0) as slow:
+        use_repository(monkeypatch, tmp_path / "home", slow)
+        assert main(["bookkeeper", "list", "--available", "--timeout", "0.3"]) == 2
+    assert "timed out" in capsys.readouterr().err
+
+
+def test_help_names_no_served_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["bookkeeper", "install", "--help"], ["bookkeeper", "list", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "4.17.2" not in text and "4.14.7" not in text and "served here" not in text
+    with pytest.raises(SystemExit):
+        main(["bookkeeper", "install", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "any version the repository Maven is configured with serves" in text
+    assert "`bkconform bookkeeper list --available` asks it" in text

@@ -25,6 +25,7 @@ from adapters.installations.jacoco import (
 )
 from adapters.installations.java import find_java
 from tests.adapters.installations.fake_mvn import put_fake_mvn_on_path
+from tests.adapters.installations.maven_repo import remote_repository, use_repository
 
 NOT_SERVED = """\
 [INFO] BUILD FAILURE
@@ -64,14 +65,31 @@ def test_the_maven_command(tmp_path: Path) -> None:
     assert "-U" in maven_command("mvn", agent, tmp_path, offline=False)
 
 
-def test_maven_failures_become_clear_messages() -> None:
+def test_maven_failures_become_clear_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The configured repository is the tests' own (maven_repo.JACOCO_VERSIONS), asked as the
+    # message is made: what it serves is never a list fixed in the code.
+    url = remote_repository(tmp_path / "remote").as_uri()
+    use_repository(monkeypatch, tmp_path / "home", url)
     _agent, cli = artifacts("0.8.99")
     text = explain_maven_failure(cli, NOT_SERVED, offline=False)
-    assert text.startswith("Maven Central does not serve org.jacoco:org.jacoco.cli:0.8.99")
-    assert "Versions served here: 0.8.15" in text and "mvn said: Failed to execute" in text
+    assert text.startswith(
+        "Maven's repository does not serve org.jacoco:org.jacoco.cli:0.8.99:jar:nodeps. "
+        f"Asked now, {url} (mirror 'tests' of central in "
+    )
+    assert "of 0.8 it serves 0.8.14, 0.8.15, 0.8.16; the newest is 0.8.16" in text
+    assert "mvn said: Failed to execute" in text
+    _agent, listed = artifacts("0.8.16")
+    text = explain_maven_failure(listed, NOT_SERVED.replace("0.8.99", "0.8.16"), offline=False)
+    assert "lists 0.8.16 of org.jacoco:org.jacoco.cli, yet mvn could not get it" in text
     offline = explain_maven_failure(cli, OFFLINE_MISS, offline=True)
     assert "not in the local Maven repository" in offline
-    assert "could not reach its repository" in explain_maven_failure(cli, NO_NETWORK, offline=False)
+    unreachable = explain_maven_failure(cli, NO_NETWORK, offline=False)
+    assert "could not reach its repository to download org.jacoco:org.jacoco.cli:0.8.99" in (
+        unreachable
+    )
+    assert f"is {url} (mirror 'tests'" in unreachable
     assert "mvn failed to copy" in explain_maven_failure(cli, "[ERROR] odd", offline=False)
 
 
@@ -149,7 +167,7 @@ def test_offline_first_then_online(fake_mvn: Path, monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
-        ("not-served", "Maven Central does not serve org.jacoco:org.jacoco.agent:9.9.9"),
+        ("not-served", "Maven's repository does not serve org.jacoco:org.jacoco.agent:9.9.9"),
         ("no-file", "reported success copying org.jacoco:org.jacoco.agent:9.9.9"),
     ],
 )

@@ -1,6 +1,8 @@
 """ZooKeeper releases from Maven Central without network or Maven (a fake ``mvn`` on PATH): the
 POM, the install's layout, list and remove through the CLI, and which ZooKeeper a cluster runs
-(named, ``ZOOKEEPER_HOME``, the default release) with the errors when it cannot."""
+(named, ``ZOOKEEPER_HOME``, the default release) with the errors when it cannot; installs
+accepted only complete and checked on each use; the versions the configured repository (the
+tests' own) serves."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from adapters.installations.system import describe_zookeeper, zookeeper_version
 from adapters.installations.zookeeper import (
     DEFAULT_VERSION,
     MAIN_CLASS,
+    REQUIRED_CLASSES,
     ZOOKEEPER,
+    ZooKeeperInstallBroken,
     ZooKeeperInstallError,
     contains_quorum_peer_main,
     install,
@@ -30,9 +34,13 @@ from conformance.targets.spec import TargetSpec
 from tests.adapters.installations.fake_mvn import put_fake_mvn_on_path
 
 MAIN_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
+#: The server jar of the fake resolution holds every required class (the first of each's
+#: alternatives), as the install's check reads them.
+SERVER_ENTRIES = [required.names[0].replace(".", "/") + ".class" for required in REQUIRED_CLASSES]
 
 # Lists what a real resolution lists (names and versions as 3.9.3's), each jar a zip; the
-# server jar holds QuorumPeerMain. Modes: ok, not-served, no-server.
+# server jar holds QuorumPeerMain and the other required classes. Modes: ok, not-served,
+# no-server, invalid-pom (Maven's warning for a POM it could not read, the server jar alone).
 FAKE_MVN = """\
 #!{python}
 import os, sys, zipfile
@@ -51,18 +59,25 @@ if mode == "not-served":
     sys.exit(1)
 repo = Path(os.environ["FAKE_M2"])
 repo.mkdir(parents=True, exist_ok=True)
-artifacts = [("ch.qos.logback", "logback-classic", "1.2.13", None)]
+artifacts = [("ch.qos.logback", "logback-classic", "1.2.13", [])]
 if mode != "no-server":
-    artifacts.append(("org.apache.zookeeper", "zookeeper", version, {main_entry!r}))
-artifacts.append(("io.dropwizard.metrics", "metrics-core", "4.1.12.1", None))
+    artifacts.append(("org.apache.zookeeper", "zookeeper", version, {server_entries!r}))
+artifacts.append(("io.dropwizard.metrics", "metrics-core", "4.1.12.1", []))
+if mode == "invalid-pom":
+    artifacts = artifacts[1:2]
 lines = ["The following files have been resolved:"]
-for group, artifact, v, entry in artifacts:
+for group, artifact, v, entries in artifacts:
     jar = repo / f"{{artifact}}-{{v}}.jar"
     with zipfile.ZipFile(jar, "w") as archive:
-        archive.writestr(entry or "META-INF/MANIFEST.MF", b"x")
+        archive.writestr("META-INF/MANIFEST.MF", b"x")
+        for entry in entries:
+            archive.writestr(entry, b"x")
     lines.append(f"   {{group}}:{{artifact}}:jar:{{v}}:compile:{{jar}}")
 out = [a.split("=", 1)[1] for a in args if a.startswith("-DoutputFile=")][0]
 Path(out).write_text("\\n".join(lines) + "\\n")
+if mode == "invalid-pom":
+    print(f"[WARNING] The POM for org.apache.zookeeper:zookeeper:jar:{{version}} is invalid, "
+          "transitive dependencies (if any) will not be available")
 print("[INFO] BUILD SUCCESS")
 """
 
@@ -71,7 +86,7 @@ print("[INFO] BUILD SUCCESS")
 def fake_mvn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_M2", str(tmp_path / "m2"))
     monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
-    script = FAKE_MVN.format(python=sys.executable, main_entry=MAIN_ENTRY)
+    script = FAKE_MVN.format(python=sys.executable, server_entries=SERVER_ENTRIES)
     return put_fake_mvn_on_path(tmp_path, monkeypatch, script)
 
 
@@ -150,8 +165,14 @@ def test_an_install_is_a_runnable_zookeeper(fake_mvn: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
-        ("not-served", "Maven Central does not serve org.apache.zookeeper:zookeeper:9.9.9"),
-        ("no-server", "not org.apache.zookeeper:zookeeper:9.9.9 itself"),
+        ("not-served", "Maven's repository does not serve org.apache.zookeeper:zookeeper:9.9.9"),
+        ("no-server", "it listed no org.apache.zookeeper:zookeeper:9.9.9 itself"),
+        (
+            "invalid-pom",
+            r"ZooKeeper 9.9.9 was not installed: the resolution of org.apache.zookeeper:"
+            r"zookeeper:9.9.9 is incomplete \(the POM of org.apache.zookeeper:zookeeper:jar:9.9.9 "
+            "is invalid",
+        ),
     ],
 )
 def test_a_failed_install_is_a_clear_error_and_leaves_nothing(
@@ -251,3 +272,83 @@ def test_a_target_spec_runs_the_named_release_on_every_executor(
     ):
         with pytest.raises(ValueError, match="only --target local and --target docker"):
             TargetSpec(kind=kind, zookeeper_release="3.9.2", **extra)  # type: ignore[arg-type]
+
+
+# -- complete, and still complete when used -----------------------------------------------------
+
+
+def test_a_broken_install_is_reported_wherever_it_is_used(
+    fake_mvn: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = install(DEFAULT_VERSION).home
+    jar = "lib/io.dropwizard.metrics-metrics-core-4.1.12.1.jar"
+    assert json.loads((home / MARKER).read_text())["files"][jar] > 0
+    (home / jar).unlink()
+    expected = (
+        f"the ZooKeeper {DEFAULT_VERSION} install at {home} is broken ({jar} is missing): "
+        f"reinstall with `bkconform zookeeper install {DEFAULT_VERSION} --force`"
+    )
+    environ = {"BKCONFORM_HOME": str(tmp_path / "bkconform")}
+    for use in (
+        lambda: locate_zookeeper(DEFAULT_VERSION),
+        lambda: locate_zookeeper(str(home)),
+        lambda: locate_zookeeper(environ={"ZOOKEEPER_HOME": str(home)}),
+        # The default release broken is said as such, not as "could not be installed".
+        lambda: locate_zookeeper(environ=environ),
+    ):
+        with pytest.raises(ZooKeeperInstallBroken) as error:
+            use()
+        assert str(error.value) == expected
+    assert fake_mvn.read_text().count("\n") == 1  # never quietly reinstalled
+    install(DEFAULT_VERSION, force=True)
+    assert locate_zookeeper(DEFAULT_VERSION).home == home
+
+
+def test_an_install_made_before_jars_were_recorded_is_checked_by_its_classes(
+    fake_mvn: Path,
+) -> None:
+    home = install("3.9.2").home
+    marker = json.loads((home / MARKER).read_text())
+    del marker["files"]
+    (home / MARKER).write_text(json.dumps(marker))
+    assert locate_zookeeper("3.9.2").home == home
+    server = home / "lib" / "org.apache.zookeeper-zookeeper-3.9.2.jar"
+    with zipfile.ZipFile(server, "w") as archive:  # the server alone, no client nor netty
+        archive.writestr(MAIN_ENTRY, b"x")
+    with pytest.raises(
+        ZooKeeperInstallBroken, match=r"no jar holds org.apache.zookeeper.ZooKeeper"
+    ):
+        locate_zookeeper("3.9.2")
+
+
+def test_list_available_asks_the_configured_repository(
+    fake_mvn: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install("3.9.3")
+    assert main(["zookeeper", "list", "--available"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    remote = (tmp_path / "remote").as_uri()
+    assert lines[0].startswith(
+        f"org.apache.zookeeper:zookeeper: 5 versions served by {remote} (mirror 'tests' "
+    )
+    assert lines[1:] == [
+        "3.6.3",
+        "3.8.4",
+        "3.9.2",
+        f"3.9.3\tinstalled ({root_of(tmp_path) / '3.9.3'})",
+        "3.9.5",
+    ]
+
+
+def test_the_cli_says_what_the_repository_serves(
+    fake_mvn: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_MVN_MODE", "not-served")
+    assert main(["zookeeper", "install", "3.9.9"]) == 2
+    err = capsys.readouterr().err
+    assert "of 3.9 it serves 3.9.2, 3.9.3, 3.9.5; the newest is 3.9.5" in err
+    with pytest.raises(SystemExit):
+        main(["zookeeper", "install", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "3.5.x" not in text and "3.8.4" not in text
+    assert "`bkconform zookeeper list --available` asks it" in text
