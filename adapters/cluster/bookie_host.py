@@ -29,6 +29,19 @@ SOURCE = ("java_sources", "bkconform", "BookieHost.java")
 #: a new one from the same configuration.
 RESTART_EMPTY = "restart-empty"
 COMPILE_TIMEOUT = java_programs.COMPILE_TIMEOUT
+#: The host's own key in the bookie's configuration file (BookKeeper ignores it). Unset or
+#: "true", the default: before closing a bookie the host closes the data-integrity service and
+#: waits for its running check, which would otherwise call into the closed RocksDB and kill
+#: the JVM (SIGSEGV; 4.16.6, 4.17.3). "false" exists only to reproduce that crash
+#: (benchmarks/shutdown_crash.py, docs/findings/bookie-shutdown-sigsegv-4.17.3.md).
+INTEGRITY_QUIESCE_KEY = "bkconform.host.integrityQuiesce"
+
+
+def host_entries(*, integrity_quiesce: bool = True) -> dict[str, str]:
+    """Configuration entries for the host (``BookieSettings.extra``): none by default; with
+    ``integrity_quiesce=False`` the host closes a bookie in BookKeeper's own order, without the
+    workaround of the shutdown crash (the crash's reproducer only)."""
+    return {} if integrity_quiesce else {INTEGRITY_QUIESCE_KEY: "false"}
 
 
 def source_text() -> str:

@@ -7,6 +7,7 @@ and of the errors.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from adapters.cluster import (
     Node,
     bookie_host,
 )
+from adapters.cluster.bookies import BookieConfig, BookieProcess
 from adapters.cluster.errors import BookieHostUnavailable, NodeStateError
 from adapters.cluster.network import LOOPBACK
 from tests.bookkeeper_fixtures import installed_home
@@ -206,3 +208,49 @@ def test_the_host_source_ships_with_the_package() -> None:
     text = bookie_host.source_text()
     assert "class BookieHost" in text and bookie_host.RESTART_EMPTY in text
     assert os.path.basename(bookie_host.SOURCE[-1]) == "BookieHost.java"
+
+
+def _hosted_bookie(
+    tmp_path: Path, settings: BookieSettings, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    # A hosted bookie of a stand-in home: nothing is compiled or started.
+    monkeypatch.setattr(bookie_host, "host_classes", lambda home, **_: tmp_path / "classes")
+    config = BookieConfig(
+        name="bookie1",
+        port=3181,
+        directory=tmp_path / "bookie1",
+        zookeeper_connect="127.0.0.1:2181",
+        ledgers_root="/ledgers",
+        metadata_service_uri="zk+hierarchical://127.0.0.1:2181/ledgers",
+        settings=settings,
+    )
+    bookie = BookieProcess(config, tmp_path / "home", tmp_path / "logs")
+    assert bookie.hosted
+    argv = bookie.process.argv
+    assert argv[1] == bookie_host.MAIN_CLASS
+    assert argv[argv.index("--conf") + 1] == str(config.config_path)
+    bookie.prepare()
+    return config.config_path.read_text()
+
+
+def test_the_integrity_quiesce_switch_reaches_the_hosts_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shutdown crash's reproducer turns the workaround off through the configuration
+    file named on the host's command line (docs/findings/bookie-shutdown-sigsegv-4.17.3.md)."""
+    settings = dataclasses.replace(LIMBO, extra=bookie_host.host_entries(integrity_quiesce=False))
+    conf = _hosted_bookie(tmp_path, settings, monkeypatch)
+    assert f"{bookie_host.INTEGRITY_QUIESCE_KEY}=false\n" in conf.splitlines(keepends=True)
+    # The host reads that very key, and quiesces unless it says false.
+    source = bookie_host.source_text()
+    assert f'INTEGRITY_QUIESCE_KEY = "{bookie_host.INTEGRITY_QUIESCE_KEY}"' in source
+    assert "conf.getBoolean(INTEGRITY_QUIESCE_KEY, true)" in source
+
+
+def test_the_workaround_is_on_unless_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert bookie_host.host_entries() == {}
+    assert bookie_host.host_entries(integrity_quiesce=True) == {}
+    conf = _hosted_bookie(tmp_path, LIMBO, monkeypatch)
+    assert bookie_host.INTEGRITY_QUIESCE_KEY not in conf

@@ -45,8 +45,18 @@ public final class BookieHost {
     /** The data-integrity service's worker threads (4.17.3's name). */
     private static final String INTEGRITY_WORKER = "bookie-data-integ";
     private static final long QUIESCE_TIMEOUT_MS = 10_000;
+    /**
+     * The host's own key in the bookie's configuration file (BookKeeper ignores keys it does
+     * not know): "false" turns off the quiescing of {@link #closeServing}, so that the bookie
+     * is closed in BookKeeper's own order. It exists only for the reproducer of the crash that
+     * quiescing works around (benchmarks/shutdown_crash.py,
+     * docs/findings/bookie-shutdown-sigsegv-4.17.3.md); everything else leaves it unset.
+     */
+    static final String INTEGRITY_QUIESCE_KEY = "bkconform.host.integrityQuiesce";
 
     private final File confFile;
+    /** Read from the configuration file at each start ({@link #INTEGRITY_QUIESCE_KEY}). */
+    private volatile boolean integrityQuiesce = true;
     private LifecycleComponentStack bookie;
     private int generation;
     /** The generation that is up (0: none). Volatile, not locked: the bookie's threads read
@@ -118,7 +128,13 @@ public final class BookieHost {
     }
 
     private LifecycleComponentStack build() throws Exception {
-        return Main.buildBookieServer(new BookieConfiguration(configuration()));
+        ServerConfiguration conf = configuration();
+        integrityQuiesce = conf.getBoolean(INTEGRITY_QUIESCE_KEY, true);
+        if (!integrityQuiesce) {
+            log("integrity quiescing is off (" + INTEGRITY_QUIESCE_KEY + "=false): closing in"
+                    + " BookKeeper's order, a running integrity check may outlive the storage");
+        }
+        return Main.buildBookieServer(new BookieConfiguration(conf));
     }
 
     private synchronized void launch(LifecycleComponentStack stack, long began) {
@@ -201,6 +217,11 @@ public final class BookieHost {
      * needs until it registers. The caller builds the next bookie meanwhile and joins the
      * thread before starting it, so the old session, and with it the old registration, is
      * gone first. Without a component named {@value #SERVER} everything is closed here.
+     *
+     * <p>With {@link #INTEGRITY_QUIESCE_KEY} false (the crash's reproducer only) nothing is
+     * quiesced: the components are closed as {@code LifecycleComponentStack.close} would, the
+     * last first, so the data-integrity service is closed just before the bookie server and
+     * nothing waits for its check.
      */
     private synchronized Thread closeServing() {
         LifecycleComponentStack stack = bookie;
@@ -212,14 +233,16 @@ public final class BookieHost {
             for (int i = 0; i < stack.getNumComponents(); i++) {
                 components.add(stack.getComponent(i));
             }
-            for (String name : QUIESCE_FIRST.split(",")) {
-                for (LifecycleComponent component : components) {
-                    if (name.equals(component.getName())) {
-                        component.close();
+            if (integrityQuiesce) {
+                for (String name : QUIESCE_FIRST.split(",")) {
+                    for (LifecycleComponent component : components) {
+                        if (name.equals(component.getName())) {
+                            component.close();
+                        }
                     }
                 }
+                awaitThreads(INTEGRITY_WORKER, QUIESCE_TIMEOUT_MS);
             }
-            awaitThreads(INTEGRITY_WORKER, QUIESCE_TIMEOUT_MS);
             int server = -1;
             for (int i = 0; i < components.size(); i++) {
                 if (SERVER.equals(components.get(i).getName())) {
