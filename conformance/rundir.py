@@ -20,6 +20,12 @@
 - ``trace.txt`` (the numbered trace), ``sequence.txt`` (sequencediagram.org text) and
   ``sequence.svg`` (the same diagram, self-contained): the story, written at the end.
 
+A run on a cluster that outlives it (``--target external``) also records, under ``ledgers`` in
+the final ``results.json`` (:meth:`RunWriter.record`), what became of the ledgers it created:
+its run id (the mark in their custom metadata), how many it created and deleted, the ids of
+those it kept and why (``--keep-ledgers``, or a finding's, listed in ``finding_ledgers``), and
+what it could not delete.
+
 Readers go through :func:`read_results` and :func:`read_history`: a run whose ``results.json``
 still says running but whose process is gone reads ``"state": "died"`` and undecided; a partial
 last line of ``history.jsonl`` (the kill came mid-write) is skipped, every complete line kept.
@@ -213,6 +219,12 @@ class RunWriter(RunDirectoryWriter):
         history.flush()
         self.lines += 1
         self.examples.add(example)
+
+    def record(self, key: str, value: Any) -> None:
+        """Add ``key`` to ``results.json`` from the next write on (:meth:`finish`, or an
+        interrupted run's last write): what is known only as the run ends, such as what became
+        of the ledgers it created on an external cluster (``ledgers``)."""
+        self.extra[key] = value
 
     def recorder(self, example: Example = 1) -> Callable[[StepRecord], None]:
         """An ``on_record`` callback that appends each record as ``example`` (one-example runs:

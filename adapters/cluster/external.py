@@ -9,6 +9,10 @@ the agent checks against its own before it does anything.
 
 Guard: only loopback hosts are accepted unless ``allow_remote=True`` is passed, so a test
 run never touches a shared cluster by accident.
+
+Ledgers: :meth:`ExternalCluster.clean_ledgers` deletes the ledgers bkconform runs left behind
+(marked with their run's custom metadata, ``adapters/zookeeper/ledger_marks.py``) whose runs
+are dead, never another ledger (``bkconform cluster clean``).
 """
 
 from __future__ import annotations
@@ -44,7 +48,9 @@ from adapters.cluster.provider import (
 from adapters.zookeeper.client import connect_zookeeper, wait
 from adapters.zookeeper.errors import ClusterNotFormatted, MetadataError, ZooKeeperUnreachable
 from adapters.zookeeper.four_letter_words import server_mode
-from adapters.zookeeper.layout import read_instance_id
+from adapters.zookeeper.layout import read_instance_id, read_layout
+from adapters.zookeeper.ledger_marks import RUNS_ROOT, CleanReport, clean
+from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.registration import available_path, cookie_path, list_bookies
 
 #: What a bookie's agent can do to it.
@@ -155,6 +161,36 @@ class ExternalCluster(ClusterProvider):
         except MetadataError as exc:
             raise ClusterUnreachable(f"listing bookies failed: {exc}") from exc
         return {bookie_id: (a.host, a.port) for bookie_id, a in registered.items()}
+
+    def ledger_store(self) -> LedgerStore:
+        """The cluster's ledger metadata, in the layout its ``LAYOUT`` znode names."""
+        try:
+            layout = read_layout(self.zookeeper_client, self.ledgers_root, timeout=self.timeout)
+        except MetadataError as exc:
+            raise ClusterUnreachable(f"reading the cluster's LAYOUT failed: {exc}") from exc
+        if layout.layout is None:
+            raise InvalidClusterOptions(
+                f"the cluster under {self.ledgers_root} uses ledger manager "
+                f"{layout.manager_factory_class}, which bkconform does not write"
+            )
+        return LedgerStore(
+            self.zookeeper_client, self.ledgers_root, layout.layout, timeout=self.timeout
+        )
+
+    def clean_ledgers(
+        self, *, include_kept: bool = False, scan: bool = True, runs_root: str = RUNS_ROOT
+    ) -> CleanReport:
+        """Delete the ledgers that bkconform runs now dead left on the cluster (and those kept
+        on purpose, with ``include_kept``), found by the runs' journals and, with ``scan``, by
+        reading every ledger's metadata for the suite's mark. Unmarked ledgers and those of
+        live runs are never touched (``adapters.zookeeper.ledger_marks.clean``)."""
+        store = self.ledger_store()
+        try:
+            return clean(store, runs_root=runs_root, include_kept=include_kept, scan=scan)
+        except MetadataError as exc:
+            raise ClusterUnreachable(f"cleaning up ledgers failed: {exc}") from exc
+        except KazooException as exc:
+            raise ClusterError(f"ZooKeeper refused the clean-up: {exc!r}") from exc
 
     def endpoints(self) -> Endpoints:
         """Endpoints with the bookies registered right now."""

@@ -8,21 +8,31 @@ ZooKeeper data version *is* the metadata version: 0 after create, +1 per update.
 
 Create the znode before writing entries to bookies, as the Java client does: a bookie's
 garbage collector deletes ledgers it cannot find in ZooKeeper.
+
+:meth:`LedgerStore.remove` deletes a ledger as BookKeeper's ``removeLedgerMetadata`` does (the
+whole of what a client's ``deleteLedger`` does in ZooKeeper; the bookies' garbage collection
+then frees the entries): the ledger znode at a version (or any), a missing znode counting as
+deleted; under the hierarchical layouts its parents too, from the deepest up, each while it
+has no children left (``ZkUtils.asyncDeleteFullPathOptimistic``), never the ledgers root.
+:meth:`LedgerStore.read_many` and :meth:`LedgerStore.remove_many` do the same for many ledgers
+with their requests pipelined (one round trip per batch, not per ledger).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+import posixpath
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
 from adapters.zookeeper.client import DEFAULT_TIMEOUT, wait
 from adapters.zookeeper.errors import (
     InvalidExpectedVersion,
     InvalidLedgerPath,
     LedgerExists,
+    MetadataError,
     MetadataVersionMismatch,
     NoSuchLedger,
 )
@@ -43,6 +53,9 @@ from adapters.zookeeper.paths import (
 
 ANY_VERSION = -1
 """ZooKeeper's "whatever the current version is" for delete."""
+
+#: Requests :meth:`LedgerStore.read_many` and :meth:`LedgerStore.remove_many` keep in flight.
+BATCH = 256
 
 _SHORT_LEVEL_WIDTHS = (2, 4)
 _LONG_LEVEL_WIDTHS = (3, 4, 4, 4)
@@ -167,6 +180,99 @@ class LedgerStore:
             raise NoSuchLedger(ledger_id, path) from exc
         except BadVersionError as exc:
             raise MetadataVersionMismatch(path, expected_version) from exc
+
+    def remove(self, ledger_id: int, expected_version: int = ANY_VERSION) -> bool:
+        """Delete the ledger as BookKeeper does (see the module docstring): True if its znode
+        was deleted, False if there was none (BookKeeper's delete succeeds then too).
+
+        :raises MetadataVersionMismatch: the znode is at another version than
+            ``expected_version`` (unless that is -1).
+        """
+        failure = self.remove_many({ledger_id: expected_version})[ledger_id]
+        if isinstance(failure, Exception):
+            raise failure
+        return failure
+
+    def read_many(
+        self, ledger_ids: Iterable[int]
+    ) -> dict[int, tuple[LedgerMetadata, int] | MetadataError]:
+        """Each ledger's metadata and znode version, or the error reading it gave
+        (:class:`NoSuchLedger`, :class:`MalformedMetadata`), with up to :data:`BATCH` reads in
+        flight.
+
+        :raises ZooKeeperError: ZooKeeper did not answer (connection or session lost, timeout).
+        """
+        found: dict[int, tuple[LedgerMetadata, int] | MetadataError] = {}
+        ids = list(ledger_ids)
+        for start in range(0, len(ids), BATCH):
+            batch = [(i, self.path(i)) for i in ids[start : start + BATCH]]
+            pending = [(i, path, self.zk.get_async(path)) for i, path in batch]
+            for ledger_id, path, result in pending:
+                try:
+                    data, stat = wait(result, timeout=self.timeout, operation=f"get {path}")
+                except NoNodeError:
+                    found[ledger_id] = NoSuchLedger(ledger_id, path)
+                    continue
+                try:
+                    found[ledger_id] = (parse_ledger_metadata(data, path=path), int(stat.version))
+                except MetadataError as exc:
+                    found[ledger_id] = exc
+        return found
+
+    def remove_many(self, versions: Mapping[int, int]) -> dict[int, bool | MetadataError]:
+        """:meth:`remove` for each ledger of ``versions`` (ledger id -> expected version, -1:
+        any), pipelined: per ledger, True (deleted), False (no znode) or the
+        :class:`MetadataVersionMismatch` that kept it. Emptied parents go afterwards, once
+        each.
+
+        :raises ZooKeeperError: ZooKeeper did not answer (connection or session lost, timeout).
+        """
+        outcome: dict[int, bool | MetadataError] = {}
+        ids = list(versions)
+        for start in range(0, len(ids), BATCH):
+            batch = [(i, self.path(i), versions[i]) for i in ids[start : start + BATCH]]
+            pending = [
+                (i, path, version, self.zk.delete_async(path, version=version))
+                for i, path, version in batch
+            ]
+            for ledger_id, path, version, result in pending:
+                try:
+                    wait(result, timeout=self.timeout, operation=f"delete {path}")
+                except NoNodeError:
+                    outcome[ledger_id] = False
+                except BadVersionError:
+                    outcome[ledger_id] = MetadataVersionMismatch(path, version)
+                else:
+                    outcome[ledger_id] = True
+        if self.layout != "flat":
+            self._remove_empty_parents(self.path(i) for i, done in outcome.items() if done)
+        return outcome
+
+    def _remove_empty_parents(self, removed: Iterable[str]) -> None:
+        """Each parent of the removed ledger znodes that has no children left, deepest first,
+        up to (not including) the ledgers root, as ``asyncDeleteFullPathOptimistic`` does: a
+        parent that has children again, or is gone, is left and so are its own parents."""
+        level = {posixpath.dirname(path) for path in removed}
+        while level:
+            emptied: set[str] = set()
+            for parent in sorted(level):
+                if parent == self.ledgers_root or not parent.startswith(self.ledgers_root + "/"):
+                    continue
+                stat = wait(
+                    self.zk.exists_async(parent), timeout=self.timeout, operation=f"exists {parent}"
+                )
+                if stat is None or stat.numChildren:
+                    continue
+                try:
+                    wait(
+                        self.zk.delete_async(parent, version=ANY_VERSION),
+                        timeout=self.timeout,
+                        operation=f"delete {parent}",
+                    )
+                except (NoNodeError, NotEmptyError):
+                    continue  # another client got there first, or created a ledger under it
+                emptied.add(posixpath.dirname(parent))
+            level = emptied
 
     def list_ledgers(self) -> list[int]:
         """Every ledger id with a znode under this layout, ascending.
@@ -293,4 +399,4 @@ def _is_digits(name: str, width: int) -> bool:
     return len(name) == width and name.isascii() and name.isdigit()
 
 
-__all__ = ["ANY_VERSION", "LedgerStore"]
+__all__ = ["ANY_VERSION", "BATCH", "LedgerStore"]

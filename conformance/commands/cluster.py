@@ -1,4 +1,5 @@
-"""``bkconform cluster up`` / ``bkconform cluster down``: a local cluster for manual work.
+"""``bkconform cluster up`` / ``down``: a local cluster for manual work; ``cluster clean``: the
+ledgers bkconform runs left on a cluster.
 
 ``up`` starts ZooKeeper and bookies (real BookKeeper: ``--bookkeeper VERSION|DIR``,
 ``--bookkeeper-home``, ``BOOKKEEPER_HOME``, else the default version installed from Maven
@@ -11,6 +12,15 @@ them in ``<work dir>/cluster.json`` and returns, leaving them running. ``down`` 
 
 Without ``--work-dir``, ``up`` uses a fresh temporary directory, and ``down`` stops the
 cluster the last ``up`` recorded (``$BKCONFORM_HOME/cluster.json``, default ``~/.bkconform``).
+
+``clean`` deletes, from any BookKeeper cluster (``--zk HOST:PORT``, else the last ``up``'s), the
+ledgers that ``--target external`` runs which died (``kill -9``) left behind, and with
+``--include-kept`` those kept on purpose (``--keep-ledgers``, a finding's). It finds them by
+the runs' journals and by reading every ledger's metadata for the suite's mark (``--no-scan``:
+the journals only), and deletes only marked ledgers whose run is no longer alive, as
+BookKeeper deletes a ledger (``adapters/zookeeper/ledger_marks.py``)::
+
+    bkconform cluster clean --zk zk1:2181 --allow-remote [--ledgers-root /ledgers]
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from adapters.cluster.detached import (
     write_state,
 )
 from adapters.cluster.errors import ClusterError
+from adapters.cluster.external import ExternalCluster
 from adapters.cluster.local import KeepWorkDir, LocalCluster, LocalClusterOptions
 from adapters.processes import processes_matching
 from conformance.commands.options import (
@@ -52,7 +63,9 @@ def register(subparsers: Any) -> None:
         help="start or stop a local cluster that outlives the command",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    actions = cluster.add_subparsers(dest="cluster_command", metavar="{up,down}", required=True)
+    actions = cluster.add_subparsers(
+        dest="cluster_command", metavar="{up,down,clean}", required=True
+    )
 
     up = actions.add_parser("up", help="start ZooKeeper and bookies, record them, return")
     up.add_argument("--bookies", type=_positive_or_zero, default=3, help="bookies (default 3)")
@@ -72,6 +85,40 @@ def register(subparsers: Any) -> None:
         "--work-dir", type=Path, default=None, help="the cluster's work dir (default: the last up)"
     )
     down.set_defaults(func=run_down)
+
+    clean = actions.add_parser(
+        "clean",
+        help="delete the ledgers that bkconform runs which died left on a cluster",
+        description="Delete the ledgers bkconform --target external runs left on a cluster and "
+        "no longer use: those of runs that died, and with --include-kept those kept on "
+        "purpose. Only ledgers carrying the suite's mark (custom metadata bkconform-run) are "
+        "ever deleted, never those of a run still alive.",
+    )
+    clean.add_argument(
+        "--zk",
+        default=None,
+        metavar="HOST:PORT[,...]",
+        help="the cluster's ZooKeeper (default: the cluster of the last `cluster up`, or of "
+        "--work-dir)",
+    )
+    clean.add_argument(
+        "--work-dir", type=Path, default=None, help="a `cluster up` work dir (instead of --zk)"
+    )
+    clean.add_argument("--ledgers-root", default="/ledgers", help="default /ledgers")
+    clean.add_argument(
+        "--allow-remote", action="store_true", help="reach ZooKeeper on other machines"
+    )
+    clean.add_argument(
+        "--include-kept",
+        action="store_true",
+        help="also delete the ledgers runs kept on purpose (--keep-ledgers, a finding's)",
+    )
+    clean.add_argument(
+        "--no-scan",
+        action="store_true",
+        help="only the runs' journals: do not read every ledger's metadata for the mark",
+    )
+    clean.set_defaults(func=run_clean)
 
 
 def _positive(text: str) -> int:
@@ -159,3 +206,23 @@ def run_down(args: argparse.Namespace) -> int:
     forget(state)
     print(f"stopped {len(stopped)} processes ({', '.join(stopped) or 'none were running'})")
     return 0
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    connect, ledgers_root = args.zk, args.ledgers_root
+    try:
+        if connect is None:
+            endpoints = read_state(resolve_work_dir(args.work_dir)).endpoints
+            connect, ledgers_root = endpoints.zookeeper_connect, endpoints.ledgers_root
+        cluster = ExternalCluster(connect, ledgers_root, allow_remote=args.allow_remote)
+        cluster.start()
+        try:
+            report = cluster.clean_ledgers(include_kept=args.include_kept, scan=not args.no_scan)
+        finally:
+            cluster.stop()
+    except ClusterError as exc:
+        return _fail("clean", exc)
+    print(f"ZooKeeper {connect}, ledgers root {ledgers_root}:")
+    for line in report.describe():
+        print(f"  {line}")
+    return 1 if report.removal.failed else 0

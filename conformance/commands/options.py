@@ -298,6 +298,26 @@ def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
     return dataclasses.replace(spec, kind="local", official_images=False).bookie_choice()
 
 
+def add_keep_ledgers_option(group: Any) -> None:
+    """``--keep-ledgers``: the external target leaves the ledgers it created
+    (:func:`target_from_args`)."""
+    group.add_argument(
+        "--keep-ledgers",
+        action="store_true",
+        help="--target external: leave every ledger the run created on the cluster (by default "
+        "they are deleted when the run ends, but a finding's, and the console and the run "
+        "directory name those kept; `bkconform cluster clean --include-kept` deletes them)",
+    )
+
+
 def target_from_args(args: argparse.Namespace) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together)."""
-    return target_spec_from_args(args).build()
+    target = target_spec_from_args(args).build()
+    if getattr(args, "keep_ledgers", False):
+        if not hasattr(target, "keep_ledgers"):
+            raise ValueError(
+                "--keep-ledgers: only --target external leaves ledgers on a cluster that "
+                "outlives the run"
+            )
+        target.keep_ledgers = True
+    return target

@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import random
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,6 +29,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from adapters.process_records import reap_orphans_once
 from conformance.commands.options import (
+    add_keep_ledgers_option,
     add_model_options,
     add_target_options,
     config_from_args,
@@ -46,6 +48,7 @@ from conformance.rundir import (
 )
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
+from conformance.search.program import ExampleRun
 from conformance.search.runner import (
     PROFILES,
     SearchProgress,
@@ -70,6 +73,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_target_options(run)
+    add_keep_ledgers_option(run)
     add_model_options(run, bookies=3, clients=2, wq=3, aq=2)
     search = run.add_argument_group("search")
     search.add_argument(
@@ -165,6 +169,7 @@ def register(subparsers: Any) -> None:
     )
     replay.add_argument("source", help="a run directory, or an example blob")
     add_target_options(replay, default="")
+    add_keep_ledgers_option(replay)
     add_model_options(replay, bookies=3, clients=2, wq=3, aq=2)
     replay.add_argument("--steps", type=int, default=60, help="the run's --steps (blob only)")
     replay.add_argument(
@@ -256,22 +261,35 @@ def run_command(args: argparse.Namespace) -> int:
         system=system,
         extra={"search": search.as_dict()},
     )
+    ledgers = _ExampleLedgers(target)
     with writer:
         writer.start()
+        failure: TargetError | None = None
         try:
             target.open(cfg)
             report = run_search(
-                cfg, target, search, database=database, progress=progress, sink=writer
+                cfg,
+                target,
+                search,
+                database=database,
+                progress=progress,
+                sink=writer,
+                on_example=ledgers.remember,
             )
+            if report.finding is not None:
+                ledgers.keep(report.finding.run)
             hits = _race_hits(cfg, target, report, search, args.race_attempts)
             described = target.describe()
         except TargetError as exc:
-            progress.done()
-            print(f"could not decide: {exc}", file=sys.stderr)
-            _finish_undecided(writer, str(exc))
-            return EXIT_UNDECIDED
+            failure = exc
         finally:
-            target.close()
+            target.close()  # an external cluster's ledgers: deleted (or kept) here
+            _record_ledgers(writer, target)
+        if failure is not None:
+            progress.done()
+            print(f"could not decide: {failure}", file=sys.stderr)
+            _finish_undecided(writer, str(failure))
+            return EXIT_UNDECIDED
         progress.done()
         _write(writer, run_dir, report, described, search, hits)
     _print_report(cfg, report, run_dir, hits)
@@ -310,6 +328,40 @@ def _race_hits(
         )
         hits += again.outcome.verdict is finding.run.outcome.verdict
     return hits, attempts
+
+
+class _ExampleLedgers:
+    """The ledger each example ran on, for a target whose ledgers outlive the run (the
+    external target): a finding's are kept there, and named in the run directory."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._keep = getattr(target, "keep_finding_ledgers", None)
+        self._ledgers: weakref.WeakKeyDictionary[ExampleRun, int] = weakref.WeakKeyDictionary()
+
+    def remember(self, phase: str, run: ExampleRun) -> None:
+        """``run_search``'s ``on_example``: the example just ran on the target's ledger now."""
+        if self._keep is not None:
+            self._ledgers[run] = self.current()
+
+    def current(self) -> int:
+        return int(self.target.describe().get("ledger_id", -1))
+
+    def keep(self, run: ExampleRun, *, just_ran: bool = False) -> None:
+        """Keep ``run``'s ledger on the cluster (``just_ran``: the target's ledger now)."""
+        if self._keep is None:
+            return
+        found = self.current() if just_ran else self._ledgers.get(run)
+        if found is not None and found >= 0:
+            self._keep([found])
+
+
+def _record_ledgers(writer: RunWriter, target: Target) -> None:
+    """``results.json``'s ``ledgers``: what became of the ledgers the run created on a
+    cluster that outlives it (the external target's record, once it is closed)."""
+    record = getattr(target, "ledger_record", None)
+    if record is not None:
+        writer.record("ledgers", record)
 
 
 def reap_leftovers() -> None:
@@ -469,8 +521,10 @@ def replay_command(args: argparse.Namespace) -> int:
         system=system,
         extra={"replayed_from": str(source), "choices": choices},
     )
+    ledgers = _ExampleLedgers(target)
     with writer:
         writer.start()
+        failure: TargetError | None = None
         try:
             target.open(cfg)
             run = replay_choices(
@@ -481,13 +535,18 @@ def replay_command(args: argparse.Namespace) -> int:
                 on_record=writer.recorder(1),
                 races=races,
             )
+            if run.finding:
+                ledgers.keep(run, just_ran=True)
             described = target.describe()
         except TargetError as exc:
-            print(f"could not decide: {exc}", file=sys.stderr)
-            _finish_undecided(writer, str(exc))
-            return EXIT_UNDECIDED
+            failure = exc
         finally:
-            target.close()
+            target.close()  # an external cluster's ledgers: deleted (or kept) here
+            _record_ledgers(writer, target)
+        if failure is not None:
+            print(f"could not decide: {failure}", file=sys.stderr)
+            _finish_undecided(writer, str(failure))
+            return EXIT_UNDECIDED
         writer.example_done(1)
         writer.finish(run.outcome, target=described, story=1)
     report = SearchReport(

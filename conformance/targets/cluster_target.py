@@ -337,8 +337,14 @@ class ClusterTarget(abc.ABC):
             segments=translation.segments_of(op.metadata.fragments, self.bookie_ids),
             digest_type=DigestType.CRC32,
             password=PASSWORD,
+            custom_metadata=self._custom_metadata(),
         )
         self.store.create(self.ledger_id, created)
+
+    def _custom_metadata(self) -> tuple[tuple[str, bytes], ...]:
+        """The custom metadata of every ledger the target creates (the external target's
+        mark on its ledgers: ``adapters/zookeeper/ledger_marks.py``); none by default."""
+        return ()
 
     def _compare_and_set(self, op: WriteMetadata) -> None:
         """Write the spec's metadata over the ledger's, if the znode is at the client's
