@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from adapters.errors import ClusterError
 from adapters.user_state import exclusive_lock
 
 if TYPE_CHECKING:
@@ -440,9 +441,9 @@ def configured_repository(
     return MavenRepository(url.rstrip("/"), origin, local or home / ".m2" / "repository")
 
 
-class MetadataUnavailable(Exception):
+class MetadataUnavailable(ClusterError):
     """A repository's ``maven-metadata.xml`` could not be read; the message says which and
-    why."""
+    why. Retriable (ClusterError's default): an unreachable repository may answer later."""
 
 
 def metadata_url(repository_url: str, group: str, artifact: str) -> str:

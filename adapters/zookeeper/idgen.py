@@ -15,13 +15,13 @@ are kept.
 from __future__ import annotations
 
 import contextlib
-from typing import Final
+from typing import Any, Final
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, NotEmptyError
 
 from adapters.zookeeper.client import DEFAULT_TIMEOUT, wait
-from adapters.zookeeper.errors import LedgerIdAllocationFailed
+from adapters.zookeeper.errors import LedgerIdAllocationFailed, ZooKeeperError
 from adapters.zookeeper.paths import (
     HIGH_ORDER_BITS_PREFIX,
     IDGEN_PREFIX,
@@ -56,12 +56,21 @@ def allocate_ledger_id(
         return ledger_id
 
     long_path = long_id_generator_path(root)
-    if not _exists(zk, long_path, timeout):
-        ledger_id = _sequential_id(zk, id_generator_prefix(root, layout), timeout)
+    # BookKeeper asks whether the 63-bit generator exists, then takes a 31-bit id if it does
+    # not. Both requests go out together here (one round trip, not two: a search allocates an
+    # id per example); when the 63-bit generator exists, the 31-bit znode is deleted unused.
+    long_exists = zk.exists_async(long_path)
+    short = _create_sequential(zk, id_generator_prefix(root, layout))
+    if wait(long_exists, timeout=timeout, operation=f"exists {long_path}") is None:
+        ledger_id = _sequential_number(zk, id_generator_prefix(root, layout), short, timeout)
         if ledger_id is not None:
             return ledger_id
         # The 31-bit counter is used up: switch this cluster to 63-bit ids for good.
         _create_quietly(zk, long_path, timeout, makepath=True)
+    else:
+        # Unused: whatever became of it does not matter to the 63-bit id.
+        with contextlib.suppress(LedgerIdAllocationFailed, KazooException, ZooKeeperError):
+            _sequential_number(zk, id_generator_prefix(root, layout), short, timeout)
     return _allocate_long_id(zk, long_path, timeout)
 
 
@@ -89,11 +98,17 @@ def _allocate_long_id(zk: KazooClient, long_path: str, timeout: float) -> int:
 
 def _sequential_id(zk: KazooClient, prefix: str, timeout: float) -> int | None:
     """Create+delete one sequential znode; its number, or None if it overflowed 31 bits."""
-    created = wait(
-        zk.create_async(prefix, b"", ephemeral=True, sequence=True, makepath=True),
-        timeout=timeout,
-        operation=f"create sequential {prefix}",
-    )
+    return _sequential_number(zk, prefix, _create_sequential(zk, prefix), timeout)
+
+
+def _create_sequential(zk: KazooClient, prefix: str) -> Any:
+    return zk.create_async(prefix, b"", ephemeral=True, sequence=True, makepath=True)
+
+
+def _sequential_number(zk: KazooClient, prefix: str, creating: Any, timeout: float) -> int | None:
+    """The number of the sequential znode ``creating`` makes (deleted again), or None if it
+    overflowed 31 bits."""
+    created = wait(creating, timeout=timeout, operation=f"create sequential {prefix}")
     try:
         suffix = created[len(prefix) :] if created.startswith(prefix) else ""
         try:
@@ -103,8 +118,9 @@ def _sequential_id(zk: KazooClient, prefix: str, timeout: float) -> int | None:
                 f"sequential znode {created!r} has no numeric suffix after {prefix!r}"
             ) from exc
     finally:
-        # BookKeeper deletes the znode whatever the outcome; it is ephemeral anyway.
-        _delete_quietly(zk, created, timeout)
+        # BookKeeper deletes the znode whatever the outcome, and does not wait for the delete
+        # (it is ephemeral anyway). The session's next request is ordered after it.
+        zk.delete_async(created)
     if number < 0 or number >= SHORT_LEDGER_ID_LIMIT:
         return None
     return number
@@ -121,10 +137,6 @@ def _high_order_bits(name: str) -> int:
 
 def _hob_path(long_path: str, high: int) -> str:
     return f"{long_path}/{HIGH_ORDER_BITS_PREFIX}{high:010d}"
-
-
-def _exists(zk: KazooClient, path: str, timeout: float) -> bool:
-    return wait(zk.exists_async(path), timeout=timeout, operation=f"exists {path}") is not None
 
 
 def _create_quietly(zk: KazooClient, path: str, timeout: float, *, makepath: bool = False) -> None:

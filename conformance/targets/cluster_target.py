@@ -106,6 +106,12 @@ class ClusterTarget(abc.ABC):
         #: (model client, bookie, lane) -> its connection: lane 0 carries the client's
         #: steps; a race sends its i-th request on lane i + 1, a connection of its own.
         self._connections: dict[tuple[int, int, int], BookieClient] = {}
+        #: bookie -> the observer's v2 connection that reads the final state (kept across
+        #: examples: a connection per snapshot cost more than the snapshot's reads).
+        self._observers: dict[int, V2BookieClient] = {}
+        #: (ledger, metadata, znode version) as this target last wrote them: a compare-and-set
+        #: from that version needs no read first (``_compare_and_set`` says why that is exact).
+        self._written: tuple[int, LedgerMetadata, int] | None = None
         self._cfg: ModelConfig | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
@@ -179,6 +185,9 @@ class ClusterTarget(abc.ABC):
         for client in self._connections.values():
             self._run_quietly(client.close())
         self._connections.clear()
+        for observer in self._observers.values():
+            self._run_quietly(observer.close())
+        self._observers.clear()
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
@@ -207,9 +216,9 @@ class ClusterTarget(abc.ABC):
         try:
             return self._run(self._race(ops, offsets_s, restarting))
         finally:
-            for key in [k for k in self._connections if k[1] in restarting]:
+            for bookie in restarting:
                 # The restart closed them (a new bookie process or instance listens now).
-                self._run_quietly(self._connections.pop(key).close())
+                self._drop_connections(bookie)
 
     async def _race(
         self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float], restarting: set[int]
@@ -292,9 +301,16 @@ class ClusterTarget(abc.ABC):
         return self._connections[key]
 
     def _crash(self, bookie: int) -> Observation:
+        self._drop_connections(bookie)
+        return self._restart_empty(bookie)
+
+    def _drop_connections(self, bookie: int) -> None:
+        """Close every connection to ``bookie``: the clients' and the observer's."""
         for key in [k for k in self._connections if k[1] == bookie]:
             self._run_quietly(self._connections.pop(key).close())
-        return self._restart_empty(bookie)
+        observer = self._observers.pop(bookie, None)
+        if observer is not None:
+            self._run_quietly(observer.close())
 
     def _restart_empty(self, bookie: int) -> Observation:
         """The bookie restarts without its data (blocking; a race runs it on a worker thread,
@@ -339,7 +355,8 @@ class ClusterTarget(abc.ABC):
             password=PASSWORD,
             custom_metadata=self._custom_metadata(),
         )
-        self.store.create(self.ledger_id, created)
+        version = self.store.create(self.ledger_id, created)
+        self._written = (self.ledger_id, created, version)
 
     def _custom_metadata(self) -> tuple[tuple[str, bytes], ...]:
         """The custom metadata of every ledger the target creates (the external target's
@@ -348,14 +365,29 @@ class ClusterTarget(abc.ABC):
 
     def _compare_and_set(self, op: WriteMetadata) -> None:
         """Write the spec's metadata over the ledger's, if the znode is at the client's
-        version. The znode is read first: only the model's clients may have written it."""
+        version. Only the model's clients may have written the znode: it is read first, unless
+        this target wrote it last at the model's version, and then read only if the write
+        fails. That is as exact as reading first: a writer outside the model raises the
+        znode's version past the model's, so the write cannot succeed, and the read after the
+        failure tells that writer from the model's own version mismatch."""
         assert self.store is not None
-        current = self._read_metadata(op.known_version)
+        known = translation.znode_version(op.known_version)
+        last = self._written
+        trusted = last is not None and last[0] == self.ledger_id and last[2] == known
+        current = last[1] if last is not None and trusted else self._read_metadata(op.known_version)
         view = op.metadata
         written = translation.with_spec_metadata(
             current, view.status, view.fragments, view.last_entry, self.bookie_ids
         )
-        self.store.write(self.ledger_id, written, translation.znode_version(op.expected_version))
+        try:
+            version = self.store.write(
+                self.ledger_id, written, translation.znode_version(op.expected_version)
+            )
+        except MetadataVersionMismatch:
+            if trusted:
+                self._read_metadata(op.known_version)  # raises if a writer outside the model
+            raise
+        self._written = (self.ledger_id, written, version)
 
     def _read_metadata(self, known_version: int) -> LedgerMetadata:
         """The ledger's metadata, as only the model's clients have written it.
@@ -384,19 +416,32 @@ class ClusterTarget(abc.ABC):
         return self._run(self._snapshot(cfg))
 
     async def _snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
-        snapshot = TargetSnapshot()
-        for bookie in range(cfg.bookies):
-            snapshot.entries[bookie] = await self._entries_held(bookie, cfg.send_limit)
+        """The bookies' entries and the ledger's metadata, read at once: each bookie's reads
+        pipelined on its observer connection, the bookies side by side, the metadata read on a
+        worker thread meanwhile (kazoo blocks)."""
         assert self.store is not None
+        store = self.store
+        metadata_read = asyncio.get_running_loop().run_in_executor(None, store.read, self.ledger_id)
+        held = await asyncio.gather(
+            *(self._entries_held(bookie, cfg.send_limit) for bookie in range(cfg.bookies)),
+            return_exceptions=True,
+        )
         try:
-            metadata, _ = self.store.read(self.ledger_id)
+            metadata, _ = await metadata_read
         except NoSuchLedger:
-            return snapshot  # never created: nothing in ZooKeeper
+            metadata = None  # never created: nothing in ZooKeeper
         except MetadataError as exc:
             # An outage, or a znode that does not parse, is not "never created".
             raise TargetError(
                 f"could not read the ledger's metadata: {exc}", retriable=exc.retriable
             ) from exc
+        snapshot = TargetSnapshot()
+        for bookie, entries in enumerate(held):
+            if isinstance(entries, BaseException):
+                raise entries
+            snapshot.entries[bookie] = entries
+        if metadata is None:
+            return snapshot
         snapshot.meta_status = metadata.state.name
         if metadata.state is LedgerState.CLOSED:
             snapshot.meta_last_entry = translation.spec_entry_id(metadata.last_entry_id)
@@ -407,26 +452,52 @@ class ClusterTarget(abc.ABC):
         """The spec ids of the entries a bookie stores, read by an observer that changes
         nothing: plain v2 reads on a connection of its own. Over v3 a bookie answers a plain
         read of a ledger in limbo with EUNKNOWNLEDGERSTATE even for an entry it stores (the
-        read also asks for the LAC, which limbo refuses); over v2 it returns the entry."""
+        read also asks for the LAC, which limbo refuses); over v2 it returns the entry.
+
+        The observer's connection outlives the example (it is closed with the bookie's other
+        connections when the bookie restarts); one that fails is replaced once, so that a
+        connection the bookie dropped between examples is not taken for a failed read."""
+        try:
+            return await self._read_held(bookie, send_limit)
+        except TargetError:
+            stale = self._observers.pop(bookie, None)
+            if stale is None:
+                raise
+            with contextlib.suppress(WireError, OSError):
+                await stale.close()
+            return await self._read_held(bookie, send_limit)
+
+    async def _read_held(self, bookie: int, send_limit: int) -> set[int]:
         name = self.bookie_ids[bookie]
-        assert self.cluster is not None
-        host, port = self.cluster.endpoints().bookies[name]
+        observer = self._observers.get(bookie)
+        if observer is None:
+            assert self.cluster is not None
+            host, port = self.cluster.endpoints().bookies[name]
+            try:
+                observer = await V2BookieClient.connect(
+                    host, port, request_timeout=self.request_timeout
+                )
+            except (WireError, OSError) as exc:
+                raise TargetError(
+                    f"cannot connect to bookie {name}: {exc}", retriable=True
+                ) from exc
+            self._observers[bookie] = observer
+        entry_ids = range(1, send_limit + 1)
+        answers = await asyncio.gather(
+            *(
+                observer.read(self.ledger_id, translation.bk_entry_id(entry_id))
+                for entry_id in entry_ids
+            ),
+            return_exceptions=True,
+        )
         held = set()
-        try:
-            observer = await V2BookieClient.connect(
-                host, port, request_timeout=self.request_timeout
-            )
-        except (WireError, OSError) as exc:
-            raise TargetError(f"cannot connect to bookie {name}: {exc}", retriable=True) from exc
-        try:
-            for entry_id in range(1, send_limit + 1):
-                answer = await observer.read(self.ledger_id, translation.bk_entry_id(entry_id))
-                if answer.status is StatusCode.EOK:
-                    held.add(entry_id)
-        except WireError as exc:
-            raise TargetError(f"bookie {name}: {exc}", retriable=exc.retriable) from exc
-        finally:
-            await observer.close()
+        for entry_id, answer in zip(entry_ids, answers, strict=True):
+            if isinstance(answer, WireError):
+                raise TargetError(f"bookie {name}: {answer}", retriable=answer.retriable)
+            if isinstance(answer, BaseException):
+                raise answer
+            if answer.status is StatusCode.EOK:
+                held.add(entry_id)
         return held
 
     # Event loop ------------------------------------------------------------------------------
