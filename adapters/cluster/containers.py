@@ -49,7 +49,7 @@ from typing import Any, cast
 
 from kazoo.exceptions import KazooException, NoNodeError
 
-from adapters.cluster.bookies import BookieSettings
+from adapters.cluster.bookies import JOURNAL_FOR_WAITING_CLIENTS, BookieSettings
 from adapters.cluster.container_dns import DEFAULT_TIMEOUT as DNS_CHECK_TIMEOUT
 from adapters.cluster.container_dns import ensure_container_dns
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError, find_engine
@@ -351,6 +351,7 @@ class ContainerCluster(ClusterProvider):
             "httpServerEnabled": "false",
             "autoRecoveryDaemonEnabled": "false",
             "gcWaitTime": "600000",
+            **JOURNAL_FOR_WAITING_CLIENTS,
             "dbStorage_writeCacheMaxSizeMb": "32",
             "dbStorage_readAheadCacheMaxSizeMb": "16",
         }

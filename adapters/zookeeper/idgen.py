@@ -14,14 +14,17 @@ are kept.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, NotEmptyError
 
 from adapters.zookeeper.client import DEFAULT_TIMEOUT, wait
-from adapters.zookeeper.errors import LedgerIdAllocationFailed, ZooKeeperError
+from adapters.zookeeper.errors import LedgerIdAllocationFailed, ZooKeeperError, ZooKeeperTimeout
 from adapters.zookeeper.paths import (
     HIGH_ORDER_BITS_PREFIX,
     IDGEN_PREFIX,
@@ -152,3 +155,112 @@ def _create_quietly(zk: KazooClient, path: str, timeout: float, *, makepath: boo
 def _delete_quietly(zk: KazooClient, path: str, timeout: float) -> None:
     with contextlib.suppress(NoNodeError, NotEmptyError):
         wait(zk.delete_async(path), timeout=timeout, operation=f"delete {path}")
+
+
+def allocate_ledger_ids(
+    zk: KazooClient,
+    ledgers_root: str = "/ledgers",
+    layout: str = "hierarchical",
+    *,
+    count: int,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[int]:
+    """Up to ``count`` fresh ledger ids in one round trip: BookKeeper's sequential znodes,
+    created in one ZooKeeper transaction (and deleted without waiting). Only the 31-bit
+    generator of a hierarchical layout is asked for several at once; otherwise, or when the
+    transaction cannot make them (no ``idgen`` parent yet, the counter used up), this is one
+    :func:`allocate_ledger_id`. Never empty.
+    """
+    if count < 1:
+        raise ValueError(f"count must be at least 1 (got {count})")
+    root = check_ledgers_root(ledgers_root)
+    if check_layout(layout) == "flat" or count == 1:
+        return [allocate_ledger_id(zk, root, layout, timeout=timeout)]
+    long_path = long_id_generator_path(root)
+    prefix = id_generator_prefix(root, layout)
+    long_exists = zk.exists_async(long_path)
+    batch = zk.transaction()
+    for _ in range(count):
+        batch.create(prefix, b"", ephemeral=True, sequence=True)
+    committed = batch.commit_async()
+    exists = wait(long_exists, timeout=timeout, operation=f"exists {long_path}")
+    results = wait(committed, timeout=timeout, operation=f"create {count} sequential {prefix}")
+    created = [r for r in results if isinstance(r, str)]
+    for path in created:
+        zk.delete_async(path)  # as BookKeeper: not waited for; ephemeral anyway
+    numbers = [_number(path, prefix) for path in created]
+    ids = [n for n in numbers if n is not None and 0 <= n < SHORT_LEDGER_ID_LIMIT]
+    if exists is not None or not ids:
+        return [allocate_ledger_id(zk, root, layout, timeout=timeout)]
+    return ids
+
+
+def _number(path: str, prefix: str) -> int | None:
+    suffix = path[len(prefix) :] if path.startswith(prefix) else ""
+    return int(suffix) if suffix.lstrip("-").isdigit() else None
+
+
+class LedgerIdsAhead:
+    """Ledger ids from the cluster's generator, allocated in batches, the next batch while the
+    caller waits for something else.
+
+    A search takes a fresh ledger per example, and an allocation is a ZooKeeper write. Here
+    :data:`BATCH` ids come in one transaction (:func:`allocate_ledger_ids`), and when they are
+    used up the caller has the next batch allocated on a worker thread
+    (:meth:`allocate_ahead`) while it does something else (a cluster target: after it has read
+    an example's final state, while the search judges it and draws the next; not while its own
+    requests are under way, since a session's requests wait for its writes). The ids are the
+    generator's; an id allocated and never used is a gap in the sequence, as a client that
+    crashes after allocating leaves one. An allocation that failed raises when an id is asked
+    for, and the next ask starts again.
+    """
+
+    #: Ids per transaction: at a few milliseconds per example, one ZooKeeper write every
+    #: tens of milliseconds, and at most this many ids left unused when a run ends.
+    BATCH: Final = 16
+
+    def __init__(
+        self,
+        zk: KazooClient,
+        ledgers_root: str = "/ledgers",
+        layout: str = "hierarchical",
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._allocate = functools.partial(
+            allocate_ledger_ids, zk, ledgers_root, layout, count=self.BATCH, timeout=timeout
+        )
+        self._timeout = timeout
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger-ids-ahead")
+        self._ids: collections.deque[int] = collections.deque()
+        self._ahead: Future[list[int]] | None = None
+
+    def next(self) -> int:
+        """The next id: one allocated ahead, else from a batch allocated now.
+
+        :raises LedgerIdAllocationFailed: as :func:`allocate_ledger_id`.
+        :raises ZooKeeperError: no answer from ZooKeeper in time, or the session was lost.
+        """
+        if not self._ids:
+            ahead, self._ahead = self._ahead, None
+            if ahead is None:
+                self._ids.extend(self._allocate())
+            else:
+                try:
+                    # Each wait of the allocation is bounded; this bounds their sum.
+                    self._ids.extend(ahead.result(timeout=4 * self._timeout))
+                except TimeoutError as exc:
+                    raise ZooKeeperTimeout(
+                        f"no ledger id allocated within {4 * self._timeout:g}s"
+                    ) from exc
+        return self._ids.popleft()
+
+    def allocate_ahead(self) -> None:
+        """Start allocating the next batch if this one is used up and none is under way."""
+        if not self._ids and self._ahead is None:
+            self._ahead = self._worker.submit(self._allocate)
+
+    def close(self) -> None:
+        """Stop allocating ahead (an allocation under way ends on its own timeouts)."""
+        self._ahead = None
+        self._worker.shutdown(wait=False, cancel_futures=True)

@@ -36,7 +36,7 @@ from adapters.zookeeper.errors import (
     MetadataVersionMismatch,
     NoSuchLedger,
 )
-from adapters.zookeeper.idgen import allocate_ledger_id
+from adapters.zookeeper.idgen import LedgerIdsAhead, allocate_ledger_id
 from adapters.zookeeper.metadata import (
     LedgerMetadata,
     parse_ledger_metadata,
@@ -96,6 +96,10 @@ class LedgerStore:
     def allocate_ledger_id(self) -> int:
         """A fresh id from ``idgen`` (``idgen-long`` beyond 2**31-1), like the Java client."""
         return allocate_ledger_id(self.zk, self.ledgers_root, self.layout, timeout=self.timeout)
+
+    def ids_ahead(self) -> LedgerIdsAhead:
+        """Fresh ids, each allocated while the last one is in use (close it when done)."""
+        return LedgerIdsAhead(self.zk, self.ledgers_root, self.layout, timeout=self.timeout)
 
     def create(self, ledger_id: int, metadata: LedgerMetadata) -> int:
         """Create the ledger's znode; return its version (0).

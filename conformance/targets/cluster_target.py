@@ -34,6 +34,7 @@ from adapters.zookeeper.errors import (
     NoSuchLedger,
     ZooKeeperError,
 )
+from adapters.zookeeper.idgen import LedgerIdsAhead
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState
 from conformance import translation
@@ -112,6 +113,8 @@ class ClusterTarget(abc.ABC):
         #: (ledger, metadata, znode version) as this target last wrote them: a compare-and-set
         #: from that version needs no read first (``_compare_and_set`` says why that is exact).
         self._written: tuple[int, LedgerMetadata, int] | None = None
+        #: The examples' ledger ids, each allocated while the last example's state is read.
+        self._ids: LedgerIdsAhead | None = None
         self._cfg: ModelConfig | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
@@ -173,8 +176,10 @@ class ClusterTarget(abc.ABC):
 
     def _fresh_ledger(self) -> Observation:
         assert self.store is not None, "open() first"
+        if self._ids is None:
+            self._ids = self.store.ids_ahead()
         try:
-            self.ledger_id = self.store.allocate_ledger_id()
+            self.ledger_id = self._ids.next()
         except MetadataError as exc:
             raise TargetError(
                 f"could not allocate a ledger id: {exc}", retriable=exc.retriable
@@ -188,6 +193,9 @@ class ClusterTarget(abc.ABC):
         for observer in self._observers.values():
             self._run_quietly(observer.close())
         self._observers.clear()
+        if self._ids is not None:
+            self._ids.close()
+            self._ids = None
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
@@ -418,7 +426,7 @@ class ClusterTarget(abc.ABC):
     async def _snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
         """The bookies' entries and the ledger's metadata, read at once: each bookie's reads
         pipelined on its observer connection, the bookies side by side, the metadata read on a
-        worker thread meanwhile (kazoo blocks)."""
+        worker thread meanwhile (kazoo blocks); then the next example's ledger id is asked for."""
         assert self.store is not None
         store = self.store
         metadata_read = asyncio.get_running_loop().run_in_executor(None, store.read, self.ledger_id)
@@ -435,6 +443,10 @@ class ClusterTarget(abc.ABC):
             raise TargetError(
                 f"could not read the ledger's metadata: {exc}", retriable=exc.retriable
             ) from exc
+        if self._ids is not None:
+            # The next example's ledger id, while the search judges this one and draws the
+            # next (not before the metadata read: a session's read waits for its writes).
+            self._ids.allocate_ahead()
         snapshot = TargetSnapshot()
         for bookie, entries in enumerate(held):
             if isinstance(entries, BaseException):

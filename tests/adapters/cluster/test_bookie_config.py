@@ -43,6 +43,8 @@ def test_defaults_are_loopback_journaled_sorted_storage(tmp_path: Path) -> None:
     assert entries["httpServerEnabled"] == "false"
     # A short GC interval would delete ledgers whose metadata a test has not written yet.
     assert int(entries["gcWaitTime"]) >= 600000
+    # A lone request's add or fence is written and synced at once, not after the group wait.
+    assert entries["journalFlushWhenQueueEmpty"] == "true"
 
 
 def test_limbo_settings_and_overrides(tmp_path: Path) -> None:

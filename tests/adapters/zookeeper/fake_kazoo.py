@@ -126,22 +126,27 @@ class FakeEnsemble:
 class _Transaction:
     def __init__(self, client: FakeKazoo) -> None:
         self.client = client
-        self.ops: list[tuple[str, bytes, bool]] = []
+        self.ops: list[tuple[str, bytes, bool, bool]] = []
 
-    def create(self, path: str, value: bytes = b"", ephemeral: bool = False) -> None:
-        self.ops.append((path, value, ephemeral))
+    def create(
+        self, path: str, value: bytes = b"", ephemeral: bool = False, sequence: bool = False
+    ) -> None:
+        self.ops.append((path, value, ephemeral, sequence))
 
     def commit_async(self) -> _Result:
+        if self.client.failure is not None:
+            return _Result(error=self.client.failure)
         ensemble, created, results = self.client.ensemble, [], []
         failed = False
-        for path, value, ephemeral in self.ops:
+        for path, value, ephemeral, sequence in self.ops:
             if failed:
                 results.append(RolledBackError())
                 continue
             try:
                 owner = self.client.session if ephemeral else 0
-                created.append(ensemble.create(path, value, owner))
-                results.append(path)
+                made = ensemble.create(path, value, owner, sequence=sequence)
+                created.append(made)
+                results.append(made)
             except Exception as exc:
                 failed = True
                 results.append(exc)

@@ -22,6 +22,7 @@ from adapters.zookeeper.errors import (
     NoSuchCookie,
     NoSuchLedger,
 )
+from adapters.zookeeper.idgen import allocate_ledger_ids
 from adapters.zookeeper.layout import (
     LedgerLayout,
     init_new_cluster,
@@ -138,6 +139,14 @@ def test_ids_are_sequential_and_leave_no_znodes(zk: KazooClient, layout: str) ->
         assert not [name for name in children(zk, ROOT) if name.startswith("ID-")]
     else:
         assert children(zk, f"{ROOT}/idgen") == []
+
+
+def test_a_batch_of_ids_is_one_transaction_of_sequential_znodes(formatted: KazooClient) -> None:
+    store = LedgerStore(formatted, ROOT)
+    assert store.allocate_ledger_id() == 0
+    assert allocate_ledger_ids(formatted, ROOT, count=8) == list(range(1, 9))
+    assert store.allocate_ledger_id() == 9
+    assert children(formatted, f"{ROOT}/idgen") == []
 
 
 def test_long_ids_once_idgen_long_exists(formatted: KazooClient) -> None:

@@ -57,6 +57,19 @@ class Store:
         self.fail = fail
         self.calls: list[tuple[str, Any]] = []
 
+    def ids_ahead(self) -> Any:
+        """The target's source of ledger ids: this store's ``allocate_ledger_id``, one by one."""
+        store = self
+
+        class Ids:
+            def next(self) -> Any:
+                return store.allocate_ledger_id()
+
+            def close(self) -> None:
+                pass
+
+        return Ids()
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append((name, args[2] if len(args) > 2 else None))
