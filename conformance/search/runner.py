@@ -24,6 +24,7 @@ Deterministic for a seed, but for the time budget, which only decides when to st
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import time
@@ -380,17 +381,22 @@ def run_search(
             return (-max(danger(cfg, s.state) for s in trace), -len(trace))
 
         fitting = sorted((t for t in archive if 1 < len(t) <= search.max_steps + 1), key=rank)
-        proposals: list[list[int]] = []
+        races: list[list[int]] = []
         if search.races:
             # The races the model says matter, wherever the explorer's traces reach them
             # (those where each answer depends on the order first), before the traces.
-            proposals += race_proposals(
+            races = race_proposals(
                 cfg, fitting, search.max_steps, limit=search.max_examples, should_stop=idle
             )
-        proposals += [
-            encode_trace(cfg, trace, search.max_steps, races=search.races)
-            for trace in fitting[: search.max_examples]
-        ]
+        # While the time budget lasts, every archived corner (the most dangerous first): the
+        # explorer's archive holds thousands, and a corpus cut at ``max_examples`` left most of
+        # a cluster search's budget unused (issue 32: a shard's target idle after 50 traces).
+        # Without a time budget, ``max_examples`` bounds the corpus. Encoded as they come.
+        corpus = fitting if search.time_budget is not None else fitting[: search.max_examples]
+        proposals = itertools.chain(
+            races,
+            (encode_trace(cfg, trace, search.max_steps, races=search.races) for trace in corpus),
+        )
         # Each runs as it is, outside Hypothesis: a replay that leaves its proposal's path (a
         # race's answers decide which of the model's orders the next steps follow) is another
         # example, not a reason for Hypothesis to stop the phase. What fails is shrunk.
