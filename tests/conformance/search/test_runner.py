@@ -218,6 +218,25 @@ def test_a_proposal_that_fails_once_is_the_finding_unshrunk_and_says_so() -> Non
     assert any("did not fail when Hypothesis ran it again" in note for note in report.notes)
 
 
+class _Honest(ModelTarget):
+    """The model's answers, under another name: a cluster's search, with a corpus."""
+
+    name = "honest"
+
+
+def test_the_corpus_replays_the_archive_while_the_budget_lasts() -> None:
+    cfg = DEFECT_1.config(protected=True)
+    target = _Honest(cfg)
+    target.open(cfg)
+    phases: list[str] = []
+    search = SearchSettings(max_examples=5, max_steps=40, seed=1, time_budget=3.0)
+    report = run_search(cfg, target, search, on_example=lambda phase, _: phases.append(phase))
+    assert report.verdict == "clean"
+    # Not cut at max_examples: the target is kept busy with the explorer's corners.
+    assert phases.count("corpus") > 2 * search.max_examples
+    assert report.elapsed >= 0.9 * search.time_budget
+
+
 def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
     cfg = DEFECT_1.config(protected=True)
     target = _BrokenTarget(cfg)
