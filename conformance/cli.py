@@ -7,6 +7,9 @@ every leaf parser sets ``func(args) -> int``, the process exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -47,7 +50,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bkconform: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``bkconform bookkeeper list --available | head``): stop as a
+        # Unix tool stopped by SIGPIPE does, without a traceback. What is still buffered for
+        # standard output would raise again when Python flushes it at exit: it goes nowhere.
+        _discard_stdout()
+        return 128 + signal.SIGPIPE
     return code
+
+
+def _discard_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover
