@@ -294,8 +294,10 @@ def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
     default: real BookKeeper, ``BOOKKEEPER_HOME`` or the default version, installed on first
     use). ValueError for options that contradict each other, a version that cannot be
     installed, or a directory that is no distribution."""
-    spec = target_spec_from_args(args)
-    return dataclasses.replace(spec, kind="local", official_images=False).bookie_choice()
+    # The bookies of a cluster started here (``cluster up``, the Java client's scenarios):
+    # read as a local target's, which may also name a ZooKeeper release (``--zookeeper``).
+    local = argparse.Namespace(**{**vars(args), "target": "local", "official_images": False})
+    return target_spec_from_args(local).bookie_choice()
 
 
 def add_keep_ledgers_option(group: Any) -> None:

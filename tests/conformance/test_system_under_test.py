@@ -148,6 +148,10 @@ def test_every_command_that_starts_zookeeper_takes_the_release_to_run(
         if command[0] not in ("cluster", "zab"):
             spec = target_spec_from_args(args)
             assert spec.zookeeper_install() == zookeeper_from_args(args)
+    # `cluster up` reads its bookies as a local target's, which may name a ZooKeeper release
+    # (it was read as the model target's, which refused --zookeeper).
+    up = _parse("cluster", "up", "--zookeeper", str(zookeeper), "--bookie-kind", "reference")
+    assert bookie_choice_from_args(up) == BookieChoice.reference()
 
     # A local run says which, before it starts anything.
     def unreachable(self: ClusterTarget, cfg: object) -> None:
