@@ -12,6 +12,7 @@ reference bookies: time to the violation and target steps/s, with their ratios. 
 nothing here asserts on time.
 
     python benchmarks/time_to_defect.py [--seeds 0,1,2,3,4] [--budget 300] [--no-local]
+        [--explorer-workers N]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from adapters.installations.system import BookieChoice, choose_bookies
 from conformance.scenarios import SCENARIOS
+from conformance.search.portfolio import default_workers
 from conformance.search.runner import PROFILES, SearchSettings, run_search
 from conformance.search.verdict import SearchReport
 from conformance.targets.base import Target
@@ -36,12 +38,13 @@ TLC_BFS_SECONDS = (150.0, 360.0)
 CFG = SCENARIOS["defect1-fencing"].config(protected=False)
 
 
-def _search(target: Target, seed: int, budget: float) -> SearchReport:
+def _search(target: Target, seed: int, budget: float, workers: int) -> SearchReport:
     settings = SearchSettings(
         max_examples=PROFILES["ci"].max_examples,
         max_steps=PROFILES["ci"].max_steps,
         seed=seed,
         time_budget=budget,
+        explorer_workers=workers,
     )
     return run_search(CFG, target, settings, database=InMemoryExampleDatabase())
 
@@ -72,8 +75,15 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=300.0, help="seconds per search")
     parser.add_argument("--local-seeds", default="0", help="seeds for the local target")
     parser.add_argument("--no-local", action="store_true")
+    parser.add_argument(
+        "--explorer-workers",
+        type=int,
+        default=default_workers(),
+        help="explorers at once (default: as bkconform run, one per core, at most 4)",
+    )
     args = parser.parse_args()
-    print(f"Defect 1 from scratch: {CFG.describe()}")
+    workers = args.explorer_workers
+    print(f"Defect 1 from scratch: {CFG.describe()}; {workers} explorer worker(s)")
 
     print("Target model (in process):")
     times = []
@@ -81,7 +91,7 @@ def main() -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         target = ModelTarget()
         target.open(CFG)
-        report = _search(target, seed, args.budget)
+        report = _search(target, seed, args.budget, workers)
         found = _line(f"seed {seed}", report)
         if found is not None and report.finding is not None:
             times.append(found)
@@ -111,7 +121,7 @@ def main() -> None:
                         f"  {kind} bookies ({local.system_under_test().bookies}): cluster "
                         f"started in {time.perf_counter() - started:.1f} s"
                     )
-                    report = _search(local, seed, args.budget)
+                    report = _search(local, seed, args.budget, workers)
                     measured[kind] = (_line(f"seed {seed}", report), report.steps_per_second)
                 finally:
                     local.close()

@@ -16,7 +16,6 @@ import contextlib
 import enum
 import shutil
 import signal
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -48,6 +47,7 @@ from adapters.cluster.provider import (
     NodeKind,
     metadata_service_uri,
 )
+from adapters.cluster.scratch import make_scratch_dir
 from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
 from adapters.installations.bookkeeper import find_bookkeeper_home
 from adapters.installations.system import BookieChoice, SystemUnderTest, local_system
@@ -80,7 +80,8 @@ class LocalClusterOptions:
     ``bookkeeper_home`` selects a real BookKeeper distribution; when it is None the
     ``BOOKKEEPER_HOME`` environment variable is used if ``use_bookkeeper_home_env`` is set,
     and the reference bookie test double otherwise. ``work_dir`` None means a fresh temporary
-    directory, deleted by :meth:`LocalCluster.stop` unless ``keep_work_dir`` says otherwise;
+    directory (on tmpfs when the machine has one with room: :mod:`adapters.cluster.scratch`),
+    deleted by :meth:`LocalCluster.stop` unless ``keep_work_dir`` says otherwise;
     a work directory passed in is never deleted.
     """
 
@@ -135,7 +136,10 @@ class LocalCluster(ClusterProvider):
         self._started = True
         opts = self.options
         if opts.work_dir is None:
-            self._work_dir = Path(tempfile.mkdtemp(prefix="bkconform-cluster-"))
+            try:
+                self._work_dir = make_scratch_dir("bkconform-cluster-")
+            except ValueError as exc:  # BKCONFORM_SCRATCH names no writable directory
+                raise InvalidClusterOptions(str(exc)) from exc
             self._owns_work_dir = True
         else:
             self._work_dir = opts.work_dir.resolve()

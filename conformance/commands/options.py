@@ -115,7 +115,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:
     """``base`` with what ``--max-examples``, ``--steps``, ``--seconds``, ``--no-explore``,
-    ``--races`` and ``--no-shrink`` change."""
+    ``--races``, ``--no-shrink`` and ``--explorer-workers`` change."""
     changes: dict[str, Any] = {}
     for option, name in (
         ("max_examples", "max_examples"),
@@ -131,6 +131,8 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
         changes["races"] = True
     if getattr(args, "no_shrink", False):
         changes["shrink"] = False
+    if getattr(args, "explorer_workers", None) is not None:
+        changes["explorer_workers"] = args.explorer_workers
     return dataclasses.replace(base, **changes)
 
 

@@ -48,6 +48,7 @@ from conformance.rundir import (
 )
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
+from conformance.search.portfolio import MAX_DEFAULT_WORKERS, default_workers
 from conformance.search.program import ExampleRun
 from conformance.search.runner import (
     PROFILES,
@@ -90,6 +91,14 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument(
         "--no-explore", action="store_true", help="Hypothesis only, no explorer proposals"
+    )
+    search.add_argument(
+        "--explorer-workers",
+        type=int,
+        default=None,
+        help="explorers run at once, each seeded its own way; the finding is the one with the "
+        f"fewest model steps (default: one per core, at most {MAX_DEFAULT_WORKERS}; 1: one "
+        "explorer)",
     )
     search.add_argument(
         "--no-shrink",
@@ -188,6 +197,8 @@ def _settings(args: argparse.Namespace) -> SearchSettings:
     search = search_overrides(PROFILES[args.profile], args)
     if args.seed is not None:
         search = dataclasses.replace(search, seed=args.seed)
+    if args.explorer_workers is None:
+        search = dataclasses.replace(search, explorer_workers=default_workers())
     search.check()
     return search
 

@@ -8,8 +8,9 @@ Phases, in order, while the time budget lasts:
    ``hypothesis.target`` on the danger score bias generation; failures saved in the example
    database are replayed first, so a finding of an earlier run comes back at once.
 2. **Explorer** (only when phase 1 found nothing): the model's archive-guided simulation
-   (``model.bookkeeper.explore.simulate_randomly``), pure and fast, looks for a trace that
-   breaks an invariant. Uniform random walks do not find Defect 1 (TLC's own simulation did
+   (``model.bookkeeper.explore.simulate_randomly``; ``explorer_workers`` of them at once,
+   :mod:`conformance.search.portfolio`), pure and fast, looks for a trace that breaks an
+   invariant. Uniform random walks do not find Defect 1 (TLC's own simulation did
    not, in 150 s); this does, in seconds. On a cluster target it gets half the remaining
    budget; when the model stays clean, the traces that first reached each of its archived
    corners (the most dangerous first) are replayed on the cluster: a *corpus* of deep,
@@ -42,6 +43,7 @@ from conformance.races import RaceTally
 from conformance.search.choices import Chooser, DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
+from conformance.search.portfolio import explore_portfolio
 from conformance.search.program import ExampleRun, encode_trace, race_proposals, run_example
 from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target, supports_races
@@ -49,7 +51,7 @@ from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.explore import minimise, simulate_randomly
+from model.bookkeeper.explore import minimise
 from model.bookkeeper.records import State
 from model.search.bfs import Step
 
@@ -74,6 +76,9 @@ class SearchSettings:
     #: Shrink a finding (Hypothesis, then causal deletion on the model). Off: the first
     #: failing example is the finding, as run (a quick yes/no; its replay is as exact).
     shrink: bool = True
+    #: Explorers run at once, one per core (:mod:`conformance.search.portfolio`); 1: the
+    #: explorer alone, in this process.
+    explorer_workers: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +89,8 @@ class SearchSettings:
             raise ValueError(f"--max-examples must be at least 1 (got {self.max_examples})")
         if self.max_steps < 1:
             raise ValueError(f"--steps must be at least 1 (got {self.max_steps})")
+        if self.explorer_workers < 1:
+            raise ValueError(f"--explorer-workers must be at least 1 (got {self.explorer_workers})")
         if self.time_budget is not None and not self.time_budget > 0:
             raise ValueError(
                 f"--seconds must be positive (got {self.time_budget:g}): a search with no "
@@ -472,12 +479,11 @@ def run_search(
                 explorer_until is not None and state.elapsed() >= explorer_until
             )
 
-        explored = simulate_randomly(
+        explored = explore_portfolio(
             cfg,
             seed=search.seed,
             depth=search.max_steps,
-            walks=None,
-            strategy="archive",
+            workers=search.explorer_workers,
             should_stop=explorer_done,
         )
         state.explorer_steps += explored.steps

@@ -6,14 +6,16 @@ reference bookie test double instead. ZooKeeper is the release named (``zookeepe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from adapters.cluster import LocalCluster, LocalClusterOptions
-from adapters.cluster.errors import ClusterError
+from adapters.cluster.errors import ClusterError, NodeStateError
 from adapters.cluster.provider import ClusterProvider
+from adapters.cluster.scratch import file_system_of
 from adapters.installations.system import (
     MODEL_CLIENT,
     BookieChoice,
@@ -91,7 +93,14 @@ class LocalTarget(ClusterTarget):
 
     def describe(self) -> dict[str, str]:
         implementation = self._local.bookie_implementation() if self._local else None
-        return {
+        described = {
             **super().describe(),
             "bookies": str(implementation.value if implementation else "unknown"),
         }
+        if self._local is not None:
+            # Where the bookies' journals and ZooKeeper's log are synced to (tmpfs or a disk):
+            # what a step's time means depends on it.
+            with contextlib.suppress(NodeStateError):  # not started
+                work = self._local.work_dir
+                described["data_dir"] = f"{work} ({file_system_of(work)})"
+        return described

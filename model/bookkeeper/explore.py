@@ -80,13 +80,15 @@ def simulate_randomly(
     walks: int | None,
     strategy: str = "archive",
     should_stop: Callable[[], bool] = lambda: False,
+    steps_allowed: Callable[[], int] | None = None,
 ) -> SimulationResult[State, Label]:
     """Seeded random simulation until a violation or the budget ends.
 
     Strategies: ``archive`` (default): short swarm walks restarted from an archive of coarse
     cells (``model.search.archive``); ``swarm``: whole walks with the swarm policy;
     ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
-    ``walks`` counts rounds for ``archive``.
+    ``walks`` counts rounds for ``archive``; ``steps_allowed``: its step bound
+    (:func:`~model.search.archive.explore_archive`).
     """
     init, step, check = init_state(cfg), _successors(cfg), _check(cfg, invariants_for(cfg))
     return simulate_with(
@@ -100,6 +102,7 @@ def simulate_randomly(
         depth=depth,
         walks=walks,
         should_stop=should_stop,
+        steps_allowed=steps_allowed,
     )
 
 

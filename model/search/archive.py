@@ -36,8 +36,14 @@ def explore_archive(
     max_depth: int = 200,
     rounds: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    steps_allowed: Callable[[], int] | None = None,
 ) -> SimulationResult[S, L]:
-    """Restart short walks from archived cells until a violation, ``rounds``, or ``should_stop``."""
+    """Restart short walks from archived cells until a violation, ``rounds``, or ``should_stop``.
+
+    ``steps_allowed``, asked before each round: no new round once the steps taken reach it (a
+    portfolio of explorers stops the others at the steps its first finding took: a round
+    started may still find a violation a few steps beyond, which the portfolio discards).
+    """
     rng = random.Random(seed)
     first: list[Step[S, L]] = [Step(None, init)]
     broken = check(init)
@@ -48,7 +54,7 @@ def explore_archive(
     done = 0
     steps = 0
     while rounds is None or done < rounds:
-        if should_stop():
+        if should_stop() or (steps_allowed is not None and steps >= steps_allowed()):
             break
         trace = archive[cells[rng.randrange(len(cells))]]
         walk_policy = policy(rng)

@@ -32,12 +32,16 @@ def simulate_with(
     depth: int,
     walks: int | None,
     should_stop: Callable[[], bool] = lambda: False,
+    steps_allowed: Callable[[], int] | None = None,
 ) -> SimulationResult[S, L]:
     """Seeded random simulation with ``strategy`` until a violation or the budget ends
     (ValueError for an unknown strategy). ``cell``: the spec's coarse abstraction of a state,
-    for the archive; ``swarm``: the spec's swarm policy."""
+    for the archive; ``swarm``: the spec's swarm policy; ``steps_allowed``: the archive's
+    step bound (:func:`~model.search.archive.explore_archive`; the others take none)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    if steps_allowed is not None and strategy != "archive":
+        raise ValueError(f"a step bound is the archive's; the {strategy} strategy takes none")
     if strategy == "archive":
         return explore_archive(
             init,
@@ -49,6 +53,7 @@ def simulate_with(
             max_depth=depth,
             rounds=walks,
             should_stop=should_stop,
+            steps_allowed=steps_allowed,
         )
     policy: PolicyFactory[L] = swarm if strategy == "swarm" else uniform_policy
     return simulate(

@@ -277,7 +277,7 @@ def test_an_explorer_finding_that_does_not_replay_is_undecided(
         steps=len(story.trace), violation=types.SimpleNamespace(trace=story.trace), archive=[]
     )
     monkeypatch.setattr(
-        "conformance.search.runner.simulate_randomly", lambda *args, **kwargs: explored
+        "conformance.search.runner.explore_portfolio", lambda *args, **kwargs: explored
     )
     search = SearchSettings(max_examples=1, max_steps=30, time_budget=None, explore=True)
     report = run_search(cfg, ModelTarget(cfg), search)

@@ -1,0 +1,237 @@
+"""The search's explorer as a portfolio: one archive explorer per core, each seeded its own way.
+
+The explorer's time to a violation varies tenfold with its seed (issue 32: Defect 1 after
+25,000 to 378,000 model steps), and a run's explorer left every core but one idle: while it
+runs, the target waits. So ``workers`` explorers run at once (swarm verification: Holzmann,
+Joshi and Groce, 2008): worker 0 is the search's own explorer, in this process, with the
+search's seed (its archive is the corpus a cluster search replays); workers 1 and up run in
+forked processes, each with a seed derived from the search's and its number.
+
+The first violation found bounds the rest: every worker stops once its steps reach the fewest
+steps a violation took so far, and the finding is the one with the fewest steps (ties: the
+lowest worker). Each worker is deterministic for its seed, and the one with the fewest steps
+always reaches them, so the finding depends on the seed and the number of workers, not on
+which process ran faster (but for the time budget, as for one explorer). One worker is the
+explorer as it was, step for step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkProcess
+from typing import Any
+
+from model.bookkeeper.actions import Label
+from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.explore import simulate_randomly
+from model.bookkeeper.records import State
+from model.search.bfs import Violation
+from model.search.simulation import SimulationResult
+
+#: No violation found yet: no bound on a worker's steps.
+UNBOUNDED = 2**62
+#: How often the waiting process looks at the clock while the other workers finish (s).
+_POLL_S = 0.05
+#: How long a worker told to stop may take before it is killed (s).
+_STOP_TIMEOUT_S = 5.0
+#: The most workers a search starts by default (``default_workers``).
+MAX_DEFAULT_WORKERS = 4
+
+
+def worker_seed(seed: int, worker: int) -> int:
+    """Worker ``worker``'s seed: the search's own for worker 0, then far-apart others."""
+    return seed if worker == 0 else seed + 1_000_003 * worker
+
+
+def default_workers() -> int:
+    """The cores this process may use, at most ``MAX_DEFAULT_WORKERS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_WORKERS))
+
+
+@dataclass(frozen=True)
+class WorkerFinding:
+    """A worker's violation: after how many of its steps, and the trace."""
+
+    worker: int
+    steps: int
+    violation: Violation[State, Label]
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """What a worker in another process sends back: its counts and its violation, if any."""
+
+    walks: int
+    steps: int
+    finding: WorkerFinding | None = None
+    error: str | None = None
+
+
+def first_finding(findings: list[WorkerFinding]) -> WorkerFinding | None:
+    """The finding with the fewest steps; among equals, the lowest worker's."""
+    return min(findings, key=lambda f: (f.steps, f.worker), default=None)
+
+
+class _Bound:
+    """The fewest steps a violation took so far, shared by every worker's process."""
+
+    def __init__(self, context: Any) -> None:
+        self._value = context.Value("q", UNBOUNDED)
+
+    def get(self) -> int:
+        return int(self._value.value)
+
+    def lower(self, steps: int) -> None:
+        with self._value.get_lock():
+            if steps < self._value.value:
+                self._value.value = steps
+
+
+def _explore(
+    cfg: ModelConfig,
+    seed: int,
+    depth: int,
+    bound: _Bound,
+    should_stop: Callable[[], bool],
+) -> SimulationResult[State, Label]:
+    result = simulate_randomly(
+        cfg,
+        seed=seed,
+        depth=depth,
+        walks=None,
+        strategy="archive",
+        should_stop=should_stop,
+        steps_allowed=bound.get,
+    )
+    if result.violation is not None:
+        bound.lower(result.steps)
+    return result
+
+
+def _serve(
+    conn: Connection,
+    worker: int,
+    cfg: ModelConfig,
+    seed: int,
+    depth: int,
+    bound: _Bound,
+    stop: Any,
+    should_stop: Callable[[], bool],
+) -> None:
+    """A worker process: explore, then send a WorkerReport (an error as its text)."""
+    try:
+        result = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop())
+        finding = (
+            None
+            if result.violation is None
+            else WorkerFinding(worker, result.steps, result.violation)
+        )
+        report = WorkerReport(result.walks, result.steps, finding)
+    except Exception as exc:  # sent to the search, which raises it
+        report = WorkerReport(0, 0, error=f"{type(exc).__name__}: {exc}")
+        stop.set()  # the others stop at once: the explorer fails with this error
+    with contextlib.suppress(OSError):
+        conn.send(report)
+    conn.close()
+
+
+@dataclass
+class _Helper:
+    worker: int
+    process: ForkProcess
+    conn: Connection
+
+    def collect(self, should_stop: Callable[[], bool], stop: Any) -> WorkerReport:
+        """Wait for this worker's report, telling it to stop when ``should_stop()``."""
+        while not self.conn.poll(_POLL_S):
+            if should_stop():
+                stop.set()
+            if not self.process.is_alive() and not self.conn.poll(0):
+                raise RuntimeError(
+                    f"explorer worker {self.worker} ended without a report "
+                    f"(exit code {self.process.exitcode})"
+                )
+        try:
+            report: WorkerReport = self.conn.recv()
+        except EOFError:
+            raise RuntimeError(
+                f"explorer worker {self.worker} ended without a report "
+                f"(exit code {self.process.exitcode})"
+            ) from None
+        if report.error is not None:
+            raise RuntimeError(f"explorer worker {self.worker} failed: {report.error}")
+        return report
+
+    def stop(self) -> None:
+        self.process.join(_STOP_TIMEOUT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(_STOP_TIMEOUT_S)
+        self.conn.close()
+
+
+def explore_portfolio(
+    cfg: ModelConfig,
+    *,
+    seed: int,
+    depth: int,
+    workers: int,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SimulationResult[State, Label]:
+    """Run ``workers`` archive explorers (see the module docstring) until one finds a
+    violation (and the others have taken as many steps) or ``should_stop()``. The result's
+    steps and walks are every worker's; its cells and archive worker 0's; its violation the
+    portfolio's finding."""
+    if workers < 1:
+        raise ValueError(f"the explorer needs at least one worker, not {workers}")
+    context = multiprocessing.get_context("fork")
+    bound = _Bound(context)
+    stop = context.Event()
+    helpers: list[_Helper] = []
+    try:
+        for worker in range(1, workers):
+            ours, theirs = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_serve,
+                args=(
+                    theirs,
+                    worker,
+                    cfg,
+                    worker_seed(seed, worker),
+                    depth,
+                    bound,
+                    stop,
+                    should_stop,
+                ),
+                name=f"bkconform-explorer-{worker}",
+                daemon=True,  # never outlives the search's process
+            )
+            process.start()
+            theirs.close()
+            helpers.append(_Helper(worker, process, ours))
+        own = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop())
+        if own.violation is None and should_stop():
+            stop.set()
+        reports = [helper.collect(should_stop, stop) for helper in helpers]
+    finally:
+        stop.set()
+        for helper in helpers:
+            helper.stop()
+    findings = [f for f in (r.finding for r in reports) if f is not None]
+    if own.violation is not None:
+        findings.append(WorkerFinding(0, own.steps, own.violation))
+    found = first_finding(findings)
+    walks = own.walks + sum(r.walks for r in reports)
+    steps = own.steps + sum(r.steps for r in reports)
+    if found is None:
+        return SimulationResult(walks, steps, cells=own.cells, archive=own.archive)
+    return SimulationResult(walks, steps, found.violation, cells=own.cells)
