@@ -103,6 +103,9 @@ def simulate_randomly(
         walks=walks,
         should_stop=should_stop,
         steps_allowed=steps_allowed,
+        # The latest state of a cell, not the first: the first to reach a recovery's read
+        # phase has often lost the writer's add that Defect 1 needs still in flight.
+        keep_latest=strategy == "archive",
     )
 
 

@@ -7,6 +7,14 @@ one state that reached it and the trace that got there. Every round picks a cell
 walks a few steps from its state with the walk policy, and files every new cell it reaches.
 Deep corners are then reached stepwise, each short walk standing on the last one's shoulders.
 
+Which state stands for a cell matters: a cell leaves out details (messages in flight, above
+all), so the first state to reach it may be a dead end for the stories that pass through it
+(in BookKeeper's Defect 1: the writer's add to the unfenced bookie lost rather than still on
+its way). With ``keep_latest`` a cell keeps the latest state that reached it instead, so walks
+from a cell start, over time, from many of its states (issue 32, on Defect 1 over 12 seeds:
+median 73,000 model steps to the violation instead of about 160,000; one seed in 12 beyond
+300,000 instead of two in 10).
+
 Deterministic for a seed (the time budget only decides when to stop), so a finding replays by
 running again with the same seed. Pure: the caller supplies ``should_stop``.
 """
@@ -37,12 +45,15 @@ def explore_archive(
     rounds: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     steps_allowed: Callable[[], int] | None = None,
+    keep_latest: bool = False,
 ) -> SimulationResult[S, L]:
     """Restart short walks from archived cells until a violation, ``rounds``, or ``should_stop``.
 
     ``steps_allowed``, asked before each round: no new round once the steps taken reach it (a
     portfolio of explorers stops the others at the steps its first finding took: a round
     started may still find a violation a few steps beyond, which the portfolio discards).
+    ``keep_latest``: a cell keeps the latest state that reached it, not the first (see the
+    module docstring).
     """
     rng = random.Random(seed)
     first: list[Step[S, L]] = [Step(None, init)]
@@ -77,4 +88,6 @@ def explore_archive(
             if key not in archive:
                 archive[key] = trace + walked
                 cells.append(key)
+            elif keep_latest:
+                archive[key] = trace + walked
     return SimulationResult(done, steps, cells=len(cells), archive=[archive[key] for key in cells])

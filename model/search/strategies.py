@@ -33,11 +33,13 @@ def simulate_with(
     walks: int | None,
     should_stop: Callable[[], bool] = lambda: False,
     steps_allowed: Callable[[], int] | None = None,
+    keep_latest: bool = False,
 ) -> SimulationResult[S, L]:
     """Seeded random simulation with ``strategy`` until a violation or the budget ends
     (ValueError for an unknown strategy). ``cell``: the spec's coarse abstraction of a state,
-    for the archive; ``swarm``: the spec's swarm policy; ``steps_allowed``: the archive's
-    step bound (:func:`~model.search.archive.explore_archive`; the others take none)."""
+    for the archive; ``swarm``: the spec's swarm policy; ``steps_allowed``, ``keep_latest``:
+    the archive's step bound and which state a cell keeps
+    (:func:`~model.search.archive.explore_archive`; the other strategies take neither)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     if steps_allowed is not None and strategy != "archive":
@@ -54,6 +56,7 @@ def simulate_with(
             rounds=walks,
             should_stop=should_stop,
             steps_allowed=steps_allowed,
+            keep_latest=keep_latest,
         )
     policy: PolicyFactory[L] = swarm if strategy == "swarm" else uniform_policy
     return simulate(

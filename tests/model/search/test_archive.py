@@ -47,3 +47,33 @@ def test_archive_is_deterministic_for_a_seed_and_respects_max_depth() -> None:
     assert run(5) == run(5)
     _steps, cells = run(5)
     assert cells <= 2 * 10  # nothing beyond depth 10 is archived
+
+
+def test_a_cell_keeps_its_first_state_or_with_keep_latest_its_latest() -> None:
+    # States 1 and 2 share a cell; which one stands for it depends on keep_latest.
+    def fork(s: int) -> list[tuple[str, int]]:
+        return [("a", 1), ("b", 2)] if s == 0 else []
+
+    for keep_latest in (False, True):
+        reached: list[int] = []
+
+        def check(s: int) -> list[str]:
+            reached.append(s)
+            return []
+
+        result = explore_archive(
+            0,
+            fork,
+            check,
+            cell=lambda s: min(s, 1),
+            seed=1,
+            policy=uniform_policy,
+            rounds=40,
+            keep_latest=keep_latest,
+        )
+        arrivals = reached[1:]  # the first check is the initial state's
+        assert set(arrivals) == {1, 2}  # both states reached the shared cell
+        assert arrivals[0] != arrivals[-1]  # (for this seed) so that the two differ
+        assert result.archive is not None and len(result.archive) == 2
+        kept = result.archive[1][-1].state
+        assert kept == (arrivals[-1] if keep_latest else arrivals[0])
