@@ -81,5 +81,5 @@ def test_a_cluster_with_a_bad_scratch_directory_says_so(
     from adapters.cluster.local import LocalCluster
 
     monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "missing"))
-    with pytest.raises(InvalidClusterOptions, match="BKCONFORM_SCRATCH=.*missing"):
+    with pytest.raises(InvalidClusterOptions, match=r"BKCONFORM_SCRATCH=.*missing"):
         LocalCluster().start()

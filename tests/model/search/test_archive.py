@@ -54,13 +54,19 @@ def test_a_cell_keeps_its_first_state_or_with_keep_latest_its_latest() -> None:
     def fork(s: int) -> list[tuple[str, int]]:
         return [("a", 1), ("b", 2)] if s == 0 else []
 
-    for keep_latest in (False, True):
-        reached: list[int] = []
+    class Recording:
+        """An invariant that holds, recording every state it is asked about."""
 
-        def check(s: int) -> list[str]:
-            reached.append(s)
+        def __init__(self) -> None:
+            self.reached: list[int] = []
+
+        def __call__(self, s: int) -> list[str]:
+            self.reached.append(s)
             return []
 
+    for keep_latest in (False, True):
+        check = Recording()
+        reached = check.reached
         result = explore_archive(
             0,
             fork,
