@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -128,6 +129,9 @@ def _serve(
     should_stop: Callable[[], bool],
 ) -> None:
     """A worker process: explore, then send a WorkerReport (an error as its text)."""
+    # Ctrl-C reaches the whole process group: the search's process stops its workers (the
+    # stop event, then a kill), and a worker's own KeyboardInterrupt would only print a trace.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         result = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop())
         finding = (

@@ -88,7 +88,10 @@ def _the_race_in(report: SearchReport) -> str:
     assert report.finding is not None and report.races is not None
     (finding,) = report.finding.run.outcome.divergences
     assert finding.startswith("no serial order of the 2 concurrent requests")
-    assert "add e2 (lac=1)" in finding and "fence (read LAC)" in finding
+    # An add raced against a request that fences the same bookie: the fence read of LAC
+    # (FINDING's race) or a recovery read with the fence flag, whichever the search met.
+    requests = finding.split(" explains ", 1)[0]
+    assert "'s add e" in finding and "fence" in requests, finding
     return finding
 
 
