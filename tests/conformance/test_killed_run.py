@@ -40,8 +40,9 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
 ) -> None:
     runs, temporary, log = tmp_path / "runs", tmp_path / "tmp", tmp_path / "run.log"
     temporary.mkdir()
-    # The cluster's work dir is made under TMPDIR: every JVM names it on its command line.
-    env = {**os.environ, "TMPDIR": str(temporary)}
+    # The cluster's work dir is made here (BKCONFORM_SCRATCH: adapters/cluster/scratch.py, else
+    # it may go to tmpfs): every JVM names it on its command line.
+    env = {**os.environ, "TMPDIR": str(temporary), "BKCONFORM_SCRATCH": str(temporary)}
     argv = [sys.executable, "-m", "conformance", "run", "--target", "local", "--fresh"]
     argv += ["--bookies", "2", "--wq", "2", "--aq", "1", "--no-explore"]
     argv += ["--seconds", "120", "--max-examples", "1000", "--runs-dir", str(runs), *options]
