@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from model.bookkeeper.records import (
@@ -37,10 +37,19 @@ class Observation:
     unobserved: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        found = {k: v for k, v in asdict(self).items() if v is not None and k != "unobserved"}
+        # The fields are plain values: read directly (dataclasses.asdict deep-copies each, a
+        # tenth of a search step's own time on the model target).
+        found = {
+            f.name: value
+            for f in _OBSERVATION_FIELDS
+            if f.name != "unobserved" and (value := getattr(self, f.name)) is not None
+        }
         if self.unobserved:
             found["unobserved"] = list(self.unobserved)
         return found
+
+
+_OBSERVATION_FIELDS = fields(Observation)
 
 
 def predicted(reply: Message) -> Observation:

@@ -228,3 +228,20 @@ def test_status_is_compared_when_either_side_is_a_metadata_answer() -> None:
         "kind: predicted 'add', observed 'metadata' (OK)",
         "status: predicted 'EOK', observed 'OK' (OK)",
     ]
+
+
+def test_an_observation_as_a_record_leaves_out_what_was_not_seen() -> None:
+    seen = Observation("read", "ENOENTRY", code="NoSuchEntry", lac=0, unobserved=("data",))
+    assert seen.as_dict() == {
+        "kind": "read",
+        "status": "ENOENTRY",
+        "code": "NoSuchEntry",
+        "lac": 0,
+        "unobserved": ["data"],
+    }
+    assert list(seen.as_dict()) == ["kind", "status", "code", "lac", "unobserved"]
+    assert Observation("add", "EOK", success=False).as_dict() == {
+        "kind": "add",
+        "status": "EOK",
+        "success": False,
+    }
