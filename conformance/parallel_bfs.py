@@ -26,6 +26,7 @@ from multiprocessing.context import ForkProcess
 from typing import Any, TypeVar
 
 from conformance.errors import ConformanceError
+from conformance.worker_processes import end_worker
 from model.search.bfs import (
     Check,
     Level,
@@ -51,7 +52,6 @@ L = TypeVar("L")
 
 #: How often a wait for a worker looks whether it is still alive.
 _LIVENESS_POLL_S = 1.0
-_STOP_TIMEOUT_S = 5.0
 
 
 class ParallelSearchError(ConformanceError):
@@ -147,11 +147,7 @@ class _ProcessShard:
     def stop(self) -> None:
         with contextlib.suppress(OSError):  # already gone
             self.conn.send(("stop", None))
-        self.process.join(_STOP_TIMEOUT_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(_STOP_TIMEOUT_S)
-        self.conn.close()
+        end_worker(self.process, self.conn)
 
 
 class ParallelBreadthFirst:

@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkProcess
 from typing import Any
 
+from conformance.worker_processes import end_worker
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import simulate_randomly
@@ -38,8 +39,6 @@ from model.search.simulation import SimulationResult
 UNBOUNDED = 2**62
 #: How often the waiting process looks at the clock while the other workers finish (s).
 _POLL_S = 0.05
-#: How long a worker told to stop may take before it is killed (s).
-_STOP_TIMEOUT_S = 5.0
 #: The most workers a search starts by default (``default_workers``).
 MAX_DEFAULT_WORKERS = 4
 
@@ -160,27 +159,23 @@ class _Helper:
             if should_stop():
                 stop.set()
             if not self.process.is_alive() and not self.conn.poll(0):
-                raise RuntimeError(
-                    f"explorer worker {self.worker} ended without a report "
-                    f"(exit code {self.process.exitcode})"
-                )
+                raise self._gone()
         try:
             report: WorkerReport = self.conn.recv()
         except EOFError:
-            raise RuntimeError(
-                f"explorer worker {self.worker} ended without a report "
-                f"(exit code {self.process.exitcode})"
-            ) from None
+            raise self._gone() from None
         if report.error is not None:
             raise RuntimeError(f"explorer worker {self.worker} failed: {report.error}")
         return report
 
+    def _gone(self) -> RuntimeError:
+        return RuntimeError(
+            f"explorer worker {self.worker} ended without a report "
+            f"(exit code {self.process.exitcode})"
+        )
+
     def stop(self) -> None:
-        self.process.join(_STOP_TIMEOUT_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(_STOP_TIMEOUT_S)
-        self.conn.close()
+        end_worker(self.process, self.conn)
 
 
 def explore_portfolio(
