@@ -35,7 +35,7 @@ from adapters.zookeeper.errors import (
     ZooKeeperError,
 )
 from adapters.zookeeper.idgen import LedgerIdsAhead
-from adapters.zookeeper.ledger_store import LedgerStore
+from adapters.zookeeper.ledger_store import ANY_VERSION, LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState
 from conformance import translation
 from conformance.observations import Observation
@@ -92,10 +92,26 @@ def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSet
     )
 
 
+#: In configurations with crashes, finished examples' ledgers are deleted this many at a time.
+PRUNE_BATCH = 16
+
+
 class ClusterTarget(abc.ABC):
-    """A cluster target; subclasses say how the cluster is started or reached."""
+    """A cluster target; subclasses say how the cluster is started or reached.
+
+    In configurations with crashes, the ledgers of finished examples are deleted (as
+    BookKeeper deletes a ledger: its metadata) :data:`PRUNE_BATCH` at a time, when an example
+    begins. Why: a bookie that restarts with data integrity checking reads the metadata of
+    every ledger in the store and marks those it is in as in limbo; with every example's
+    ledger kept, a crash cost more the longer a search ran (85 ledgers after 30 s made a
+    restart of 4.17.3 about twice as slow). The model has one ledger; so now has the store,
+    give or take a batch. Only the suite's own clusters prune (:attr:`prunes_ledgers`).
+    """
 
     name = "cluster"
+    #: Whether finished examples' ledgers are deleted during a search with crashes (false
+    #: where the ledgers' fate is the operator's: the external target).
+    prunes_ledgers = True
 
     def __init__(self, *, request_timeout: float = 10.0) -> None:
         self.request_timeout = request_timeout
@@ -116,6 +132,8 @@ class ClusterTarget(abc.ABC):
         #: The examples' ledger ids, each allocated while the last example's state is read.
         self._ids: LedgerIdsAhead | None = None
         self._cfg: ModelConfig | None = None
+        #: Ledgers of finished examples not deleted yet (see the class docstring).
+        self._finished: list[int] = []
 
     # Lifecycle -------------------------------------------------------------------------------
 
@@ -176,6 +194,7 @@ class ClusterTarget(abc.ABC):
 
     def _fresh_ledger(self) -> Observation:
         assert self.store is not None, "open() first"
+        self._prune_ledgers()
         if self._ids is None:
             self._ids = self.store.ids_ahead()
         try:
@@ -186,7 +205,28 @@ class ClusterTarget(abc.ABC):
             ) from exc
         return Observation("ledger", "OK", success=True, ledger=self.ledger_id)
 
+    def _prune_ledgers(self) -> None:
+        """The example before is finished: its ledger joins those to delete, and a full
+        batch is deleted (crash configurations only; see the class docstring)."""
+        assert self.store is not None and self._cfg is not None
+        if not (self.prunes_ledgers and self._cfg.max_crashes) or self.ledger_id < 0:
+            return
+        if self.ledger_id not in self._finished[-1:]:  # not again after a failed delete
+            self._finished.append(self.ledger_id)
+        if len(self._finished) < PRUNE_BATCH:
+            return
+        try:
+            # Any version: nothing else writes these ledgers, and a missing one (an example
+            # that ended before its create) is no error, as in BookKeeper's delete.
+            self.store.remove_many(dict.fromkeys(self._finished, ANY_VERSION))
+        except (MetadataError, ZooKeeperError) as exc:
+            raise TargetError(
+                f"could not delete the ledgers of finished examples: {exc}", retriable=True
+            ) from exc
+        self._finished.clear()
+
     def close(self) -> None:
+        self._finished.clear()
         for client in self._connections.values():
             self._run_quietly(client.close())
         self._connections.clear()

@@ -47,6 +47,7 @@ KEPT_FOR_FINDING = "finding"
 
 class ExternalTarget(ClusterTarget):
     name = "external"
+    prunes_ledgers = False  # the run's ledgers go when it ends, or stay (--keep-ledgers)
 
     def __init__(
         self,
