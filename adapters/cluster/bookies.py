@@ -21,6 +21,7 @@ import importlib.util
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,9 +53,13 @@ REFERENCE_BOOKIE_MODULE = "adapters.refbookie"
 #: requests that arrive together (races) are still grouped.
 JOURNAL_FOR_WAITING_CLIENTS: Mapping[str, str] = {"journalFlushWhenQueueEmpty": "true"}
 ZK_REQUEST_TIMEOUT = 3.0
-#: How often readiness is polled (a ZooKeeper exists and a read request): a hosted bookie
-#: restarts in about half a second, so a coarse poll would be a sizeable share of it.
+#: How often readiness is polled (a ZooKeeper exists and a read request) at most: a watch on
+#: the registration wakes the wait as soon as it changes, and a hosted bookie restarts in about
+#: a tenth of a second, so a coarse poll would be a sizeable share of it.
 READY_POLL_INTERVAL = 0.02
+#: Once registered, how soon the port is tried again: the bookie serves a few milliseconds
+#: after it registers.
+ANSWER_POLL_INTERVAL = 0.002
 
 
 class LedgerStorage(enum.Enum):
@@ -286,11 +291,13 @@ class BookieProcess:
     def registration_path(self) -> str:
         return f"{self.config.ledgers_root}/available/{self.bookie_id}"
 
-    def _registration(self, zk: Any) -> Any:
+    def _registration(self, zk: Any, watch: Any = None) -> Any:
         path = self.registration_path()
         try:
             return wait(
-                zk.exists_async(path), timeout=ZK_REQUEST_TIMEOUT, operation=f"exists {path}"
+                zk.exists_async(path, watch=watch),
+                timeout=ZK_REQUEST_TIMEOUT,
+                operation=f"exists {path}",
             )
         except (KazooException, MetadataError):
             # ZooKeeper itself may be down or paused as part of the test; not registered yet.
@@ -330,13 +337,20 @@ class BookieProcess:
         """Wait until the bookie is registered anew and answers a request (it registers, and
         accepts and drops connections, before its request server runs)."""
         deadline = time.monotonic() + timeout
+        changed = threading.Event()
+
+        def wake(_event: Any) -> None:
+            changed.set()
+
         while True:
             if not self.process.is_running():
                 raise ProcessExited(
                     f"{self.describe()} exited with code {self.process.returncode} while "
                     f"starting; log {self.process.log_path}:\n{self.process.log_tail()}"
                 )
-            if self.is_registered(zk) and bookie_answers(LOOPBACK, self.config.port, 1.0):
+            stat = self._registration(zk, watch=wake)
+            registered = stat is not None and stat.ephemeralOwner != self.stale_owner
+            if registered and bookie_answers(LOOPBACK, self.config.port, 1.0):
                 self.stale_owner = None
                 return
             if time.monotonic() > deadline:
@@ -348,7 +362,10 @@ class BookieProcess:
                     "a crash waits for its old ZooKeeper session to expire first. "
                     f"Log {self.process.log_path}:\n{self.process.log_tail()}"
                 )
-            time.sleep(READY_POLL_INTERVAL)
+            # The watch ends the wait when the registration is deleted or created; the poll
+            # bounds it (ZooKeeper may be down, and the port opens after the registration).
+            changed.wait(ANSWER_POLL_INTERVAL if registered else READY_POLL_INTERVAL)
+            changed.clear()
 
     def wipe(self, zk: Any) -> None:
         """Delete the bookie's journal and ledger directories; the process must be down.
