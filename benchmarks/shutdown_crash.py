@@ -240,10 +240,11 @@ def run(
         log = bookie.process.log_path
         started = time.monotonic()
         fresh = True
+        # Each restart lands anywhere in the first ``spread`` seconds after the bookie's start,
+        # where its integrity check runs.
+        restart_at = started + random.uniform(0.0, spread)
         for number in range(1, restarts + 1):
-            # The restart lands anywhere in the first ``spread`` seconds after the bookie's
-            # start, where its integrity check runs.
-            time.sleep(max(0.0, started + random.uniform(0.0, spread) - time.monotonic()))
+            time.sleep(max(0.0, restart_at - time.monotonic()))
             pid = bookie.process.pid
             offset = log_size(log)
             failure = ""
@@ -257,8 +258,11 @@ def run(
             result.first_in_jvm += fresh
             first, fresh = fresh, False
             # A death during the restart, or just after it while the old bookie's last
-            # threads ran: the host is gone, or a new process runs in its place.
-            time.sleep(0.05)
+            # threads ran: the host is gone, or a new process runs in its place. Looked for
+            # when the next restart is due (a fixed wait here, 50 ms, put every restart past
+            # the spread; a later death shows in the next restart, and counts the same).
+            restart_at = started + random.uniform(0.0, spread)
+            time.sleep(max(0.0, restart_at - time.monotonic()))
             died = bookie.process.pid != pid or not bookie.process.is_running()
             code = bookie.process.returncode if not bookie.process.is_running() else None
             new = sorted(hs_err_files(errors) - seen)
@@ -283,6 +287,7 @@ def run(
                     cluster.restart_with_data_loss(node, DataLoss.WIPE)
                     wait_started(log, offset)
                     started = time.monotonic()
+                    restart_at = started + random.uniform(0.0, spread)
                     fresh = True
             elif not quiet and number % 10 == 0:
                 print(f"  {number} restarts, {len(result.crashes)} crashes", flush=True)
