@@ -103,9 +103,9 @@ class ClusterTarget(abc.ABC):
     BookKeeper deletes a ledger: its metadata) :data:`PRUNE_BATCH` at a time, when an example
     begins. Why: a bookie that restarts with data integrity checking reads the metadata of
     every ledger in the store and marks those it is in as in limbo; with every example's
-    ledger kept, a crash cost more the longer a search ran (85 ledgers after 30 s made a
-    restart of 4.17.3 about twice as slow). The model has one ledger; so now has the store,
-    give or take a batch. Only the suite's own clusters prune (:attr:`prunes_ledgers`).
+    ledger kept, each crash read and marked more of them the longer a search ran (85 after
+    30 s of a limbo search; thousands in a nightly one). The model has one ledger; so now has
+    the store, give or take a batch. Only the suite's own clusters prune (:attr:`prunes_ledgers`).
     """
 
     name = "cluster"
