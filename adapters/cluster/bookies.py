@@ -329,8 +329,10 @@ class BookieProcess:
                 operation=f"delete {path}",
             )
 
-    def is_registered(self, zk: Any) -> bool:
-        stat = self._registration(zk)
+    def is_registered(self, zk: Any, watch: Any = None) -> bool:
+        """Registered, and not by a crashed predecessor's session; ``watch`` (a kazoo
+        watcher) is called when the registration is next created or deleted."""
+        stat = self._registration(zk, watch=watch)
         return stat is not None and stat.ephemeralOwner != self.stale_owner
 
     def wait_until_ready(self, zk: Any, timeout: float) -> None:
@@ -348,8 +350,7 @@ class BookieProcess:
                     f"{self.describe()} exited with code {self.process.returncode} while "
                     f"starting; log {self.process.log_path}:\n{self.process.log_tail()}"
                 )
-            stat = self._registration(zk, watch=wake)
-            registered = stat is not None and stat.ephemeralOwner != self.stale_owner
+            registered = self.is_registered(zk, watch=wake)
             if registered and bookie_answers(LOOPBACK, self.config.port, 1.0):
                 self.stale_owner = None
                 return
