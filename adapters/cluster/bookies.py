@@ -76,6 +76,16 @@ class BookieImplementation(enum.Enum):
     REFERENCE = "reference"
 
 
+#: JVM flags of a test bookie: the serial collector and the client JIT compiler (C1) only, as
+#: our ZooKeeper servers run. Why: a test bookie lives seconds to minutes and, with crashes,
+#: restarts every few hundred milliseconds; C2's compilations and G1's concurrent threads cost
+#: it more CPU than they give back in that time, and the bookies share the machine's cores
+#: with ZooKeeper, the search and Spark. A restart inside the JVM spends most of its CPU on
+#: code that has not been compiled yet. Measured in ``benchmarks/profiles/``
+#: (real-bookie-steps, fourth increment).
+TEST_BOOKIE_JVM_FLAGS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
 @dataclass(frozen=True)
 class BookieSettings:
     """Configuration shared by every bookie of a cluster.
@@ -98,6 +108,19 @@ class BookieSettings:
     #: crash (SIGKILL) still kills the JVM. Not a configuration key; the reference bookie and
     #: the container provider ignore it.
     in_jvm_restarts: bool = False
+    #: JVM flags of each real bookie of a local cluster (the launcher's ``BOOKIE_GC_OPTS``);
+    #: ``()`` keeps the launcher's own (G1, both JIT compilers). The container provider ignores
+    #: it.
+    jvm_flags: tuple[str, ...] = TEST_BOOKIE_JVM_FLAGS
+
+    def __post_init__(self) -> None:
+        # The launcher splits BOOKIE_GC_OPTS at white space: a flag with a space in it would
+        # reach the JVM as two words, and the bookie would fail to start far from here.
+        unfit = [f for f in self.jvm_flags if not f.startswith("-") or any(c.isspace() for c in f)]
+        if unfit:
+            raise InvalidClusterOptions(
+                f"bookie JVM flags must each start with '-' and hold no white space: {unfit!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -264,6 +287,8 @@ class BookieProcess:
                     "JMXDISABLE": "true",
                 }
             )
+            if self.config.settings.jvm_flags:
+                env["BOOKIE_GC_OPTS"] = " ".join(self.config.settings.jvm_flags)
             if self.hosted:
                 classes = str(bookie_host.host_classes(self.bookkeeper_home))
                 existing = env.get("BOOKIE_EXTRA_CLASSPATH")

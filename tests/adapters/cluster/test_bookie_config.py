@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.bookies import BookieConfig, BookieSettings, LedgerStorage
+from adapters.cluster.bookies import (
+    TEST_BOOKIE_JVM_FLAGS,
+    BookieConfig,
+    BookieProcess,
+    BookieSettings,
+    LedgerStorage,
+)
+from adapters.cluster.errors import InvalidClusterOptions
 from adapters.installations.bookkeeper import find_bookkeeper_home
 from adapters.installations.errors import BookKeeperNotFound
 
@@ -64,6 +71,30 @@ def test_limbo_settings_and_overrides(tmp_path: Path) -> None:
     assert entries["dataIntegrityStampMissingCookies"] == "true"
     assert entries["flushInterval"] == "3600000"
     assert entries["httpServerEnabled"] == "true"  # extra wins
+
+
+def _launcher_environment(tmp_path: Path, settings: BookieSettings) -> dict[str, str]:
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    bookie = BookieProcess(config(tmp_path, settings), home, tmp_path / "logs")
+    return bookie.process.env or {}
+
+
+def test_real_bookies_run_the_serial_collector_and_the_client_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BOOKIE_GC_OPTS", raising=False)
+    assert TEST_BOOKIE_JVM_FLAGS == ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+    env = _launcher_environment(tmp_path, BookieSettings())
+    assert env["BOOKIE_GC_OPTS"] == "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    # No flags: the launcher's own (G1 and both compilers) decide.
+    assert "BOOKIE_GC_OPTS" not in _launcher_environment(tmp_path, BookieSettings(jvm_flags=()))
+
+
+@pytest.mark.parametrize("flags", [("-Xss1m -Xmx1g",), ("UseSerialGC",), ("-Xss1m", "")])
+def test_bookie_jvm_flags_the_launcher_would_split_are_refused(flags: tuple[str, ...]) -> None:
+    with pytest.raises(InvalidClusterOptions, match="white space"):
+        BookieSettings(jvm_flags=flags)
 
 
 def test_bookkeeper_home_unset_means_reference_bookie() -> None:
