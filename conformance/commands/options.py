@@ -283,6 +283,7 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         agent_cert=_path(given("agent_cert")),
         agent_key=_path(given("agent_key")),
         destroy_data=given("destroy_data", False),
+        keep_ledgers=given("keep_ledgers", False),
         reference_faulty_mode=given("reference_faulty_mode", "none"),
     )
 
@@ -316,12 +317,4 @@ def add_keep_ledgers_option(group: Any) -> None:
 
 def target_from_args(args: argparse.Namespace) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together)."""
-    target = target_spec_from_args(args).build()
-    if getattr(args, "keep_ledgers", False):
-        if not hasattr(target, "keep_ledgers"):
-            raise ValueError(
-                "--keep-ledgers: only --target external leaves ledgers on a cluster that "
-                "outlives the run"
-            )
-        target.keep_ledgers = True
-    return target
+    return target_spec_from_args(args).build()

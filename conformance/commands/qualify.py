@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands.options import (
+    add_keep_ledgers_option,
     add_target_options,
     search_overrides,
     target_spec_from_args,
@@ -97,6 +98,7 @@ def register(subparsers: Any) -> None:
     # Every target and fault capability of ``bkconform run``: each shard builds its own target
     # from the same TargetSpec (conformance/targets/spec.py).
     add_target_options(qualify)
+    add_keep_ledgers_option(qualify)
     budget = qualify.add_argument_group("per-shard budget")
     budget.add_argument(
         "--budget",
@@ -209,11 +211,16 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
         faults=faults,
     )
     budget = plan.budget
+    # On a cluster, with a time budget, the explorer's corpus runs after the generated examples
+    # until the time is up (conformance/search/runner.py): more examples than max_examples.
+    corpus = args.target != "model" and budget.explore and budget.time_budget is not None
     print(
         f"Qualification: {len(plan.shards)} shards over {', '.join(configurations)} on "
-        f"{args.target}, master {args.master}; per shard {budget.max_examples} examples of up "
-        f"to {budget.max_steps} steps, {budget.describe_budget()}, explorer "
-        f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
+        f"{args.target}, master {args.master}; per shard {budget.max_examples} generated "
+        f"examples of up to {budget.max_steps} steps"
+        + (", then the explorer's corpus while time is left" if corpus else "")
+        + f", {budget.describe_budget()}, explorer {'on' if budget.explore else 'off'}. Run "
+        f"directory: {run_dir}",
     )
     print(system_header(system_under_test(target_spec.build())), flush=True)
     findings = 0
@@ -263,10 +270,29 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
             f"{','.join(map(str, finding['shards']))}, {finding['shrunk_steps']} steps): "
             f"{problems}"
         )
+    if result.ledgers is not None:
+        print(ledgers_text(result.ledgers))
     for row in result.errors:
         print(f"ERROR shard {row['shard']} after {row['attempts']} attempts: {row['error']}")
     print(f"Verdict: {result.verdict}. Report: {run_dir / 'report.html'}")
     return result.exit_code
+
+
+def ledgers_text(summary: Mapping[str, Any]) -> str:
+    """The console's line on the ledgers the shards created on an external cluster."""
+    text = (
+        f"Ledgers on the cluster: {summary['created']} created by {summary['shards']} "
+        f"shard{'' if summary['shards'] == 1 else 's'}, {summary['deleted']} deleted"
+    )
+    for why, ids in summary["kept"].items():
+        text += f"; kept ({why}): {', '.join(map(str, ids))}"
+    if summary["not_deleted"]:
+        text += f"; {len(summary['not_deleted'])} could not be deleted"
+    if summary["errors"]:
+        text += f"; shards {', '.join(summary['errors'])} could not delete theirs"
+    if summary["not_deleted"] or summary["errors"]:
+        text += " (`bkconform cluster clean --zk ...` deletes what is left)"
+    return text
 
 
 def _effort_text(effort: ConfigurationEffort | None) -> str:

@@ -21,7 +21,6 @@ import dataclasses
 import functools
 import random
 import sys
-import weakref
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,6 +37,7 @@ from conformance.commands.options import (
 )
 from conformance.commands.zab_search import is_search_run, replay_run_dir
 from conformance.engine import Outcome
+from conformance.run_ledgers import FindingLedgers, record_ledgers
 from conformance.rundir import (
     FINDING,
     FINISHED,
@@ -49,7 +49,6 @@ from conformance.rundir import (
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.portfolio import MAX_DEFAULT_WORKERS, default_workers
-from conformance.search.program import ExampleRun
 from conformance.search.runner import (
     PROFILES,
     SearchProgress,
@@ -272,7 +271,7 @@ def run_command(args: argparse.Namespace) -> int:
         system=system,
         extra={"search": search.as_dict()},
     )
-    ledgers = _ExampleLedgers(target)
+    ledgers = FindingLedgers(target)
     with writer:
         writer.start()
         failure: TargetError | None = None
@@ -295,7 +294,7 @@ def run_command(args: argparse.Namespace) -> int:
             failure = exc
         finally:
             target.close()  # an external cluster's ledgers: deleted (or kept) here
-            _record_ledgers(writer, target)
+            record_ledgers(writer, target)
         if failure is not None:
             progress.done()
             print(f"could not decide: {failure}", file=sys.stderr)
@@ -339,40 +338,6 @@ def _race_hits(
         )
         hits += again.outcome.verdict is finding.run.outcome.verdict
     return hits, attempts
-
-
-class _ExampleLedgers:
-    """The ledger each example ran on, for a target whose ledgers outlive the run (the
-    external target): a finding's are kept there, and named in the run directory."""
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self._keep = getattr(target, "keep_finding_ledgers", None)
-        self._ledgers: weakref.WeakKeyDictionary[ExampleRun, int] = weakref.WeakKeyDictionary()
-
-    def remember(self, phase: str, run: ExampleRun) -> None:
-        """``run_search``'s ``on_example``: the example just ran on the target's ledger now."""
-        if self._keep is not None:
-            self._ledgers[run] = self.current()
-
-    def current(self) -> int:
-        return int(self.target.describe().get("ledger_id", -1))
-
-    def keep(self, run: ExampleRun, *, just_ran: bool = False) -> None:
-        """Keep ``run``'s ledger on the cluster (``just_ran``: the target's ledger now)."""
-        if self._keep is None:
-            return
-        found = self.current() if just_ran else self._ledgers.get(run)
-        if found is not None and found >= 0:
-            self._keep([found])
-
-
-def _record_ledgers(writer: RunWriter, target: Target) -> None:
-    """``results.json``'s ``ledgers``: what became of the ledgers the run created on a
-    cluster that outlives it (the external target's record, once it is closed)."""
-    record = getattr(target, "ledger_record", None)
-    if record is not None:
-        writer.record("ledgers", record)
 
 
 def reap_leftovers() -> None:
@@ -532,7 +497,7 @@ def replay_command(args: argparse.Namespace) -> int:
         system=system,
         extra={"replayed_from": str(source), "choices": choices},
     )
-    ledgers = _ExampleLedgers(target)
+    ledgers = FindingLedgers(target)
     with writer:
         writer.start()
         failure: TargetError | None = None
@@ -553,7 +518,7 @@ def replay_command(args: argparse.Namespace) -> int:
             failure = exc
         finally:
             target.close()  # an external cluster's ledgers: deleted (or kept) here
-            _record_ledgers(writer, target)
+            record_ledgers(writer, target)
         if failure is not None:
             print(f"could not decide: {failure}", file=sys.stderr)
             _finish_undecided(writer, str(failure))

@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands.console import print_findings
-from conformance.commands.options import add_target_options, target_from_args
+from conformance.commands.options import (
+    add_keep_ledgers_option,
+    add_target_options,
+    target_from_args,
+)
 from conformance.commands.run import reap_leftovers
 from conformance.engine import Outcome
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
+from conformance.run_ledgers import FindingLedgers, record_ledgers
 from conformance.rundir import RunWriter, new_run_dir, system_header
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.base import Target, TargetError, system_under_test
@@ -49,6 +54,7 @@ def register(subparsers: Any) -> None:
         help="the scenario",
     )
     add_target_options(parser)
+    add_keep_ledgers_option(parser)
     for flag in SWITCH_FLAGS:
         parser.add_argument(flag, action="store_true", help="turn the scenario's protection off")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
@@ -97,20 +103,27 @@ def run(args: argparse.Namespace) -> int:
         system=system,
         extra={"expected_verdict": scenario.expected_verdict(protected)},
     )
+    ledgers = FindingLedgers(target)
     with writer:
         writer.start()
+        failure: TargetError | None = None
         try:
             target.open(cfg)
             outcome = run_scenario(
                 scenario, target, protected=protected, on_record=writer.recorder(1)
             )
+            if outcome.verdict.finding:
+                ledgers.keep_current()
             described = target.describe()
         except TargetError as exc:
-            print(f"could not decide: {exc}", file=sys.stderr)
-            writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=str(exc)), story=None)
-            return Verdict.UNDECIDED.exit_code
+            failure = exc
         finally:
-            target.close()
+            target.close()  # an external cluster's ledgers: deleted (or kept) here
+            record_ledgers(writer, target)
+        if failure is not None:
+            print(f"could not decide: {failure}", file=sys.stderr)
+            writer.finish(Outcome(Verdict.UNDECIDED, [], [], error=str(failure)), story=None)
+            return Verdict.UNDECIDED.exit_code
         writer.example_done(1)
         writer.finish(outcome, target=described, story=1)
     _report(outcome, cfg, scenario.name, run_dir)

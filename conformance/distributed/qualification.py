@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from conformance.distributed.diff import Aggregates, aggregate
 from conformance.distributed.plan import Plan
@@ -61,6 +62,44 @@ class QualificationResult:
     @property
     def shards_per_minute(self) -> float:
         return self.ran / self.elapsed * 60 if self.elapsed > 0 else 0.0
+
+    @property
+    def ledgers(self) -> dict[str, Any] | None:
+        """:func:`ledger_summary` of the shards."""
+        return ledger_summary(self.shards)
+
+
+def ledger_summary(shards: list[ShardRow]) -> dict[str, Any] | None:
+    """What became of the ledgers the shards created on a cluster that outlives them (the
+    external target), summed over the shards that say (``results.json``'s ``ledgers``); None
+    when no shard ran on such a cluster. A shard that could not delete its ledgers is named
+    with its error; ``bkconform cluster clean`` deletes what it left."""
+    records = [
+        (row["shard"], record)
+        for row in shards
+        if (text := row.get("ledger_records")) is not None
+        for record in json.loads(text)
+    ]
+    if not records:
+        return None
+    kept: dict[str, list[int]] = {}
+    for _, record in records:
+        if record.get("kept"):
+            kept.setdefault(record.get("kept_because") or "unknown", []).extend(record["kept"])
+    return {
+        "shards": len({shard for shard, _ in records}),
+        "attempts": len(records),
+        "created": sum(int(record.get("created", 0)) for _, record in records),
+        "deleted": sum(int(record.get("deleted", 0)) for _, record in records),
+        "kept": {why: sorted(ids) for why, ids in sorted(kept.items())},
+        "finding_ledgers": sorted(i for _, r in records for i in r.get("finding_ledgers", [])),
+        "not_deleted": {
+            ledger: reason
+            for _, r in records
+            for ledger, reason in r.get("not_deleted", {}).items()
+        },
+        "errors": {str(shard): r["error"] for shard, r in records if r.get("error")},
+    }
 
 
 def prepare_run_dir(run_dir: Path, plan: Plan) -> set[int]:
@@ -205,6 +244,8 @@ def _write_summary(result: QualificationResult, total_elapsed: float) -> None:
         "system_under_test": [system_record(s) for s in shard_systems(result.shards)],
         "versions": versions(),
     }
+    if result.ledgers is not None:
+        summary["ledgers"] = result.ledgers
     (result.run_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 

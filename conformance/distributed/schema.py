@@ -119,6 +119,10 @@ SHARDS = pa.schema(
         pa.field("error_retriable", pa.bool_()),
         pa.field("log", pa.string(), nullable=False),
         pa.field("ledgers", pa.list_(pa.int64()), nullable=False),  # cluster targets' ledgers
+        # JSON: what became of them on a cluster that outlives the shard, a list of the
+        # external target's records (created, deleted, kept and why), one per attempt that
+        # opened it; null for the other targets, and in runs written before this column.
+        pa.field("ledger_records", pa.string()),
         # Crashes run (on a cluster, bookie restarts) and the seconds they took; null in runs
         # written before these columns existed.
         pa.field("restarts", pa.int32()),
@@ -206,6 +210,7 @@ class ShardRow(TypedDict):
     error_retriable: bool | None
     log: str
     ledgers: list[int]
+    ledger_records: str | None
     restarts: int | None
     restart_seconds: float | None
     versions: str

@@ -49,6 +49,7 @@ from conformance.errors import ConformanceError, is_retriable
 from conformance.observations import Observation
 from conformance.operations import Crash, Deliver, Operation
 from conformance.races import Timed
+from conformance.run_ledgers import FindingLedgers, ledger_record
 from conformance.rundir import system_header, versions
 from conformance.search.program import ExampleRun
 from conformance.search.runner import SearchProgress, run_search
@@ -313,7 +314,15 @@ def finding_row(shard: Shard, finding: Finding) -> FindingRow:
     }
 
 
-def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -> _Attempt:
+def _attempt(
+    shard: Shard,
+    options: ExecutionOptions,
+    attempt: int,
+    log: _Log,
+    ledger_records: list[dict[str, Any]],
+) -> _Attempt:
+    """One attempt at the shard. ``ledger_records`` gets, however the attempt ends, what
+    became of the ledgers it created on a cluster that outlives it (the external target)."""
     for fault in options.faults:
         if fault.applies(shard.shard, attempt) and fault.kind in ("crash", "crash-once"):
             raise InjectedCrash(f"injected crash of shard {shard.shard}, attempt {attempt}")
@@ -324,6 +333,7 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
 
     def on_example(phase: str, run: ExampleRun) -> None:
         nonlocal examples, first_failure
+        ledgers.remember(phase, run)
         steps.extend(step_row(shard, examples, phase, record) for record in run.outcome.steps)
         examples += 1
         if run.finding and first_failure is None:
@@ -335,6 +345,8 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     stalls_after_finding = [f for f in options.faults if f.kind == "hang-after-finding"]
     armed = False
     target = LedgerRecorder(options.target.build())
+    # On an external cluster, a finding's ledger is kept when the shard's others are deleted.
+    ledgers = FindingLedgers(target.inner)
     system = system_under_test(target)
     log.new_attempt()
     try:
@@ -348,6 +360,8 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
             report = run_search(
                 shard.config, target, shard.settings, progress=log.progress, on_example=on_example
             )
+            if report.finding is not None:
+                ledgers.keep(report.finding.run)
             described = target.describe()
     except ShardTimeout as timeout:
         if first_failure is None:
@@ -356,6 +370,7 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
         # that can be slow): the shard has decided; keep the failing example as it was found
         # rather than retry and lose it again.
         report = _unshrunk(first_failure, examples, len(steps), time.monotonic() - started)
+        ledgers.keep(first_failure[0])
         report.notes.append(f"{timeout}: shrinking stopped, the finding is recorded unshrunk")
         log("timeout while shrinking: the first failing example is recorded unshrunk")
         described = {}
@@ -364,8 +379,17 @@ def _attempt(shard: Shard, options: ExecutionOptions, attempt: int, log: _Log) -
     finally:
         # Outside the timeout: stopping a cluster is never interrupted halfway.
         target.close()
+        record = ledger_record(target.inner)
+        if record is not None:
+            ledger_records.append(record)
     return _Attempt(
-        report, steps, described, target.ledgers, system, target.restarts, target.target_error
+        report,
+        steps,
+        described,
+        target.ledgers,
+        system,
+        target.restarts,
+        target.target_error,
     )
 
 
@@ -401,12 +425,13 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
     error: str | None = None
     retriable: bool | None = None  # whether the recorded error was retriable (None: no error)
     attempts = 0
+    ledger_records: list[dict[str, Any]] = []
     last = options.retries + 1
     for attempt in range(1, last + 1):
         attempts = attempt
         log(f"shard {shard.shard} ({shard.configuration}, seed {shard.seed}) attempt {attempt}")
         try:
-            result = _attempt(shard, options, attempt, log)
+            result = _attempt(shard, options, attempt, log, ledger_records)
         except (Exception, ShardTimeout) as exc:
             error = f"{type(exc).__name__}: {exc}"
             retriable = is_retriable(exc)
@@ -463,6 +488,7 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
         "error_retriable": retriable,
         "log": log.text,
         "ledgers": result.ledgers if result else [],
+        "ledger_records": json.dumps(ledger_records, sort_keys=True) if ledger_records else None,
         "restarts": len(result.restarts) if result else 0,
         "restart_seconds": sum(result.restarts) if result else 0.0,
         "versions": json.dumps(versions(), sort_keys=True),

@@ -75,6 +75,9 @@ class TargetSpec:
     agent_cert: str | None = None
     agent_key: str | None = None
     destroy_data: bool = False
+    #: ``external``: leave every ledger the run created on the cluster (else only a finding's;
+    #: ``--keep-ledgers``).
+    keep_ledgers: bool = False
     #: Every request to a bookie or to ZooKeeper waits at most this long.
     request_timeout: float = 10.0
     #: ``local`` with the reference bookie: one of its deliberately wrong behaviours
@@ -109,6 +112,11 @@ class TargetSpec:
                 f"--zookeeper {self.zookeeper_release}: only --target local and --target docker "
                 "(local images) start a ZooKeeper release of your choice (--official-images "
                 "run the image's, external is yours)"
+            )
+        if self.keep_ledgers and self.kind != "external":
+            raise ValueError(
+                "--keep-ledgers: only --target external leaves ledgers on a cluster that "
+                "outlives the run"
             )
         if self.agents and self.agent_token_file is None:
             raise ValueError("--agent needs --agent-token-file")
@@ -224,6 +232,7 @@ class TargetSpec:
             allow_remote=self.allow_remote,
             agents=self._agent_clients(),
             destroy_data=self.destroy_data,
+            keep_ledgers=self.keep_ledgers,
             request_timeout=self.request_timeout,
         )
 

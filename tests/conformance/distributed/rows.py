@@ -69,6 +69,7 @@ def shard_row(
         "error_retriable": None if status is RowStatus.DONE else True,
         "log": "log\n",
         "ledgers": [shard],
+        "ledger_records": None,
         "restarts": 0,
         "restart_seconds": 0.0,
         "versions": "{}",

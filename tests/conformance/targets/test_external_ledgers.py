@@ -18,7 +18,6 @@ from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, Segment
 from adapters.zookeeper.registration import register_bookie
 from conformance.cli import main
-from conformance.commands.run import _ExampleLedgers
 from conformance.operations import CreateLedger, FreshLedger, LedgerView
 from conformance.targets.external_target import ExternalTarget
 from model.bookkeeper.config import ModelConfig
@@ -292,39 +291,6 @@ def test_keep_ledgers_is_the_external_targets_option(capsys: pytest.CaptureFixtu
     assert "--keep-ledgers: only --target external" in capsys.readouterr().err
 
 
-class _Target:
-    name = "external"
-
-    def __init__(self) -> None:
-        self.ledger = -1
-        self.kept: list[int] = []
-
-    def describe(self) -> dict[str, str]:
-        return {"ledger_id": str(self.ledger)}
-
-    def keep_finding_ledgers(self, ids: list[int]) -> None:
-        self.kept += ids
-
-
-def test_the_findings_ledger_is_the_one_its_example_ran_on() -> None:
-    target = _Target()
-    ledgers = _ExampleLedgers(target)  # type: ignore[arg-type]
-    runs: list[Any] = [object.__new__(_Run) for _ in range(3)]
-    for ledger, run in zip((10, 11, 12), runs, strict=True):
-        target.ledger = ledger
-        ledgers.remember("hypothesis", run)
-    ledgers.keep(runs[1])
-    assert target.kept == [11]
-    ledgers.keep(object.__new__(_Run))  # not seen: nothing kept
-    assert target.kept == [11]
-    ledgers.keep(object.__new__(_Run), just_ran=True)  # a replay: the target's ledger now
-    assert target.kept == [11, 12]
-
-
-class _Run:
-    """Stands for an ExampleRun (any object a weak reference can name)."""
-
-
 def test_a_registration_the_cluster_refuses_is_a_target_error(
     ensemble: FakeEnsemble, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -343,3 +309,84 @@ def test_a_registration_the_cluster_refuses_is_a_target_error(
     assert target._external is not None
     with pytest.raises(Exception, match="not started"):
         _ = target._external.zookeeper_client
+
+
+def test_a_scenario_records_its_ledger_in_the_run_directory(
+    ensemble: FakeEnsemble, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No bookie listens: the scenario creates its ledger, then cannot reach a bookie. It is
+    undecided, and its ledger deleted, said and recorded all the same."""
+    code = main(
+        [
+            "scenario",
+            "defect1-fencing",
+            "--target",
+            "external",
+            "--zk",
+            "127.0.0.1:2181",
+            "--runs-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    (run_dir,) = tmp_path.iterdir()
+    ledgers = json.loads((run_dir / "results.json").read_text())["ledgers"]
+    assert (ledgers["created"], ledgers["deleted"], ledgers["kept"]) == (1, 1, [])
+    assert f"Ledgers: this run ({ledgers['run_id']}) created" in capsys.readouterr().out
+    assert admin_store(ensemble).list_ledgers() == []
+
+
+def test_a_scenario_keeps_its_ledger_with_keep_ledgers(
+    ensemble: FakeEnsemble, tmp_path: Path
+) -> None:
+    args = ["scenario", "defect1-fencing", "--target", "external", "--zk", "127.0.0.1:2181"]
+    assert main([*args, "--runs-dir", str(tmp_path), "--keep-ledgers"]) == 2
+    (run_dir,) = tmp_path.iterdir()
+    ledgers = json.loads((run_dir / "results.json").read_text())["ledgers"]
+    assert ledgers["kept_because"] == "--keep-ledgers"
+    assert admin_store(ensemble).list_ledgers() == ledgers["kept"] != []
+
+
+def test_qualify_shards_record_their_ledgers_and_the_run_sums_them(
+    ensemble: FakeEnsemble, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    foreign = foreign_ledger(ensemble)
+    code = main(
+        [
+            "qualify",
+            "--master",
+            "none",
+            "--shards",
+            "2",
+            "--configs",
+            "fenced-recovery",
+            "--target",
+            "external",
+            "--zk",
+            "127.0.0.1:2181",
+            "--runs-dir",
+            str(tmp_path),
+            "--seconds",
+            "5",
+            "--max-examples",
+            "2",
+            "--no-explore",
+            "--quiet",
+        ]
+    )
+    assert code == 2  # no bookie answers: undecided
+    (run_dir,) = tmp_path.iterdir()
+    ledgers = json.loads((run_dir / "results.json").read_text())["ledgers"]
+    assert ledgers["shards"] == 2 and ledgers["attempts"] >= 2  # a retried shard: each attempt
+    assert ledgers["created"] >= 2 and ledgers["deleted"] == ledgers["created"]
+    assert ledgers["kept"] == {} and ledgers["errors"] == {}
+    out = capsys.readouterr().out
+    assert f"Ledgers on the cluster: {ledgers['created']} created by" in out
+    assert admin_store(ensemble).list_ledgers() == [foreign]
+
+
+def test_qualify_keep_ledgers_is_the_external_targets_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["qualify", "--master", "none", "--target", "model", "--keep-ledgers"]) == 2
+    assert "--keep-ledgers: only --target external" in capsys.readouterr().err
