@@ -27,6 +27,8 @@ from tests.adapters.zookeeper.fake_kazoo import FakeEnsemble
 ROOT = "/ledgers"
 CFG = ModelConfig()
 CREATE = CreateLedger(0, LedgerView(STATUS_OPEN, (Fragment(1, 0b111, 1),), 0))
+#: The command line's target: the fake ensemble's cluster.
+EXTERNAL = ["--target", "external", "--zk", "127.0.0.1:2181"]
 
 
 @pytest.fixture
@@ -261,10 +263,7 @@ def test_run_records_its_ledgers_in_the_run_directory_on_every_exit(
     code = main(
         [
             "run",
-            "--target",
-            "external",
-            "--zk",
-            "127.0.0.1:2181",
+            *EXTERNAL,
             "--runs-dir",
             str(tmp_path),
             "--fresh",
@@ -320,10 +319,7 @@ def test_a_scenario_records_its_ledger_in_the_run_directory(
         [
             "scenario",
             "defect1-fencing",
-            "--target",
-            "external",
-            "--zk",
-            "127.0.0.1:2181",
+            *EXTERNAL,
             "--runs-dir",
             str(tmp_path),
         ]
@@ -339,7 +335,7 @@ def test_a_scenario_records_its_ledger_in_the_run_directory(
 def test_a_scenario_keeps_its_ledger_with_keep_ledgers(
     ensemble: FakeEnsemble, tmp_path: Path
 ) -> None:
-    args = ["scenario", "defect1-fencing", "--target", "external", "--zk", "127.0.0.1:2181"]
+    args = ["scenario", "defect1-fencing", *EXTERNAL]
     assert main([*args, "--runs-dir", str(tmp_path), "--keep-ledgers"]) == 2
     (run_dir,) = tmp_path.iterdir()
     ledgers = json.loads((run_dir / "results.json").read_text())["ledgers"]
@@ -360,10 +356,7 @@ def test_qualify_shards_record_their_ledgers_and_the_run_sums_them(
             "2",
             "--configs",
             "fenced-recovery",
-            "--target",
-            "external",
-            "--zk",
-            "127.0.0.1:2181",
+            *EXTERNAL,
             "--runs-dir",
             str(tmp_path),
             "--seconds",
