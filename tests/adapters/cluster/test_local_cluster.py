@@ -180,9 +180,12 @@ def _is_gone(pid: int) -> bool:
 def test_temporary_work_dir_is_removed_unless_the_start_failed(
     work_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Temporary work dirs land under the fixture's directory, where the leftover check looks.
+    # Temporary work dirs land under the fixture's directory, where the leftover check looks
+    # (a cluster's go to BKCONFORM_SCRATCH, else /dev/shm when it has room: adapters/cluster/
+    # scratch.py; the one a failed start keeps would stay in /dev/shm after the test).
     work_dir.mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(work_dir))
+    monkeypatch.setenv("BKCONFORM_SCRATCH", str(work_dir))
     with LocalCluster(reference_options(None, bookies=0)) as cluster:
         temporary = cluster.work_dir
         assert temporary.is_dir() and cluster.owns_work_dir
@@ -196,6 +199,7 @@ def test_temporary_work_dir_is_removed_unless_the_start_failed(
         failing.start()
     assert "ClassNotFoundException" in str(error.value) or "Could not find" in str(error.value)
     assert (failing.work_dir / "logs" / "zk1.log").is_file()
+    assert failing.work_dir.parent == work_dir
 
 
 def test_ensemble_and_bookies_together(work_dir: Path) -> None:
