@@ -3,6 +3,7 @@ as report.html by an autoescaping Jinja2 template, with the same tables and plot
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import re
@@ -213,9 +214,15 @@ def test_the_page_has_the_same_sections_tables_and_plots(tmp_path: Path) -> None
     # As the f-string page wrote them (docs/distributed.md, The report).
     assert (
         "<p>Target <b>model</b>, master <b>none</b>, 4 shards from master seed 2; per shard: "
-        "50 examples of up to 60 steps, 30.0 s budget, explorer on. Shards run now: 4 recorded, "
-        "3 done, 1 in error; wall time 12.5 s.</p>"
+        "50 generated examples of up to 60 steps, 30.0 s budget, explorer on. Shards run now: 4 "
+        "recorded, 3 done, 1 in error; wall time 12.5 s.</p>"
     ) in page
+    # On a cluster the explorer's corpus runs after the generated examples until time is up.
+    on_cluster = render_report(dataclasses.replace(sample_data(tmp_path), target="local"))
+    assert (
+        "50 generated examples of up to 60 steps, then the explorer's corpus while time is "
+        "left, 30.0 s budget"
+    ) in on_cluster
     assert (
         '<tr><td>fenced-recovery</td><td>summary 0</td><td><span class="divergence">divergence'
         '</span></td><td class="num">2</td><td class="num">1</td><td class="num">1</td>'
