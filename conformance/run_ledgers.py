@@ -33,19 +33,19 @@ class FindingLedgers:
 
     def keep(self, run: ExampleRun, *, just_ran: bool = False) -> None:
         """Keep ``run``'s ledger on the cluster (``just_ran``: the target's ledger now)."""
-        if self._keep is None:
-            return
-        found = self.current() if just_ran else self._ledgers.get(run)
-        if found is not None and found >= 0:
-            self._keep([found])
+        if just_ran:
+            self.keep_current()
+        elif self._keep is not None:
+            self._keep_ledger(self._ledgers.get(run))
 
     def keep_current(self) -> None:
         """Keep the ledger the target ran its last example on (a one-example run's finding)."""
-        if self._keep is None:
-            return
-        found = self.current()
-        if found >= 0:
-            self._keep([found])
+        if self._keep is not None:
+            self._keep_ledger(self.current())
+
+    def _keep_ledger(self, ledger: int | None) -> None:
+        if ledger is not None and ledger >= 0:
+            self._keep([ledger])
 
 
 def ledger_record(target: Target) -> dict[str, Any] | None:

@@ -211,16 +211,11 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
         faults=faults,
     )
     budget = plan.budget
-    # On a cluster, with a time budget, the explorer's corpus runs after the generated examples
-    # until the time is up (conformance/search/runner.py): more examples than max_examples.
-    corpus = args.target != "model" and budget.explore and budget.time_budget is not None
     print(
         f"Qualification: {len(plan.shards)} shards over {', '.join(configurations)} on "
-        f"{args.target}, master {args.master}; per shard {budget.max_examples} generated "
-        f"examples of up to {budget.max_steps} steps"
-        + (", then the explorer's corpus while time is left" if corpus else "")
-        + f", {budget.describe_budget()}, explorer {'on' if budget.explore else 'off'}. Run "
-        f"directory: {run_dir}",
+        f"{args.target}, master {args.master}; per shard "
+        f"{budget.describe_examples(args.target)}, {budget.describe_budget()}, explorer "
+        f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
     )
     print(system_header(system_under_test(target_spec.build())), flush=True)
     findings = 0

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,10 @@ class QualificationResult:
     def shards_per_minute(self) -> float:
         return self.ran / self.elapsed * 60 if self.elapsed > 0 else 0.0
 
-    @property
+    @cached_property
     def ledgers(self) -> dict[str, Any] | None:
-        """:func:`ledger_summary` of the shards."""
+        """:func:`ledger_summary` of the shards (parsed once: the summary and the console
+        both read it)."""
         return ledger_summary(self.shards)
 
 

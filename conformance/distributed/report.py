@@ -50,6 +50,9 @@ class Budget:
     max_steps: int
     time_budget: float | None
     explore: bool
+    #: The explorer's corpus follows the generated examples while time is left
+    #: (``SearchSettings.corpus_until_time_is_up`` on the plan's target).
+    corpus_until_time_is_up: bool
 
 
 @dataclass(frozen=True)
@@ -292,7 +295,13 @@ def report_data(
         master=master,
         master_seed=plan.master_seed,
         planned_shards=len(plan.shards),
-        budget=Budget(budget.max_examples, budget.max_steps, budget.time_budget, budget.explore),
+        budget=Budget(
+            budget.max_examples,
+            budget.max_steps,
+            budget.time_budget,
+            budget.explore,
+            budget.corpus_until_time_is_up(plan.target),
+        ),
         elapsed=elapsed,
         systems=shard_systems(ordered),
         configurations=[

@@ -383,13 +383,7 @@ def _attempt(
         if record is not None:
             ledger_records.append(record)
     return _Attempt(
-        report,
-        steps,
-        described,
-        target.ledgers,
-        system,
-        target.restarts,
-        target.target_error,
+        report, steps, described, target.ledgers, system, target.restarts, target.target_error
     )
 
 

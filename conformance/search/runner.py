@@ -100,6 +100,21 @@ class SearchSettings:
     def describe_budget(self) -> str:
         return "unbounded" if self.time_budget is None else f"{self.time_budget:g} s"
 
+    def corpus_until_time_is_up(self, target: str) -> bool:
+        """Whether, on ``target``, the explorer's corpus follows the generated examples until
+        the time budget is spent (a cluster target, the explorer on, a time budget): then a
+        search runs more examples than ``max_examples``. Without a time budget the corpus is
+        cut at ``max_examples``; on the model the explorer's steps are the search's."""
+        return target != "model" and self.explore and self.time_budget is not None
+
+    def describe_examples(self, target: str) -> str:
+        """What a search runs on ``target``, in words: its generated examples, then the
+        corpus when :meth:`corpus_until_time_is_up`."""
+        examples = f"{self.max_examples} generated examples of up to {self.max_steps} steps"
+        if self.corpus_until_time_is_up(target):
+            examples += ", then the explorer's corpus while time is left"
+        return examples
+
 
 #: Named budgets, shared by ``bkconform run --profile`` and ``pytest --bk-profile``.
 PROFILES: dict[str, SearchSettings] = {
@@ -399,7 +414,11 @@ def run_search(
         # explorer's archive holds thousands, and a corpus cut at ``max_examples`` left most of
         # a cluster search's budget unused (issue 32: a shard's target idle after 50 traces).
         # Without a time budget, ``max_examples`` bounds the corpus. Encoded as they come.
-        corpus = fitting if search.time_budget is not None else fitting[: search.max_examples]
+        corpus = (
+            fitting
+            if search.corpus_until_time_is_up(target_.name)
+            else fitting[: search.max_examples]
+        )
         proposals = itertools.chain(
             races,
             (encode_trace(cfg, trace, search.max_steps, races=search.races) for trace in corpus),

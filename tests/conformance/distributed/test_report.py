@@ -3,7 +3,6 @@ as report.html by an autoescaping Jinja2 template, with the same tables and plot
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import json
 import re
@@ -38,18 +37,20 @@ TEMPLATES = ROOT / "conformance" / "distributed" / "templates"
 SCRIPT = "<script>alert(1)</script>"
 
 
-def sample_plan() -> Plan:
-    return make_plan(master_seed=2, shards=4, configurations=("fenced-recovery", "no-limbo"))
+def sample_plan(target: str = "model") -> Plan:
+    return make_plan(
+        master_seed=2, shards=4, configurations=("fenced-recovery", "no-limbo"), target=target
+    )
 
 
-def sample_data(run_dir: Path, elapsed: float = 12.5) -> ReportData:
+def sample_data(run_dir: Path, elapsed: float = 12.5, target: str = "model") -> ReportData:
     """The report of ``rows.write_sample_run``: 4 shards, 2 findings (one found twice), one
-    shard in error."""
+    shard in error; planned for ``target``."""
     rows.write_sample_run(run_dir)
     shards = read_shard_rows(run_dir)
     aggregates = aggregate(read_rows(run_dir, "steps"), shards, read_rows(run_dir, "findings"))
     return report_data(
-        plan=sample_plan(),
+        plan=sample_plan(target),
         master="none",
         verdict=overall_verdict(aggregates),
         aggregates=aggregates,
@@ -218,7 +219,7 @@ def test_the_page_has_the_same_sections_tables_and_plots(tmp_path: Path) -> None
         "recorded, 3 done, 1 in error; wall time 12.5 s.</p>"
     ) in page
     # On a cluster the explorer's corpus runs after the generated examples until time is up.
-    on_cluster = render_report(dataclasses.replace(sample_data(tmp_path), target="local"))
+    on_cluster = render_report(sample_data(tmp_path / "local", target="local"))
     assert (
         "50 generated examples of up to 60 steps, then the explorer's corpus while time is "
         "left, 30.0 s budget"

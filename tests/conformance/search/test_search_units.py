@@ -106,6 +106,30 @@ def test_database_key_changes_with_the_program_version(monkeypatch: pytest.Monke
     assert database_key(CFG, "model", 60) != base
 
 
+# SearchSettings.corpus_until_time_is_up, describe_examples
+
+
+@pytest.mark.parametrize(
+    ("target", "settings", "corpus"),
+    [
+        ("local", SearchSettings(time_budget=30.0), True),
+        ("external", SearchSettings(time_budget=30.0), True),
+        ("model", SearchSettings(time_budget=30.0), False),
+        ("local", SearchSettings(time_budget=None), False),
+        ("local", SearchSettings(time_budget=30.0, explore=False), False),
+    ],
+)
+def test_the_corpus_runs_until_the_time_is_up_only_on_a_cluster_with_explorer_and_budget(
+    target: str, settings: SearchSettings, corpus: bool
+) -> None:
+    assert settings.corpus_until_time_is_up(target) is corpus
+    described = settings.describe_examples(target)
+    assert described.startswith(
+        f"{settings.max_examples} generated examples of up to {settings.max_steps} steps"
+    )
+    assert described.endswith(", then the explorer's corpus while time is left") is corpus
+
+
 # SearchSettings.check
 
 
