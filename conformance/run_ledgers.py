@@ -35,16 +35,16 @@ class FindingLedgers:
         """Keep ``run``'s ledger on the cluster (``just_ran``: the target's ledger now)."""
         if just_ran:
             self.keep_current()
-        elif self._keep is not None:
+        else:
             self._keep_ledger(self._ledgers.get(run))
 
     def keep_current(self) -> None:
         """Keep the ledger the target ran its last example on (a one-example run's finding)."""
-        if self._keep is not None:
+        if self._keep is not None:  # the target's description is read only where it counts
             self._keep_ledger(self.current())
 
     def _keep_ledger(self, ledger: int | None) -> None:
-        if ledger is not None and ledger >= 0:
+        if self._keep is not None and ledger is not None and ledger >= 0:
             self._keep([ledger])
 
 
