@@ -73,6 +73,53 @@ def test_limbo_settings_and_overrides(tmp_path: Path) -> None:
     assert entries["httpServerEnabled"] == "true"  # extra wins
 
 
+def test_db_storage_gets_rocksdb_options_without_preallocation(tmp_path: Path) -> None:
+    limbo = config(tmp_path, BookieSettings(ledger_storage=LedgerStorage.DB))
+    entries = parse(limbo.render())
+    directory = tmp_path / "bookie1"
+    assert entries["entryLocationRocksdbConf"] == str(directory / "entry_location_rocksdb.conf")
+    assert entries["ledgerMetadataRocksdbConf"] == str(directory / "ledger_metadata_rocksdb.conf")
+    BookieProcess(limbo, tmp_path / "home", tmp_path / "logs").prepare()
+    for key in ("entryLocationRocksdbConf", "ledgerMetadataRocksdbConf"):
+        written = Path(entries[key]).read_text()
+        assert "[DBOptions]\n" in written and "  allow_fallocate=false\n" in written
+        assert '[CFOptions "default"]\n' in written
+        assert '[TableOptions/BlockBasedTable "default"]\n' in written
+        assert "  checksum=kxxHash\n" in written
+    # BookKeeper's block cache for the entry locations: a tenth of the direct memory (256m).
+    assert "  block_cache=26843545\n" in Path(entries["entryLocationRocksdbConf"]).read_text()
+    env = _launcher_environment(tmp_path, BookieSettings(ledger_storage=LedgerStorage.DB))
+    assert env["BOOKIE_MAX_DIRECT_MEMORY"] == "256m"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        BookieSettings(),  # no RocksDB in the sorted storage
+        BookieSettings(ledger_storage=LedgerStorage.INTERLEAVED),
+        BookieSettings(ledger_storage=LedgerStorage.DB, rocksdb_preallocation=True),
+    ],
+)
+def test_rocksdb_options_files_only_where_they_change_something(
+    tmp_path: Path, settings: BookieSettings
+) -> None:
+    bookie = config(tmp_path, settings)
+    entries = parse(bookie.render())
+    assert "entryLocationRocksdbConf" not in entries
+    assert "ledgerMetadataRocksdbConf" not in entries
+    BookieProcess(bookie, tmp_path / "home", tmp_path / "logs").prepare()
+    assert not list((tmp_path / "bookie1").glob("*rocksdb.conf"))
+
+
+def test_extra_entries_override_the_rocksdb_options_files(tmp_path: Path) -> None:
+    settings = BookieSettings(
+        ledger_storage=LedgerStorage.DB, extra={"entryLocationRocksdbConf": "/etc/mine.conf"}
+    )
+    entries = parse(config(tmp_path, settings).render())
+    assert entries["entryLocationRocksdbConf"] == "/etc/mine.conf"
+    assert entries["ledgerMetadataRocksdbConf"].endswith("ledger_metadata_rocksdb.conf")
+
+
 def _launcher_environment(tmp_path: Path, settings: BookieSettings) -> dict[str, str]:
     home = tmp_path / "home"
     (home / "bin").mkdir(parents=True, exist_ok=True)

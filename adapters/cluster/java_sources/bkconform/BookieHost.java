@@ -422,19 +422,10 @@ public final class BookieHost {
         private int cut;
 
         ZooKeeperLingerCutter() {
-            // The threads of the JVM's root group, without their stacks: getAllStackTraces
-            // would stop every thread for a moment, just before a close that races with the
-            // bookie's own threads (the shutdown crash). The stacks are read on the watcher's
-            // thread, one thread at a time.
-            ThreadGroup root = Thread.currentThread().getThreadGroup();
-            while (root.getParent() != null) {
-                root = root.getParent();
-            }
-            Thread[] threads = new Thread[root.activeCount() * 2 + 16];
-            int found = root.enumerate(threads, true);
-            for (int i = 0; i < found; i++) {
-                if (threads[i].getName().contains(SEND_THREAD)) {
-                    sendThreads.add(threads[i]);
+            // The stacks are read on the watcher's thread, one thread at a time.
+            for (Thread thread : liveThreads()) {
+                if (thread.getName().contains(SEND_THREAD)) {
+                    sendThreads.add(thread);
                 }
             }
             watcher = new Thread(this::watch, "bkconform-host-linger-cutter");
@@ -490,9 +481,28 @@ public final class BookieHost {
         }
     }
 
+    /**
+     * The JVM's live threads, without their stacks: {@code Thread.getAllStackTraces} would
+     * stop every thread for a moment and build every stack, on the restart's path and just
+     * before a close that races with the bookie's own threads (the shutdown crash).
+     */
+    private static List<Thread> liveThreads() {
+        ThreadGroup root = Thread.currentThread().getThreadGroup();
+        while (root.getParent() != null) {
+            root = root.getParent();
+        }
+        Thread[] threads = new Thread[root.activeCount() * 2 + 16];
+        int found = root.enumerate(threads, true);
+        List<Thread> live = new ArrayList<>(found);
+        for (int i = 0; i < found; i++) {
+            live.add(threads[i]);
+        }
+        return live;
+    }
+
     private static void awaitThreads(String prefix, long timeoutMs) {
         long deadline = System.currentTimeMillis() + timeoutMs;
-        for (Thread thread : Thread.getAllStackTraces().keySet()) {
+        for (Thread thread : liveThreads()) {
             if (!thread.getName().startsWith(prefix)) {
                 continue;
             }
