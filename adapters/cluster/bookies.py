@@ -78,13 +78,18 @@ class BookieImplementation(enum.Enum):
 
 
 #: JVM flags of a test bookie: the serial collector and the client JIT compiler (C1) only, as
-#: our ZooKeeper servers run. Why: a test bookie lives seconds to minutes and, with crashes,
-#: restarts every few hundred milliseconds; C2's compilations and G1's concurrent threads cost
-#: it more CPU than they give back in that time, and the bookies share the machine's cores
-#: with ZooKeeper, the search and Spark. A restart inside the JVM spends most of its CPU on
-#: code that has not been compiled yet. Measured in ``benchmarks/profiles/``
-#: (real-bookie-steps, fourth increment).
-TEST_BOOKIE_JVM_FLAGS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+#: our ZooKeeper servers run, compiling a method after a twentieth of the usual invocations.
+#: Why: a test bookie lives seconds to minutes and, with crashes, restarts every few hundred
+#: milliseconds; C2's compilations and G1's concurrent threads cost it more CPU than they give
+#: back in that time, and the bookies share the machine's cores with ZooKeeper, the search and
+#: Spark. A restart inside the JVM runs its code once per restart, so at the usual thresholds
+#: (about 200 invocations) most of it stays interpreted for a whole search. Measured in
+#: ``benchmarks/profiles/`` (real-bookie-steps, fourth and fifth increments).
+TEST_BOOKIE_JVM_FLAGS: tuple[str, ...] = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:CompileThresholdScaling=0.05",
+)
 
 
 @dataclass(frozen=True)

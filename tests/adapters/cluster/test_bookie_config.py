@@ -131,9 +131,15 @@ def test_real_bookies_run_the_serial_collector_and_the_client_compiler(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("BOOKIE_GC_OPTS", raising=False)
-    assert TEST_BOOKIE_JVM_FLAGS == ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+    assert TEST_BOOKIE_JVM_FLAGS == (
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:CompileThresholdScaling=0.05",
+    )
     env = _launcher_environment(tmp_path, BookieSettings())
-    assert env["BOOKIE_GC_OPTS"] == "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    assert env["BOOKIE_GC_OPTS"] == (
+        "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=0.05"
+    )
     # No flags: the launcher's own (G1 and both compilers) decide.
     assert "BOOKIE_GC_OPTS" not in _launcher_environment(tmp_path, BookieSettings(jvm_flags=()))
 

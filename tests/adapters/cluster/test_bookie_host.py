@@ -63,6 +63,7 @@ def _restart_in_jvm_and_check(cluster: LocalCluster) -> None:
     # The JVM runs a test bookie's flags (the serial collector, the client compiler only).
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert b"-XX:+UseSerialGC" in argv and b"-XX:TieredStopAtLevel=1" in argv
+    assert b"-XX:CompileThresholdScaling=0.05" in argv
     assert not marker.exists(), "the disks were not wiped"
     assert bookie.config.ledger_dir.is_dir() and bookie.config.journal_dir.is_dir()
     registration = cluster.zookeeper_client.exists(bookie.registration_path())
