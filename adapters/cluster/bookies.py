@@ -114,14 +114,14 @@ class BookieSettings:
     #: crash (SIGKILL) still kills the JVM. Not a configuration key; the reference bookie and
     #: the container provider ignore it.
     in_jvm_restarts: bool = False
-    #: JVM flags of each real bookie of a local cluster (the launcher's ``BOOKIE_GC_OPTS``);
-    #: ``()`` keeps the launcher's own (G1, both JIT compilers). The container provider ignores
-    #: it.
+    #: JVM flags of each real bookie, local or in a container (the launcher's
+    #: ``BOOKIE_GC_OPTS``); ``()`` keeps the launcher's own (G1, both JIT compilers).
     jvm_flags: tuple[str, ...] = TEST_BOOKIE_JVM_FLAGS
     #: Let ``DbLedgerStorage``'s RocksDB databases preallocate their logs (BookKeeper's own
-    #: behaviour). Off: each bookie gets RocksDB options files with BookKeeper's options and
-    #: ``allow_fallocate=false`` (:mod:`adapters.cluster.bookie_rocksdb`: on tmpfs the
-    #: preallocation was a third of a restart's CPU). Only ``LedgerStorage.DB`` has RocksDB.
+    #: behaviour). Off: each bookie of a local cluster gets RocksDB options files with
+    #: BookKeeper's options and ``allow_fallocate=false`` (:mod:`adapters.cluster.bookie_rocksdb`:
+    #: on tmpfs the preallocation was a third of a restart's CPU). Only ``LedgerStorage.DB``
+    #: has RocksDB.
     rocksdb_preallocation: bool = False
 
     def __post_init__(self) -> None:

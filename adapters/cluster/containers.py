@@ -366,9 +366,22 @@ class ContainerCluster(ClusterProvider):
         entries.update(s.extra)
         return entries
 
+    def _bookie_environment(self, entries: dict[str, str]) -> dict[str, str]:
+        """A bookie container's environment: the official image's ``BK_*`` keys (the others
+        mount ``bk_server.conf``), and a real bookie's JVM flags (``BookieSettings.jvm_flags``,
+        as on a local cluster), which BookKeeper's launcher and ours read from
+        ``BOOKIE_GC_OPTS``; ``()`` keeps the launcher's own."""
+        images = self._images()
+        env = {} if images.mounts_conf else {f"BK_{key}": value for key, value in entries.items()}
+        flags = self.options.bookie_settings.jvm_flags
+        if images.runs_bookkeeper and flags:
+            env["BOOKIE_GC_OPTS"] = " ".join(flags)
+        return env
+
     def _run_bookie(self, node: _ContainerNode) -> None:
         images = self._images()
         entries = self._bookie_entries(node)
+        env = self._bookie_environment(entries)
         ports = {f"{node.host_port}/tcp": (LOOPBACK, node.host_port)}
         if images.mounts_conf:
             conf_dir = node.directory / "conf"
@@ -379,7 +392,7 @@ class ContainerCluster(ClusterProvider):
             self._run_container(
                 node,
                 images.bookie,
-                env={},
+                env=env,
                 ports=ports,
                 volumes={conf_dir: "/conf", node.data_dir: "/data"},
             )
@@ -387,7 +400,7 @@ class ContainerCluster(ClusterProvider):
             self._run_container(
                 node,
                 images.bookie,
-                env={f"BK_{key}": value for key, value in entries.items()},
+                env=env,
                 ports=ports,
                 volumes={node.data_dir: "/data"},
                 entrypoint=["/bin/bash", "-c"],

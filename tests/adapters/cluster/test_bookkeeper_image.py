@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.cluster.bookies import BookieSettings, LedgerStorage
+from adapters.cluster.bookies import TEST_BOOKIE_JVM_FLAGS, BookieSettings, LedgerStorage
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError
 from adapters.cluster.container_images import (
     BOOKKEEPER_REPOSITORY,
@@ -314,12 +314,18 @@ def test_bookie_entries_and_container_per_kind(
     conf = node.directory / "conf" / "bk_server.conf"
     if mounted:
         assert run["volumes"] == {node.directory / "conf": "/conf", node.data_dir: "/data"}
-        assert run["env"] == {} and "entrypoint" not in run  # the image's own entrypoint
+        # The image's own entrypoint; a real bookie gets the test bookie's JVM flags.
+        assert "entrypoint" not in run
+        expected = (
+            {"BOOKIE_GC_OPTS": " ".join(TEST_BOOKIE_JVM_FLAGS)} if kind != "reference" else {}
+        )
+        assert run["env"] == expected
         assert f"advertisedAddress={advertised}\n" in conf.read_text()
         assert "dataIntegrityChecking=true\n" in conf.read_text()
     else:
         assert run["volumes"] == {node.data_dir: "/data"}
         assert run["env"]["BK_advertisedAddress"] == advertised
+        assert run["env"]["BOOKIE_GC_OPTS"] == " ".join(TEST_BOOKIE_JVM_FLAGS)
         assert not conf.exists()
 
 

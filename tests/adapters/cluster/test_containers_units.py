@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cluster.bookies import BookieSettings, LedgerStorage
+from adapters.cluster.bookies import TEST_BOOKIE_JVM_FLAGS, BookieSettings, LedgerStorage
 from adapters.cluster.container_engine import (
     CONTAINERS_CONF,
     ContainerEngine,
@@ -151,6 +151,24 @@ def test_bookie_configuration_for_either_image_set() -> None:
     assert official["bookieId"] == "127.0.0.1:40001"
     assert "dataIntegrityChecking=%s" in OFFICIAL_BOOKIE_COMMAND
     assert OFFICIAL_BOOKIE_COMMAND.endswith("exec /opt/bookkeeper/scripts/entrypoint.sh bookie")
+
+
+def test_real_bookies_in_containers_run_the_test_bookie_jvm_flags() -> None:
+    def environment(images: ImageSet, settings: BookieSettings) -> dict[str, str]:
+        cluster = ContainerCluster(ContainerClusterOptions(bookie_settings=settings))
+        cluster.images = images
+        return cluster._bookie_environment({"bookiePort": "40001"})
+
+    flags = " ".join(TEST_BOOKIE_JVM_FLAGS)
+    local = ImageSet(zookeeper="z", bookie="b", bookie_kind="local-bookkeeper")
+    assert environment(local, BookieSettings()) == {"BOOKIE_GC_OPTS": flags}
+    assert environment(official_images(), BookieSettings()) == {
+        "BK_bookiePort": "40001",
+        "BOOKIE_GC_OPTS": flags,
+    }
+    # No flags: the launcher's own; the reference bookie is no JVM.
+    assert environment(local, BookieSettings(jvm_flags=())) == {}
+    assert environment(ImageSet(zookeeper="z", bookie="b"), BookieSettings()) == {}
 
 
 def test_cli_registers_the_docker_commands(capsys: pytest.CaptureFixture[str]) -> None:
