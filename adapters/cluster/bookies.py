@@ -83,7 +83,7 @@ class BookieImplementation(enum.Enum):
 #: milliseconds; C2's compilations and G1's concurrent threads cost it more CPU than they give
 #: back in that time, and the bookies share the machine's cores with ZooKeeper, the search and
 #: Spark. A restart inside the JVM runs its code once per restart, so at the usual thresholds
-#: (about 200 invocations) most of it stays interpreted for a whole search. Measured in
+#: (about 200 invocations) much of it stays interpreted for a whole search. Measured in
 #: ``benchmarks/profiles/`` (real-bookie-steps, fourth and fifth increments).
 TEST_BOOKIE_JVM_FLAGS: tuple[str, ...] = (
     "-XX:+UseSerialGC",
