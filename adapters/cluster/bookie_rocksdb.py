@@ -59,10 +59,11 @@ def _options_file(db: Mapping[str, str], cf: Mapping[str, str], table: Mapping[s
     )
 
 
-def entry_location_options(ledger_dirs: int = 1) -> str:
+def entry_location_options() -> str:
     """The entry-location index's options: BookKeeper's defaults for it (LZ4, 64 MiB write
-    buffers, bloom filters, a block cache of a tenth of the direct memory per ledger dir)."""
-    block_cache = BOOKIE_MAX_DIRECT_MEMORY_MB * 1024 * 1024 // ledger_dirs // 10
+    buffers, bloom filters, a block cache of a tenth of the direct memory per ledger dir; a
+    test bookie has one)."""
+    block_cache = BOOKIE_MAX_DIRECT_MEMORY_MB * 1024 * 1024 // 10
     return _options_file(
         {
             **_COMMON_DB,

@@ -194,17 +194,19 @@ class BookieConfig:
             "dbStorage_writeCacheMaxSizeMb": "32",
             "dbStorage_readAheadCacheMaxSizeMb": "16",
         }
-        entries.update({key: str(path) for key, path in self.rocksdb_option_paths().items()})
+        entries.update({key: str(path) for key, (path, _) in self.rocksdb_option_files().items()})
         entries.update(s.extra)
         return entries
 
-    def rocksdb_option_paths(self) -> dict[str, Path]:
-        """Configuration key -> the RocksDB options file :meth:`BookieProcess.prepare` writes
-        (none unless ``DbLedgerStorage`` runs without preallocation)."""
+    def rocksdb_option_files(self) -> dict[str, tuple[Path, str]]:
+        """Configuration key -> (path, content) of the RocksDB options files
+        :meth:`BookieProcess.prepare` writes (none unless ``DbLedgerStorage`` runs without
+        preallocation)."""
         s = self.settings
         if s.ledger_storage is not LedgerStorage.DB or s.rocksdb_preallocation:
             return {}
-        return {key: self.directory / name for key, (name, _) in option_files().items()}
+        files = option_files().items()
+        return {key: (self.directory / name, content) for key, (name, content) in files}
 
     def render(self) -> str:
         return "".join(f"{key}={value}\n" for key, value in self.entries().items())
@@ -327,9 +329,8 @@ class BookieProcess:
         """Create the bookie's directories and write its configuration file."""
         self.config.journal_dir.mkdir(parents=True, exist_ok=True)
         self.config.ledger_dir.mkdir(parents=True, exist_ok=True)
-        contents = {key: content for key, (_, content) in option_files().items()}
-        for key, path in self.config.rocksdb_option_paths().items():
-            path.write_text(contents[key])
+        for path, content in self.config.rocksdb_option_files().values():
+            path.write_text(content)
         self.config.config_path.write_text(self.config.render())
 
     def start(self) -> None:
