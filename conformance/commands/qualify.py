@@ -30,6 +30,7 @@ from conformance.commands.options import (
 )
 from conformance.distributed.plan import (
     CONFIGURATIONS,
+    CRASH_TIME_SHARE,
     RELEASE_CONFIGURATIONS,
     SHARD_BUDGET,
     Plan,
@@ -112,6 +113,15 @@ def register(subparsers: Any) -> None:
     budget.add_argument("--seconds", type=float, default=None, help="search time per shard")
     budget.add_argument("--no-explore", action="store_true", help="Hypothesis only")
     budget.add_argument(
+        "--crash-time-share",
+        type=float,
+        default=CRASH_TIME_SHARE,
+        metavar="FACTOR",
+        help="on a cluster target, shards of configurations that crash bookies (limbo-crash, "
+        "no-limbo) get FACTOR x --seconds: a crash restarts a bookie and costs the time of "
+        f"many steps (default {CRASH_TIME_SHARE:g}; 1: the same time as the others)",
+    )
+    budget.add_argument(
         "--shard-timeout",
         type=float,
         default=None,
@@ -188,6 +198,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, ...], Any]:
         configurations=configurations,
         target=args.target,
         budget=_budget(args),
+        crash_time_share=args.crash_time_share,
     )
     return plan, configurations, parse_faults(args.inject_fault)
 
@@ -214,7 +225,8 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
     print(
         f"Qualification: {len(plan.shards)} shards over {', '.join(configurations)} on "
         f"{args.target}, master {args.master}; per shard "
-        f"{budget.describe_examples(args.target)}, {budget.describe_budget()}, explorer "
+        f"{budget.describe_examples(args.target)}, {budget.describe_budget()}"
+        f"{plan.describe_time_shares()}, explorer "
         f"{'on' if budget.explore else 'off'}. Run directory: {run_dir}",
     )
     print(system_header(system_under_test(target_spec.build())), flush=True)

@@ -3,13 +3,16 @@
 A plan is a pure value, deterministic from its master seed: the same master seed, shard count,
 configurations, target and budget give the same shards with the same seeds, on any machine.
 Shard ``i`` runs configuration ``i mod len(configurations)`` (so every configuration gets its
-share) with a seed derived from ``(master seed, i)``.
+share) with a seed derived from ``(master seed, i)``. On a cluster target the shards of a
+configuration that crashes bookies get ``crash_time_share`` times the time budget
+(:data:`CRASH_TIME_SHARE`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -40,6 +43,16 @@ RELEASE_CONFIGURATIONS = ("fenced-recovery", "fragment-recovery", "limbo-crash")
 #: The default per-shard budget of a qualification: many short shards rather than few long ones
 #: (the search's own ``ci`` profile, with 30 s for finding instead of 120 s).
 SHARD_BUDGET = SearchSettings(max_examples=50, max_steps=60, time_budget=30.0)
+
+#: How many times the time budget a shard gets on a cluster target when its configuration
+#: crashes bookies (``max_crashes`` > 0). Why: there a crash rebuilds a real bookie (its
+#: storage, its ZooKeeper sessions, its threads) and costs the time of about 75 ordinary steps
+#: (0.09 s against 1.2 ms with another shard beside it, 4.17.3 on 2 cores:
+#: benchmarks/profiles/real-bookie-steps-2026-11-27.md), and a limbo trace crashes about once
+#: in 19 steps, so with the same time such a shard checked a sixth of the steps of the others.
+#: Three times the time brings it to about half, for the configuration whose defect loses data
+#: after a crash. On the model a crash costs what any step does: no share there.
+CRASH_TIME_SHARE = 3.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,28 @@ class Plan:
     budget: SearchSettings
     shards: tuple[Shard, ...]
 
+    #: The time share asked for configurations that crash bookies (:data:`CRASH_TIME_SHARE`);
+    #: :meth:`time_share` says where it applies.
+    crash_time_share: float = CRASH_TIME_SHARE
+
+    def time_share(self, configuration: str) -> float:
+        """How many times the budget's time ``configuration``'s shards get."""
+        return time_share(CONFIGURATIONS[configuration], self.target, self.crash_time_share)
+
+    def describe_time_shares(self) -> str:
+        """The configurations whose shards get another time than the budget's, in words
+        ("" when none does)."""
+        if self.budget.time_budget is None:
+            return ""
+        shares = [
+            f"{name} {self.budget.time_budget * self.time_share(name):g} s"
+            for name in self.configurations
+            if self.time_share(name) != 1.0
+        ]
+        if not shares:
+            return ""
+        return f" ({'; '.join(shares)}: {self.crash_time_share:g}x, its crashes restart bookies)"
+
     def as_dict(self) -> dict[str, Any]:
         budget = self.budget.as_dict()
         budget.pop("seed")  # each shard has its own
@@ -89,6 +124,7 @@ class Plan:
             "target": self.target,
             "configurations": list(self.configurations),
             "budget": budget,
+            "crash_time_share": self.crash_time_share,
             "shards": len(self.shards),
         }
 
@@ -105,6 +141,8 @@ class Plan:
             configurations=tuple(data["configurations"]),
             target=str(data["target"]),
             budget=budget,
+            # A plan written before the share existed gave every shard the budget's time.
+            crash_time_share=float(data.get("crash_time_share", 1.0)),
         )
 
 
@@ -114,6 +152,12 @@ def shard_seed(master_seed: int, shard: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def time_share(config: ModelConfig, target: str, crash_time_share: float) -> float:
+    """How many times the budget's time a shard of ``config`` gets on ``target``: the crash
+    share where a crash restarts a bookie (every target but the model), 1 elsewhere."""
+    return crash_time_share if target != "model" and config.max_crashes > 0 else 1.0
+
+
 def make_plan(
     *,
     master_seed: int,
@@ -121,6 +165,7 @@ def make_plan(
     configurations: tuple[str, ...] = RELEASE_CONFIGURATIONS,
     target: str = "model",
     budget: SearchSettings = SHARD_BUDGET,
+    crash_time_share: float = CRASH_TIME_SHARE,
 ) -> Plan:
     if shards < 1:
         raise PlanError(f"a plan needs at least one shard, got {shards}")
@@ -135,6 +180,8 @@ def make_plan(
         raise PlanError("a shard's budget needs at least one example of at least one step")
     if budget.time_budget is not None and budget.time_budget <= 0:
         raise PlanError(f"a shard's time budget must be positive, got {budget.time_budget}")
+    if not math.isfinite(crash_time_share) or crash_time_share <= 0:
+        raise PlanError(f"the crash time share must be a positive number, got {crash_time_share}")
     planned = tuple(
         Shard(
             shard=index,
@@ -143,9 +190,21 @@ def make_plan(
             seed=shard_seed(master_seed, index),
             max_examples=budget.max_examples,
             max_steps=budget.max_steps,
-            time_budget=budget.time_budget,
+            time_budget=_shard_time(
+                budget, configurations[index % len(configurations)], target, crash_time_share
+            ),
             explore=budget.explore,
         )
         for index in range(shards)
     )
-    return Plan(master_seed, target, tuple(configurations), budget, planned)
+    return Plan(
+        master_seed, target, tuple(configurations), budget, planned, float(crash_time_share)
+    )
+
+
+def _shard_time(
+    budget: SearchSettings, configuration: str, target: str, crash_time_share: float
+) -> float | None:
+    if budget.time_budget is None:
+        return None
+    return budget.time_budget * time_share(CONFIGURATIONS[configuration], target, crash_time_share)

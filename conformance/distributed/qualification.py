@@ -104,16 +104,25 @@ def ledger_summary(shards: list[ShardRow]) -> dict[str, Any] | None:
     }
 
 
+def _read_plan(plan_file: Path) -> Plan | None:
+    """The plan in ``plan_file``, as :meth:`Plan.from_json` reads it (a plan written before a
+    field existed gets that field's old meaning); None when it is not a plan."""
+    try:
+        return Plan.from_json(plan_file.read_text())
+    except (ValueError, KeyError, TypeError):  # JSONDecodeError and PlanError are ValueErrors
+        return None
+
+
 def prepare_run_dir(run_dir: Path, plan: Plan) -> set[int]:
     """Write the plan, or check it against the one already there; the shards already done."""
     run_dir.mkdir(parents=True, exist_ok=True)
     plan_file = run_dir / PLAN_FILE
     if plan_file.exists():
-        existing = json.loads(plan_file.read_text())
-        if existing != json.loads(plan.to_json()):
+        existing = _read_plan(plan_file)
+        if existing is None or existing.to_json() != plan.to_json():
             raise PlanMismatch(
-                f"{run_dir} holds a different plan ({plan_file}); resume it with the same "
-                "options, or give a new run directory"
+                f"{run_dir} holds a different plan, or one that cannot be read ({plan_file}); "
+                "resume it with the same options, or give a new run directory"
             )
     else:
         plan_file.write_text(plan.to_json())

@@ -53,6 +53,9 @@ class Budget:
     #: The explorer's corpus follows the generated examples while time is left
     #: (``SearchSettings.corpus_until_time_is_up`` on the plan's target).
     corpus_until_time_is_up: bool
+    #: The configurations whose shards get another time than ``time_budget``, in words
+    #: (``Plan.describe_time_shares``; "" when none does).
+    time_shares: str = ""
 
 
 @dataclass(frozen=True)
@@ -263,8 +266,13 @@ def _decode(kind: Any, value: Any) -> Any:
         return {_decode(key_type, k): _decode(item_type, v) for k, v in value.items()}
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         hints = get_type_hints(kind)
+        # A field added since the report was written keeps its default.
         return kind(
-            **{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(kind)}
+            **{
+                f.name: _decode(hints[f.name], value[f.name])
+                for f in dataclasses.fields(kind)
+                if f.name in value or f.default is dataclasses.MISSING
+            }
         )
     if isinstance(kind, type) and issubclass(kind, Enum):
         return kind(value)
@@ -301,6 +309,7 @@ def report_data(
             budget.time_budget,
             budget.explore,
             budget.corpus_until_time_is_up(plan.target),
+            plan.describe_time_shares(),
         ),
         elapsed=elapsed,
         systems=shard_systems(ordered),

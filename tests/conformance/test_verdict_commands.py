@@ -184,3 +184,12 @@ def test_qualify_refuses_a_zero_budget(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 2
     assert "time budget must be positive" in capsys.readouterr().err
+
+
+def test_qualify_refuses_a_crash_share_that_is_not_positive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["qualify", "--master", "none", "--crash-time-share", "0", "--runs-dir", str(tmp_path)]
+    assert main(argv) == 2
+    assert "crash time share must be a positive number, got 0.0" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # refused before a run directory was made

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
 from conformance.distributed.plan import (
     CONFIGURATIONS,
+    CRASH_TIME_SHARE,
     RELEASE_CONFIGURATIONS,
     Plan,
     PlanError,
@@ -61,3 +65,69 @@ def test_bad_plans_are_refused_with_a_reason(changes: dict[str, object], message
     arguments: dict[str, object] = {"master_seed": 0, "shards": 2, **changes}
     with pytest.raises(PlanError, match=message):
         make_plan(**arguments)  # type: ignore[arg-type]
+
+
+def test_on_a_cluster_the_shards_of_configurations_that_crash_bookies_get_the_crash_share() -> None:
+    budget = SearchSettings(time_budget=20.0)
+    configurations = ("fenced-recovery", "limbo-crash", "no-limbo", "fragment-recovery")
+    assert CONFIGURATIONS["limbo-crash"].max_crashes > 0 and CONFIGURATIONS["no-limbo"].max_crashes
+    local = make_plan(
+        master_seed=1, shards=5, configurations=configurations, target="local", budget=budget
+    )
+    assert local.crash_time_share == CRASH_TIME_SHARE == 3.0
+    assert [s.time_budget for s in local.shards] == [20.0, 60.0, 60.0, 20.0, 20.0]
+    assert [local.time_share(name) for name in configurations] == [1.0, 3.0, 3.0, 1.0]
+    assert local.shards[1].settings.time_budget == 60.0
+    assert local.describe_time_shares() == (
+        " (limbo-crash 60 s; no-limbo 60 s: 3x, its crashes restart bookies)"
+    )
+    halved = make_plan(
+        master_seed=1,
+        shards=2,
+        configurations=configurations,
+        target="external",
+        budget=budget,
+        crash_time_share=0.5,
+    )
+    assert [s.time_budget for s in halved.shards] == [20.0, 10.0]
+    # On the model a crash costs what any step does; without a time budget there is no time.
+    model = make_plan(master_seed=1, shards=4, configurations=configurations, budget=budget)
+    assert {s.time_budget for s in model.shards} == {20.0} and model.describe_time_shares() == ""
+    untimed = make_plan(
+        master_seed=1,
+        shards=2,
+        configurations=configurations,
+        target="local",
+        budget=SearchSettings(time_budget=None),
+    )
+    assert [s.time_budget for s in untimed.shards] == [None, None]
+    assert untimed.describe_time_shares() == ""
+    same = make_plan(
+        master_seed=1,
+        shards=2,
+        configurations=configurations,
+        target="local",
+        budget=budget,
+        crash_time_share=1.0,
+    )
+    assert [s.time_budget for s in same.shards] == [
+        20.0,
+        20.0,
+    ] and same.describe_time_shares() == ""
+
+
+def test_the_crash_share_survives_the_plans_json_and_an_older_plan_has_none() -> None:
+    plan = make_plan(master_seed=4, shards=3, target="local", crash_time_share=2.5)
+    assert json.loads(plan.to_json())["crash_time_share"] == 2.5
+    assert Plan.from_json(plan.to_json()) == plan
+    older = json.loads(plan.to_json())
+    del older["crash_time_share"]
+    read = Plan.from_json(json.dumps(older))
+    assert read.crash_time_share == 1.0
+    assert read == make_plan(master_seed=4, shards=3, target="local", crash_time_share=1.0)
+
+
+@pytest.mark.parametrize("share", [0.0, -1.0, math.nan, math.inf])
+def test_a_crash_share_that_is_not_a_positive_number_is_refused(share: float) -> None:
+    with pytest.raises(PlanError, match="crash time share must be a positive number"):
+        make_plan(master_seed=0, shards=1, target="local", crash_time_share=share)

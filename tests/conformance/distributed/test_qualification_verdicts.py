@@ -187,9 +187,31 @@ def test_resuming_with_another_plan_names_the_directory_and_what_to_do(tmp_path:
     with pytest.raises(PlanMismatch) as refused:
         prepare_run_dir(tmp_path, make_plan(master_seed=3, shards=1, budget=QUICK))
     assert str(refused.value) == (
-        f"{tmp_path} holds a different plan ({tmp_path / PLAN_FILE}); resume it with the same "
-        "options, or give a new run directory"
+        f"{tmp_path} holds a different plan, or one that cannot be read ({tmp_path / PLAN_FILE}); "
+        "resume it with the same options, or give a new run directory"
     )
+
+
+def test_a_plan_file_that_is_not_a_plan_is_refused_as_one(tmp_path: Path) -> None:
+    (tmp_path / PLAN_FILE).write_text("{not json")
+    with pytest.raises(PlanMismatch, match="one that cannot be read"):
+        prepare_run_dir(tmp_path, make_plan(master_seed=2, shards=1, budget=QUICK))
+    (tmp_path / PLAN_FILE).write_text('{"master_seed": 2}')
+    with pytest.raises(PlanMismatch, match="one that cannot be read"):
+        prepare_run_dir(tmp_path, make_plan(master_seed=2, shards=1, budget=QUICK))
+
+
+def test_a_run_planned_before_the_crash_share_resumes_as_it_was_planned(tmp_path: Path) -> None:
+    """A plan file without ``crash_time_share`` gave crash configurations the budget's time:
+    the same options with a share of 1 resume it, the new default does not."""
+    planned = make_plan(master_seed=2, shards=3, target="local", budget=QUICK, crash_time_share=1)
+    older = json.loads(planned.to_json())
+    del older["crash_time_share"]
+    (tmp_path / PLAN_FILE).write_text(json.dumps(older))
+    assert prepare_run_dir(tmp_path, planned) == set()
+    assert json.loads((tmp_path / PLAN_FILE).read_text()) == older  # left as it was
+    with pytest.raises(PlanMismatch):
+        prepare_run_dir(tmp_path, make_plan(master_seed=2, shards=3, target="local", budget=QUICK))
 
 
 def test_options_naming_another_run_directory_are_refused(tmp_path: Path) -> None:

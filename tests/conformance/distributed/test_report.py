@@ -122,6 +122,13 @@ def test_report_json_reads_back_as_the_same_typed_data(tmp_path: Path) -> None:
         assert all(type(s) is SystemUnderTest for s in report.systems)
         assert all(type(e) is ConfigurationEffort for e in report.efforts)
     assert type(back.elapsed) is float and back.budget == data.budget
+    # A report written before the budget named its time shares reads back with none.
+    older = json.loads(data.to_json())
+    del older["budget"]["time_shares"]
+    assert ReportData.from_json(json.dumps(older)).budget.time_shares == ""
+    assert sample_data(tmp_path / "local", target="local").budget.time_shares == (
+        " (no-limbo 90 s: 3x, its crashes restart bookies)"
+    )
     # Optional fields, both ways: a time to first finding and none.
     assert [s.time_to_first_finding for s in back.shards] == [0.5, 0.5, None, 0.5]
     # A whole number in JSON is still a float (and None stays None).
@@ -222,7 +229,7 @@ def test_the_page_has_the_same_sections_tables_and_plots(tmp_path: Path) -> None
     on_cluster = render_report(sample_data(tmp_path / "local", target="local"))
     assert (
         "50 generated examples of up to 60 steps, then the explorer's corpus while time is "
-        "left, 30.0 s budget"
+        "left, 30.0 s budget (no-limbo 90 s: 3x, its crashes restart bookies), explorer on."
     ) in on_cluster
     assert (
         '<tr><td>fenced-recovery</td><td>summary 0</td><td><span class="divergence">divergence'
