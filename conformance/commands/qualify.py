@@ -125,7 +125,7 @@ def register(subparsers: Any) -> None:
         "--shard-timeout",
         type=float,
         default=None,
-        help="hard limit per shard attempt, s (default 4 x --seconds + 120)",
+        help="hard limit per shard attempt, s (default 4 x the shard's time + 120)",
     )
     output = qualify.add_argument_group("output")
     output.add_argument("--runs-dir", type=Path, default=Path("runs"), help="default ./runs")
