@@ -79,7 +79,7 @@ def test_on_a_cluster_the_shards_of_configurations_that_crash_bookies_get_the_cr
     assert [local.time_share(name) for name in configurations] == [1.0, 3.0, 3.0, 1.0]
     assert local.shards[1].settings.time_budget == 60.0
     assert local.describe_time_shares() == (
-        " (limbo-crash 60 s; no-limbo 60 s: 3x, its crashes restart bookies)"
+        " (3x where bookies crash: limbo-crash 60 s; no-limbo 60 s)"
     )
     halved = make_plan(
         master_seed=1,

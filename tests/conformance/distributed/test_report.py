@@ -127,7 +127,7 @@ def test_report_json_reads_back_as_the_same_typed_data(tmp_path: Path) -> None:
     del older["budget"]["time_shares"]
     assert ReportData.from_json(json.dumps(older)).budget.time_shares == ""
     assert sample_data(tmp_path / "local", target="local").budget.time_shares == (
-        " (no-limbo 90 s: 3x, its crashes restart bookies)"
+        " (3x where bookies crash: no-limbo 90 s)"
     )
     # Optional fields, both ways: a time to first finding and none.
     assert [s.time_to_first_finding for s in back.shards] == [0.5, 0.5, None, 0.5]
@@ -229,7 +229,7 @@ def test_the_page_has_the_same_sections_tables_and_plots(tmp_path: Path) -> None
     on_cluster = render_report(sample_data(tmp_path / "local", target="local"))
     assert (
         "50 generated examples of up to 60 steps, then the explorer's corpus while time is "
-        "left, 30.0 s budget (no-limbo 90 s: 3x, its crashes restart bookies), explorer on."
+        "left, 30.0 s budget (3x where bookies crash: no-limbo 90 s), explorer on."
     ) in on_cluster
     assert (
         '<tr><td>fenced-recovery</td><td>summary 0</td><td><span class="divergence">divergence'
