@@ -67,53 +67,36 @@ def test_bad_plans_are_refused_with_a_reason(changes: dict[str, object], message
         make_plan(**arguments)  # type: ignore[arg-type]
 
 
+CRASHING_AND_NOT = ("fenced-recovery", "limbo-crash", "no-limbo", "fragment-recovery")
+
+
+def crash_plan(target: str, time_budget: float | None = 20.0, **share: float) -> Plan:
+    budget = SearchSettings(time_budget=time_budget)
+    return make_plan(
+        master_seed=1, shards=5, configurations=CRASHING_AND_NOT, target=target, budget=budget,
+        **share,
+    )  # fmt: skip
+
+
 def test_on_a_cluster_the_shards_of_configurations_that_crash_bookies_get_the_crash_share() -> None:
-    budget = SearchSettings(time_budget=20.0)
-    configurations = ("fenced-recovery", "limbo-crash", "no-limbo", "fragment-recovery")
     assert CONFIGURATIONS["limbo-crash"].max_crashes > 0 and CONFIGURATIONS["no-limbo"].max_crashes
-    local = make_plan(
-        master_seed=1, shards=5, configurations=configurations, target="local", budget=budget
-    )
+    local = crash_plan("local")
     assert local.crash_time_share == CRASH_TIME_SHARE == 3.0
     assert [s.time_budget for s in local.shards] == [20.0, 60.0, 60.0, 20.0, 20.0]
-    assert [local.time_share(name) for name in configurations] == [1.0, 3.0, 3.0, 1.0]
+    assert [local.time_share(name) for name in CRASHING_AND_NOT] == [1.0, 3.0, 3.0, 1.0]
     assert local.shards[1].settings.time_budget == 60.0
     assert local.describe_time_shares() == (
         " (3x where bookies crash: limbo-crash 60 s; no-limbo 60 s)"
     )
-    halved = make_plan(
-        master_seed=1,
-        shards=2,
-        configurations=configurations,
-        target="external",
-        budget=budget,
-        crash_time_share=0.5,
-    )
-    assert [s.time_budget for s in halved.shards] == [20.0, 10.0]
-    # On the model a crash costs what any step does; without a time budget there is no time.
-    model = make_plan(master_seed=1, shards=4, configurations=configurations, budget=budget)
-    assert {s.time_budget for s in model.shards} == {20.0} and model.describe_time_shares() == ""
-    untimed = make_plan(
-        master_seed=1,
-        shards=2,
-        configurations=configurations,
-        target="local",
-        budget=SearchSettings(time_budget=None),
-    )
-    assert [s.time_budget for s in untimed.shards] == [None, None]
+    halved = crash_plan("external", crash_time_share=0.5)
+    assert [s.time_budget for s in halved.shards] == [20.0, 10.0, 10.0, 20.0, 20.0]
+    # No share: on the model (a crash costs what any step does), without a time budget, at 1.
+    for plan in (crash_plan("model"), crash_plan("local", crash_time_share=1.0)):
+        assert {s.time_budget for s in plan.shards} == {20.0}
+        assert plan.describe_time_shares() == ""
+    untimed = crash_plan("local", time_budget=None)
+    assert {s.time_budget for s in untimed.shards} == {None}
     assert untimed.describe_time_shares() == ""
-    same = make_plan(
-        master_seed=1,
-        shards=2,
-        configurations=configurations,
-        target="local",
-        budget=budget,
-        crash_time_share=1.0,
-    )
-    assert [s.time_budget for s in same.shards] == [
-        20.0,
-        20.0,
-    ] and same.describe_time_shares() == ""
 
 
 def test_the_crash_share_survives_the_plans_json_and_an_older_plan_has_none() -> None:
