@@ -96,6 +96,11 @@ def java_qualify_command(args: argparse.Namespace) -> int:
     try:
         if args.target != "local":
             raise CannotRun(f"--client java runs on --target local only, not {args.target}")
+        if getattr(args, "crash_time_share", None) is not None:
+            raise CannotRun(
+                "--crash-time-share weighs the model client's configurations that crash "
+                "bookies; --client java plans its own cells, each with --seconds"
+            )
         roles = _names(getattr(args, "roles", None)) or [ROLE]
         shapes = [
             WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))

@@ -115,7 +115,7 @@ def register(subparsers: Any) -> None:
     budget.add_argument(
         "--crash-time-share",
         type=float,
-        default=CRASH_TIME_SHARE,
+        default=None,
         metavar="FACTOR",
         help="on a cluster target, shards of configurations that crash bookies (limbo-crash, "
         "no-limbo) get FACTOR x --seconds: a crash restarts a bookie and costs the time of "
@@ -198,7 +198,9 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, ...], Any]:
         configurations=configurations,
         target=args.target,
         budget=_budget(args),
-        crash_time_share=args.crash_time_share,
+        crash_time_share=(
+            CRASH_TIME_SHARE if args.crash_time_share is None else args.crash_time_share
+        ),
     )
     return plan, configurations, parse_faults(args.inject_fault)
 

@@ -187,6 +187,11 @@ def test_the_command_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[st
     assert "runs on --target local only" in capsys.readouterr().err
     assert main(["qualify", "--client", "java", "--target", "local"]) == 2
     assert "needs the releases to compare: --bookkeeper 4.11.1,4.17.3" in capsys.readouterr().err
+    argv = ["qualify", "--client", "java", "--target", "local", "--crash-time-share", "2"]
+    assert main(argv) == 2
+    assert "--crash-time-share weighs the model client's configurations" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.cluster
