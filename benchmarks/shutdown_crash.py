@@ -19,8 +19,10 @@ on both bookies once, at the start. Then one bookie loses its disks (``DataLoss.
 restarts inside its JVM ``--restarts`` times. Every new bookie runs a full integrity check as
 it starts (its cookie validation found the disks empty and set the storage's
 ``NEEDS_INTEGRITY_CHECK`` flag): it recovers the ledgers (the first time) and copies their
-entries back from the other bookie: 20 to 80 ms of work for the default 4 x 20 entries on a
-2-core machine once the JIT is warm, longer in a new JVM. Each restart comes a random 0 to
+entries back from the other bookie. The default 16 x 50 entries make that check long enough
+for restarts to land in it: since the test bookies' JIT compiles early
+(``-XX:CompileThresholdScaling=0.05``), the former 4 x 20 gave 0 to 2 deaths in 100 restarts
+without the workaround, 16 x 50 gave 17 and 33 (2026-11-28). Each restart comes a random 0 to
 ``--spread`` seconds (seeded) after the host logged that the bookie started, so that restarts
 land anywhere in the check; with restarts spread over 0.5 s most come after the check and
 hardly any crashes (0 in 100 on 4.17.3). A host
@@ -33,7 +35,7 @@ Printed: the release, restarts, crashes, the crash rate, and each crash's thread
 frame and top frames. Exit 0 without a crash, 1 with one, 2 when the run could not be done.
 
     python benchmarks/shutdown_crash.py [--bookkeeper 4.17.3] [--restarts 100] [--no-workaround]
-        [--ledgers 4] [--entries 20] [--spread 0.05] [--seed 1] [--work-dir DIR] [--quiet]
+        [--ledgers 16] [--entries 50] [--spread 0.05] [--seed 1] [--work-dir DIR] [--quiet]
 """
 
 from __future__ import annotations
@@ -330,9 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         help="close the bookie in BookKeeper's order (the host's integrity quiescing off)",
     )
     parser.add_argument(
-        "--ledgers", type=int, default=4, help="ledgers on both bookies, for the check to copy"
+        "--ledgers", type=int, default=16, help="ledgers on both bookies, for the check to copy"
     )
-    parser.add_argument("--entries", type=int, default=20, help="entries per ledger")
+    parser.add_argument("--entries", type=int, default=50, help="entries per ledger")
     parser.add_argument(
         "--spread",
         type=float,
