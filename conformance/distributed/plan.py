@@ -96,26 +96,21 @@ class Plan:
     shards: tuple[Shard, ...]
 
     #: The time share asked for configurations that crash bookies (:data:`CRASH_TIME_SHARE`);
-    #: :meth:`time_share` says where it applies.
+    #: :func:`time_share` says where it applies.
     crash_time_share: float = CRASH_TIME_SHARE
 
-    def time_share(self, configuration: str) -> float:
-        """How many times the budget's time ``configuration``'s shards get."""
-        return time_share(CONFIGURATIONS[configuration], self.target, self.crash_time_share)
-
     def describe_time_shares(self) -> str:
-        """The configurations whose shards get another time than the budget's, in words
-        ("" when none does)."""
-        if self.budget.time_budget is None:
+        """The configurations whose shards were planned with another time than the budget's,
+        in words ("" when none was)."""
+        longer = {
+            shard.configuration: shard.time_budget
+            for shard in self.shards
+            if shard.time_budget != self.budget.time_budget
+        }
+        if not longer:
             return ""
-        shares = [
-            f"{name} {self.budget.time_budget * self.time_share(name):g} s"
-            for name in self.configurations
-            if self.time_share(name) != 1.0
-        ]
-        if not shares:
-            return ""
-        return f" ({self.crash_time_share:g}x where bookies crash: {'; '.join(shares)})"
+        shares = "; ".join(f"{name} {seconds:g} s" for name, seconds in longer.items())
+        return f" ({self.crash_time_share:g}x where bookies crash: {shares})"
 
     def as_dict(self) -> dict[str, Any]:
         budget = self.budget.as_dict()
