@@ -22,7 +22,7 @@ it starts (its cookie validation found the disks empty and set the storage's
 entries back from the other bookie. The default 16 x 50 entries make that check long enough
 for restarts to land in it: since the test bookies' JIT compiles early
 (``-XX:CompileThresholdScaling=0.05``), the former 4 x 20 gave 0 to 2 deaths in 100 restarts
-without the workaround, 16 x 50 gave 17 and 33 (2026-11-28). Each restart comes a random 0 to
+without the workaround, 16 x 50 gave 17, 33 and 40 (2026-11-28). Each restart comes a random 0 to
 ``--spread`` seconds (seeded) after the host logged that the bookie started, so that restarts
 land anywhere in the check; with restarts spread over 0.5 s most come after the check and
 hardly any crashes (0 in 100 on 4.17.3). A host
