@@ -42,7 +42,7 @@ from adapters.cluster.errors import ClusterError, ProcessExited
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError, ZkProxyTimeout
-from adapters.zkquorum.packets import PacketType, QuorumPacket
+from adapters.zkquorum.packets import PacketType, QuorumPacket, zxid_text
 from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
 from conformance.errors import ConformanceError
 from conformance.verdict import Verdict, worst
@@ -122,6 +122,33 @@ def window_shapes(records: list[QuorumRecord]) -> set[str]:
     return shapes
 
 
+def _unanswered(records: list[QuorumRecord], leader: int | None, followers: set[int]) -> list[str]:
+    """What each of ``followers`` still owes ``leader`` of its last proposal: the follower's
+    ACK, or the leader's COMMIT to it (empty: the traffic is quiet)."""
+    proposed = [
+        r.frame.zxid
+        for r in records
+        if isinstance(r.frame, QuorumPacket)
+        and r.frame.type == PacketType.PROPOSAL
+        and r.link.leader == leader
+    ]
+    if not proposed:
+        return []
+    last = max(proposed)
+    seen = {
+        (r.link.learner, r.frame.type, r.direction)
+        for r in records
+        if isinstance(r.frame, QuorumPacket) and r.link.leader == leader and r.frame.zxid == last
+    }
+    pending = []
+    for sid in sorted(followers):
+        if (sid, PacketType.ACK, Direction.TO_LEADER) not in seen:
+            pending.append(f"zk{sid}'s ACK of {zxid_text(last)}")
+        if (sid, PacketType.COMMIT, Direction.TO_LEARNER) not in seen:
+            pending.append(f"the COMMIT of {zxid_text(last)} to zk{sid}")
+    return pending
+
+
 def _client(ensemble: ZooKeeperEnsemble, name: str) -> KazooClient:
     server = ensemble.server(name)
     client = KazooClient(hosts=f"{server.host}:{server.client_port}", timeout=_CLIENT_TIMEOUT_S)
@@ -149,6 +176,9 @@ class _Runner:
         #: The proxy's record count at the last write, crash or restart: ``await`` looks
         #: from there.
         self.mark = 0
+        #: No step has crashed, restarted or set a rule yet: every follower answers every
+        #: proposal, so a write can wait until it is committed everywhere.
+        self.untouched = True
 
     def start(self) -> None:
         """Fix the roles (the first leader and its followers) and open the writers' session:
@@ -162,6 +192,7 @@ class _Runner:
         self.roles.update(zip(("follower-a", "follower-b"), followers, strict=False))
         self.writer = self.session()
         self.writer.ensure_path(ROOT)
+        self.quiesce()
 
     def session(self) -> KazooClient:
         client = KazooClient(hosts=self.ensemble.connect_string, timeout=_CLIENT_TIMEOUT_S)
@@ -189,8 +220,12 @@ class _Runner:
     def step(self, step: ZabStep) -> None:
         if step.verb in ("write", "crash", "restart"):
             self.mark = len(self.proxy.records())
+        if step.verb in ("crash", "restart", "hold", "cut", "crash_at"):
+            self.untouched = False
         if step.verb == "write":
             self.write(step.count)
+            if self.untouched:
+                self.quiesce()
         elif step.verb == "crash":
             name = self.server(step.server)
             if name is not None and self.running(name):
@@ -209,6 +244,29 @@ class _Runner:
             time.sleep(step.count / 1000)
         elif step.verb == "settle":
             self.settle()
+
+    def quiesce(self) -> None:
+        """Until every follower has acknowledged the leader's last proposal and been sent its
+        COMMIT (bounded: ``_AWAIT_S``, else :class:`ClusterError`, and the run is undecided).
+        The next step's rule must catch a packet of the schedule's path, not one of the
+        traffic before it still on its way: a fresh-clone CI's run had its "hold follower-a's
+        next ACK" catch the follower's ACK of the root's create, which the crash then lost, and
+        the restarted follower's ACK of NEWLEADER passed, so its sync had no window."""
+        leader = self.sid("first-leader")
+        followers = {
+            sid for sid in (self.sid("follower-a"), self.sid("follower-b")) if sid is not None
+        }
+        deadline = time.monotonic() + _AWAIT_S
+        while True:
+            pending = _unanswered(self.proxy.records(), leader, followers)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"the ensemble did not quiesce in {_AWAIT_S:.0f} s before the schedule's "
+                    f"next step: {'; '.join(pending)}"
+                )
+            time.sleep(0.01)
 
     def settle(self) -> None:
         """Until every running server serves and one leads, or ``_SETTLE_S``: a state without a

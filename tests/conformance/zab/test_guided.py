@@ -56,6 +56,41 @@ def test_packets_to_the_leader_shape_nothing() -> None:
     assert window_shapes([ack]) == set()
 
 
+def _packet(learner: int, direction: Direction, kind: PacketType, zxid: int) -> QuorumRecord:
+    return QuorumRecord(0, QuorumLink(learner, 3), 1, direction, QuorumPacket(kind, zxid), 16, 0.0)
+
+
+def test_the_traffic_is_quiet_once_every_follower_acked_and_was_told_to_commit() -> None:
+    # zk3 leads, zk1 and zk2 follow; the last proposal is 0x100000002.
+    proposals = [
+        _packet(sid, Direction.TO_LEARNER, PacketType.PROPOSAL, zxid)
+        for zxid in (0x100000001, 0x100000002)
+        for sid in (1, 2)
+    ]
+    zk2_done = [
+        _packet(2, Direction.TO_LEADER, PacketType.ACK, 0x100000002),
+        _packet(2, Direction.TO_LEARNER, PacketType.COMMIT, 0x100000002),
+    ]
+    zk1_acked_the_first = [
+        _packet(1, Direction.TO_LEADER, PacketType.ACK, 0x100000001),
+        _packet(1, Direction.TO_LEARNER, PacketType.COMMIT, 0x100000001),
+    ]
+    records = proposals + zk2_done + zk1_acked_the_first
+    assert guided._unanswered(records, 3, {1, 2}) == [
+        "zk1's ACK of 0x100000002",
+        "the COMMIT of 0x100000002 to zk1",
+    ]
+    zk1_ack = _packet(1, Direction.TO_LEADER, PacketType.ACK, 0x100000002)
+    assert guided._unanswered([*records, zk1_ack], 3, {1, 2}) == [
+        "the COMMIT of 0x100000002 to zk1"
+    ]
+    zk1_commit = _packet(1, Direction.TO_LEARNER, PacketType.COMMIT, 0x100000002)
+    assert guided._unanswered([*records, zk1_ack, zk1_commit], 3, {1, 2}) == []
+    # Another leader's proposals are not this leader's to wait for; no proposal: quiet.
+    assert guided._unanswered(records, 2, {1, 3}) == []
+    assert guided._unanswered([], 3, {1, 2}) == []
+
+
 # -- the search's verdicts, with a stand-in for the servers --------------------------------
 
 
