@@ -41,7 +41,15 @@ def test_the_service_runs_containers_after_its_starting_directory_is_deleted(
             assert os.readlink(f"/proc/{pid}/cwd") == str(paths.directory)
             client = engine.client()
             try:
-                assert client.containers.run(image, ["true"], remove=True) == b""
+                # Detached, then waited for: a foreground run also reads the container's logs,
+                # and podman's logs endpoint once hung for the whole 60 s client timeout on a
+                # container that had already exited (a fresh-clone CI), which says nothing
+                # about the service's directory.
+                container = client.containers.run(image, ["true"], detach=True)
+                try:
+                    assert container.wait(timeout=60)["StatusCode"] == 0
+                finally:
+                    container.remove(force=True)
             finally:
                 client.close()
         finally:
