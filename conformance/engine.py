@@ -15,6 +15,11 @@ For each step the engine looks the step's action up in the action table
 
 After each step the model's invariants are checked (a broken one is a *violation*). At the end,
 each bookie's stored entries and the ledger metadata are compared with the model's state.
+
+The engine keeps every model state still possible (:mod:`conformance.possible_states`): a race
+that more than one serial order explains leaves one state per order, each step is taken from
+each of them, an answer drops those it contradicts, and a divergence is an answer that none of
+them predicts. Without races there is one state, and the engine is the step-by-step judge above.
 """
 
 from __future__ import annotations
@@ -34,11 +39,18 @@ from conformance.operations import (
     WriteMetadata,
     operation_record,
 )
+from conformance.possible_states import (
+    MAX_POSSIBLE_STATES,
+    Possible,
+    certain_violations,
+    corresponding,
+    distinct,
+)
 from conformance.races import (
     RaceTally,
     Restart,
     describe_request,
-    explain,
+    explain_from,
     is_bookie_step,
     is_restart_step,
     member_of,
@@ -80,6 +92,9 @@ class StepRecord:
     #: order that explained it, and when its request was sent and answered (ms from the
     #: race's first send).
     race: dict[str, Any] | None = None
+    #: How many model states are still possible after this step, where more than one is
+    #: (:mod:`conformance.possible_states`); None: one.
+    possible_states: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
@@ -124,8 +139,8 @@ class Execution:
         self.cfg = cfg
         self.target = target
         self.on_record = on_record
-        self.state = init_state(cfg)
-        self.trace: list[Step[State, Label]] = [Step(None, self.state)]
+        #: Every model state still possible, the primary (the explanation found first) first.
+        self.possible: list[Possible] = [Possible.initial(init_state(cfg))]
         self.records: list[StepRecord] = []
         self.invariants = invariants_for(cfg)
         self.violations: list[str] = []
@@ -133,6 +148,21 @@ class Execution:
         self.error: str | None = None
         self.failure: TargetError | None = None  # the target error behind ``error``
         self.race_tally = RaceTally()
+
+    @property
+    def state(self) -> State:
+        """The primary state still possible: steps are chosen from it."""
+        return self.possible[0].state
+
+    @state.setter
+    def state(self, state: State) -> None:
+        """Start from ``state`` alone (a test's prefix), the trace as it is."""
+        self.possible = [Possible(state, self.possible[0].trace)]
+
+    @property
+    def trace(self) -> list[Step[State, Label]]:
+        """The primary state's trace."""
+        return list(self.possible[0].trace)
 
     @property
     def stopped(self) -> bool:
@@ -185,9 +215,8 @@ class Execution:
         except TargetError as exc:
             self.error, self.failure = str(exc), exc
             return []
-        explanation = explain(self.cfg, self.state, requests, answers)
-        self.race_tally.add(explanation)
-        race = self.race_tally.races
+        explanation = explain_from(self.cfg, [p.state for p in self.possible], requests, answers)
+        race = self.race_tally.races + 1
         first_sent = min(a.invoked for a in answers)
 
         def timing(i: int) -> dict[str, Any]:
@@ -199,7 +228,8 @@ class Execution:
                 "orders_tried": explanation.tried,
             }
 
-        if explanation.order is None:
+        if not explanation.explained:
+            self.race_tally.add(explanation, len(self.possible))
             race_record = {
                 "race": race,
                 "requests": len(requests),
@@ -216,19 +246,67 @@ class Execution:
             }
             request = explanation.describe_order(range(len(ops)))
             return [self.no_step("Race", explanation.finding(), request=request, race=race_record)]
-        records = []
+        # Every explaining order from every state still possible leaves a state: all are kept.
+        after = []
+        for explaining in explanation.explaining:
+            possible = self.possible[explaining.start]
+            for _i, step in explaining.steps:
+                possible = possible.then(self.cfg, self.invariants, step)
+            after.append(possible)
+        kept = distinct(after)
+        self.race_tally.add(explanation, len(kept))
+        # The records tell the first explaining order's story.
+        first = explanation.explaining[0]
         lost = [
             describe_request(requests[i])
             for i in range(len(requests))
             if answers[i].observation is None
         ]
-        for position, (i, step) in enumerate(explanation.steps, start=1):
-            answer = _RaceAnswer(answers[i].observation)
+        records = []
+        state = self.possible[first.start].state
+        for position, (i, step) in enumerate(first.steps, start=1):
             race_info = {**timing(i), "position": position}
+            if len(explanation.explaining) > 1:
+                race_info["orders_explaining"] = len(explanation.explaining)
             if lost and isinstance(requests[i], Restart):
                 race_info["lost"] = lost  # no answer: the restart lost them, as the model's
-            records.append(self._step(step, answer, race=race_info))
+            records.append(self._race_record(step, state, answers[i].observation, race_info))
+            state = step.state
+        if len(kept) > MAX_POSSIBLE_STATES:
+            self.error = (
+                f"{len(kept)} model states explain the answers so far, more than the "
+                f"{MAX_POSSIBLE_STATES} the judge keeps: this run decides nothing (it does not "
+                "guess among them)"
+            )
+            self.failure = None
+            records[-1].error = self.error
+        else:
+            self.possible = kept
+        self._conclude_step(records[-1])
+        for record in records:
+            self._record(record)
         return records
+
+    def _race_record(
+        self,
+        step: Transition,
+        before: State,
+        observed: Observation | None,
+        race: dict[str, Any],
+    ) -> StepRecord:
+        """The record of one step of an explaining order (its answer is the one observed)."""
+        label = step.label
+        record = StepRecord(len(self.records) + 1, label.action, describe_step(label), race=race)
+        record.index += int(race["position"]) - 1
+        planned = operation_for(label, before, step.state)
+        assert planned is not None and observed is not None, label
+        op, expected = planned
+        record.operation = operation_record(op)
+        record.request = describe_message(label.received) if label.received else None
+        record.observed = observed.as_dict()
+        if expected is not None:
+            record.predicted = expected.as_dict()
+        return record
 
     def apply_observed(
         self,
@@ -242,18 +320,16 @@ class Execution:
         answer, judged against the model's prediction as ``apply`` judges a target's; None:
         nothing of it was seen. ``request`` says what was seen happen."""
 
-        def judge(label: Label, before: State, after: State, record: StepRecord) -> None:
+        def judge(
+            label: Label, before: State, after: State, record: StepRecord
+        ) -> Observation | None:
             planned = operation_for(label, before, after)
             if planned is not None:
                 record.operation = operation_record(planned[0])
             record.request = request
-            if observed is None:
-                return
-            record.observed = observed.as_dict()
-            expected = planned[1] if planned is not None else None
-            if expected is not None:
-                record.predicted = expected.as_dict()
-                record.divergence = differences(expected, observed)
+            if observed is not None:
+                record.observed = observed.as_dict()
+            return observed
 
         return self._step(transition, judge)
 
@@ -298,44 +374,110 @@ class Execution:
     def _step(
         self,
         transition: Transition,
-        judge: Callable[[Label, State, State, StepRecord], None],
-        race: dict[str, Any] | None = None,
+        observe: Callable[[Label, State, State, StepRecord], Observation | None],
     ) -> StepRecord:
+        """Take ``transition`` (from the primary state): ``observe`` carries it out (or reads
+        what happened) and returns what was seen of its answer (None: nothing to compare); the
+        answer is judged from every state still possible."""
         label, before = transition.label, self.state
-        record = StepRecord(len(self.records) + 1, label.action, describe_step(label), race=race)
+        record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
         try:
-            judge(label, before, transition.state, record)
+            observed = observe(label, before, transition.state, record)
         except TargetError as exc:
             self.error = record.error = str(exc)
             self.failure = exc
-        self.state = transition.state
-        self.trace.append(Step(label, self.state))
-        record.violations = violated(self.cfg, self.state, self.invariants)
-        self.violations.extend(v for v in record.violations if v not in self.violations)
-        self.divergences.extend(f"step {record.index}: {d}" for d in record.divergence)
+            observed = None
+        self._judge(transition, observed, record)
+        self._conclude_step(record)
         self._record(record)
         return record
+
+    def _judge(
+        self, transition: Transition, observed: Observation | None, record: StepRecord
+    ) -> None:
+        """Advance every state still possible by the step, keeping those whose prediction is
+        the answer observed; none: a divergence, and the primary's step is taken."""
+        survivors: list[tuple[Possible, Transition, Observation | None]] = []
+        primary_differences: list[str] = []
+        for n, possible in enumerate(self.possible):
+            steps = (
+                [transition]
+                if n == 0
+                else corresponding(self.cfg, possible.state, transition.label)
+            )
+            for step in steps:
+                planned = operation_for(step.label, possible.state, step.state)
+                expected = planned[1] if planned is not None else None
+                diffs = (
+                    differences(expected, observed)
+                    if expected is not None and observed is not None
+                    else []
+                )
+                if n == 0:
+                    primary_differences = diffs
+                    if expected is not None:
+                        record.predicted = expected.as_dict()
+                if not diffs:
+                    survivors.append(
+                        (possible.then(self.cfg, self.invariants, step), step, expected)
+                    )
+        if not survivors:
+            if len(self.possible) > 1:
+                primary_differences = [
+                    f"{d} (no other of the {len(self.possible)} model states still possible "
+                    "predicts the answer)"
+                    for d in primary_differences
+                ]
+            record.divergence = primary_differences
+            self.possible = [self.possible[0].then(self.cfg, self.invariants, transition)]
+            return
+        _kept, step, expected = survivors[0]
+        if step is not transition:  # the primary was dropped: the record tells the survivor's
+            record.action, record.description = step.label.action, describe_step(step.label)
+            record.predicted = expected.as_dict() if expected is not None else None
+        self.possible = distinct(possible for possible, _step, _expected in survivors)
+
+    def _conclude_step(self, record: StepRecord) -> None:
+        """After a step: the invariants broken for certain (on every trace still possible),
+        the divergences, and how many states are still possible."""
+        certain = certain_violations(self.possible)
+        now = [v for v in violated(self.cfg, self.state, self.invariants) if v in certain]
+        newly = [v for v in sorted(certain) if v not in now and v not in self.violations]
+        record.violations = now + newly
+        self.violations.extend(v for v in record.violations if v not in self.violations)
+        self.divergences.extend(f"step {record.index}: {d}" for d in record.divergence)
+        if len(self.possible) > 1:
+            record.possible_states = len(self.possible)
 
     def _record(self, record: StepRecord) -> None:
         self.records.append(record)
         if self.on_record is not None:
             self.on_record(record)
 
-    def _on_target(self, label: Label, before: State, after: State, record: StepRecord) -> None:
+    def _on_target(
+        self, label: Label, before: State, after: State, record: StepRecord
+    ) -> Observation | None:
         planned = operation_for(label, before, after)
         if planned is None:
-            return
+            return None
         if self.target is None:
             raise TargetError("this run has no target: its steps are observed, not invoked")
-        op, expected = planned
+        op, _expected = planned
         record.operation = operation_record(op)
         if isinstance(op, Deliver):
             record.request = describe_message(op.request)
         observed = self.target.invoke(op)
         record.observed = observed.as_dict()
-        if expected is not None:
-            record.predicted = expected.as_dict()
-            record.divergence = differences(expected, observed)
+        return observed
+
+    def _compare_end(self, snapshot: TargetSnapshot) -> None:
+        """The target's end against every state still possible: one that matches explains it
+        (it becomes the primary); none: the primary's differences are the divergences."""
+        for n, possible in enumerate(self.possible):
+            if not state_differences(self.cfg, possible.state, snapshot):
+                self.possible = [possible, *self.possible[:n], *self.possible[n + 1 :]]
+                return
+        self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
 
     def finish(self, note: str | None = None) -> Outcome:
         """Compare the target's final state with the model's and give the verdict."""
@@ -346,7 +488,7 @@ class Execution:
                 self.error, self.failure = str(exc), exc
                 snapshot = None
             if snapshot is not None:
-                self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
+                self._compare_end(snapshot)
         verdict = run_verdict(
             violations=bool(self.violations),
             divergences=bool(self.divergences),
@@ -366,24 +508,6 @@ class Execution:
             retriable=failure.retriable if failure is not None else None,
             races=self.race_tally if self.race_tally.races else None,
         )
-
-
-class _RaceAnswer:
-    """Judges one step of an explained race with the answer its request got."""
-
-    def __init__(self, observed: Observation | None) -> None:
-        self.observed = observed
-
-    def __call__(self, label: Label, before: State, after: State, record: StepRecord) -> None:
-        planned = operation_for(label, before, after)
-        assert planned is not None and self.observed is not None, label
-        op, expected = planned
-        record.operation = operation_record(op)
-        record.request = describe_message(label.received) if label.received else None
-        record.observed = self.observed.as_dict()
-        if expected is not None:
-            record.predicted = expected.as_dict()
-            record.divergence = differences(expected, self.observed)
 
 
 def _answer_dict(observed: Observation | None) -> dict[str, Any]:

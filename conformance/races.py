@@ -11,19 +11,17 @@ the model's bookie step in turn, gets exactly the answer observed. Otherwise the
 divergence that names the requests and, for each order tried, the first answer it could not
 explain (:func:`explain`).
 
-The order taken is the first that explains every answer, trying orders by invocation time
-first. Which of several explaining orders is taken does not matter to the model's state after
-the race, but for one thing: a bookie step's effect is a function of its request and its
-answer (an add answered EOK stores its entry, a fence read fences, an add answered EFENCED and
-a read change nothing, each answer joins its channel, a restart's place is shown by the
-answers of the requests it lost), and these effects commute (a set union, a flag set), except
-the bookie's LAC, which is the last add's in the spec and, with ``lac_of_highest_entry``, the
-highest entry's: two adds racing at one bookie (with the switch: two copies of one entry, the
-writer's and a write-back) leave the LAC of whichever the order puts last. Only a later fence
-read of that bookie shows it (a second recovery; the final comparison reads no LAC), so an
-order that explains the race but not that later answer would make a false divergence: a limit
-(docs/races.md), not seen in the two-client configurations, where the one recovery fences
-before it writes back.
+Every explaining order is found, not only the first (the invocation order is tried first):
+a bookie step's effect is a function of its request and its answer (an add answered EOK stores
+its entry, a fence read fences, an add answered EFENCED and a read change nothing, each answer
+joins its channel, a restart's place is shown by the answers of the requests it lost), and
+these effects commute (a set union, a flag set), except the bookie's LAC, which is the last
+add's in the spec and, with ``lac_of_highest_entry``, the highest entry's: two adds racing at
+one bookie (with the switch: two copies of one entry, the writer's and a write-back) leave the
+LAC of whichever the order puts last, and only a later fence read of that bookie shows it. So
+the engine keeps the state of every explaining order (:mod:`conformance.possible_states`) and
+lets the later answers choose; a race is judged from each state still possible
+(:func:`explain_from`).
 
 Refinement, where the spec's step is not BookKeeper's: the spec's bookie takes a client's adds
 in entry order (``IsEarliestMsg``), so a race never holds two adds of one client's stream to
@@ -178,23 +176,44 @@ def order_sensitive(cfg: ModelConfig, state: State, a: Member, b: Member) -> boo
     return order_sensitivity(cfg, state, a, b) > 0
 
 
+@dataclass(frozen=True)
+class ExplainingOrder:
+    """A serial order that explains a race's answers: from which of the states still possible
+    it starts (an index into the states judged), the order (indices into the race's
+    requests) and its model steps, each with its member's index (a request a restart lost has
+    none)."""
+
+    start: int
+    order: tuple[int, ...]
+    steps: tuple[tuple[int, Transition], ...]
+
+
 @dataclass
 class Explanation:
-    """What the judge found for one race."""
+    """What the judge found for one race: every explaining order, from every state judged."""
 
     requests: tuple[Member, ...]
-    #: The explaining order (indices into ``requests``) and its model steps, each with its
-    #: member's index (a request a restart lost has none); None: no order explains.
-    order: tuple[int, ...] | None = None
-    steps: list[tuple[int, Transition]] = field(default_factory=list)
-    #: How many orders were tried, and for each one that failed, why.
+    explaining: list[ExplainingOrder] = field(default_factory=list)
+    #: How many orders were tried, and for each one that failed from the first state, why.
     tried: int = 0
     failures: list[str] = field(default_factory=list)
+    #: How many states still possible the race was judged from.
+    states: int = 1
     seconds: float = 0.0
 
     @property
     def explained(self) -> bool:
-        return self.order is not None
+        return bool(self.explaining)
+
+    @property
+    def order(self) -> tuple[int, ...] | None:
+        """The first explaining order (None: none explains)."""
+        return self.explaining[0].order if self.explaining else None
+
+    @property
+    def steps(self) -> list[tuple[int, Transition]]:
+        """The first explaining order's steps."""
+        return list(self.explaining[0].steps) if self.explaining else []
 
     def describe_order(self, order: Sequence[int]) -> str:
         return " then ".join(describe_request(self.requests[i]) for i in order)
@@ -202,9 +221,13 @@ class Explanation:
     def finding(self) -> str:
         """The divergence of a race no order explains."""
         names = "; ".join(describe_request(r) for r in self.requests)
+        judged = (
+            f" from any of the {self.states} model states still possible" if self.states > 1 else ""
+        )
         return (
             f"no serial order of the {len(self.requests)} concurrent requests ({names}) "
-            f"explains their answers ({self.tried} orders tried): " + " | ".join(self.failures)
+            f"explains their answers{judged} ({self.tried} orders tried): "
+            + " | ".join(self.failures)
         )
 
 
@@ -235,19 +258,34 @@ def explain(
     requests: Sequence[Member],
     answers: Sequence[Timed],
 ) -> Explanation:
-    """Find a serial order of ``requests`` (raced from ``state``) whose model steps predict
+    """Every serial order of ``requests`` (raced from ``state``) whose model steps predict
     exactly ``answers`` (``answers[i]`` is ``requests[i]``'s)."""
+    return explain_from(cfg, (state,), requests, answers)
+
+
+def explain_from(
+    cfg: ModelConfig,
+    states: Sequence[State],
+    requests: Sequence[Member],
+    answers: Sequence[Timed],
+) -> Explanation:
+    """Every serial order of ``requests``, raced from any of ``states`` (the model states
+    still possible), that predicts exactly ``answers``; the failures are the first state's."""
     if len(requests) != len(answers):
         raise ValueError(f"{len(requests)} requests raced, {len(answers)} answers")
+    if not states:
+        raise ValueError("a race is judged from at least one model state")
     started = time.perf_counter()
-    result = Explanation(tuple(requests))
-    for order in _orders(answers):
-        result.tried += 1
-        steps, why = _serial(cfg, state, requests, answers, order)
-        if why is None:
-            result.order, result.steps = order, steps
-            break
-        result.failures.append(f"{result.describe_order(order)}: {why}")
+    result = Explanation(tuple(requests), states=len(states))
+    orders = _orders(answers)
+    for start, state in enumerate(states):
+        for order in orders:
+            result.tried += 1
+            steps, why = _serial(cfg, state, requests, answers, order)
+            if why is None:
+                result.explaining.append(ExplainingOrder(start, order, tuple(steps)))
+            elif start == 0:
+                result.failures.append(f"{result.describe_order(order)}: {why}")
     result.seconds = time.perf_counter() - started
     return result
 
@@ -290,14 +328,21 @@ class RaceTally:
     longest_search: int = 0
     longest_search_s: float = 0.0
     unexplained: int = 0
+    #: Races whose explaining orders left more than one model state, and the most model
+    #: states the judge kept at once (:mod:`conformance.possible_states`).
+    ambiguous: int = 0
+    most_states: int = 1
 
-    def add(self, explanation: Explanation) -> None:
+    def add(self, explanation: Explanation, kept: int = 1) -> None:
+        """Count a race; ``kept``: the model states still possible after it."""
         self.races += 1
         self.concurrent_steps += len(explanation.requests)
         self.orders_checked += explanation.tried
         self.longest_search = max(self.longest_search, explanation.tried)
         self.longest_search_s = max(self.longest_search_s, explanation.seconds)
         self.unexplained += not explanation.explained
+        self.ambiguous += kept > 1
+        self.most_states = max(self.most_states, kept)
 
     def merge(self, other: RaceTally) -> None:
         self.races += other.races
@@ -306,6 +351,8 @@ class RaceTally:
         self.longest_search = max(self.longest_search, other.longest_search)
         self.longest_search_s = max(self.longest_search_s, other.longest_search_s)
         self.unexplained += other.unexplained
+        self.ambiguous += other.ambiguous
+        self.most_states = max(self.most_states, other.most_states)
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -315,6 +362,12 @@ class RaceTally:
             f"{self.concurrent_steps} concurrent steps in {self.races} races, "
             f"{self.orders_checked} serial orders checked, the longest search "
             f"{self.longest_search} orders ({self.longest_search_s * 1000:.1f} ms)"
+            + (
+                f", {self.ambiguous} left more than one model state possible (at most "
+                f"{self.most_states} kept at once)"
+                if self.ambiguous
+                else ""
+            )
             + (f", {self.unexplained} unexplained" if self.unexplained else "")
         )
 
@@ -322,6 +375,7 @@ class RaceTally:
 __all__ = [
     "MAX_RACE",
     "RESTARTED",
+    "ExplainingOrder",
     "Explanation",
     "Member",
     "RaceTally",
@@ -330,6 +384,7 @@ __all__ = [
     "bookie_step_for",
     "describe_request",
     "explain",
+    "explain_from",
     "is_bookie_step",
     "is_restart_step",
     "member_of",

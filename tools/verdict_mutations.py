@@ -52,6 +52,7 @@ VERDICT_MODULES = (
     "model/zab/checkers.py",
     "conformance/javaclient/plan_wipes.py",
     "conformance/races.py",
+    "conformance/possible_states.py",
     "conformance/zab/quorum_trace.py",
 )
 
@@ -428,6 +429,33 @@ MUTATIONS = (
             "tests/conformance/test_races_on_reference_bookies.py",
         ),
         "a race no order explains ends the example clean",
+    ),
+    Mutation(
+        "race-one-state-kept",
+        "conformance/engine.py",
+        "        kept = distinct(after)\n",
+        "        kept = distinct(after[:1])\n",
+        ("tests/conformance/test_possible_states.py",),
+        "the judge keeps the first explaining order's state only (issue 46: a later answer "
+        "the other order predicts is a false divergence)",
+    ),
+    Mutation(
+        "possible-states-not-carried",
+        "conformance/engine.py",
+        "                [transition]\n                if n == 0\n",
+        "                [transition]\n                if True\n",
+        ("tests/conformance/test_possible_states.py",),
+        "a step is taken from the primary state only: the other states still possible are "
+        "dropped at the next step",
+    ),
+    Mutation(
+        "violation-on-one-possible-trace",
+        "conformance/possible_states.py",
+        "        certain &= possible.broken\n",
+        "        certain |= possible.broken\n",
+        ("tests/conformance/test_possible_states.py",),
+        "an invariant broken on one trace still possible is reported, though another trace "
+        "that breaks nothing explains the answers",
     ),
     Mutation(
         "closing-writer-takes-no-answers",

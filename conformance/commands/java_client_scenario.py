@@ -180,9 +180,10 @@ def _report(judgement: Judgement, frames: list[str], run_dir: Path, expected: Ve
 def run_report_scenario(args: argparse.Namespace) -> int:
     """``bkconform scenario bk-NNNN-java-client`` (and the hypotheses tried like them): an
     upstream report's interleaving forced on the real Java client
-    (:mod:`conformance.javaclient.reports`), judged; undecided when the run did not reach the
-    interleaving (then the verdict says nothing of the report)."""
-    from conformance.javaclient.reports import REPORTS, window_of
+    (:mod:`conformance.javaclient.reports`), judged. The exit code says what happened to the
+    report's bug (:func:`~conformance.javaclient.reports.report_verdict`): 1 reproduced, 0 the
+    window reached and clean, 2 not reached (or reached by a run that then diverged)."""
+    from conformance.javaclient.reports import REPORTS, REPRODUCED, report_verdict, window_of
     from conformance.javaclient.run import run_once
 
     report = REPORTS[args.name]
@@ -215,24 +216,20 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     )
     if example is not None:
         print(role.frame_lines(example.record), end="")
+    window = window_of(report, example) if example is not None else None
+    said = report_verdict(report, outcome, window)
+    if said.exit_code != REPRODUCED and outcome.verdict.finding:
+        print("Met on the way (the run's own findings, not the report's bug):")
     print_findings(outcome)
     if outcome.error:
         print(f"could not decide: {outcome.error}", file=sys.stderr)
-    window = window_of(report, example) if example is not None else None
     reached = window is not None and window.reached
     print(f"The interleaving reached: {'yes' if reached else 'no'}")
     for line in window.evidence if window is not None else ():
         print(f"  {line}")
-    verdict = outcome.verdict
-    if not reached and not verdict.finding:
-        verdict = Verdict.UNDECIDED
-        print(
-            f"Verdict: {outcome.verdict}, but the run did not reach the interleaving of "
-            f"{report.source}: undecided about it. Run directory: {run_dir}"
-        )
-        return verdict.exit_code
-    print(f"Verdict: {verdict}. Run directory: {run_dir}")
-    return verdict.exit_code
+    print(f"{report.source}: {said.says}")
+    print(f"Verdict of the run: {outcome.verdict}. Run directory: {run_dir}")
+    return said.exit_code
 
 
 __all__ = [

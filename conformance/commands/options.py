@@ -115,7 +115,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:
     """``base`` with what ``--max-examples``, ``--steps``, ``--seconds``, ``--no-explore``,
-    ``--races``, ``--no-shrink`` and ``--explorer-workers`` change."""
+    ``--races``, ``--no-shrink``, ``--explorer-workers`` and ``--explorer-steps`` change."""
     changes: dict[str, Any] = {}
     for option, name in (
         ("max_examples", "max_examples"),
@@ -133,6 +133,8 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
         changes["shrink"] = False
     if getattr(args, "explorer_workers", None) is not None:
         changes["explorer_workers"] = args.explorer_workers
+    if getattr(args, "explorer_steps", None) is not None:
+        changes["explorer_steps"] = args.explorer_steps
     return dataclasses.replace(base, **changes)
 
 

@@ -100,6 +100,14 @@ def register(subparsers: Any) -> None:
         "explorer)",
     )
     search.add_argument(
+        "--explorer-steps",
+        type=int,
+        default=None,
+        help="the explorer's model steps at most, per worker (default: half of the time left "
+        "on a cluster target): with --max-examples, a search whose verdict does not depend on "
+        "the machine's speed",
+    )
+    search.add_argument(
         "--no-shrink",
         action="store_true",
         help="keep a finding as first found, unshrunk (a quick answer; shrinking a race "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.netproxy import FrameRecord
+from conformance.engine import Outcome
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.observed import FORGED, FrameKind, frame_kind
@@ -531,17 +532,70 @@ def window_of(report: ClientScenario, example: Any) -> Window:
     return report.check(example, report.role())
 
 
+@dataclass(frozen=True)
+class ReportVerdict:
+    """What a run says of its report's bug: the scenario's exit code and why, in words."""
+
+    exit_code: int
+    says: str
+
+
+#: The exit codes of a report scenario (issue 46): what happened to the report's bug.
+REPRODUCED, REACHED_CLEAN, NOT_DECIDED = 1, 0, 2
+
+
+def report_verdict(
+    report: ClientScenario, outcome: Outcome, window: Window | None
+) -> ReportVerdict:
+    """The report's bug **reproduced** (1: the interleaving reached and an invariant broken,
+    the data loss each report describes), the window **reached and clean** (0), or neither
+    (2: the window not reached, or reached by a run that then diverged from the model or
+    failed, so that nothing can be said of the report). A divergence met on the way is the
+    run's finding, reported as itself (its class: conformance.javaclient.divergences), never
+    as the report's bug."""
+    source = report.source
+    if window is None:
+        why = outcome.error or "the run left no example to read"
+        return ReportVerdict(NOT_DECIDED, f"not reached: {why}; undecided about {source}")
+    if not window.reached:
+        return ReportVerdict(
+            NOT_DECIDED,
+            f"not reached: the run's frames do not show the interleaving of {source} (the "
+            "window's evidence below says how far it got); undecided about it",
+        )
+    if outcome.violations:
+        broken = ", ".join(outcome.violations)
+        return ReportVerdict(
+            REPRODUCED, f"reproduced: the interleaving of {source} was reached and broke {broken}"
+        )
+    if outcome.divergences or outcome.error:
+        what = "diverged from the model" if outcome.divergences else "could not be judged"
+        return ReportVerdict(
+            NOT_DECIDED,
+            f"reached, but the run then {what} (below, as itself): undecided about {source}",
+        )
+    return ReportVerdict(
+        REACHED_CLEAN,
+        f"reached and clean: the interleaving of {source} happened, and every invariant held",
+    )
+
+
 __all__ = [
     "BK_3005",
     "BK_4097",
     "BK_4651",
     "BK_4812",
     "FENCE_LOST",
+    "NOT_DECIDED",
+    "REACHED_CLEAN",
     "REPORTS",
     "REPORT_ADD_TIMEOUT_S",
+    "REPRODUCED",
     "THROTTLE",
     "ClientScenario",
+    "ReportVerdict",
     "Window",
     "answer_key",
+    "report_verdict",
     "window_of",
 ]

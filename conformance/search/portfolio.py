@@ -82,10 +82,11 @@ def first_finding(findings: list[WorkerFinding]) -> WorkerFinding | None:
 
 
 class _Bound:
-    """The fewest steps a violation took so far, shared by every worker's process."""
+    """The fewest steps a violation took so far, shared by every worker's process; at first
+    the steps a worker may take at most (a search bounded by steps, not by time)."""
 
-    def __init__(self, context: Any) -> None:
-        self._value = context.Value("q", UNBOUNDED)
+    def __init__(self, context: Any, initial: int = UNBOUNDED) -> None:
+        self._value = context.Value("q", initial)
 
     def get(self) -> int:
         return int(self._value.value)
@@ -185,15 +186,19 @@ def explore_portfolio(
     depth: int,
     workers: int,
     should_stop: Callable[[], bool] = lambda: False,
+    max_steps: int | None = None,
 ) -> SimulationResult[State, Label]:
     """Run ``workers`` archive explorers (see the module docstring) until one finds a
-    violation (and the others have taken as many steps) or ``should_stop()``. The result's
-    steps and walks are every worker's; its cells and archive worker 0's; its violation the
-    portfolio's finding."""
+    violation (and the others have taken as many steps), ``should_stop()``, or each has taken
+    ``max_steps`` (a round started before goes to its end: seeded, the same steps each time).
+    The result's steps and walks are every worker's; its cells and archive worker 0's; its
+    violation the portfolio's finding."""
     if workers < 1:
         raise ValueError(f"the explorer needs at least one worker, not {workers}")
     context = multiprocessing.get_context("fork")
-    bound = _Bound(context)
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"the explorer needs at least one step, not {max_steps}")
+    bound = _Bound(context, UNBOUNDED if max_steps is None else max_steps)
     stop = context.Event()
     helpers: list[_Helper] = []
     try:

@@ -79,6 +79,10 @@ class SearchSettings:
     #: Explorers run at once, one per core (:mod:`conformance.search.portfolio`); 1: the
     #: explorer alone, in this process.
     explorer_workers: int = 1
+    #: The explorer's model steps at most, per worker (None: half of the time left on a
+    #: cluster target, all of it on the model). With no time budget, a search bounded by
+    #: examples and steps alone: a slower or a faster machine gets the same verdict.
+    explorer_steps: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,6 +95,8 @@ class SearchSettings:
             raise ValueError(f"--steps must be at least 1 (got {self.max_steps})")
         if self.explorer_workers < 1:
             raise ValueError(f"--explorer-workers must be at least 1 (got {self.explorer_workers})")
+        if self.explorer_steps is not None and self.explorer_steps < 1:
+            raise ValueError(f"--explorer-steps must be at least 1 (got {self.explorer_steps})")
         if self.time_budget is not None and not self.time_budget > 0:
             raise ValueError(
                 f"--seconds must be positive (got {self.time_budget:g}): a search with no "
@@ -491,7 +497,11 @@ def run_search(
         # corners is then replayed on the cluster (below).
         on_model = target_.name == "model"
         remaining = None if search.time_budget is None else search.time_budget - state.elapsed()
-        explorer_until = None if remaining is None or on_model else state.elapsed() + remaining / 2
+        explorer_until = (
+            None
+            if remaining is None or on_model or search.explorer_steps is not None
+            else state.elapsed() + remaining / 2
+        )
 
         def explorer_done() -> bool:
             return state.out_of_time() or (
@@ -504,6 +514,7 @@ def run_search(
             depth=search.max_steps,
             workers=search.explorer_workers,
             should_stop=explorer_done,
+            max_steps=search.explorer_steps,
         )
         state.explorer_steps += explored.steps
         if explored.violation is not None:

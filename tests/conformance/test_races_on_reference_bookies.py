@@ -21,19 +21,33 @@ from model.bookkeeper.scripted import step, take
 from tests.conformance.inprocess_reference import InProcessReferenceTarget
 
 # A writer and a recovering client, two entries: the writer's second add carries LAC 1, so a
-# fence read that misses it answers a LAC no serial order gives.
+# fence read that misses it answers a LAC no serial order gives. The bookie's LAC is its highest
+# entry's, as the reference bookie's and real BookKeeper's are (``bkconform run``'s default):
+# with the spec's (the last add's) a write-back of e1 after e2 leaves LAC 0 in the model and 1
+# on the correct bookie, a false divergence 3 searches in 4 met within 40 s (issue 46).
 CFG = ModelConfig(
-    bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
+    bookies=3,
+    clients=2,
+    write_quorum=3,
+    ack_quorum=2,
+    send_limit=2,
+    inflight_limit=2,
+    lac_of_highest_entry=True,
 )
-# Unshrunk, the search answers in about 5.5 s on a 2-core machine (0.7 s of examples, the
-# explorer's half of what is left, then the third example of its corpus races); shrinking a
-# race replays hundreds of examples (the slow test below). The budget leaves room for a machine
-# three times slower: with 3 s, a fresh-clone CI's run (two test workers on two cores) ended
-# clean after 20 examples and 117 steps, as a 1.5 s budget does on an idle machine.
+# Bounded by examples and the explorer's steps, not by time (issue 46): a slower or a faster
+# machine runs the same examples and the same corpus. The racy bookie is found by the third
+# example of the corpus's race proposals (about 2 s here); the correct one is clean after the
+# 20 examples and the 20 proposals (about 3 s).
 BUDGET = SearchSettings(
-    max_examples=20, max_steps=30, seed=3, time_budget=10.0, races=True, shrink=False
+    max_examples=20,
+    max_steps=30,
+    seed=3,
+    time_budget=None,
+    races=True,
+    shrink=False,
+    explorer_steps=20_000,
 )
-SHRINKING_BUDGET = dataclasses.replace(BUDGET, time_budget=16.0, shrink=True)
+SHRINKING_BUDGET = dataclasses.replace(BUDGET, shrink=True)
 # The search's shrunk finding (seed 3): c1 writes e1 to b1..b3, c2 starts recovering, b1 and b2
 # confirm e1, c1 sends e2 with LAC 1, then c1's add of e2 and c2's fence read race at b1.
 FINDING = [0, 1, 9, 0, 0, 0, 0, 0, 95, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 6, 0, 3, 0, 0]
@@ -101,8 +115,7 @@ def _the_race_in(report: SearchReport) -> str:
 def test_the_search_finds_the_racy_bookie_from_scratch(racy: InProcessReferenceTarget) -> None:
     report = run_search(CFG, racy, BUDGET)
     _the_race_in(report)
-    assert report.finding is not None
-    assert report.finding.found_after < BUDGET.time_budget  # type: ignore[operator]
+    assert report.finding is not None and report.finding.found_by == "corpus"
 
 
 @pytest.mark.slow

@@ -136,7 +136,7 @@ def test_the_conversion_changes_only_the_enum_columns() -> None:
     }
 
 
-QUICK = SearchSettings(max_examples=2, max_steps=10, time_budget=1.0, explore=False)
+QUICK = SearchSettings(max_examples=2, max_steps=10, time_budget=None, explore=False)
 
 
 def test_a_shard_writes_and_returns_enums_and_an_error_is_undecided(tmp_path: Path) -> None:

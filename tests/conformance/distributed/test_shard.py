@@ -24,7 +24,7 @@ from conformance.targets.spec import TargetSpec
 from conformance.verdict import Verdict
 from tests.conformance.lying_target import Lie, LyingTarget
 
-QUICK = SearchSettings(max_examples=4, max_steps=20, time_budget=1.0, explore=False)
+QUICK = SearchSettings(max_examples=4, max_steps=20, time_budget=None, explore=False)
 
 
 def quick_shard(shard: int = 0, configuration: str = "fenced-recovery") -> Shard:

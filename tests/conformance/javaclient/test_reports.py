@@ -10,15 +10,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.engine import Outcome
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.reports import (
     BK_3005,
     BK_4097,
+    BK_4651,
     BK_4812,
     FENCE_LOST,
+    NOT_DECIDED,
+    REACHED_CLEAN,
     REPORTS,
+    REPRODUCED,
     THROTTLE,
+    Window,
+    report_verdict,
     window_of,
 )
 from conformance.javaclient.role import Example
@@ -26,7 +33,7 @@ from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
 from conformance.javaclient.writer_role import WriterRole, held_completions
 from conformance.javaclient.writer_story import judge
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, run_verdict
 
 RECORDED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-3005.json"
 THROTTLED = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-throttle.json"
@@ -208,3 +215,54 @@ def test_the_writers_search_is_steered_towards_the_3005_window() -> None:
         "completions held back",
     }
     assert held_completions(dataclasses.replace(example.record, outcomes=[])) == 0
+
+
+# The exit code of a report scenario says what happened to the report's bug (issue 46).
+
+
+def _outcome(
+    violations: tuple[str, ...] = (), divergences: tuple[str, ...] = (), error: str | None = None
+) -> Outcome:
+    verdict = run_verdict(
+        violations=bool(violations), divergences=bool(divergences), error=bool(error)
+    )
+    return Outcome(verdict, [], [], list(violations), list(divergences), error)
+
+
+REACHED = Window(True, ("b1 answered e5 after the change",))
+NOT_REACHED = Window(False, ("no frame of the stalled connections reached the proxies",))
+
+
+def test_a_report_reproduced_is_the_window_reached_and_an_invariant_broken() -> None:
+    said = report_verdict(BK_4651, _outcome(violations=("AckedEntriesAreReadable",)), REACHED)
+    assert said.exit_code == REPRODUCED == 1
+    assert said.says.startswith("reproduced:") and "AckedEntriesAreReadable" in said.says
+
+
+def test_the_window_reached_and_clean_exits_0() -> None:
+    said = report_verdict(BK_4651, _outcome(), REACHED)
+    assert said.exit_code == REACHED_CLEAN == 0 and said.says.startswith("reached and clean")
+
+
+def test_a_divergence_outside_the_window_is_not_the_report_s_bug() -> None:
+    said = report_verdict(BK_4651, _outcome(divergences=("the model allows no step",)), NOT_REACHED)
+    assert said.exit_code == NOT_DECIDED == 2
+    assert said.says.startswith("not reached:") and BK_4651.source in said.says
+
+
+def test_a_violation_outside_the_window_is_not_the_report_s_bug_either() -> None:
+    said = report_verdict(BK_4651, _outcome(violations=("X",)), NOT_REACHED)
+    assert said.exit_code == NOT_DECIDED
+
+
+def test_a_run_that_reached_the_window_then_diverged_decides_nothing_of_the_report() -> None:
+    said = report_verdict(BK_4651, _outcome(divergences=("d",)), REACHED)
+    assert said.exit_code == NOT_DECIDED and "diverged from the model" in said.says
+    failed = report_verdict(BK_4651, _outcome(error="the JVM died"), REACHED)
+    assert failed.exit_code == NOT_DECIDED and "could not be judged" in failed.says
+
+
+def test_a_run_with_no_example_says_why() -> None:
+    said = report_verdict(BK_4651, _outcome(error="the cluster did not start"), None)
+    assert said.exit_code == NOT_DECIDED and "the cluster did not start" in said.says
+    assert "the run left no example" in report_verdict(BK_4651, _outcome(), None).says

@@ -105,3 +105,20 @@ def test_a_worker_that_fails_fails_the_explorer(monkeypatch: pytest.MonkeyPatch)
 def test_no_worker_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one worker"):
         explore_portfolio(CFG, seed=SEED, depth=60, workers=0)
+
+
+def test_a_step_bound_ends_the_explorer_after_the_same_steps_each_time() -> None:
+    # The protected configuration: no violation, so only the bound ends the explorers.
+    cfg = DEFECT_1.protected
+    runs = [explore_portfolio(cfg, seed=SEED, depth=60, workers=1, max_steps=2_000) for _ in "ab"]
+    assert runs[0].violation is None and runs[0].archive
+    assert runs[0].steps == runs[1].steps and runs[0].steps >= 2_000
+    assert runs[0].steps < 2_000 + 60  # a round started goes to its end, no further
+    both = explore_portfolio(cfg, seed=SEED, depth=60, workers=2, max_steps=2_000)
+    assert 2 * 2_000 <= both.steps < 2 * (2_000 + 60)
+    assert not multiprocessing.active_children()
+
+
+def test_a_step_bound_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one step"):
+        explore_portfolio(CFG, seed=SEED, depth=60, workers=1, max_steps=0)
