@@ -41,7 +41,9 @@ from conformance.operations import (
 )
 from conformance.possible_states import (
     MAX_POSSIBLE_STATES,
+    InternalSearchExhausted,
     Possible,
+    after_internal_steps,
     certain_violations,
     corresponding,
     distinct,
@@ -55,10 +57,31 @@ from conformance.races import (
     is_restart_step,
     member_of,
 )
-from conformance.targets.base import Target, TargetError, TargetSnapshot, invoke_concurrently
+from conformance.targets.base import (
+    MetadataChangedOutside,
+    MetadataSeen,
+    Target,
+    TargetError,
+    TargetSnapshot,
+    invoke_concurrently,
+)
 from conformance.verdict import Verdict, run_verdict
-from model.bookkeeper.action_table import Effect, WriteEnd, spec_action
-from model.bookkeeper.actions import Label, Transition, init_state, successors
+from model.bookkeeper.action_table import (
+    Actor,
+    Effect,
+    Move,
+    Phase,
+    WriteEnd,
+    spec_action,
+    the_action,
+)
+from model.bookkeeper.actions import (
+    Label,
+    Transition,
+    bookie_internal,
+    driven_successors,
+    init_state,
+)
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import invariants_for, violated
 from model.bookkeeper.records import (
@@ -95,6 +118,9 @@ class StepRecord:
     #: How many model states are still possible after this step, where more than one is
     #: (:mod:`conformance.possible_states`); None: one.
     possible_states: int | None = None
+    #: The bookies' own steps (``bookie_recovers_limbo``) that explain this step's
+    #: observation, taken before it (their recovery of a limbo ledger, by themselves).
+    bookies_own: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
@@ -117,6 +143,9 @@ class Outcome:
     retriable: bool | None = None
     #: The run's races (requests in flight together) and their judging; None: it raced none.
     races: RaceTally | None = None
+    #: What the bookies did on their own (``bookie_recovers_limbo``); None: the model has no
+    #: such actor.
+    bookies_own: BookiesOwnTally | None = None
 
     @property
     def exit_code(self) -> int:
@@ -148,6 +177,7 @@ class Execution:
         self.error: str | None = None
         self.failure: TargetError | None = None  # the target error behind ``error``
         self.race_tally = RaceTally()
+        self.bookies_own = BookiesOwnTally()
 
     @property
     def state(self) -> State:
@@ -183,7 +213,7 @@ class Execution:
         return True
 
     def enabled(self) -> list[Transition]:
-        return successors(self.cfg, self.state)
+        return driven_successors(self.cfg, self.state)
 
     def apply(self, transition: Transition) -> StepRecord:
         """Take a step chosen from the model: its operation runs on the target, and what the
@@ -383,11 +413,82 @@ class Execution:
         record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
         try:
             observed = observe(label, before, transition.state, record)
+        except MetadataChangedOutside as exc:
+            if self.cfg.internal_client is None:
+                self.error = record.error = str(exc)
+                self.failure = exc
+                observed = None
+            else:
+                return self._metadata_changed_outside(exc, record)
         except TargetError as exc:
             self.error = record.error = str(exc)
             self.failure = exc
             observed = None
         self._judge(transition, observed, record)
+        self._conclude_step(record)
+        self._record(record)
+        return record
+
+    def _metadata_changed_outside(
+        self, exc: MetadataChangedOutside, record: StepRecord
+    ) -> StepRecord:
+        """The ledger's metadata was written by someone the harness does not drive, before the
+        step's own write: the bookies' own recovery, if some sequence of its steps from a
+        state still possible reaches that metadata. Those states are kept and the step is not
+        taken (its write was not made: the harness chooses again from the new states); none:
+        a divergence, for the bookies' own recovery is in the model."""
+        seen = exc.seen
+        record.action, record.description = BOOKIES_OWN, "(no model step: the bookies' own)"
+        record.observed = {
+            "kind": "metadata",
+            "status": seen.status,
+            "version": seen.version,
+            "fragments": [[first, list(bookies)] for first, bookies in seen.fragments],
+            **({"last_entry": seen.last_entry} if seen.last_entry is not None else {}),
+        }
+        explained = self._after_internal_steps(lambda p: _metadata_is(p.state, seen), record)
+        if explained is None:
+            return self._concluded(record)
+        if not explained:
+            record.divergence = [
+                f"the ledger's metadata was written outside the harness ({seen.status} at "
+                f"version {seen.version}), and no sequence of the bookies' own recovery steps "
+                "from a model state still possible writes it"
+            ]
+            return self._concluded(record)
+        self.possible = distinct(explained)
+        return self._concluded(record)
+
+    def _after_internal_steps(
+        self, accept: Callable[[Possible], bool], record: StepRecord
+    ) -> list[Possible] | None:
+        """The states the bookies' own steps lead to that ``accept`` takes (their story on
+        ``record``, counted in ``bookies_own``); None, and the run undecided, when the search
+        for them passed its bound."""
+        try:
+            explained = after_internal_steps(self.cfg, self.invariants, self.possible, accept)
+        except InternalSearchExhausted as exc:
+            self.error = record.error = (
+                f"could not tell what the bookies did on their own: {exc}; this run decides nothing"
+            )
+            self.failure = None
+            return None
+        if len(distinct(explained)) > MAX_POSSIBLE_STATES:
+            self.error = record.error = (
+                f"{len(distinct(explained))} model states of the bookies' own steps explain "
+                f"the observation, more than the {MAX_POSSIBLE_STATES} the judge keeps: this "
+                "run decides nothing"
+            )
+            self.failure = None
+            return None
+        if explained:
+            own = _internal_tail(self.cfg, explained[0].trace)
+            record.bookies_own = [describe_step(label) for label in own]
+            self.bookies_own.explained += 1
+            self.bookies_own.steps += len(own)
+        return explained
+
+    def _concluded(self, record: StepRecord) -> StepRecord:
         self._conclude_step(record)
         self._record(record)
         return record
@@ -406,13 +507,7 @@ class Execution:
                 else corresponding(self.cfg, possible.state, transition.label)
             )
             for step in steps:
-                planned = operation_for(step.label, possible.state, step.state)
-                expected = planned[1] if planned is not None else None
-                diffs = (
-                    differences(expected, observed)
-                    if expected is not None and observed is not None
-                    else []
-                )
+                expected, diffs = _judged(step, possible.state, observed)
                 if n == 0:
                     primary_differences = diffs
                     if expected is not None:
@@ -421,6 +516,28 @@ class Execution:
                     survivors.append(
                         (possible.then(self.cfg, self.invariants, step), step, expected)
                     )
+        if not survivors and self.cfg.internal_client is not None and observed is not None:
+            # What the bookies did on their own (their recovery of a limbo ledger) may be what
+            # the answer shows: the states their steps lead to, judged the same way.
+            label = transition.label
+
+            def explains(possible: Possible) -> bool:
+                return any(
+                    not _judged(step, possible.state, observed)[1]
+                    for step in corresponding(self.cfg, possible.state, label)
+                )
+
+            explained = self._after_internal_steps(explains, record)
+            if explained is None:
+                self.possible = [self.possible[0].then(self.cfg, self.invariants, transition)]
+                return
+            for possible in explained:
+                for step in corresponding(self.cfg, possible.state, label):
+                    expected, diffs = _judged(step, possible.state, observed)
+                    if not diffs:
+                        survivors.append(
+                            (possible.then(self.cfg, self.invariants, step), step, expected)
+                        )
         if not survivors:
             if len(self.possible) > 1:
                 primary_differences = [
@@ -477,6 +594,20 @@ class Execution:
             if not state_differences(self.cfg, possible.state, snapshot):
                 self.possible = [possible, *self.possible[:n], *self.possible[n + 1 :]]
                 return
+        if self.cfg.internal_client is not None:
+            # The bookies may have gone on by themselves after the last step (recovered the
+            # ledger, left limbo): the end is explained if their steps reach it.
+            record = StepRecord(len(self.records) + 1, BOOKIES_OWN, "(the run's end)")
+            explained = self._after_internal_steps(
+                lambda p: not state_differences(self.cfg, p.state, snapshot), record
+            )
+            if explained:
+                self.possible = distinct(explained)
+                self._concluded(record)
+                return
+            if explained is None:
+                self._record(record)
+                return
         self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
 
     def finish(self, note: str | None = None) -> Outcome:
@@ -507,7 +638,96 @@ class Execution:
             cause=f"{type(cause).__name__}: {cause}" if cause is not None else None,
             retriable=failure.retriable if failure is not None else None,
             races=self.race_tally if self.race_tally.races else None,
+            bookies_own=self._bookies_own_at_end(),
         )
+
+    def _bookies_own_at_end(self) -> BookiesOwnTally | None:
+        if self.cfg.internal_client is None:
+            return None
+        kept = [s.label for s in self.trace if s.label is not None]
+        internal = self.cfg.internal_client
+        self.bookies_own.recoveries = sum(
+            1 for label in kept if label.client == internal and label.action == _STARTS_RECOVERY
+        )
+        self.bookies_own.left_limbo = sum(1 for label in kept if label.action == _LEAVES_LIMBO)
+        self.bookies_own.examples = 1 if self.bookies_own.acted else 0
+        return self.bookies_own
+
+
+#: The record of what the bookies did on their own, where no model step of the harness's is.
+BOOKIES_OWN = "BookiesOwnSteps"
+_STARTS_RECOVERY = the_action(actor=Actor.CLIENT, phase=Phase.FENCING, move=Move.SEND)
+_LEAVES_LIMBO = the_action(actor=Actor.SERVICE)
+
+
+@dataclass
+class BookiesOwnTally:
+    """How often a run's observations were explained by the bookies' own steps
+    (``bookie_recovers_limbo``), how many such steps that took, and in the end how many
+    recoveries the bookies started and how many bookies left limbo (on the trace kept)."""
+
+    explained: int = 0
+    steps: int = 0
+    recoveries: int = 0
+    left_limbo: int = 0
+    #: Runs (examples) in which the bookies' own steps explained something.
+    examples: int = 0
+
+    @property
+    def acted(self) -> bool:
+        return self.explained > 0
+
+    def merge(self, other: BookiesOwnTally) -> None:
+        self.examples += other.examples
+        self.explained += other.explained
+        self.steps += other.steps
+        self.recoveries += other.recoveries
+        self.left_limbo += other.left_limbo
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        if not self.acted:
+            return "the bookies' own recovery explained nothing (it did not act, or not in sight)"
+        return (
+            f"the bookies' own recovery acted in {self.examples} run(s): it explained "
+            f"{self.explained} observation(s) in {self.steps} model step(s), "
+            f"{self.recoveries} recovery(ies) started, {self.left_limbo} bookie(s) left limbo"
+        )
+
+
+def _judged(
+    step: Transition, before: State, observed: Observation | None
+) -> tuple[Observation | None, list[str]]:
+    """The answer ``step`` (from ``before``) predicts, and how ``observed`` differs from it."""
+    planned = operation_for(step.label, before, step.state)
+    expected = planned[1] if planned is not None else None
+    if expected is None or observed is None:
+        return expected, []
+    return expected, differences(expected, observed)
+
+
+def _internal_tail(cfg: ModelConfig, trace: Sequence[Step[State, Label]]) -> list[Label]:
+    """The bookies' own steps at the end of ``trace``, in order."""
+    tail: list[Label] = []
+    for step in reversed(trace):
+        if step.label is None or not bookie_internal(cfg, step.label):
+            break
+        tail.append(step.label)
+    return tail[::-1]
+
+
+def _metadata_is(s: State, seen: MetadataSeen) -> bool:
+    """Whether the model's metadata is what was read of the ledger's."""
+    if s.meta_status is None or STATUS_NAMES[s.meta_status] != seen.status:
+        return False
+    if s.meta_version != seen.version:
+        return False
+    fragments = tuple((f.first_entry_id, tuple(bookies_of(f.ensemble))) for f in s.meta_fragments)
+    if fragments != seen.fragments:
+        return False
+    return seen.last_entry is None or s.meta_last_entry == seen.last_entry
 
 
 def _answer_dict(observed: Observation | None) -> dict[str, Any]:

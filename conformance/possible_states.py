@@ -18,18 +18,27 @@ explained by a trace that breaks nothing.
 The set is bounded (:data:`MAX_POSSIBLE_STATES`): past the bound the run is undecided, never a
 guess among the states (``Execution`` says so).
 
+The same set holds what the bookies did on their own (``bookie_recovers_limbo``: BP-46's
+data-integrity service recovering a limbo ledger through the bookie's internal client). No
+harness drives those steps; when an answer, the ledger's metadata or the run's end is
+explained by no kept state, the states the bookies' own steps lead to are searched for those
+that explain it (:func:`after_internal_steps`, trace validation of an observed actor).
+
 Steps are chosen from the first kept state (the *primary*: the explanation found first). The
 same step from another kept state is the one with the same event (action, actor, the message
-it processes and the fate of each message it sends: :func:`corresponding`); a kept state with
-no such step cannot have taken the step the run took and is dropped.
+it processes and the fate of each message it sends; for a bookie, the request it processes,
+whichever answer: :func:`corresponding`); a kept state with no such step cannot have taken the
+step the run took and is dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from model.bookkeeper.actions import Label, Transition, successors
+from conformance.errors import ConformanceError
+from model.bookkeeper.action_table import Effect, spec_action
+from model.bookkeeper.actions import Label, Transition, bookie_internal, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.invariants import Invariant, violated
 from model.bookkeeper.records import State
@@ -39,6 +48,11 @@ from model.search.bfs import Step
 #: orders; the states they leave differ only in what no answer showed yet (a bookie's LAC), and
 #: a later answer usually tells them apart. Past the bound the run decides nothing.
 MAX_POSSIBLE_STATES = 64
+#: The bookies' own steps (``bookie_recovers_limbo``) that may explain one observation, and the
+#: model states visited looking for them: a whole recovery by the bookies' client, its closing
+#: of the ledger and a bookie leaving limbo take about 20 steps with two bookies.
+MAX_INTERNAL_STEPS = 60
+MAX_INTERNAL_STATES = 50_000
 
 
 @dataclass(frozen=True)
@@ -70,8 +84,11 @@ def _event(label: Label) -> tuple[object, ...]:
     """What identifies a step across kept states: who took which action on which message, and
     which of the messages it sent are delivered (their contents may differ: a fence read's
     answer carries the bookie's LAC, the very thing the kept states may disagree on)."""
+    # A bookie processing a request is one event whatever it answers: which answer (an add
+    # confirmed or fenced: two actions of the spec) is what the kept states may disagree on.
+    kind = "answer" if spec_action(label.action).effect is Effect.ANSWER else label.action
     return (
-        label.action,
+        kind,
         label.client,
         label.bookie,
         label.received,
@@ -85,6 +102,55 @@ def corresponding(cfg: ModelConfig, state: State, label: Label) -> list[Transiti
     kept state): none when ``state`` cannot take it."""
     wanted = _event(label)
     return [t for t in successors(cfg, state) if _event(t.label) == wanted]
+
+
+class InternalSearchExhausted(ConformanceError):
+    """The bookies' own steps that could explain an observation are more than the bound."""
+
+
+def after_internal_steps(
+    cfg: ModelConfig,
+    invariants: tuple[Invariant, ...],
+    possibles: Sequence[Possible],
+    accept: Callable[[Possible], bool],
+) -> list[Possible]:
+    """Trace validation of the bookies' own actor (``bookie_recovers_limbo``): the
+    possibilities that the **fewest** of the bookies' own steps (:func:`bookie_internal`:
+    their internal client's recovery, the bookies' answers to it, a bookie leaving limbo)
+    lead to from ``possibles`` and that ``accept`` takes, breadth first. Fewest: every longer
+    sequence that explains the observation goes on from one of these (a fence that explains
+    an EFENCED stays), and what the bookies did after it is searched again, from the states
+    kept, when a later observation needs it; keeping every longer one would keep hundreds of
+    states that no answer has told apart yet. None of those steps loses a message: the
+    bookies' client talks to them directly, not through anything a harness faults.
+    :class:`InternalSearchExhausted` past :data:`MAX_INTERNAL_STATES` states or
+    :data:`MAX_INTERNAL_STEPS` steps with states still new: the run then cannot decide."""
+    if cfg.internal_client is None:
+        return []
+    seen = {p.state for p in possibles}
+    frontier = list(possibles)
+    found: list[Possible] = []
+    for _depth in range(MAX_INTERNAL_STEPS):
+        following: list[Possible] = []
+        for possible in frontier:
+            for step in successors(cfg, possible.state):
+                if step.label.lost or not bookie_internal(cfg, step.label):
+                    continue
+                if step.state in seen:
+                    continue
+                seen.add(step.state)
+                if len(seen) > MAX_INTERNAL_STATES:
+                    raise InternalSearchExhausted(
+                        f"more than {MAX_INTERNAL_STATES} model states of the bookies' own steps"
+                    )
+                reached = possible.then(cfg, invariants, step)
+                if accept(reached):
+                    found.append(reached)
+                following.append(reached)
+        if found or not following:
+            return found
+        frontier = following
+    raise InternalSearchExhausted(f"the bookies' own steps go on past {MAX_INTERNAL_STEPS}")
 
 
 def distinct(possibles: Iterable[Possible]) -> list[Possible]:
@@ -115,8 +181,12 @@ def certain_violations(possibles: Sequence[Possible]) -> frozenset[str]:
 
 
 __all__ = [
+    "MAX_INTERNAL_STATES",
+    "MAX_INTERNAL_STEPS",
     "MAX_POSSIBLE_STATES",
+    "InternalSearchExhausted",
     "Possible",
+    "after_internal_steps",
     "certain_violations",
     "corresponding",
     "distinct",

@@ -110,7 +110,7 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
         limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
         fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
         lac_of_highest_entry=not getattr(args, "spec_bookie_lac", False),
-    )
+    ).with_bookies_recovering()
 
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:

@@ -312,4 +312,11 @@ def _effort_text(effort: ConfigurationEffort | None) -> str:
     text = f"; {effort.steps_per_shard:,.0f} steps/shard ({effort.share_of_most:.0%} of the most)"
     if effort.restarts:
         text += f", {effort.restarts} crashes of {effort.mean_restart:.2f} s on average"
+    own = effort.bookies_own
+    if own is not None:
+        text += (
+            f"; the bookies' own recovery acted in {own.get('examples', 0)} examples "
+            f"({own.get('recoveries', 0)} recoveries, {own.get('explained', 0)} observations "
+            "explained)"
+        )
     return text

@@ -380,6 +380,8 @@ def _write(
     }
     if report.races is not None:
         extra["races"] = report.races.as_dict()
+    if report.bookies_own is not None:
+        extra["bookies_own"] = report.bookies_own.as_dict()
     if hits is not None:
         extra["race_replays"] = {"hits": hits[0], "attempts": hits[1]}
     finding = report.finding
@@ -413,6 +415,8 @@ def _print_report(
     )
     if report.races is not None:
         print(f"Races: {report.races.describe()}.")
+    if report.bookies_own is not None:
+        print(f"Bookies' own: {report.bookies_own.describe()}.")
     for note in report.notes:
         print(f"NOTE {note}")
     if report.error:

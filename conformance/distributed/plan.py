@@ -10,6 +10,7 @@ configuration that crashes bookies get ``crash_time_share`` times the time budge
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,16 +27,27 @@ class PlanError(ConformanceError, ValueError):
     """A plan that cannot be made (unknown configuration, empty budget, no shards)."""
 
 
+def as_real_bookies_run(cfg: ModelConfig) -> ModelConfig:
+    """A seed's configuration as real bookies run it: a bookie's LAC is its highest entry's
+    (``lac_of_highest_entry``, as ``bkconform run``'s default: a write-back of an older entry
+    leaves it, issue 30), and with limbo the bookies' own recovery client
+    (``bookie_recovers_limbo``, issue 46). The model target's bookie follows both switches."""
+    return dataclasses.replace(cfg, lac_of_highest_entry=True).with_bookies_recovering()
+
+
 #: Named configurations a qualification can cover: the constants, the switches (known defects
 #: on or off) and the fault budget. The protected ones are what a release must pass; the
 #: unprotected ones reproduce known defects (the report must then show a finding).
 CONFIGURATIONS: dict[str, ModelConfig] = {
-    "fenced-recovery": interleavings.DEFECT_1.protected,
-    "fragment-recovery": interleavings.DEFECT_2.protected,
-    "limbo-crash": interleavings.SEED_001.protected,
-    "no-recovery-read-fence": interleavings.DEFECT_1.unprotected,
-    "no-recovery-fragment-fix": interleavings.DEFECT_2.unprotected,
-    "no-limbo": interleavings.SEED_001.unprotected,
+    name: as_real_bookies_run(cfg)
+    for name, cfg in {
+        "fenced-recovery": interleavings.DEFECT_1.protected,
+        "fragment-recovery": interleavings.DEFECT_2.protected,
+        "limbo-crash": interleavings.SEED_001.protected,
+        "no-recovery-read-fence": interleavings.DEFECT_1.unprotected,
+        "no-recovery-fragment-fix": interleavings.DEFECT_2.unprotected,
+        "no-limbo": interleavings.SEED_001.unprotected,
+    }.items()
 }
 #: What ``bkconform qualify`` covers by default: every protection on.
 RELEASE_CONFIGURATIONS = ("fenced-recovery", "fragment-recovery", "limbo-crash")

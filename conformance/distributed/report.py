@@ -153,6 +153,8 @@ class ConfigurationEffort:
     restarts: int | None  # None: not recorded (a run written before restarts were)
     mean_restart: float | None  # seconds per restart
     restart_share: float | None  # restart seconds over search seconds
+    #: What the bookies did on their own over the shards (summed), None: no such actor.
+    bookies_own: dict[str, int] | None = None
 
 
 def configuration_efforts(shards: Iterable[Mapping[str, Any]]) -> list[ConfigurationEffort]:
@@ -179,9 +181,22 @@ def configuration_efforts(shards: Iterable[Mapping[str, Any]]) -> list[Configura
                 restarts=restarts,
                 mean_restart=seconds / restarts if restarts else None,
                 restart_share=seconds / searched if restarts and searched else None,
+                bookies_own=_bookies_own(rows),
             )
         )
     return efforts
+
+
+def _bookies_own(rows: list[Mapping[str, Any]]) -> dict[str, int] | None:
+    """The shards' ``bookies_own`` tallies, summed (None: no shard has that actor)."""
+    tallies = [json.loads(r["bookies_own"]) for r in rows if r.get("bookies_own")]
+    if not tallies:
+        return None
+    summed: dict[str, int] = defaultdict(int)
+    for tally in tallies:
+        for key, value in tally.items():
+            summed[key] += value
+    return dict(summed)
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,9 @@ SHARDS = pa.schema(
         # written before these columns existed.
         pa.field("restarts", pa.int32()),
         pa.field("restart_seconds", pa.float64()),
+        # JSON: what the bookies did on their own (bookie_recovers_limbo: their recovery of a
+        # limbo ledger, judged as observed); null without that actor, and in older runs.
+        pa.field("bookies_own", pa.string()),
         pa.field("versions", pa.string(), nullable=False),  # JSON
         pa.field("target_description", pa.string(), nullable=False),  # JSON
         # The system under test (adapters.installations.system.SystemUnderTest), in words:
@@ -213,6 +216,7 @@ class ShardRow(TypedDict):
     ledger_records: str | None
     restarts: int | None
     restart_seconds: float | None
+    bookies_own: str | None
     versions: str
     target_description: str
     bookies: str

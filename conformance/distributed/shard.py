@@ -485,6 +485,11 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
         "ledger_records": json.dumps(ledger_records, sort_keys=True) if ledger_records else None,
         "restarts": len(result.restarts) if result else 0,
         "restart_seconds": sum(result.restarts) if result else 0.0,
+        "bookies_own": (
+            json.dumps(report.bookies_own.as_dict(), sort_keys=True)
+            if report is not None and report.bookies_own is not None
+            else None
+        ),
         "versions": json.dumps(versions(), sort_keys=True),
         "target_description": json.dumps(result.described if result else {}, sort_keys=True),
         "bookies": system.bookies,

@@ -40,7 +40,7 @@ from conformance.search.choices import Chooser
 from conformance.search.danger import danger
 from conformance.targets.base import Target
 from model.bookkeeper.action_table import ALL_ACTIONS
-from model.bookkeeper.actions import Label, Transition, successors
+from model.bookkeeper.actions import Label, Transition, driven_successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import State
 from model.bookkeeper.swarm import LOSS_RATES
@@ -165,7 +165,7 @@ def race_choices(cfg: ModelConfig, state: State) -> RaceChoices:
     and their pairs, ranked. Remembered: a search meets the same states again and again
     (shrinking replays, the explorer's traces share prefixes), and each costs the model's
     successors of every same-bookie pair, both ways round."""
-    candidates = tuple(raceable(successors(cfg, state)))
+    candidates = tuple(raceable(driven_successors(cfg, state)))
     pairs = []
     for a, b in itertools.combinations(candidates, 2):
         if is_restart_step(a) and is_restart_step(b):
@@ -260,7 +260,7 @@ def encode_trace(
         assert step.label is not None
         if (races or then_race is not None) and race_choices(cfg, state).pairs:
             choices.append(0)  # no race here: draw_race draws this choice where pairs exist
-        choices += encode(successors(cfg, state), ENCODING_SWARM, step.label)
+        choices += encode(driven_successors(cfg, state), ENCODING_SWARM, step.label)
         state = step.state
     if then_race is not None:
         choices += encode_race(race_choices(cfg, state), then_race, race_offsets)

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
-from conformance.engine import StepRecord
+from conformance.engine import BookiesOwnTally, StepRecord
 from conformance.races import RaceTally
 from conformance.search.choices import Chooser, DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
@@ -49,7 +49,7 @@ from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target, supports_races
 from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
-from model.bookkeeper.actions import Label
+from model.bookkeeper.actions import Label, bookie_internal
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import minimise
 from model.bookkeeper.records import State
@@ -166,6 +166,7 @@ LATER_SWITCHES = frozenset(
         "fenced_writer_closes",
         "closing_writer_takes_answers",
         "lac_of_highest_entry",
+        "bookie_recovers_limbo",
     }
 )
 
@@ -223,6 +224,8 @@ class _Search:
         #: another path (Flaky): nondeterministic answers, a race's above all.
         self.interruptions = 0
         self.races = RaceTally()  # the races of every example run on the target
+        #: What the bookies did on their own in every example (None: no such actor).
+        self.bookies_own = BookiesOwnTally() if cfg.internal_client is not None else None
         self._last_progress = 0.0
 
     def elapsed(self) -> float:
@@ -291,6 +294,8 @@ class _Search:
         self.examples += 1
         if run.outcome.races is not None:
             self.races.merge(run.outcome.races)
+        if self.bookies_own is not None and run.outcome.bookies_own is not None:
+            self.bookies_own.merge(run.outcome.bookies_own)
         if self.on_example is not None:
             self.on_example(self.phase, run)
         if run.outcome.verdict is Verdict.UNDECIDED:
@@ -323,6 +328,10 @@ class _Search:
             # failure by adding @seed(...)" for a run that failed nothing.
             verbosity=Verbosity.quiet,
         )
+
+
+def _bookies_own_steps_in(cfg: ModelConfig, trace: list[Step[State, Label]]) -> bool:
+    return any(s.label is not None and bookie_internal(cfg, s.label) for s in trace)
 
 
 def _failing(run: ExampleRun | None) -> bool:
@@ -408,7 +417,16 @@ def run_search(
         def rank(trace: list[Step[State, Label]]) -> tuple[int, int]:
             return (-max(danger(cfg, s.state) for s in trace), -len(trace))
 
-        fitting = sorted((t for t in archive if 1 < len(t) <= search.max_steps + 1), key=rank)
+        # A trace with the bookies' own steps (their recovery of a limbo ledger) cannot be
+        # replayed: no example can make a bookie's service act; the judge observes it.
+        fitting = sorted(
+            (
+                t
+                for t in archive
+                if 1 < len(t) <= search.max_steps + 1 and not _bookies_own_steps_in(cfg, t)
+            ),
+            key=rank,
+        )
         races: list[list[int]] = []
         if search.races:
             # The races the model says matter, wherever the explorer's traces reach them
@@ -517,7 +535,16 @@ def run_search(
             max_steps=search.explorer_steps,
         )
         state.explorer_steps += explored.steps
-        if explored.violation is not None:
+        if explored.violation is not None and _bookies_own_steps_in(cfg, explored.violation.trace):
+            # The model breaks an invariant only with the bookies' own steps, which no example
+            # can force on a target: whatever the target does, this run cannot say clean.
+            state.error = (
+                "the explorer's trace breaks the model's invariants "
+                f"({', '.join(explored.violation.invariants)}) with the bookies' own recovery "
+                "steps, which no example can force on a target: undecided (the trace is the "
+                "model's finding: bkconform model)"
+            )
+        elif explored.violation is not None:
             trace = explored.violation.trace
             state.first_found = ("explorer", state.elapsed(), len(trace) - 1)
             state.phase = "shrink"
@@ -540,6 +567,8 @@ def run_search(
     for _ in range(MINIMISE_ROUNDS if search.shrink else 0):
         if found is None or found.outcome.verdict is not Verdict.VIOLATION:
             break
+        if _bookies_own_steps_in(cfg, found.outcome.trace):
+            break  # no shorter trace can force the bookies' own steps
         shorter = minimise(cfg, found.outcome.trace)
         if len(shorter) >= len(found.outcome.trace):
             break
@@ -555,6 +584,7 @@ def run_search(
         state.elapsed(),
         state.explorer_steps,
         state.races if state.races.races else None,
+        state.bookies_own,
     )
     return conclude(found, state.first_found, state.error, tally, notes, search.describe_budget())
 

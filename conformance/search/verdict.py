@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.engine import BookiesOwnTally
 from conformance.races import RaceTally
 from conformance.search.choices import to_blob
 from conformance.search.program import ExampleRun
@@ -38,6 +39,8 @@ class SearchReport:
     notes: list[str] = field(default_factory=list)
     explorer_steps: int = 0  # in the model alone, by the explorer
     races: RaceTally | None = None  # the examples' races, if any raced
+    #: What the bookies did on their own (bookie_recovers_limbo); None: no such actor.
+    bookies_own: BookiesOwnTally | None = None
 
     @property
     def exit_code(self) -> int:
@@ -57,6 +60,7 @@ class SearchTally:
     elapsed: float
     explorer_steps: int = 0
     races: RaceTally | None = None
+    bookies_own: BookiesOwnTally | None = None
 
 
 def conclude(
@@ -89,6 +93,7 @@ def conclude(
             notes,
             tally.explorer_steps,
             tally.races,
+            tally.bookies_own,
         )
     if first_found is None:
         raise ValueError("a search that found a failing run must say who found it first")
@@ -103,4 +108,5 @@ def conclude(
         notes,
         tally.explorer_steps,
         tally.races,
+        tally.bookies_own,
     )

@@ -48,6 +48,28 @@ class UnsupportedConfiguration(TargetError):
         super().__init__(message, cause=cause, retriable=False)
 
 
+@dataclass(frozen=True)
+class MetadataSeen:
+    """The ledger's metadata as read, in the model's terms: status (the spec's name), znode
+    version as the model counts it (``meta_version``), fragments as (first entry, bookies),
+    and the last entry (a CLOSED ledger's; else None)."""
+
+    status: str
+    version: int
+    fragments: tuple[tuple[int, tuple[int, ...]], ...]
+    last_entry: int | None
+
+
+class MetadataChangedOutside(TargetError):
+    """Someone other than the model's clients wrote the ledger's metadata (``seen``): on real
+    bookies with limbo, their data-integrity service recovering the ledger by itself. Not
+    retriable; an engine that models that writer explains it, else the run cannot decide."""
+
+    def __init__(self, message: str, seen: MetadataSeen) -> None:
+        super().__init__(message, retriable=False)
+        self.seen = seen
+
+
 @dataclass
 class TargetSnapshot:
     """A target's state at the end of a run, in the model's terms."""

@@ -49,7 +49,13 @@ from conformance.operations import (
     WriteMetadata,
 )
 from conformance.races import Timed
-from conformance.targets.base import TargetError, TargetSnapshot, UnsupportedConfiguration
+from conformance.targets.base import (
+    MetadataChangedOutside,
+    MetadataSeen,
+    TargetError,
+    TargetSnapshot,
+    UnsupportedConfiguration,
+)
 from model.bookkeeper.action_table import Phase, the_action
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest
@@ -449,12 +455,25 @@ class ClusterTarget(abc.ABC):
         assert self.store is not None
         metadata, version = self.store.read(self.ledger_id)
         if version != translation.znode_version(known_version):
-            raise TargetError(
+            seen = MetadataSeen(
+                metadata.state.name,
+                translation.model_version(version),
+                tuple(
+                    (first, tuple(bookies))
+                    for first, bookies in translation.fragments_of(
+                        metadata.segments, self.bookie_ids
+                    )
+                ),
+                translation.spec_entry_id(metadata.last_entry_id)
+                if metadata.state is LedgerState.CLOSED
+                else None,
+            )
+            raise MetadataChangedOutside(
                 f"the ledger's metadata was changed outside the model: znode version {version}, "
                 f"the model's clients wrote up to {translation.znode_version(known_version)} "
                 f"(state now {metadata.state.name}). On real bookies with limbo, the restarted "
                 "bookie's data-integrity service recovers limbo ledgers by itself",
-                retriable=False,
+                seen,
             )
         return metadata
 

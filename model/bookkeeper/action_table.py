@@ -36,6 +36,9 @@ class Actor(Enum):
     BOOKIE = "bookie"
     CLIENT = "client"  # the writer or the recovering client; the spec's clients play both
     FAULT = "fault"  # the environment (extension: seed 001's crash with data loss)
+    #: A bookie's own background service (extension, ``bookie_recovers_limbo``: BP-46's
+    #: data-integrity service repairing a limbo ledger); no request, no answer.
+    SERVICE = "bookie service"
 
 
 class Var(Enum):
@@ -76,6 +79,7 @@ class Phase(Enum):
     FENCING = "fencing"  # the recovery's start (its fence reads) and their answers
     READ = "read"  # the recovery reads and their answers
     FAULT = "fault"  # BookieRestartsEmpty (extension)
+    REPAIR = "repair"  # BookieLeavesLimbo (extension: the bookie repairs a limbo ledger)
 
 
 class Move(Enum):
@@ -409,12 +413,21 @@ ACTION_TABLE: tuple[SpecAction, ...] = (
         phase=Phase.FAULT,
         move=_STAYS,
     ),
+    _action(
+        "BookieLeavesLimbo",
+        Actor.SERVICE,
+        {_BK},
+        Effect.NONE,
+        "_bookie_leaves_limbo",
+        phase=Phase.REPAIR,
+        move=_STAYS,
+    ),
 )
 
 #: Bumped whenever the table's order or names change; with ``ENCODING_DIGEST``, what makes
 #: the search's stored examples readable (``conformance.search.runner.database_key``).
-ENCODING_VERSION = 1
-ENCODING_DIGEST = "f844a1cc758d0a6c"
+ENCODING_VERSION = 2
+ENCODING_DIGEST = "de0ad085bbe2a537"
 
 
 def encoding_digest(table: tuple[SpecAction, ...]) -> str:

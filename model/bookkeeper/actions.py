@@ -282,6 +282,15 @@ class _Ctx:
         return self.earliest[(m.kind, m.recovery, m.cid, m.bookie)] >= m.entry.id
 
 
+def _bookkeepers(cfg: ModelConfig, c: ClientState) -> bool:
+    """Whether ``c`` is the bookies' own client (``bookie_recovers_limbo``): BookKeeper's
+    client, which behaves as the switches for BookKeeper's client say whatever they are set
+    to for the others (``late_read_answers_ignored``, ``late_read_requests_processed``,
+    ``lac_counts_as_confirmed``, ``read_timeouts_per_entry``, and ``fenced_writer_closes``'s
+    recovery close): without them the spec's recovery can stall, which BookKeeper's does not."""
+    return c.id == cfg.internal_client
+
+
 def _set_client(s: State, client: ClientState) -> tuple[ClientState, ...]:
     clients = list(s.clients)
     clients[client.id] = client
@@ -432,7 +441,8 @@ def _bookie_sends_read_response(ctx: _Ctx, msg: ReadRequest, out: list[Transitio
     b_fenced = s.b_fenced
     if msg.fence:
         b_fenced = (*b_fenced[:b], True, *b_fenced[b + 1 :])
-    if ctx.cfg.late_read_requests_processed and s.clients[msg.cid].curr_read_entry != msg.entry_id:
+    late_processed = ctx.cfg.late_read_requests_processed or msg.cid == ctx.cfg.internal_client
+    if late_processed and s.clients[msg.cid].curr_read_entry != msg.entry_id:
         # A read of an entry its client already decided (LateReadRequestsProcessed): the
         # bookie still processes it (and is fenced by it) and answers; the client, which no
         # longer reads that entry, ignores the answer (it never joins the messages).
@@ -546,7 +556,7 @@ def _receive_add_confirmed_response(
                 confirmed[index] | 1 << msg.bookie,
                 *confirmed[index + 1 :],
             )
-        floor = c.lac if cfg.lac_counts_as_confirmed else 0
+        floor = c.lac if cfg.lac_counts_as_confirmed or _bookkeepers(cfg, c) else 0
         lac = max_contiguous_confirmed_entry(cfg, confirmed, floor)
         pending = frozenset(
             op
@@ -821,9 +831,13 @@ def _client_starts_recovery(ctx: _Ctx, c: ClientState, out: list[Transition]) ->
     if s.meta_status != STATUS_OPEN and s.meta_status != STATUS_IN_RECOVERY:
         return
     last = s.meta_fragments[-1]
+    # The bookies' own client (bookie_recovers_limbo) is BookKeeper's: its recovery writes
+    # IN_RECOVERY only over an OPEN ledger (ReadOnlyLedgerHandle.recover's predicate), and
+    # over one already IN_RECOVERY writes nothing.
+    written = 0 if c.id == ctx.cfg.internal_client and s.meta_status == STATUS_IN_RECOVERY else 1
     client = c._replace(
         status=STATUS_IN_RECOVERY,
-        meta_version=s.meta_version + 1,
+        meta_version=s.meta_version + written,
         recovery_phase=FENCING_PHASE,
         fragments=s.meta_fragments,
         curr_fragment=last,
@@ -841,7 +855,7 @@ def _client_starts_recovery(ctx: _Ctx, c: ClientState, out: list[Transition]) ->
                     clients=clients,
                     messages=messages,
                     meta_status=STATUS_IN_RECOVERY,
-                    meta_version=s.meta_version + 1,
+                    meta_version=s.meta_version + written,
                 ),
             )
         )
@@ -932,7 +946,7 @@ def _read_status(ctx: _Ctx, c: ClientState, responses: frozenset[ReadResponse]) 
         return NO_SUCH_ENTRY
     assert c.curr_read_entry is not None
     cohort = writeset(cfg, c.recovery_ensemble, c.curr_read_entry, c.recovery_order)
-    per_entry = c.curr_read_entry if cfg.read_timeouts_per_entry else None
+    per_entry = c.curr_read_entry if cfg.read_timeouts_per_entry or _bookkeepers(cfg, c) else None
     timeouts = read_timeout_count(ctx.counts, c.id, cohort, per_entry)
     if len(responses) + timeouts == cfg.write_quorum:
         return UNKNOWN
@@ -966,9 +980,9 @@ def _client_receives_recovery_read_response(
                 s.messages,
                 msg,
                 c.recovery_ensemble,
-                requests_too=not ctx.cfg.late_read_requests_processed,
+                requests_too=not (ctx.cfg.late_read_requests_processed or _bookkeepers(ctx.cfg, c)),
             )
-            if ctx.cfg.late_read_answers_ignored:
+            if ctx.cfg.late_read_answers_ignored or _bookkeepers(ctx.cfg, c):
                 messages = ignored
             elif ignored != processed:
                 continue
@@ -1064,7 +1078,9 @@ def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transiti
         or c.pending_add_ops
     ):
         return
-    if ctx.cfg.fenced_writer_closes and s.meta_status == STATUS_CLOSED:
+    # The bookies' own client (bookie_recovers_limbo) is BookKeeper's: its closeRecovered too.
+    bookkeepers = ctx.cfg.fenced_writer_closes or _bookkeepers(ctx.cfg, c)
+    if bookkeepers and s.meta_status == STATUS_CLOSED:
         found = c._replace(status=STATUS_CLOSED, meta_version=s.meta_version, lac=s.meta_last_entry)
         label = Label(
             "RecoveryClientClosesLedger",
@@ -1098,7 +1114,12 @@ def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transiti
 
 def _client_actions(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:
     status = c.status
-    if status is None:
+    if c.id == ctx.cfg.internal_client and status is None:
+        # The bookies' own recovery client (bookie_recovers_limbo) never creates the ledger,
+        # and recovers it only while a bookie of its last ensemble has it in limbo.
+        if _limbo_in_last_ensemble(ctx.s):
+            _client_starts_recovery(ctx, c, out)
+    elif status is None:
         _client_creates_ledger(ctx, c, out)
         _client_starts_recovery(ctx, c, out)
     elif status == STATUS_OPEN:
@@ -1188,6 +1209,79 @@ def _bookie_restarts_empty(ctx: _Ctx, out: list[Transition]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# The bookies' own recovery (extension, bookie_recovers_limbo: BP-46's data-integrity service)
+# --------------------------------------------------------------------------------------------
+
+
+def _limbo_in_last_ensemble(s: State) -> bool:
+    if not s.meta_fragments:
+        return False
+    last = s.meta_fragments[-1].ensemble
+    return any(limbo and last >> b & 1 for b, limbo in enumerate(s.b_limbo))
+
+
+def limbo_copies(cfg: ModelConfig, s: State, b: int) -> frozenset[Entry]:
+    """The entries bookie ``b`` copies back once it leaves limbo on the CLOSED ledger
+    (BookKeeper's ``checkAndRecoverLedgerEntries``): every entry up to the last one whose
+    write set (in the fragment that holds it) names ``b``, that ``b`` lacks and that another
+    bookie holds (the lowest copy, the spec's CHOOSE). An entry no other bookie holds is not
+    copied: BookKeeper's copy of it fails (and is tried again, to no more effect)."""
+    copies = set()
+    held_ids = {e.id for e in s.b_entries[b]}
+    for entry_id in range(1, s.meta_last_entry + 1):
+        if entry_id in held_ids:
+            continue
+        fragment = fragment_of_entry_id(entry_id, s.meta_fragments)
+        if not writeset(cfg, fragment.ensemble, entry_id, fragment.order) >> b & 1:
+            continue
+        found = [
+            e
+            for other in range(cfg.bookies)
+            if other != b
+            for e in s.b_entries[other]
+            if e.id == entry_id
+        ]
+        if found:
+            copies.add(min(found))
+    return frozenset(copies)
+
+
+def _bookie_leaves_limbo(ctx: _Ctx, out: list[Transition]) -> None:
+    """``BookieLeavesLimbo`` (extension): a bookie with the ledger in limbo finds it CLOSED
+    (its own client's recovery closed it, or another client's), clears limbo and copies back
+    the entries it lacks (:func:`limbo_copies`), as BookKeeper's data-integrity service does
+    (``clearLimboState``, then the copy; one step here)."""
+    cfg, s = ctx.cfg, ctx.s
+    if not cfg.bookie_recovers_limbo or s.meta_status != STATUS_CLOSED:
+        return
+    for b in range(cfg.bookies):
+        if not s.b_limbo[b]:
+            continue
+        copies = limbo_copies(cfg, s, b)
+        out.append(
+            Transition(
+                Label("BookieLeavesLimbo", bookie=b),
+                s._replace(
+                    b_entries=(*s.b_entries[:b], s.b_entries[b] | copies, *s.b_entries[b + 1 :]),
+                    b_limbo=(*s.b_limbo[:b], False, *s.b_limbo[b + 1 :]),
+                ),
+            )
+        )
+
+
+def bookie_internal(cfg: ModelConfig, label: Label) -> bool:
+    """Whether a step is the bookies' own (``bookie_recovers_limbo``): their internal client's,
+    a bookie's answer to it, or a bookie leaving limbo. No test harness drives these steps;
+    a conformance run observes what they did."""
+    internal = cfg.internal_client
+    if internal is None:
+        return False
+    if label.action == "BookieLeavesLimbo" or label.client == internal:
+        return True
+    return label.received is not None and label.received.cid == internal
+
+
+# --------------------------------------------------------------------------------------------
 # Next
 # --------------------------------------------------------------------------------------------
 
@@ -1200,4 +1294,14 @@ def successors(cfg: ModelConfig, state: State) -> list[Transition]:
     for c in state.clients:
         _client_actions(ctx, c, out)
     _bookie_restarts_empty(ctx, out)
+    _bookie_leaves_limbo(ctx, out)
     return out
+
+
+def driven_successors(cfg: ModelConfig, state: State) -> list[Transition]:
+    """The successors a test harness may cause: all but the bookies' own
+    (:func:`bookie_internal`), in ``successors``' order."""
+    steps = successors(cfg, state)
+    if cfg.internal_client is None:
+        return steps
+    return [t for t in steps if not bookie_internal(cfg, t.label)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model.errors import ModelError
 
@@ -120,6 +120,19 @@ class ModelConfig:
       4.17.3 (``bkconform run --races``): b3 held e1 and e2 (LAC 1), the recovery wrote e1
       (LAC 0) back to it, and its fence read answered LAC 1 where the spec says 0. ``bkconform
       run`` turns it on (``--spec-bookie-lac``: off).
+    - ``bookie_recovers_limbo`` (default False; needs ``limbo_on_unclean_shutdown`` and two
+      clients or more). BP-46's data-integrity service: a bookie that restarted with the ledger
+      in limbo recovers it by itself, through the bookie's internal client (BookKeeper's
+      ``DataIntegrityCheckImpl`` opens each limbo ledger with recovery, every 3 s from the
+      bookie's start), then leaves limbo, copying back the closed ledger's entries its write
+      sets name it for (``EntryCopierImpl``). True: the **last** client is that internal
+      client: it never creates or writes the ledger, and starts a recovery (the spec's own
+      recovery actions, but for BookKeeper's start: over a ledger already IN_RECOVERY it writes
+      nothing) only while a bookie of the ledger's last ensemble is in limbo; and
+      ``BookieLeavesLimbo`` clears a bookie's limbo once the ledger is CLOSED, copying back the
+      entries it lacks that another bookie holds. A harness never drives these steps: a
+      conformance run observes them (:func:`model.bookkeeper.actions.bookie_internal`).
+      Found by ``make run`` on 4.17.3 (docs/findings/limbo-ledger-recovered-by-the-bookie.md).
     - ``ensemble_size`` (default: the write quorum, as in the spec). Larger values enable
       striping: entry ``e`` is written to the write quorum of bookies that starts at position
       ``(e - 1) mod E`` of the ensemble (bookies in ascending order).
@@ -150,6 +163,7 @@ class ModelConfig:
     fenced_writer_closes: bool = False
     closing_writer_takes_answers: bool = False
     lac_of_highest_entry: bool = False
+    bookie_recovers_limbo: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 
@@ -192,7 +206,28 @@ class ModelConfig:
                 "closing_writer_takes_answers needs fenced_writer_closes (only a fenced writer "
                 "is CLOSING)"
             )
+        if self.bookie_recovers_limbo and not self.limbo_on_unclean_shutdown:
+            raise ConfigError(
+                "bookie_recovers_limbo needs limbo_on_unclean_shutdown (the bookie recovers the "
+                "ledgers it has in limbo)"
+            )
+        if self.bookie_recovers_limbo and self.clients < 2:
+            raise ConfigError(
+                "bookie_recovers_limbo needs two clients or more (the last is the bookies' own)"
+            )
         object.__setattr__(self, "effective_ensemble_size", ensemble)
+
+    def with_bookies_recovering(self) -> ModelConfig:
+        """This configuration as it runs on real bookies: with limbo on, plus the bookies' own
+        recovery client (``bookie_recovers_limbo``, one client more); else unchanged."""
+        if not self.limbo_on_unclean_shutdown or self.bookie_recovers_limbo:
+            return self
+        return replace(self, clients=self.clients + 1, bookie_recovers_limbo=True)
+
+    @property
+    def internal_client(self) -> int | None:
+        """The bookies' own recovery client (``bookie_recovers_limbo``: the last), or None."""
+        return self.clients - 1 if self.bookie_recovers_limbo else None
 
     @property
     def striped(self) -> bool:
@@ -233,6 +268,8 @@ class ModelConfig:
             parts.append("ClosingWriterTakesAnswers=TRUE")
         if self.lac_of_highest_entry:
             parts.append("LacOfHighestEntry=TRUE")
+        if self.bookie_recovers_limbo:
+            parts.append(f"BookieRecoversLimbo=TRUE(c{self.clients})")
         if self.max_crashes:
             phases = [
                 name

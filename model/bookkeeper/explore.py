@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable
 
 from model.bookkeeper.abstraction import progress_cell
 from model.bookkeeper.actions import Label, init_state, successors
-from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import swarm_policy
@@ -58,6 +58,11 @@ def check_exhaustively(
     """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
     reduction over bookies and clients)."""
     canonical: Callable[[State], Hashable] | None = None
+    if symmetry and cfg.bookie_recovers_limbo:
+        raise ConfigError(
+            "symmetry treats every client alike; with bookie_recovers_limbo the last client is "
+            "the bookies' own, which acts only on limbo: search without symmetry"
+        )
     if symmetry:
         canonical = remembering(lambda state: canonical_fingerprint(cfg, state))
     return search(

@@ -58,7 +58,11 @@ def no_divergence_between_client_and_metadata(cfg: ModelConfig, s: State) -> boo
     # recovers it: that client's LAC is its recovery's progress, acknowledged to nobody, and
     # it ends with the ledger's last entry (``RecoveryClientClosesLedger`` finds it closed) or
     # gives up (RECOVERY_ABORTED), still acknowledging nothing.
-    recovering = (STATUS_IN_RECOVERY, RECOVERY_ABORTED) if cfg.fenced_writer_closes else ()
+    # So with ``bookie_recovers_limbo``: the bookies' own client and another client may both
+    # recover the ledger, and the one that closes it first ends the other's recovery, whose
+    # LAC (its write-backs' progress) was acknowledged to nobody.
+    exempt = cfg.fenced_writer_closes or cfg.bookie_recovers_limbo
+    recovering = (STATUS_IN_RECOVERY, RECOVERY_ABORTED) if exempt else ()
     return all(
         c.status is None or c.status in recovering or c.lac <= s.meta_last_entry for c in s.clients
     )

@@ -82,7 +82,8 @@ def test_simulation_finds_defect_1_where_exhaustive_search_is_out_of_reach(
     out = capsys.readouterr().out
     assert code == 1, out
     assert "Invariant violated: NoDivergenceBetweenClientAndMetaData" in out
-    assert "Found by walk 9584 (rerun with --seed 1)" in out  # deterministic for a seed
+    # Deterministic for a seed (10551 since BookieLeavesLimbo joined the swarm's action kinds).
+    assert "Found by walk 10551 (rerun with --seed 1)" in out
 
 
 @pytest.mark.parametrize(

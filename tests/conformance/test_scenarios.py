@@ -13,7 +13,7 @@ import pytest
 from adapters.installations.system import BookieChoice
 from adapters.zookeeper.metadata import LedgerState
 from conformance.cli import main
-from conformance.engine import Execution, Outcome
+from conformance.engine import BOOKIES_OWN, Execution, Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget
@@ -153,6 +153,32 @@ def test_a_bookie_s_own_limbo_recovery_makes_the_story_undecided(tmp_path: Path)
     assert outcome.verdict == "undecided", (outcome.verdict, outcome.divergences)
     assert outcome.divergences == []
     assert outcome.error is not None and "changed outside the model" in outcome.error
+
+
+@pytest.mark.cluster
+def test_with_the_bookies_own_client_in_the_model_the_same_story_is_decided(
+    tmp_path: Path,
+) -> None:
+    # Issue 46: the same wait, with the bookies' own recovery client in the model
+    # (bookie_recovers_limbo). w2's recovery finds the ledger CLOSED by the bookie: the judge
+    # explains it by the bookies' own steps and the run ends clean (nothing was lost: e1 is on
+    # both bookies, the ledger closed at e1).
+    scenario = SCENARIOS["limbo-crash"]
+    cfg = scenario.config(protected=True).with_bookies_recovering()
+    target = LocalTarget(work_dir=tmp_path / "cluster")
+    target.open(cfg)
+    try:
+        execution = Execution(cfg, target)
+        for number, scripted in enumerate(scenario.interleaving.steps[:8], start=1):
+            record = execution.apply(take(cfg, execution.state, scripted))
+            if number == 7:  # BookieRestartsEmpty(b1)
+                _wait_until_closed_by_someone_else(target)
+        outcome = execution.finish()
+    finally:
+        target.close()
+    assert record.action == BOOKIES_OWN and record.bookies_own, record
+    assert outcome.verdict == "clean", (outcome.verdict, outcome.divergences, outcome.error)
+    assert outcome.bookies_own is not None and outcome.bookies_own.recoveries == 1
 
 
 def _wait_until_closed_by_someone_else(target: LocalTarget, timeout: float = 60.0) -> None:

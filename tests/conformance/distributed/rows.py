@@ -72,6 +72,7 @@ def shard_row(
         "ledger_records": None,
         "restarts": 0,
         "restart_seconds": 0.0,
+        "bookies_own": None,
         "versions": "{}",
         "target_description": "{}",
         "bookies": "model (no bookies)",

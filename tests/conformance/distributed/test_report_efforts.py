@@ -58,3 +58,24 @@ def test_no_shards_no_efforts() -> None:
 def test_a_configuration_with_no_steps_at_all_is_zero_of_the_most() -> None:
     (effort,) = configuration_efforts([row(0, "limbo-crash", 0)])
     assert effort.share_of_most == 0.0
+
+
+def test_what_the_bookies_did_on_their_own_is_summed_per_configuration() -> None:
+    own = '{"examples": 2, "explained": 3, "recoveries": 2, "left_limbo": 1, "steps": 30}'
+    other = '{"examples": 1, "explained": 1, "recoveries": 1, "left_limbo": 0, "steps": 12}'
+    fenced, limbo = configuration_efforts(
+        [
+            row(0, "fenced-recovery", 10),
+            row(1, "limbo-crash", 10, bookies_own=own),
+            row(2, "limbo-crash", 10, bookies_own=other),
+            row(3, "limbo-crash", 10, bookies_own='{"examples": 0, "explained": 0}'),
+        ]
+    )
+    assert fenced.bookies_own is None  # no such actor in that configuration
+    assert limbo.bookies_own == {
+        "examples": 3,
+        "explained": 4,
+        "recoveries": 3,
+        "left_limbo": 1,
+        "steps": 42,
+    }

@@ -72,13 +72,26 @@ CONFIGS = (
         limbo_on_unclean_shutdown=True,
         fence_on_unclean_shutdown=True,
     ),
+    # The bookies' own recovery of a limbo ledger (BookieLeavesLimbo).
+    ModelConfig(
+        bookies=2,
+        clients=3,
+        write_quorum=2,
+        ack_quorum=2,
+        max_crashes=1,
+        crash_when_closed=False,
+        limbo_on_unclean_shutdown=True,
+        fence_on_unclean_shutdown=True,
+        late_read_answers_ignored=True,
+        bookie_recovers_limbo=True,
+    ),
 )
 
 
 def test_the_table_names_each_spec_action_once_in_the_encodings_order() -> None:
-    assert len(ALL_ACTIONS) == 4 + 17 + 1
+    assert len(ALL_ACTIONS) == 4 + 17 + 2
     assert ALL_ACTIONS[:4] == tuple(sorted(names_with(Effect.ANSWER)))
-    assert ALL_ACTIONS[-1] == "BookieRestartsEmpty"
+    assert ALL_ACTIONS[-2:] == ("BookieRestartsEmpty", "BookieLeavesLimbo")
     assert encoding_digest(ACTION_TABLE) == ENCODING_DIGEST
 
 

@@ -65,7 +65,8 @@ def test_initial_state_is_the_specs_init() -> None:
 
 
 def test_every_action_name_is_the_specs() -> None:
-    assert len(ALL_ACTIONS) == 4 + 17 + 1
+    # The spec's 21, seed 001's crash, and the bookies' own repair of a limbo ledger.
+    assert len(ALL_ACTIONS) == 4 + 17 + 1 + 1
     assert len(set(ALL_ACTIONS)) == len(ALL_ACTIONS)
 
 
