@@ -183,6 +183,7 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     (:mod:`conformance.javaclient.reports`), judged. The exit code says what happened to the
     report's bug (:func:`~conformance.javaclient.reports.report_verdict`): 1 reproduced, 0 the
     window reached and clean, 2 not reached (or reached by a run that then diverged)."""
+    from conformance.javaclient.divergences import count_classes
     from conformance.javaclient.reports import REPORTS, REPRODUCED, report_verdict, window_of
     from conformance.javaclient.run import run_once
 
@@ -221,6 +222,8 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     if said.exit_code != REPRODUCED and outcome.verdict.finding:
         print("Met on the way (the run's own findings, not the report's bug):")
     print_findings(outcome)
+    for kind, count in sorted(count_classes(outcome.divergences).items()):
+        print(f"  divergence class {kind}: {count}")
     if outcome.error:
         print(f"could not decide: {outcome.error}", file=sys.stderr)
     reached = window is not None and window.reached
