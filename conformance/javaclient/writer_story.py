@@ -1364,8 +1364,10 @@ def story_configs(
     are ignored and its requests still reach their bookies; read errors count per entry;
     write-backs complete from the recovered LAC on; the writer closes the ledger when an add
     is fenced (``fenced_writer_closes``), once the answers queued before its close completed
-    their adds (``closing_writer_takes_answers``); and a bookie the plan wiped restarts empty
-    (``BookieRestartsEmpty``, as many as it wiped). The spec's client reads with the fence."""
+    their adds (``closing_writer_takes_answers``), and not on the EFENCED answer to an add
+    that had its ack quorum (``completed_adds_ignore_fence``); and a bookie the plan wiped
+    restarts empty (``BookieRestartsEmpty``, as many as it wiped). The spec's client reads
+    with the fence."""
     if record.takeover is None:
         cfg = writer_config(record.shape, record.entries)
         return cfg, cfg
@@ -1378,6 +1380,9 @@ def story_configs(
             # once the answers queued before its close have completed their adds.
             fenced_writer_closes=True,
             closing_writer_takes_answers=True,
+            # An EFENCED answer to an add that has its ack quorum changes nothing
+            # (PendingAddOp.writeComplete returns once its add is completed).
+            completed_adds_ignore_fence=True,
             # The bookies the plan wiped restart empty (BookieRestartsEmpty): no fence, no
             # entries (BookKeeper's data integrity check is off by default: no limbo).
             max_crashes=len(record.wiped),

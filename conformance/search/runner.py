@@ -165,6 +165,7 @@ LATER_SWITCHES = frozenset(
         "late_adds_after_timeout",
         "fenced_writer_closes",
         "closing_writer_takes_answers",
+        "completed_adds_ignore_fence",
         "lac_of_highest_entry",
         "bookie_recovers_limbo",
     }

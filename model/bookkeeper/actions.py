@@ -617,7 +617,9 @@ def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Tr
 
     With ``late_adds_after_timeout`` a stale answer (a bookie outside the entry's write set)
     is consumed without effect (:func:`_stale_answer_ignored`), as ``PendingAddOp`` ignores
-    it before looking at its code."""
+    it before looking at its code. With ``completed_adds_ignore_fence`` so is the EFENCED
+    answer to an add that already has its ack quorum (the label's ``detail`` says
+    ``completed``): the writer goes on."""
     s = ctx.s
     assert c.curr_fragment is not None
     ensemble = c.curr_fragment.ensemble
@@ -630,6 +632,25 @@ def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Tr
             continue
         if not (_in_writeset(ctx, c, msg) if by_writeset else ensemble >> msg.bookie & 1):
             _stale_answer_ignored(ctx, c, msg, "ClientReceivesAddFencedResponse", out)
+            continue
+        if (
+            ctx.cfg.completed_adds_ignore_fence
+            and _confirmations(c.confirmed, msg.entry.id) >= ctx.cfg.ack_quorum
+        ):
+            # The add had its ack quorum: BookKeeper's PendingAddOp is completed and returns
+            # on any later answer (completed_adds_ignore_fence).
+            label = Label(
+                "ClientReceivesAddFencedResponse",
+                client=c.id,
+                received=msg,
+                detail=(("completed", 1),),
+            )
+            out.append(
+                Transition(
+                    label,
+                    _with_messages(s, messages=message_processed(s.messages, msg, ctx.counts[msg])),
+                )
+            )
             continue
         # BookKeeper's writer closes the ledger instead (``fenced_writer_closes``).
         fenced_out = CLIENT_CLOSING if ctx.cfg.fenced_writer_closes else CLIENT_WITHDRAWN

@@ -112,6 +112,16 @@ class ModelConfig:
       answers already queued there, which complete their adds and move the LAC. Found by the
       15-minute ``--role both`` search on 4.17.3 (seed 51): an add acknowledged on an answer
       that reached the client in the millisecond of another add's EFENCED.
+    - ``completed_adds_ignore_fence`` (default False). In the spec a writer withdraws on any
+      EFENCED add answer (``ClientReceivesAddFencedResponse``). BookKeeper's
+      ``PendingAddOp.writeComplete`` returns early once its add is completed (it has its ack
+      quorum): a later error answer, EFENCED included, only marks the bookie as a delayed
+      write failure, for an ensemble change at the next add's ``initiate`` (which finds the
+      ledger IN_RECOVERY or CLOSED after a real fence and fails the pending adds). True: an
+      EFENCED answer to an add with ``AckQuorum`` confirmations is consumed without effect,
+      and the writer goes on. Found by the ``--role both`` search on 4.17.3 (issue 46): b2's
+      EFENCED answers to e0..e2 reached the writer after b1 and b3 had confirmed them, and
+      the writer then sent e3.
     - ``lac_of_highest_entry`` (default False). In the spec a bookie's LAC (what its fence
       read answers) is the LAC of the last add it processed (``b_lac' = msg.lac``). A real
       bookie answers a fence read with its last entry, the highest it holds, and its LAC: an
@@ -162,6 +172,7 @@ class ModelConfig:
     late_adds_after_timeout: bool = False
     fenced_writer_closes: bool = False
     closing_writer_takes_answers: bool = False
+    completed_adds_ignore_fence: bool = False
     lac_of_highest_entry: bool = False
     bookie_recovers_limbo: bool = False
     # Derived in __post_init__; not a constant of the spec.
@@ -266,6 +277,8 @@ class ModelConfig:
             parts.append("FencedWriterCloses=TRUE")
         if self.closing_writer_takes_answers:
             parts.append("ClosingWriterTakesAnswers=TRUE")
+        if self.completed_adds_ignore_fence:
+            parts.append("CompletedAddsIgnoreFence=TRUE")
         if self.lac_of_highest_entry:
             parts.append("LacOfHighestEntry=TRUE")
         if self.bookie_recovers_limbo:

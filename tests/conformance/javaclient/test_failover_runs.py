@@ -253,3 +253,24 @@ def test_an_answer_queued_before_the_fenced_writer_s_close_completes_its_add(
 
     monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
     assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_an_efenced_answer_to_an_add_with_its_ack_quorum_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # b1 and b3 confirmed e0..e2 (AQ=2) before b2's EFENCED answers to them reached the
+    # writer: PendingAddOp ignores them (completed), and the client then sent e3.
+    record = EXAMPLES_BY_NAME["an EFENCED answer to an add that had its ack quorum changes nothing"]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert judgement.cfg.completed_adds_ignore_fence
+    spec_configs = writer_story.story_configs
+
+    def without_the_switch(*args: Any) -> Any:
+        cfg, spec_cfg = spec_configs(*args)
+        return dataclasses.replace(cfg, completed_adds_ignore_fence=False), spec_cfg
+
+    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
+    diverged = judge(record)
+    assert diverged.verdict is Verdict.DIVERGENCE
+    assert "frame #3097 to b1: add e3" in diverged.outcome.divergences[0]
