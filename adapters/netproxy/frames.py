@@ -20,6 +20,7 @@ import enum
 from dataclasses import dataclass, field
 
 from adapters.bookkeeper import codec, v2, v3
+from adapters.bookkeeper.entry import ENTRY_HEADER
 from adapters.bookkeeper.errors import MalformedFrame
 from adapters.bookkeeper.proto import BookkeeperProtocol_pb2 as pb
 from adapters.bookkeeper.status import StatusCode
@@ -107,6 +108,10 @@ class FrameInfo:
     status: StatusCode | None = None
     #: Why the frame did not decode (``operation`` is then ``UNDECODABLE``).
     error: str | None = None
+    #: The LAC in the entry the frame carries (its digest header): an add request's (what
+    #: the client packaged the add with), a read answer's (a fence read's answer: the LAC of
+    #: the bookie's last entry); None for any other frame.
+    lac: int | None = None
 
     @property
     def decoded(self) -> bool:
@@ -200,6 +205,14 @@ def describe_response(payload: bytes, protocol: Protocol) -> FrameInfo:
     return _describe_v2_response(response)
 
 
+def _entry_lac(body: bytes) -> int | None:
+    """The LAC field of a packaged entry (ledgerId, entryId, LAC, length, digest, data), or
+    None if ``body`` is too short to hold one."""
+    if len(body) < ENTRY_HEADER.size:
+        return None
+    return int(ENTRY_HEADER.unpack_from(body)[2])
+
+
 def _describe_v3_request(request: v3.Request) -> FrameInfo:
     header = request.header
     operation = _V3_OPERATIONS.get(header.operation, Operation.OTHER)
@@ -220,9 +233,10 @@ def _describe_v3_request(request: v3.Request) -> FrameInfo:
             flags.add(FrameFlag.ENTRY_PIGGYBACK)
     if request.HasField("addRequest") and request.addRequest.HasField("flag"):
         flags.add(FrameFlag.RECOVERY_ADD)
+    lac = _entry_lac(request.addRequest.body) if request.HasField("addRequest") else None
     return FrameInfo(
         Direction.REQUEST, operation, Protocol.V3, ledger_id, entry_id, frozenset(flags),
-        header.txnId,
+        header.txnId, lac=lac,
     )  # fmt: skip
 
 
@@ -240,9 +254,14 @@ def _describe_v3_response(response: v3.Response) -> FrameInfo:
         status: StatusCode | None = v3.effective_status(response)
     except ValueError:
         status = None  # a status this codec does not know; the frame still decoded
+    lac = (
+        _entry_lac(response.readResponse.body)
+        if response.HasField("readResponse") and response.readResponse.HasField("body")
+        else None
+    )
     return FrameInfo(
         Direction.RESPONSE, operation, Protocol.V3, ledger_id, entry_id, frozenset(),
-        header.txnId, status,
+        header.txnId, status, lac=lac,
     )  # fmt: skip
 
 
@@ -261,7 +280,7 @@ def _describe_v2_request(request: v2.V2Request) -> FrameInfo:
     if isinstance(request, v2.V2AddRequest):
         return FrameInfo(
             Direction.REQUEST, Operation.ADD_ENTRY, Protocol.V2, request.ledger_id,
-            request.entry_id, _v2_flags(request.flags),
+            request.entry_id, _v2_flags(request.flags), lac=_entry_lac(request.body),
         )  # fmt: skip
     if isinstance(request, v2.V2ReadRequest):
         return FrameInfo(
@@ -276,9 +295,11 @@ def _describe_v2_response(response: v2.V2Response) -> FrameInfo:
         status: StatusCode | None = response.status
     except MalformedFrame:
         status = None
+    operation = _V2_OPERATIONS.get(response.opcode, Operation.OTHER)
+    lac = _entry_lac(response.payload) if operation is Operation.READ_ENTRY else None
     return FrameInfo(
-        Direction.RESPONSE, _V2_OPERATIONS.get(response.opcode, Operation.OTHER), Protocol.V2,
-        response.ledger_id, response.entry_id, frozenset(), None, status,
+        Direction.RESPONSE, operation, Protocol.V2, response.ledger_id, response.entry_id,
+        frozenset(), None, status, lac=lac,
     )  # fmt: skip
 
 

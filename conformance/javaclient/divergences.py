@@ -51,9 +51,14 @@ CLASSES: tuple[DivergenceClass, ...] = (
         r"the model's bookie confirms it or answers EFENCED",
     ),
     DivergenceClass(
+        "recovery-end-not-the-model-s",
+        r"recovery closed the ledger at e-?\d+; the model's recovery closes it at",
+    ),
+    DivergenceClass(
         "close-not-the-model-s", r"closed the ledger at e?\d+.*the model's (writer|recovery)"
     ),
     DivergenceClass("ensembles-not-the-model-s", r"the ledger's ensembles are .*the model's are"),
+    DivergenceClass("fence-lac-not-the-model-s", r"answered the fence read with LAC"),
     DivergenceClass("no-model-step", r"the model allows no step for"),
     DivergenceClass("metadata-written-outside", r"no sequence of the bookies' own recovery steps"),
     DivergenceClass("final-state", r"^(step \d+: )?final state: "),

@@ -43,6 +43,7 @@ def _info(info: FrameInfo) -> dict[str, Any]:
         "txn": info.txn_id,
         "status": None if info.status is None else info.status.name,
         "error": info.error,
+        **({"lac": info.lac} if info.lac is not None else {}),
     }
 
 
@@ -57,6 +58,8 @@ def _frame_info(data: dict[str, Any]) -> FrameInfo:
         txn_id=data["txn"],
         status=None if data["status"] is None else StatusCode[data["status"]],
         error=data["error"],
+        # Recordings before the LAC was decoded have none.
+        lac=data.get("lac"),
     )
 
 

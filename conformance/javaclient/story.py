@@ -233,13 +233,26 @@ class RecoverySteps:
         #: Fence answers delivered to the client during its fencing phase, not yet taken.
         self.fence_answers: list[JavaEvent] = []
 
-    def lost_write_backs(self, entry: int | None, since: float) -> set[int]:
+    def lost_write_backs(
+        self, entry: int | None, since: float, *, timed_out: bool = True
+    ) -> set[int]:
         """Bookies whose write-back of ``entry`` sent from ``since`` on never got through in
         time: dropped, never answered (a crashed bookie), never sent at all (the connection to
         a crashed bookie failed), or reaching the proxy only after the client's add timeout (a
         stalled connection). The client times such a write-back out (the spec's lost
-        message), and replaces the bookie (``RecoveryClientChangesEnsemble``)."""
-        deadline = float("inf") if self.add_timeout_s is None else since + self.add_timeout_s
+        message), and replaces the bookie (``RecoveryClientChangesEnsemble``).
+
+        ``timed_out=False``: the client replaced no bookie of this entry's write-back
+        (:meth:`replaced_for`), so a timeout, if it fired, changed nothing: BookKeeper's
+        ``PendingAddOp`` had its ack quorum already and ignores the error. A write-back that
+        got through late (a stalled connection) is then the spec's delivered request, which
+        the bookie processes when its frame shows, and whose answer the client no longer
+        takes."""
+        deadline = (
+            float("inf")
+            if self.add_timeout_s is None or not timed_out
+            else since + self.add_timeout_s
+        )
         through = {
             e.bookie
             for e in self.events
@@ -251,6 +264,18 @@ class RecoverySteps:
             and e.answered
         }
         return set(range(self.story.cfg.bookies)) - through
+
+    def replaced_for(self, entry: int | None, since: float, recipients: set[int]) -> bool:
+        """Whether the client wrote ``entry`` back, from ``since`` on, to a bookie outside
+        ``recipients`` (its write set when the write-back started): it replaced a bookie."""
+        return any(
+            e.phase is Phase.SENT
+            and e.kind is FrameKind.RECOVERY_ADD
+            and _spec_entry(e) == entry
+            and e.at >= since
+            and e.bookie not in recipients
+            for e in self.events
+        )
 
     def change_ensemble_for(self, event: JavaEvent) -> bool:
         """A write-back to a bookie the model's recovering client has not sent it to: the
@@ -350,8 +375,13 @@ class RecoverySteps:
         action = send_action(event.kind)
         if batch not in self.started:
             self.started[batch] = story.spec_requests(action, entry)
-            lost = story.recipients(action, entry) & (
-                self.lost_write_backs(entry, event.at)
+            recipients = story.recipients(action, entry)
+            lost = recipients & (
+                self.lost_write_backs(
+                    entry,
+                    event.at,
+                    timed_out=self.replaced_for(entry, event.at, recipients),
+                )
                 if event.kind is FrameKind.RECOVERY_ADD and self.add_timeout_s is not None
                 else self.dropped(event.kind, entry)
             )
@@ -406,11 +436,29 @@ class RecoverySteps:
         ):
             self.ignore(event, "answered after the client decided")
             return
-        story.take(
+        label = story.take(
             scripted,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
             observed=translation.answer_seen_in_passing(_ANSWER_KINDS[event.kind], status),
         )
+        if event.kind is FrameKind.FENCE_READ:
+            self.compare_fence_lac(event, label)
+
+    def compare_fence_lac(self, event: JavaEvent, label: Label) -> None:
+        """A fence read's answer carries the bookie's last entry, whose header holds the LAC
+        the recovery starts from: it must be the LAC the model's bookie answers (frames
+        recorded before the LAC was decoded carry none: nothing to compare)."""
+        seen = event.frame.info.lac
+        answers = [m for m, _delivery in label.sent if isinstance(m, FenceResponse)]
+        if seen is None or not answers:
+            return
+        predicted = translation.bk_entry_id(answers[0].lac)
+        if predicted != seen:
+            self.story.execution.add_divergence(
+                f"frame #{event.frame.frame_id}: {bookie_name(event.bookie)} answered the fence "
+                f"read with LAC e{seen}; the model's {bookie_name(event.bookie)} answers "
+                f"LAC e{predicted}"
+            )
 
     def received(self, event: JavaEvent) -> None:
         story = self.story
@@ -674,6 +722,8 @@ def java_recovery_config(
         lac_counts_as_confirmed=True,
         # A real bookie answers a fence read with its highest entry's LAC.
         lac_of_highest_entry=True,
+        # A resent write-back carries the LAC it was packaged with (PendingAddOp.toSend).
+        resends_carry_first_lac=True,
     )
 
 

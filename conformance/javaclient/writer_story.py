@@ -273,6 +273,8 @@ def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelCo
         # paused or stalled bookie), and an answer from outside the entry's write set is
         # dropped, as PendingAddOp does.
         late_adds_after_timeout=True,
+        # A resend carries the LAC the add was packaged with (PendingAddOp.toSend).
+        resends_carry_first_lac=True,
     )
 
 
@@ -343,9 +345,16 @@ class _WriterReplay(RecoveryStory):
         fates: Mapping[int, AddFate],
         prescribed: Sequence[ChangeKey] = (),
         spec_cfg: ModelConfig | None = None,
+        *,
+        in_place_at_failures: bool = False,
     ) -> None:
+        """``in_place_at_failures``: at a forged failure, a change from an entry where the
+        metadata starts an ensemble is taken even when its bookies are not that ensemble's
+        (another failure, later, replaces it in place): the alternative :func:`judge_ledger`
+        tells when the story without it diverges."""
         super().__init__(cfg, spec_cfg or cfg)
         self.record = record
+        self.in_place_at_failures = in_place_at_failures
         #: The recovering client's steps (a fail-over run's), set by :meth:`run`.
         self.recovery: RecoverySteps | None = None
         #: Request frame id -> what the client's timeout made of it (:func:`add_fates`).
@@ -365,6 +374,16 @@ class _WriterReplay(RecoveryStory):
         self.expected: dict[tuple[int, int], int] = {}
         self.ensemble_changes = 0
         self.changed_at = 0.0
+        #: A change taken at a forged failure whose resends no frame has shown yet: the
+        #: client's change is in progress (``changingEnsemble``), so no add completes and
+        #: the writer's answers wait (:attr:`held_answers`) until a resend frame shows.
+        self.changing = False
+        self.held_answers: list[JavaEvent] = []
+        #: Answers the client processed after packaging an add (by the add's frame id):
+        #: :meth:`received_in_packaging_order`.
+        self.after_packaging: dict[int, list[JavaEvent]] = {}
+        #: Every forged failure of the run (:func:`forged_failures`).
+        self.failures: Sequence[_Failure] = ()
         #: Answers that reached the client when its writer no longer took them (released
         #: after an ensemble change, or after the close).
         self.stale_answers = 0
@@ -448,17 +467,31 @@ class _WriterReplay(RecoveryStory):
             for first, ensemble in self._metadata_fragments()
         )
 
-    def _take_the_change_the_metadata_shows(self, why: str, at: float) -> bool:
+    def _take_the_change_the_metadata_shows(
+        self, why: str, at: float, failed: int | None = None, *, in_place: bool = False
+    ) -> bool:
         """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
         of the ledger's ensembles in the metadata, and the resends it causes, if the model's
-        writer can: True if taken."""
+        writer can: True if taken. ``failed``: only a change that replaces that bookie.
+        ``in_place``: a change whose new fragment starts where one of the metadata's does
+        will do, whatever its bookies (a later change from the same entry replaces that
+        ensemble in place: ``replaceEnsembleEntry``)."""
         named = self._metadata_fragments()
+        starts = {first for first, _ensemble in named}
+
+        def shown_by_metadata(label: Label) -> bool:
+            first = int(dict(label.detail)["first_entry_id"])
+            if in_place:
+                return first in starts
+            return (first, _change_key(label)[1]) in named
+
         shown = [
             _change_key(t.label)
             for t in successors(self.cfg, self.state)
             if t.label.action == _CHANGE
             and t.label.client == 0
-            and (int(dict(t.label.detail)["first_entry_id"]), _change_key(t.label)[1]) in named
+            and (failed is None or _change_key(t.label)[0] >> failed & 1)
+            and shown_by_metadata(t.label)
         ]
         if not shown or not self.change_ensemble(why, at, among=shown):
             return False
@@ -534,6 +567,7 @@ class _WriterReplay(RecoveryStory):
         failures: Sequence[_Failure] = (),
     ) -> None:
         self.events = events
+        self.failures = failures
         closed_at = self.record.closed_at
         for event in events:
             if event.phase is Phase.SENT:
@@ -554,6 +588,9 @@ class _WriterReplay(RecoveryStory):
             merged += [(at, _Kind.WIPE, b, b) for b, at in sorted(self.record.wiped.items())]
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         for _at, kind, _i, item in merged:
+            if self.changing and not self._holds_during_a_change(kind, item):
+                self.changing = False
+                self._release_held_answers()
             if kind is _Kind.TAKEOVER:
                 assert isinstance(item, Takeover)
                 self.recovered(item)
@@ -567,6 +604,8 @@ class _WriterReplay(RecoveryStory):
                 continue
             if kind is _Kind.CALLBACK:
                 assert isinstance(item, _Callback)
+                # A callback comes after the answers that completed its add were processed.
+                self._release_every_answer_after_packaging()
                 self.callback(item)
                 continue
             if kind is _Kind.FAILURE:
@@ -586,10 +625,89 @@ class _WriterReplay(RecoveryStory):
                 continue
             if item.phase is Phase.SENT:
                 self.sent_add(item)
+                self._release_answers_after(item)
             elif item.phase is Phase.ANSWERED:
                 self.answered(item)
+            elif self.changing:
+                self.held_answers.append(item)
             else:
-                self.received(item)
+                self.received_in_packaging_order(item)
+        if self.changing:
+            self.changing = False
+            self._release_held_answers()
+        self._release_every_answer_after_packaging()
+
+    def _release_every_answer_after_packaging(self) -> None:
+        held, self.after_packaging = self.after_packaging, {}
+        for events in held.values():
+            for event in events:
+                self.received(event)
+
+    def received_in_packaging_order(self, event: JavaEvent) -> None:
+        """Take an answer's delivery, unless the client's next new add shows it had not
+        processed it yet: the LAC that add was packaged with (its frame's entry header) is
+        below the LAC this answer raises the model's writer to. The application's thread
+        packages an add (``PendingAddOp.initiate``) while the client's I/O thread handles
+        answers, so an answer the proxy delivered may be processed after an add whose frame
+        leaves later; it is taken right after that add's send."""
+        packaged = self._next_new_add(event)
+        if packaged is not None and packaged.frame.info.lac is not None:
+            scripted = step(
+                observed.receive_action(event.kind, event.status),
+                client=WRITER,
+                peer=bookie_name(event.bookie),
+                entry=translation.spec_entry_id(event.entry_id)
+                if event.entry_id is not None
+                else None,
+            )
+            if (
+                self.state.clients[0].status == STATUS_OPEN
+                and enabled(self.cfg, self.state, scripted)
+                and take_step(self.cfg, self.state, scripted).state.clients[0].lac
+                > translation.spec_entry_id(packaged.frame.info.lac)
+            ):
+                self.after_packaging.setdefault(packaged.frame.frame_id, []).append(event)
+                return
+        self.received(event)
+
+    def _next_new_add(self, event: JavaEvent) -> JavaEvent | None:
+        """The first frame of the next entry the client sends after ``event``, if any."""
+        lap = translation.bk_entry_id(self.state.clients[0].lap)
+        for later in self.events:
+            if (
+                later.at >= event.at
+                and later.phase is Phase.SENT
+                and later.kind is FrameKind.ADD
+                and later.entry_id is not None
+                and later.entry_id > lap
+            ):
+                return later
+        return None
+
+    def _release_answers_after(self, sent: JavaEvent) -> None:
+        """The add ``sent`` was packaged: the answers it showed unprocessed count now (each
+        checked again against the next new add)."""
+        for event in self.after_packaging.pop(sent.frame.frame_id, []):
+            self.received_in_packaging_order(event)
+
+    def _holds_during_a_change(self, kind: int, item: object) -> bool:
+        """Whether the client's change in progress goes on past ``item``: a bookie's answer,
+        its delivery, or another forged failure; not a frame the client sent (the change's
+        resends, or anything that shows the client went on), a callback, a fault, the
+        recovery."""
+        if kind == _Kind.FAILURE:
+            return True
+        if kind != _Kind.FRAME:
+            return False
+        assert isinstance(item, JavaEvent)
+        return item.kind is FrameKind.ADD and item.phase is not Phase.SENT
+
+    def _release_held_answers(self) -> None:
+        """The change ended (its resends show): the answers that reached the client during it
+        count now, as BookKeeper's next ``sendAddSuccessCallbacks`` completes them."""
+        held, self.held_answers = self.held_answers, []
+        for event in held:
+            self.received(event)
 
     def recovered(self, takeover: Takeover) -> None:
         """The second client's ``openLedger`` returned: the ledger was closed by then (the
@@ -672,11 +790,46 @@ class _WriterReplay(RecoveryStory):
         frames show, as for a timeout (an answer delivered at the same moment may have been
         processed first, and the change made from a later entry)."""
         frame = failure.frame
-        self._take_the_change_the_metadata_shows(
+        why = (
             f"frame #{frame.frame_id} to the client: {frame.info.describe()} (forged): the "
-            "client changes its ensemble on an error answer",
-            failure.at,
+            "client changes its ensemble on an error answer"
         )
+        if self.changing:
+            # A failure during a change: BookKeeper queues the bookie
+            # (delayedWriteFailedBookies) and changes again as soon as the first change's
+            # metadata write returns, before any resend, with its LAC unmoved (no add
+            # completes while changingEnsemble): from the same entry, in place.
+            taken = self._take_the_change_the_metadata_shows(
+                why, failure.at, failure.bookie
+            ) or self._take_the_change_the_metadata_shows(
+                why, failure.at, failure.bookie, in_place=True
+            )
+        else:
+            taken = self._take_the_change_the_metadata_shows(why, failure.at, failure.bookie)
+            if not taken and (self.in_place_at_failures or self._failure_follows(failure)):
+                # Another failure reaches the client before this change can have ended: its
+                # change replaces this one's ensemble in place.
+                taken = self._take_the_change_the_metadata_shows(
+                    why, failure.at, failure.bookie, in_place=True
+                )
+        if taken:
+            self.changing = True
+
+    def _failure_follows(self, failure: _Failure) -> bool:
+        """Whether another forged failure reaches the client after ``failure`` and before any
+        add frame sent after it (the change's resends, which end the change)."""
+        later_failures = [f.at for f in self.failures if f.at > failure.at]
+        if not later_failures:
+            return False
+        next_frame = min(
+            (
+                e.at
+                for e in self.events
+                if e.phase is Phase.SENT and e.kind is FrameKind.ADD and e.at > failure.at
+            ),
+            default=float("inf"),
+        )
+        return min(later_failures) < next_frame
 
     def sent_add(self, event: JavaEvent) -> None:
         """An add frame: the model's writer must have sent that add (to that bookie) and not
@@ -830,6 +983,22 @@ class _WriterReplay(RecoveryStory):
             raise Stuck(f"{bookie} answered {status}")
         request = self.request_of.get(observed.pairing_key(event.frame))
         timed_out = request is not None and (self.fates.get(request) is AddFate.ANSWER_TIMED_OUT)
+        if (
+            request is not None
+            and self.fates.get(request) is AddFate.REQUEST_TIMED_OUT
+            and self._a_resend_is_answered_after(event)
+        ):
+            # The client timed this copy out before it reached the bookie and resent the add
+            # to the same bookie (it came back after a change): the spec's message bag holds
+            # the two identical adds as one message, and the copy the client counts is the
+            # resend, whose answer follows. This one stores nothing the resend does not.
+            self.duplicates.add(observed.pairing_key(event.frame))
+            self.notes.append(
+                f"frame #{event.frame.frame_id}: {bookie} answered the copy of e{event.entry_id} "
+                "the client had timed out; its resend to the same bookie is the spec's message; "
+                "ignored"
+            )
+            return
         answer = step(
             observed.answer_action(event.kind, status),
             bookie=bookie,
@@ -839,6 +1008,16 @@ class _WriterReplay(RecoveryStory):
             sender=WRITER,
             late=self._late(event, entry),
         )
+        if (
+            not answer.late
+            and request is not None
+            and self.fates.get(request) is AddFate.REQUEST_TIMED_OUT
+            and enabled(self.cfg, self.state, dataclasses.replace(answer, late=True))
+        ):
+            # The answer to the copy the client timed out before it reached the bookie (its
+            # request frame says so), while a resend to the same bookie is also on its way:
+            # the bookie processes the LATE add.
+            answer = dataclasses.replace(answer, late=True)
         if not enabled(self.cfg, self.state, answer):
             # Not the copy the timing suggests: the other (a bookie may hold both a timed-out
             # add and its resend; the judge tells them apart by when they reached it).
@@ -886,6 +1065,20 @@ class _WriterReplay(RecoveryStory):
             observed=translation.add_observation(status),
         )
 
+    def _a_resend_is_answered_after(self, event: JavaEvent) -> bool:
+        """Whether the same bookie answers another request for ``event``'s entry later (a
+        resend of the add, on its own txnId)."""
+        key = observed.pairing_key(event.frame)
+        return any(
+            e.phase is Phase.ANSWERED
+            and e.kind is FrameKind.ADD
+            and e.bookie == event.bookie
+            and e.entry_id == event.entry_id
+            and e.at >= event.at
+            and observed.pairing_key(e.frame) != key
+            for e in self.events
+        )
+
     def _holds(self, bookie: int, entry: int) -> bool:
         """Whether the model's ``bookie`` has stored the spec's entry ``entry``."""
         return any(stored.id == entry for stored in self.state.b_entries[bookie])
@@ -920,6 +1113,20 @@ class _WriterReplay(RecoveryStory):
                 event.at,
             )
             c1 = self.state.clients[0]
+        if event.status is StatusCode.EOK and event.entry_id in self._failed_to_the_caller_ids():
+            # The client failed this add to its caller: the handle's close (a fenced add's
+            # doAsyncCloseInternal, a task on the ledger's ordered executor) or a failed
+            # change drained it before this answer was processed (an answer delivered earlier
+            # on another connection may be processed later). Had it counted, the add would
+            # have completed OK. It met an add completed with an error and raised no LAC; the
+            # answers that ran before the close count (closing_writer_takes_answers).
+            self.stale_answers += 1
+            self.notes.append(
+                f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}) was "
+                f"processed after the client had failed e{event.entry_id} to the caller; "
+                "ignored"
+            )
+            return
         if c1.status not in (STATUS_OPEN, CLIENT_CLOSING) or not enabled(
             self.cfg, self.state, scripted
         ):
@@ -931,6 +1138,14 @@ class _WriterReplay(RecoveryStory):
             )
             return
         self.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
+
+    def _failed_to_the_caller_ids(self) -> set[int]:
+        """The entry ids whose add the client failed to its caller (an error callback)."""
+        return {
+            o.entry_id
+            for o in self.record.outcomes
+            if o.code is not None and not o.acknowledged and o.entry_id is not None
+        }
 
     def callback(self, callback: _Callback) -> None:
         outcome = callback.outcome
@@ -1261,6 +1476,16 @@ def judge_ledger(record: WriterRecord) -> Judgement:
             return judgement
     assert first is not None
     told = len(assignments)
+    if len(forged_failures(record)) > 1:
+        # A forged failure whose change a later failure replaced in place (from the same
+        # entry: the LAC had not moved) leaves no trace in the final metadata.
+        for assignment in assignments:
+            judgement, _options, _chosen = _story(
+                record, events, assignment, (), in_place_at_failures=True
+            )
+            told += 1
+            if judgement.verdict is not Verdict.DIVERGENCE:
+                return judgement
     for assignment in assignments:
         if told >= MAX_STORIES:
             break
@@ -1396,10 +1621,14 @@ def _story(
     events: Sequence[JavaEvent],
     fates: Mapping[int, AddFate],
     prescribed: Sequence[ChangeKey],
+    *,
+    in_place_at_failures: bool = False,
 ) -> tuple[Judgement, list[list[ChangeKey]], list[ChangeKey]]:
     cfg, spec_cfg = story_configs(record, events)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(record, cfg, fates, prescribed, spec_cfg)
+    replay = _WriterReplay(
+        record, cfg, fates, prescribed, spec_cfg, in_place_at_failures=in_place_at_failures
+    )
     replay.all_events = events
     replay.note_timeouts(events)
     try:

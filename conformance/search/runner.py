@@ -166,6 +166,7 @@ LATER_SWITCHES = frozenset(
         "fenced_writer_closes",
         "closing_writer_takes_answers",
         "completed_adds_ignore_fence",
+        "resends_carry_first_lac",
         "lac_of_highest_entry",
         "bookie_recovers_limbo",
     }

@@ -494,11 +494,13 @@ def _client_creates_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> 
 
 
 def _add_requests(
-    c: ClientState, entry: Entry, bookies: int, recovery: bool
+    c: ClientState, entry: Entry, bookies: int, recovery: bool, lac: int | None = None
 ) -> list[AddEntryRequest]:
-    """``GetAddEntryRequests``: one add per bookie, each carrying the client's LAC."""
+    """``GetAddEntryRequests``: one add per bookie, each carrying the client's LAC (``lac``, if
+    given: a resend's, with ``resends_carry_first_lac``)."""
+    carried = c.lac if lac is None else lac
     return [
-        AddEntryRequest(ADD_ENTRY_REQUEST, b, c.id, entry, c.lac, recovery)
+        AddEntryRequest(ADD_ENTRY_REQUEST, b, c.id, entry, carried, recovery)
         for b in bookies_of(bookies)
     ]
 
@@ -515,10 +517,12 @@ def _client_sends_add_entry_requests(ctx: _Ctx, c: ClientState, out: list[Transi
     entry = Entry(entry_data, entry_data)
     curr = c.curr_fragment
     msgs = _add_requests(c, entry, writeset(cfg, curr.ensemble, entry.id, curr.order), False)
+    # BookKeeper packages an add once (PendingAddOp.initiate) and resends that buffer.
+    first_lac = c.lac if cfg.resends_carry_first_lac else None
     client = c._replace(
         lap=entry.id,
         pending_add_ops=c.pending_add_ops
-        | {PendingAddOp(entry, curr.id, curr.ensemble, curr.order)},
+        | {PendingAddOp(entry, curr.id, curr.ensemble, curr.order, first_lac)},
     )
     clients = _set_client(s, client)
     for messages, delivery in send_messages_to_ensemble(
@@ -790,8 +794,8 @@ def _resend_pending_add_op(
         new_bookies = writeset(cfg, curr.ensemble, op.entry.id, curr.order) & ~writeset(
             cfg, op.ensemble, op.entry.id, op.order
         )
-        msgs = _add_requests(c, op.entry, new_bookies, is_recovery)
-        moved = PendingAddOp(op.entry, curr.id, curr.ensemble, curr.order)
+        msgs = _add_requests(c, op.entry, new_bookies, is_recovery, op.lac)
+        moved = op._replace(fragment_id=curr.id, ensemble=curr.ensemble, order=curr.order)
         pending = frozenset(moved if o == op else o for o in c.pending_add_ops)
         clients = _set_client(s, c._replace(pending_add_ops=pending))
         for messages, delivery in send_messages_to_ensemble(
@@ -1076,6 +1080,12 @@ def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) 
         msgs = _add_requests(
             c, op.entry, writeset(cfg, curr.ensemble, op.entry.id, curr.order), True
         )
+        clients = s.clients
+        if cfg.resends_carry_first_lac:
+            # The write-back is packaged now, with the LAC its resends will carry.
+            written = op._replace(lac=c.lac)
+            pending = frozenset(written if o == op else o for o in c.pending_add_ops)
+            clients = _set_client(s, c._replace(pending_add_ops=pending))
         for messages, delivery in send_messages_to_ensemble(s.messages, ctx.counts, msgs):
             label = Label(
                 "ClientWritesBackEntry",
@@ -1083,7 +1093,7 @@ def _client_writes_back_entry(ctx: _Ctx, c: ClientState, out: list[Transition]) 
                 sent=delivery,
                 detail=(("entry", op.entry.id),),
             )
-            out.append(Transition(label, _with_messages(s, messages=messages)))
+            out.append(Transition(label, _with_clients(s, clients=clients, messages=messages)))
 
 
 def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transition]) -> None:

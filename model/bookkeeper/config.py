@@ -122,6 +122,16 @@ class ModelConfig:
       and the writer goes on. Found by the ``--role both`` search on 4.17.3 (issue 46): b2's
       EFENCED answers to e0..e2 reached the writer after b1 and b3 had confirmed them, and
       the writer then sent e3.
+    - ``resends_carry_first_lac`` (default False). In the spec a resent add
+      (``ResendPendingAddOp``) carries the client's LAC at the resend (``GetAddEntryRequests``
+      puts ``c.lac`` in every request). BookKeeper packages an add once, with the LAC of that
+      moment (``PendingAddOp.initiate``: ``computeDigestAndPackageForSending(entryId,
+      lh.lastAddConfirmed, ...)`` into ``toSend``), and every resend to a replacement bookie
+      sends that same buffer (``sendWriteRequest``). True: a pending add keeps the LAC its
+      first requests carried (a write-back: its ``ClientWritesBackEntry``), and its resends
+      carry it. Read from BookKeeper's source (issue 46): it decides what a replacement bookie
+      answers a recovery's fence read when the LAC moved between an add's first send and its
+      resend. The Java-client judges turn it on.
     - ``lac_of_highest_entry`` (default False). In the spec a bookie's LAC (what its fence
       read answers) is the LAC of the last add it processed (``b_lac' = msg.lac``). A real
       bookie answers a fence read with its last entry, the highest it holds, and its LAC: an
@@ -173,6 +183,7 @@ class ModelConfig:
     fenced_writer_closes: bool = False
     closing_writer_takes_answers: bool = False
     completed_adds_ignore_fence: bool = False
+    resends_carry_first_lac: bool = False
     lac_of_highest_entry: bool = False
     bookie_recovers_limbo: bool = False
     # Derived in __post_init__; not a constant of the spec.
@@ -279,6 +290,8 @@ class ModelConfig:
             parts.append("ClosingWriterTakesAnswers=TRUE")
         if self.completed_adds_ignore_fence:
             parts.append("CompletedAddsIgnoreFence=TRUE")
+        if self.resends_carry_first_lac:
+            parts.append("ResendsCarryFirstLac=TRUE")
         if self.lac_of_highest_entry:
             parts.append("LacOfHighestEntry=TRUE")
         if self.bookie_recovers_limbo:

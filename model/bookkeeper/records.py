@@ -123,12 +123,15 @@ class PendingAddOp(NamedTuple):
     """``[entry, fragment_id, ensemble]``: an add not yet confirmed by an ack quorum.
 
     ``order``: the ensemble's positions when striped (see :class:`Fragment`), else ``()``.
+    ``lac``: with ``resends_carry_first_lac``, the LAC its first requests carried (what its
+    resends carry too); else ``None`` (the spec's resends carry the client's LAC now).
     """
 
     entry: Entry
     fragment_id: int
     ensemble: int
     order: tuple[int, ...] = ()
+    lac: int | None = None
 
 
 class AddEntryRequest(NamedTuple):

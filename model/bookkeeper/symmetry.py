@@ -47,7 +47,6 @@ from model.bookkeeper.records import (
     ClientState,
     Fragment,
     Message,
-    PendingAddOp,
     ReadResponse,
     State,
 )
@@ -96,7 +95,7 @@ def _client(
         fragments=tuple(_fragment(f, table, bmap) for f in c.fragments),  # type: ignore[misc]
         curr_fragment=_fragment(c.curr_fragment, table, bmap),
         pending_add_ops=frozenset(
-            PendingAddOp(op.entry, op.fragment_id, table[op.ensemble], _order(op.order, bmap))
+            op._replace(ensemble=table[op.ensemble], order=_order(op.order, bmap))
             for op in c.pending_add_ops
         ),
         lap=c.lap,
@@ -192,8 +191,8 @@ def _permuted_hash(
             ),
             frozenset(
                 [
-                    (entry, fid, table[e], tuple([bmap[b] for b in o]) if o else ())
-                    for entry, fid, e, o in c.pending_add_ops
+                    (entry, fid, table[e], tuple([bmap[b] for b in o]) if o else (), lac)
+                    for entry, fid, e, o, lac in c.pending_add_ops
                 ]
             ),
             c.lap,

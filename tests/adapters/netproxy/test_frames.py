@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.bookkeeper import v2, v3
-from adapters.bookkeeper.entry import master_key
+from adapters.bookkeeper.entry import DigestType, master_key, package_entry
 from adapters.bookkeeper.proto import BookkeeperProtocol_pb2 as pb
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import (
@@ -122,3 +122,24 @@ def test_matches_use_meaning_not_txn_id() -> None:
 def test_meaningless_policies_are_refused(build: object) -> None:
     with pytest.raises(InvalidPolicy):
         build()  # type: ignore[operator]
+
+
+def test_the_lac_an_entry_carries_is_decoded_from_adds_and_read_answers() -> None:
+    describer = FrameDescriber()
+    entry = package_entry(DigestType.CRC32, b"pw", 7, 3, 1, 10, b"x")
+    add = describer.request(v3.encode_message(v3.add_request(1, 7, 3, KEY, entry)))
+    assert add.lac == 1
+    describer.request(v3.encode_message(v3.read_request(2, 7, -1, fence=True, master_key=KEY)))
+    read = pb.ReadResponse(status=pb.EOK, ledgerId=7, entryId=3, body=entry)
+    answer = describer.response(
+        v3.encode_message(
+            pb.Response(header=v3.header(pb.READ_ENTRY, 2), status=pb.EOK, readResponse=read)
+        )
+    )
+    assert answer.lac == 1
+    # A frame that carries no entry carries no LAC; nor does a body too short to hold one.
+    assert describer.request(v3.encode_message(v3.read_request(3, 7, 0))).lac is None
+    short = describer.request(v3.encode_message(v3.add_request(4, 7, 3, KEY, b"x" * 31)))
+    assert short.lac is None
+    v2_add = v2.V2AddRequest(KEY, entry)
+    assert describer.request(v2.encode_request(v2_add)).lac == 1

@@ -37,6 +37,13 @@ EXAMPLES = {
     ),
     "ensembles-not-the-model-s": "the ledger's ensembles are e0: b1,b2; the model's are e0: b1,b3",
     "no-model-step": "the model allows no step for b4's answer to an add of e0: ...",
+    "fence-lac-not-the-model-s": (
+        "frame #17476: b1 answered the fence read with LAC e-1; the model's b1 answers LAC e0"
+    ),
+    "recovery-end-not-the-model-s": (
+        "the second client's recovery closed the ledger at e-1; the model's recovery closes it "
+        "at e1"
+    ),
     "metadata-written-outside": (
         "the ledger's metadata was written outside the harness (CLOSED at version 3), and no "
         "sequence of the bookies' own recovery steps from a model state still possible writes it"
