@@ -18,8 +18,9 @@ what was observed                          the model's step
 the first add frame of a new entry         ``ClientSendsAddEntryRequests``; the bookies whose
                                            frame a proxy dropped, or that got it after the
                                            client timed it out, get a lost message
-a forged error answer reaching the client  ``ClientChangesEnsemble`` and the resends, there
-                                           (the client starts its change on the error)
+a forged error answer reaching the client  none yet: the client starts its change, no add
+                                           completes until it ends (answers are held), and
+                                           the change is taken where its resends show
 an add frame the model's writer has no     ``ClientChangesEnsemble`` (as many as it takes:
 open add of that entry to that bookie      the client may change twice before it resends),
                                            each followed by ``ClientResendsPendingAddOp``
@@ -86,7 +87,14 @@ from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import CLIENT_CLOSING, STATUS_OPEN, PendingAddOp, bookie_name
+from model.bookkeeper.records import (
+    CLIENT_CLOSING,
+    DELIVERED,
+    STATUS_OPEN,
+    AddEntryRequest,
+    PendingAddOp,
+    bookie_name,
+)
 from model.bookkeeper.scripted import ScriptedStep, enabled, step
 from model.bookkeeper.scripted import take as take_step
 
@@ -282,6 +290,11 @@ def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelCo
 ChangeKey = tuple[int, int]
 
 
+def _ignored(label: Label) -> bool:
+    """Whether ``label`` is a client's step that consumes a stale answer without effect."""
+    return dict(label.detail).get("ignored") == 1
+
+
 def _change_key(label: Label) -> ChangeKey:
     detail = dict(label.detail)
     return int(detail["failed"]), int(detail["ensemble"])
@@ -345,16 +358,9 @@ class _WriterReplay(RecoveryStory):
         fates: Mapping[int, AddFate],
         prescribed: Sequence[ChangeKey] = (),
         spec_cfg: ModelConfig | None = None,
-        *,
-        in_place_at_failures: bool = False,
     ) -> None:
-        """``in_place_at_failures``: at a forged failure, a change from an entry where the
-        metadata starts an ensemble is taken even when its bookies are not that ensemble's
-        (another failure, later, replaces it in place): the alternative :func:`judge_ledger`
-        tells when the story without it diverges."""
         super().__init__(cfg, spec_cfg or cfg)
         self.record = record
-        self.in_place_at_failures = in_place_at_failures
         #: The recovering client's steps (a fail-over run's), set by :meth:`run`.
         self.recovery: RecoverySteps | None = None
         #: Request frame id -> what the client's timeout made of it (:func:`add_fates`).
@@ -372,21 +378,23 @@ class _WriterReplay(RecoveryStory):
         self.duplicates: set[tuple[str, int, object]] = set()
         #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
         self.expected: dict[tuple[int, int], int] = {}
+        #: (model entry, bookie) of every add the model's writer resent.
+        self.resent: set[tuple[int, int]] = set()
         self.ensemble_changes = 0
         self.changed_at = 0.0
-        #: A change taken at a forged failure whose resends no frame has shown yet: the
-        #: client's change is in progress (``changingEnsemble``), so no add completes and
-        #: the writer's answers wait (:attr:`held_answers`) until a resend frame shows.
+        #: A change the client started at a forged failure, whose resends no frame has shown
+        #: yet: it is in progress (``changingEnsemble``), so no add completes and the
+        #: writer's answers wait (:attr:`held_answers`) until a resend frame shows.
         self.changing = False
         self.held_answers: list[JavaEvent] = []
-        #: Answers the client processed after packaging an add (by the add's frame id):
-        #: :meth:`received_in_packaging_order`.
-        self.after_packaging: dict[int, list[JavaEvent]] = {}
-        #: Every forged failure of the run (:func:`forged_failures`).
-        self.failures: Sequence[_Failure] = ()
+        #: The bookies of the forged failures the model's writer has not replaced yet, in
+        #: the order the client learnt of them.
+        self.reported_failures: list[int] = []
         #: Answers that reached the client when its writer no longer took them (released
         #: after an ensemble change, or after the close).
         self.stale_answers = 0
+        #: Those answers' deliveries, in order (:meth:`_count_stale_answers_of_returned_bookies`).
+        self.stale_deliveries: list[JavaEvent] = []
         #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
         self.all_events: Sequence[JavaEvent] = ()
@@ -408,6 +416,8 @@ class _WriterReplay(RecoveryStory):
         for message, _delivered in label.sent:
             key = (message.entry.id, message.bookie)  # type: ignore[union-attr]
             self.expected[key] = self.expected.get(key, 0) + 1
+            if label.action == _RESEND:
+                self.resent.add(key)
 
     # -- the model's writer ------------------------------------------------------------------
 
@@ -467,31 +477,17 @@ class _WriterReplay(RecoveryStory):
             for first, ensemble in self._metadata_fragments()
         )
 
-    def _take_the_change_the_metadata_shows(
-        self, why: str, at: float, failed: int | None = None, *, in_place: bool = False
-    ) -> bool:
+    def _take_the_change_the_metadata_shows(self, why: str, at: float) -> bool:
         """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
         of the ledger's ensembles in the metadata, and the resends it causes, if the model's
-        writer can: True if taken. ``failed``: only a change that replaces that bookie.
-        ``in_place``: a change whose new fragment starts where one of the metadata's does
-        will do, whatever its bookies (a later change from the same entry replaces that
-        ensemble in place: ``replaceEnsembleEntry``)."""
+        writer can: True if taken."""
         named = self._metadata_fragments()
-        starts = {first for first, _ensemble in named}
-
-        def shown_by_metadata(label: Label) -> bool:
-            first = int(dict(label.detail)["first_entry_id"])
-            if in_place:
-                return first in starts
-            return (first, _change_key(label)[1]) in named
-
         shown = [
             _change_key(t.label)
             for t in successors(self.cfg, self.state)
             if t.label.action == _CHANGE
             and t.label.client == 0
-            and (failed is None or _change_key(t.label)[0] >> failed & 1)
-            and shown_by_metadata(t.label)
+            and (int(dict(t.label.detail)["first_entry_id"]), _change_key(t.label)[1]) in named
         ]
         if not shown or not self.change_ensemble(why, at, among=shown):
             return False
@@ -525,7 +521,19 @@ class _WriterReplay(RecoveryStory):
         if not by_key:
             return False
         named = {ensemble for _first, ensemble in self._metadata_fragments()}
-        keys = sorted(by_key, key=lambda key: (-key[0].bit_count(), key[1] not in named, key))
+        # The bookie of the first forged failure not yet replaced is the one BookKeeper
+        # replaces first (handleBookieFailure: the failures queued during a change wait for
+        # the next one).
+        reported = next(iter(self.reported_failures), None)
+        keys = sorted(
+            by_key,
+            key=lambda key: (
+                reported is not None and not key[0] >> reported & 1,
+                -key[0].bit_count(),
+                key[1] not in named,
+                key,
+            ),
+        )
         index = len(self.chosen)
         prescribed = self.prescribed[index] if index < len(self.prescribed) else None
         key = prescribed if prescribed in by_key else keys[0]
@@ -533,6 +541,7 @@ class _WriterReplay(RecoveryStory):
         self.chosen.append(key)
         transition = by_key[key]
         self.execution.apply_observed(transition, request=why)
+        self.reported_failures = [b for b in self.reported_failures if not key[0] >> b & 1]
         self.ensemble_changes += 1
         self.changed_at = at
         return True
@@ -567,7 +576,6 @@ class _WriterReplay(RecoveryStory):
         failures: Sequence[_Failure] = (),
     ) -> None:
         self.events = events
-        self.failures = failures
         closed_at = self.record.closed_at
         for event in events:
             if event.phase is Phase.SENT:
@@ -589,8 +597,7 @@ class _WriterReplay(RecoveryStory):
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
         for _at, kind, _i, item in merged:
             if self.changing and not self._holds_during_a_change(kind, item):
-                self.changing = False
-                self._release_held_answers()
+                self._end_the_change()
             if kind is _Kind.TAKEOVER:
                 assert isinstance(item, Takeover)
                 self.recovered(item)
@@ -604,8 +611,6 @@ class _WriterReplay(RecoveryStory):
                 continue
             if kind is _Kind.CALLBACK:
                 assert isinstance(item, _Callback)
-                # A callback comes after the answers that completed its add were processed.
-                self._release_every_answer_after_packaging()
                 self.callback(item)
                 continue
             if kind is _Kind.FAILURE:
@@ -624,8 +629,11 @@ class _WriterReplay(RecoveryStory):
                     )
                 continue
             if item.phase is Phase.SENT:
+                resend = self.changing and self._needs_a_change(item)
                 self.sent_add(item)
-                self._release_answers_after(item)
+                if resend:
+                    # The change's resends show: it ended (changingEnsemble is off).
+                    self._end_the_change()
             elif item.phase is Phase.ANSWERED:
                 self.answered(item)
             elif self.changing:
@@ -633,42 +641,46 @@ class _WriterReplay(RecoveryStory):
             else:
                 self.received_in_packaging_order(item)
         if self.changing:
-            self.changing = False
-            self._release_held_answers()
-        self._release_every_answer_after_packaging()
-
-    def _release_every_answer_after_packaging(self) -> None:
-        held, self.after_packaging = self.after_packaging, {}
-        for events in held.values():
-            for event in events:
-                self.received(event)
+            self._end_the_change()
+        self._settle_stale_answers()
 
     def received_in_packaging_order(self, event: JavaEvent) -> None:
-        """Take an answer's delivery, unless the client's next new add shows it had not
-        processed it yet: the LAC that add was packaged with (its frame's entry header) is
-        below the LAC this answer raises the model's writer to. The application's thread
-        packages an add (``PendingAddOp.initiate``) while the client's I/O thread handles
-        answers, so an answer the proxy delivered may be processed after an add whose frame
-        leaves later; it is taken right after that add's send."""
-        packaged = self._next_new_add(event)
-        if packaged is not None and packaged.frame.info.lac is not None:
-            scripted = step(
-                observed.receive_action(event.kind, event.status),
-                client=WRITER,
-                peer=bookie_name(event.bookie),
-                entry=translation.spec_entry_id(event.entry_id)
-                if event.entry_id is not None
-                else None,
+        """Take an answer's delivery, after the sends of the adds the client had packaged
+        before it processed the answer: an add whose frame leaves later but carries a LAC
+        (its entry header) below the one this answer raises the model's writer to. The
+        application's thread packages an add (``PendingAddOp.initiate``, with the handle's
+        LAC of that moment) while the client's threads process answers, and the add's frame
+        may leave the client after answers the proxy delivered before it."""
+        while (packaged := self._next_new_add(event)) is not None and self._raises_past(
+            event, packaged
+        ):
+            assert packaged.entry_id is not None
+            self._send_up_to(
+                translation.spec_entry_id(packaged.entry_id),
+                f"frame #{packaged.frame.frame_id} to {bookie_name(packaged.bookie)}: add "
+                f"e{packaged.entry_id}",
+                packaged_earlier=True,
             )
-            if (
-                self.state.clients[0].status == STATUS_OPEN
-                and enabled(self.cfg, self.state, scripted)
-                and take_step(self.cfg, self.state, scripted).state.clients[0].lac
-                > translation.spec_entry_id(packaged.frame.info.lac)
-            ):
-                self.after_packaging.setdefault(packaged.frame.frame_id, []).append(event)
-                return
         self.received(event)
+
+    def _raises_past(self, event: JavaEvent, packaged: JavaEvent) -> bool:
+        """Whether taking ``event``'s delivery would raise the model's writer's LAC above
+        the one the add ``packaged`` carries."""
+        lac = packaged.frame.info.lac
+        if lac is None or event.entry_id is None:
+            return False
+        scripted = step(
+            observed.receive_action(event.kind, event.status),
+            client=WRITER,
+            peer=bookie_name(event.bookie),
+            entry=translation.spec_entry_id(event.entry_id),
+        )
+        return (
+            self.state.clients[0].status == STATUS_OPEN
+            and enabled(self.cfg, self.state, scripted)
+            and take_step(self.cfg, self.state, scripted).state.clients[0].lac
+            > translation.spec_entry_id(lac)
+        )
 
     def _next_new_add(self, event: JavaEvent) -> JavaEvent | None:
         """The first frame of the next entry the client sends after ``event``, if any."""
@@ -684,23 +696,32 @@ class _WriterReplay(RecoveryStory):
                 return later
         return None
 
-    def _release_answers_after(self, sent: JavaEvent) -> None:
-        """The add ``sent`` was packaged: the answers it showed unprocessed count now (each
-        checked again against the next new add)."""
-        for event in self.after_packaging.pop(sent.frame.frame_id, []):
-            self.received_in_packaging_order(event)
-
     def _holds_during_a_change(self, kind: int, item: object) -> bool:
         """Whether the client's change in progress goes on past ``item``: a bookie's answer,
-        its delivery, or another forged failure; not a frame the client sent (the change's
-        resends, or anything that shows the client went on), a callback, a fault, the
-        recovery."""
+        its delivery, another forged failure, an add frame (a new add goes to the current
+        ensemble; the change's resends end it once taken: :meth:`run`); not a callback, a
+        fault or the recovery."""
         if kind == _Kind.FAILURE:
             return True
         if kind != _Kind.FRAME:
             return False
         assert isinstance(item, JavaEvent)
-        return item.kind is FrameKind.ADD and item.phase is not Phase.SENT
+        return item.kind is FrameKind.ADD
+
+    def _needs_a_change(self, event: JavaEvent) -> bool:
+        """Whether the model's writer must change its ensemble before ``event``'s add frame:
+        an add it has not sent to that bookie, of an entry sent already or to a bookie outside
+        the entry's write set (a resend to a replacement)."""
+        assert event.entry_id is not None
+        entry = translation.spec_entry_id(event.entry_id)
+        if self.expected.get((entry, event.bookie)):
+            return False
+        c1 = self.state.clients[0]
+        return not (entry > c1.lap and self._in_current_writeset(entry, event.bookie))
+
+    def _end_the_change(self) -> None:
+        self.changing = False
+        self._release_held_answers()
 
     def _release_held_answers(self) -> None:
         """The change ended (its resends show): the answers that reached the client during it
@@ -784,52 +805,21 @@ class _WriterReplay(RecoveryStory):
         return True
 
     def failure(self, failure: _Failure) -> None:
-        """A forged error reached the client: it changes its ensemble now, if the model's
-        writer can (the bookie's add is lost to it) and the change it would make now (from
-        the entry after its LAC) is one the metadata shows; else the change is taken when its
-        frames show, as for a timeout (an answer delivered at the same moment may have been
-        processed first, and the change made from a later entry)."""
-        frame = failure.frame
-        why = (
-            f"frame #{frame.frame_id} to the client: {frame.info.describe()} (forged): the "
-            "client changes its ensemble on an error answer"
+        """A forged error reached the client: it starts an ensemble change now
+        (``handleBookieFailure``: ``changingEnsemble``). No add completes until the change
+        ends (``sendAddSuccessCallbacks`` waits while it is on), so the writer's answers are
+        held from now on; the adds the application issues meanwhile still go to the current
+        ensemble; a failure reported meanwhile waits for the next change, made from the same
+        entry as soon as this one's metadata write returns. The change, and any next one, is
+        taken when its resends show (:meth:`_catch_up`), from the entry after the LAC of
+        this moment: the held answers count only after the resends."""
+        self.changing = True
+        if failure.bookie not in self.reported_failures:
+            self.reported_failures.append(failure.bookie)
+        self.notes.append(
+            f"{failure.at:.3f} frame #{failure.frame.frame_id} to the client: "
+            f"{failure.frame.info.describe()} (forged): the client starts an ensemble change"
         )
-        if self.changing:
-            # A failure during a change: BookKeeper queues the bookie
-            # (delayedWriteFailedBookies) and changes again as soon as the first change's
-            # metadata write returns, before any resend, with its LAC unmoved (no add
-            # completes while changingEnsemble): from the same entry, in place.
-            taken = self._take_the_change_the_metadata_shows(
-                why, failure.at, failure.bookie
-            ) or self._take_the_change_the_metadata_shows(
-                why, failure.at, failure.bookie, in_place=True
-            )
-        else:
-            taken = self._take_the_change_the_metadata_shows(why, failure.at, failure.bookie)
-            if not taken and (self.in_place_at_failures or self._failure_follows(failure)):
-                # Another failure reaches the client before this change can have ended: its
-                # change replaces this one's ensemble in place.
-                taken = self._take_the_change_the_metadata_shows(
-                    why, failure.at, failure.bookie, in_place=True
-                )
-        if taken:
-            self.changing = True
-
-    def _failure_follows(self, failure: _Failure) -> bool:
-        """Whether another forged failure reaches the client after ``failure`` and before any
-        add frame sent after it (the change's resends, which end the change)."""
-        later_failures = [f.at for f in self.failures if f.at > failure.at]
-        if not later_failures:
-            return False
-        next_frame = min(
-            (
-                e.at
-                for e in self.events
-                if e.phase is Phase.SENT and e.kind is FrameKind.ADD and e.at > failure.at
-            ),
-            default=float("inf"),
-        )
-        return min(later_failures) < next_frame
 
     def sent_add(self, event: JavaEvent) -> None:
         """An add frame: the model's writer must have sent that add (to that bookie) and not
@@ -847,21 +837,7 @@ class _WriterReplay(RecoveryStory):
             self._catch_up(entry, event, frame)
         c1 = self.state.clients[0]
         if not self.expected.get(key) and entry > c1.lap:
-            for sent in range(c1.lap + 1, entry + 1):
-                bk_sent = translation.bk_entry_id(sent)
-                members = self._writer_fragment_members(sent)
-                self.take(
-                    step(
-                        _SEND_ADDS,
-                        client=WRITER,
-                        lost=self._lost_for(bk_sent, members, self.changed_at),
-                    ),
-                    request=(
-                        f"{frame} (the client's first frame of e{bk_sent})"
-                        if sent == entry
-                        else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
-                    ),
-                )
+            self._send_up_to(entry, frame)
         if not self.expected.get(key):
             # The entry's first adds never reached a proxy (a bookie down from the start, a
             # stalled connection: the client failed them itself), so this frame is already a
@@ -893,6 +869,32 @@ class _WriterReplay(RecoveryStory):
             f"{frame}: the spec's writer sends no such add here (e{event.entry_id}'s write set "
             f"in its current ensemble: {', '.join(names)}; each add is sent once per ensemble)"
         )
+
+    def _send_up_to(self, entry: int, frame: str, *, packaged_earlier: bool = False) -> None:
+        """``ClientSendsAddEntryRequests`` for every entry the model's writer has not sent, up
+        to ``entry`` (the model's), whose first frame is ``frame``."""
+        c1 = self.state.clients[0]
+        for sent in range(c1.lap + 1, entry + 1):
+            bk_sent = translation.bk_entry_id(sent)
+            members = self._writer_fragment_members(sent)
+            first = (
+                f"{frame} (the client's first frame of e{bk_sent}, packaged before the answer "
+                "below was processed: the LAC it carries)"
+                if packaged_earlier
+                else f"{frame} (the client's first frame of e{bk_sent})"
+            )
+            self.take(
+                step(
+                    _SEND_ADDS,
+                    client=WRITER,
+                    lost=self._lost_for(bk_sent, members, self.changed_at),
+                ),
+                request=(
+                    first
+                    if sent == entry
+                    else f"e{bk_sent} (sent before {frame}; its frames are logged after)"
+                ),
+            )
 
     def _catch_up(self, entry: int, event: JavaEvent, frame: str) -> None:
         """Take ensemble changes, each followed by the resends it causes, until the model's
@@ -983,21 +985,47 @@ class _WriterReplay(RecoveryStory):
             raise Stuck(f"{bookie} answered {status}")
         request = self.request_of.get(observed.pairing_key(event.frame))
         timed_out = request is not None and (self.fates.get(request) is AddFate.ANSWER_TIMED_OUT)
-        if (
-            request is not None
-            and self.fates.get(request) is AddFate.REQUEST_TIMED_OUT
-            and self._a_resend_is_answered_after(event)
+        if request is not None and self._a_resend_is_answered_after(
+            event,
+            request,
+            since_a_change=self.fates.get(request) is not AddFate.REQUEST_TIMED_OUT,
         ):
-            # The client timed this copy out before it reached the bookie and resent the add
-            # to the same bookie (it came back after a change): the spec's message bag holds
-            # the two identical adds as one message, and the copy the client counts is the
-            # resend, whose answer follows. This one stores nothing the resend does not.
+            # The client timed this copy out before it reached the bookie, or replaced the
+            # bookie after sending it, and resent the add to the same bookie (it came back
+            # after a change, or comes back later). The copy the client counts is the resend,
+            # whose answer follows (PendingAddOp.writeComplete ignores an answer from an
+            # ensemble position the bookie no longer holds). The bookie processes this copy
+            # (the spec's bag holds it, alone or with the identical resend) and the client
+            # drops its answer: the spec's lost answer.
             self.duplicates.add(observed.pairing_key(event.frame))
             self.notes.append(
-                f"frame #{event.frame.frame_id}: {bookie} answered the copy of e{event.entry_id} "
-                "the client had timed out; its resend to the same bookie is the spec's message; "
-                "ignored"
+                f"frame #{event.frame.frame_id}: {bookie} answered a copy of e{event.entry_id} "
+                "the client no longer counts (timed out, or sent before the bookie left the "
+                "ensemble and came back); its answer is dropped"
             )
+            dropped = step(
+                observed.answer_action(event.kind, status),
+                bookie=bookie,
+                entry=entry,
+                lost={bookie},
+                sender=WRITER,
+                late=self._late(event, entry),
+            )
+            late, in_order = (
+                dataclasses.replace(dropped, late=True),
+                dataclasses.replace(dropped, late=False),
+            )
+            if enabled(self.cfg, self.state, late):
+                # The copy was the spec's lost add, LATE since a change replaced the bookie.
+                self.take(late, request=f"frame #{event.frame.frame_id} from {bookie}")
+            elif enabled(self.cfg, self.state, in_order) and (
+                (entry, event.bookie) not in self.resent or self._copies(entry, event.bookie) > 1
+            ):
+                # The copy is in flight in the model, alone (the model's writer has not resent
+                # the add yet) or with the resend (one message of the bag, counted twice).
+                self.take(in_order, request=f"frame #{event.frame.frame_id} from {bookie}")
+            # Else the model's only message is the resend's (the copy was the spec's lost
+            # add, which the resend replaced): nothing of the copy is left to process.
             return
         answer = step(
             observed.answer_action(event.kind, status),
@@ -1065,18 +1093,43 @@ class _WriterReplay(RecoveryStory):
             observed=translation.add_observation(status),
         )
 
-    def _a_resend_is_answered_after(self, event: JavaEvent) -> bool:
+    def _a_resend_is_answered_after(
+        self, event: JavaEvent, request: int, *, since_a_change: bool
+    ) -> bool:
         """Whether the same bookie answers another request for ``event``'s entry later (a
-        resend of the add, on its own txnId)."""
+        resend of the add, on its own txnId). ``since_a_change``: only a resend sent after an
+        ensemble change that came after ``request`` (the bookie was replaced, then came back;
+        a copy sent again in the same ensemble is a duplicate, :meth:`sent_add`)."""
         key = observed.pairing_key(event.frame)
-        return any(
-            e.phase is Phase.ANSWERED
-            and e.kind is FrameKind.ADD
-            and e.bookie == event.bookie
-            and e.entry_id == event.entry_id
-            and e.at >= event.at
-            and observed.pairing_key(e.frame) != key
-            for e in self.events
+        sent_at = {e.frame.frame_id: e.at for e in self.events if e.phase is Phase.SENT}
+        if since_a_change and not sent_at.get(request, float("inf")) < self.changed_at:
+            return False
+        for e in self.events:
+            if not (
+                e.phase is Phase.ANSWERED
+                and e.kind is FrameKind.ADD
+                and e.bookie == event.bookie
+                and e.entry_id == event.entry_id
+                and e.at >= event.at
+                and observed.pairing_key(e.frame) != key
+            ):
+                continue
+            resend = self.request_of.get(observed.pairing_key(e.frame))
+            if not since_a_change or sent_at.get(resend or -1, 0.0) >= self.changed_at:
+                return True
+        return False
+
+    def _copies(self, entry: int, bookie: int) -> int:
+        """How many copies of the writer's add of ``entry`` the model's ``bookie`` has still
+        to process."""
+        return sum(
+            count
+            for m, count in self.state.messages
+            if isinstance(m, AddEntryRequest)
+            and m.bookie == bookie
+            and m.cid == 0
+            and m.entry.id == entry
+            and count >= DELIVERED
         )
 
     def _holds(self, bookie: int, entry: int) -> bool:
@@ -1131,13 +1184,73 @@ class _WriterReplay(RecoveryStory):
             self.cfg, self.state, scripted
         ):
             self.stale_answers += 1
+            self.stale_deliveries.append(event)
             self.notes.append(
                 f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}) reached "
                 "the client when the model's writer no longer takes it (not in its ensemble, "
                 "or withdrawn); ignored, as BookKeeper's PendingAddOp ignores it"
             )
             return
+        if _ignored(take_step(self.cfg, self.state, scripted).label):
+            # A stale answer (its bookie is out of the entry's write set): the client drops it
+            # if it processes it now, counts it if it processes it after a change brought the
+            # bookie back to that place. Which, the client's later steps show: consumed
+            # before the bookie's next answer, counted if a callback needs it.
+            self.stale_answers += 1
+            self.stale_deliveries.append(event)
+            return
+        self._settle_stale_answers(event.bookie)
         self.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
+
+    def _settle_stale_answers(self, bookie: int | None = None) -> None:
+        """Take the stale answers waiting (of ``bookie``; None: all), each as the model's
+        writer takes it now: dropped (its bookie still out), or counted (back in place)."""
+        for event in list(self.stale_deliveries):
+            if bookie is not None and event.bookie != bookie:
+                continue
+            self.stale_deliveries.remove(event)
+            assert event.entry_id is not None
+            scripted = step(
+                observed.receive_action(event.kind, event.status),
+                client=WRITER,
+                peer=bookie_name(event.bookie),
+                entry=translation.spec_entry_id(event.entry_id),
+            )
+            if enabled(self.cfg, self.state, scripted):
+                self.take(
+                    scripted,
+                    request=f"frame #{event.frame.frame_id} delivered to the client (stale)",
+                )
+
+    def _count_stale_answers_of_returned_bookies(self, entry: int) -> None:
+        """Take the deliveries of stale answers, up to the model's ``entry``, that the model's
+        writer takes now: their bookie is back at its place in the entry's write set.
+        ``PendingAddOp.writeComplete`` checks only that the bookie now at the answer's
+        ensemble position is the one that answered, so an answer the client processes after
+        a change brought its bookie back to that position counts (and that bookie stores
+        the entry: it answered EOK). Called when a callback shows the client had the ack
+        quorum the model's writer lacks."""
+        for event in list(self.stale_deliveries):
+            assert event.entry_id is not None
+            if translation.spec_entry_id(event.entry_id) > entry:
+                continue
+            scripted = step(
+                observed.receive_action(event.kind, event.status),
+                client=WRITER,
+                peer=bookie_name(event.bookie),
+                entry=translation.spec_entry_id(event.entry_id),
+            )
+            if not enabled(self.cfg, self.state, scripted) or _ignored(
+                take_step(self.cfg, self.state, scripted).label
+            ):
+                continue
+            self.stale_deliveries.remove(event)
+            self.take(
+                scripted,
+                request=f"frame #{event.frame.frame_id}, delivered when its bookie was out of "
+                "the ensemble, processed by the client after a change brought it back to the "
+                "same place (the callback below shows it counted)",
+            )
 
     def _failed_to_the_caller_ids(self) -> set[int]:
         """The entry ids whose add the client failed to its caller (an error callback)."""
@@ -1155,6 +1268,9 @@ class _WriterReplay(RecoveryStory):
             return
         assert outcome.entry_id is not None
         entry = translation.spec_entry_id(outcome.entry_id)
+        if c1.lac < entry:
+            self._count_stale_answers_of_returned_bookies(entry)
+            c1 = self.state.clients[0]
         if c1.lac < entry:
             self.execution.add_divergence(
                 f"the Java client acknowledged e{outcome.entry_id} to its caller when the "
@@ -1476,16 +1592,6 @@ def judge_ledger(record: WriterRecord) -> Judgement:
             return judgement
     assert first is not None
     told = len(assignments)
-    if len(forged_failures(record)) > 1:
-        # A forged failure whose change a later failure replaced in place (from the same
-        # entry: the LAC had not moved) leaves no trace in the final metadata.
-        for assignment in assignments:
-            judgement, _options, _chosen = _story(
-                record, events, assignment, (), in_place_at_failures=True
-            )
-            told += 1
-            if judgement.verdict is not Verdict.DIVERGENCE:
-                return judgement
     for assignment in assignments:
         if told >= MAX_STORIES:
             break
@@ -1621,14 +1727,10 @@ def _story(
     events: Sequence[JavaEvent],
     fates: Mapping[int, AddFate],
     prescribed: Sequence[ChangeKey],
-    *,
-    in_place_at_failures: bool = False,
 ) -> tuple[Judgement, list[list[ChangeKey]], list[ChangeKey]]:
     cfg, spec_cfg = story_configs(record, events)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(
-        record, cfg, fates, prescribed, spec_cfg, in_place_at_failures=in_place_at_failures
-    )
+    replay = _WriterReplay(record, cfg, fates, prescribed, spec_cfg)
     replay.all_events = events
     replay.note_timeouts(events)
     try:

@@ -349,3 +349,19 @@ def test_a_fence_answer_s_lac_other_than_the_model_bookie_s_is_a_divergence() ->
     wrong = judge(with_fence_lac(7))
     assert wrong.verdict is Verdict.DIVERGENCE
     assert any("answered the fence read with LAC e7" in d for d in wrong.outcome.divergences)
+
+
+def test_an_add_packaged_before_the_client_processed_answers_carries_the_lower_lac() -> None:
+    record = EXAMPLES_BY_NAME["an add packaged with LAC e-1 before the client processed e0's acks"]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert any("packaged before the answer below was processed" in r for r in requests)
+    # Without the LAC the frames carry, the add is sent where its frame shows, after e0's
+    # acks: the model's bookies then answer the fence with LAC e0, the real ones said e-1.
+    unknown = dataclasses.replace(
+        record,
+        frames=[dataclasses.replace(f, info=dataclasses.replace(f.info, lac=None))
+                if f.info.direction.value == "request" else f for f in record.frames],
+    )  # fmt: skip
+    assert judge(unknown).verdict is Verdict.DIVERGENCE

@@ -310,3 +310,13 @@ def test_a_client_that_gave_up_on_confirmed_adds_closes_below_them_and_loses_not
     ]
     lost = judge(dataclasses.replace(record, outcomes=acknowledged))
     assert lost.verdict is not Verdict.CLEAN
+
+
+def test_an_answer_of_a_bookie_that_came_back_counts_when_the_callback_needs_it() -> None:
+    name = (
+        "an answer delivered while its bookie was out counts after a change brought it back (2/2/2)"
+    )
+    judgement = judge(_search_examples()[name])
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert any("after a change brought it back to the same place" in r for r in requests)
