@@ -42,6 +42,7 @@ from conformance.distributed.plan import as_real_bookies_run
 from conformance.javaclient.divergences import count_classes
 from conformance.javaclient.roles import ROLE_NAMES, role_named
 from conformance.javaclient.run import SearchRunOptions, search_run
+from conformance.races import TWO_CLIENTS_TWO_ENTRIES
 from conformance.rundir import read_history
 from conformance.search.runner import SearchReport, SearchSettings, run_search
 from conformance.targets.base import Target, TargetError
@@ -51,16 +52,7 @@ from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.interleavings import SEED_001
 
-#: The races test's configuration (tests/conformance/test_races_on_reference_bookies.py).
-RACES = ModelConfig(
-    bookies=3,
-    clients=2,
-    write_quorum=3,
-    ack_quorum=2,
-    send_limit=2,
-    inflight_limit=2,
-    lac_of_highest_entry=True,
-)
+RACES = TWO_CLIENTS_TWO_ENTRIES
 LIMBO = as_real_bookies_run(SEED_001.protected)
 
 

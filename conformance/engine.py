@@ -456,26 +456,28 @@ class Execution:
                 "from a model state still possible writes it"
             ]
             return self._concluded(record)
-        self.possible = distinct(explained)
+        self.possible = explained
         return self._concluded(record)
 
     def _after_internal_steps(
         self, accept: Callable[[Possible], bool], record: StepRecord
     ) -> list[Possible] | None:
-        """The states the bookies' own steps lead to that ``accept`` takes (their story on
-        ``record``, counted in ``bookies_own``); None, and the run undecided, when the search
-        for them passed its bound."""
+        """The states, one each, the bookies' own steps lead to that ``accept`` takes (their
+        story on ``record``, counted in ``bookies_own``); None, and the run undecided, when the
+        search for them passed its bound."""
         try:
-            explained = after_internal_steps(self.cfg, self.invariants, self.possible, accept)
+            explained = distinct(
+                after_internal_steps(self.cfg, self.invariants, self.possible, accept)
+            )
         except InternalSearchExhausted as exc:
             self.error = record.error = (
                 f"could not tell what the bookies did on their own: {exc}; this run decides nothing"
             )
             self.failure = None
             return None
-        if len(distinct(explained)) > MAX_POSSIBLE_STATES:
+        if len(explained) > MAX_POSSIBLE_STATES:
             self.error = record.error = (
-                f"{len(distinct(explained))} model states of the bookies' own steps explain "
+                f"{len(explained)} model states of the bookies' own steps explain "
                 f"the observation, more than the {MAX_POSSIBLE_STATES} the judge keeps: this "
                 "run decides nothing"
             )
@@ -602,7 +604,7 @@ class Execution:
                 lambda p: not state_differences(self.cfg, p.state, snapshot), record
             )
             if explained:
-                self.possible = distinct(explained)
+                self.possible = explained
                 self._concluded(record)
                 return
             if explained is None:

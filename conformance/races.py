@@ -48,6 +48,23 @@ from model.bookkeeper.render import describe_message
 #: At most this many requests race at once: 4! = 24 serial orders at most to try.
 MAX_RACE = 4
 
+#: A writer and a recovering client on three bookies, two entries: the configuration the race
+#: search is tested and measured on (tests/conformance/test_races_on_reference_bookies.py,
+#: benchmarks/false_alarms.py). The writer's second add carries LAC 1, so a fence read that
+#: misses it answers a LAC no serial order gives. The bookie's LAC is its highest entry's, as
+#: the reference bookie's and real BookKeeper's are (``bkconform run``'s default): with the
+#: spec's (the last add's), a write-back of e1 after e2 leaves LAC 0 in the model and 1 on a
+#: correct bookie, a false divergence (issue 46).
+TWO_CLIENTS_TWO_ENTRIES = ModelConfig(
+    bookies=3,
+    clients=2,
+    write_quorum=3,
+    ack_quorum=2,
+    send_limit=2,
+    inflight_limit=2,
+    lac_of_highest_entry=True,
+)
+
 
 @dataclass(frozen=True)
 class Timed:
@@ -375,6 +392,7 @@ class RaceTally:
 __all__ = [
     "MAX_RACE",
     "RESTARTED",
+    "TWO_CLIENTS_TWO_ENTRIES",
     "ExplainingOrder",
     "Explanation",
     "Member",

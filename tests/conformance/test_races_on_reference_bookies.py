@@ -12,7 +12,7 @@ import pytest
 
 from adapters.installations.system import BookieChoice
 from conformance.engine import Execution
-from conformance.races import is_restart_step, member_of, raceable
+from conformance.races import TWO_CLIENTS_TWO_ENTRIES, is_restart_step, member_of, raceable
 from conformance.search.runner import SearchReport, SearchSettings, replay_choices, run_search
 from conformance.targets.local_target import LocalTarget
 from conformance.verdict import Verdict
@@ -20,20 +20,9 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.scripted import step, take
 from tests.conformance.inprocess_reference import InProcessReferenceTarget
 
-# A writer and a recovering client, two entries: the writer's second add carries LAC 1, so a
-# fence read that misses it answers a LAC no serial order gives. The bookie's LAC is its highest
-# entry's, as the reference bookie's and real BookKeeper's are (``bkconform run``'s default):
-# with the spec's (the last add's) a write-back of e1 after e2 leaves LAC 0 in the model and 1
-# on the correct bookie, a false divergence 3 searches in 4 met within 40 s (issue 46).
-CFG = ModelConfig(
-    bookies=3,
-    clients=2,
-    write_quorum=3,
-    ack_quorum=2,
-    send_limit=2,
-    inflight_limit=2,
-    lac_of_highest_entry=True,
-)
+# A writer and a recovering client, two entries, the bookie LAC of the highest entry: with the
+# spec's (the last add's), a false divergence 3 searches in 4 met within 40 s (issue 46).
+CFG = TWO_CLIENTS_TWO_ENTRIES
 # Bounded by examples and the explorer's steps, not by time (issue 46): a slower or a faster
 # machine runs the same examples and the same corpus. The racy bookie is found by the third
 # example of the corpus's race proposals (about 2 s here); the correct one is clean after the
