@@ -1636,8 +1636,9 @@ CONCURRENT_AT_BOOKIE_S = 0.05
 
 def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
     """``events`` with each add that raced a fence read at its bookie placed where its answer
-    says the bookie processed it: an add answered EFENCED after the fence that caused it, an
-    add answered EOK before a fence it came within :data:`CONCURRENT_AT_BOOKIE_S` of. A
+    says the bookie processed it: an add answered EFENCED after the fence that caused it (a
+    fence read handed to the bookie before the add's answer left it), an add answered EOK
+    before a fence it came within :data:`CONCURRENT_AT_BOOKIE_S` of. A
     bookie's events are otherwise ordered by when the proxy handed it each request
     (:func:`~.observed.processing_time`), which cannot order two requests that arrived
     together on two clients' connections. And a fenced answer reaching the writer is taken
@@ -1658,10 +1659,19 @@ def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
             for at in fences.get(event.bookie, ())
             if abs(at - event.at) <= CONCURRENT_AT_BOOKIE_S
         ]
-        if event.phase is Phase.ANSWERED and event.kind is FrameKind.ADD and near:
-            if event.status is StatusCode.EFENCED and all(at > event.at for at in near):
-                event = dataclasses.replace(event, at=min(near) + 1e-6)
-            elif event.status is StatusCode.EOK and any(at < event.at for at in near):
+        if (
+            event.phase is Phase.ANSWERED
+            and event.kind is FrameKind.ADD
+            and event.status is StatusCode.EFENCED
+        ):
+            # EFENCED: the fence came first at the bookie, whenever the add was handed to it:
+            # any fence read handed to it before its answer left (a paused or slow bookie
+            # handles the requests waiting for it in any order of its thread pools).
+            before_the_answer = [at for at in fences.get(event.bookie, ()) if at <= event.frame.at]
+            if before_the_answer and all(at > event.at for at in before_the_answer):
+                event = dataclasses.replace(event, at=min(before_the_answer) + 1e-6)
+        elif event.phase is Phase.ANSWERED and event.kind is FrameKind.ADD and near:
+            if event.status is StatusCode.EOK and any(at < event.at for at in near):
                 event = dataclasses.replace(
                     event, at=min(at for at in near if at < event.at) - 1e-6
                 )
