@@ -1199,14 +1199,22 @@ class _WriterReplay(RecoveryStory):
             self.stale_answers += 1
             self.stale_deliveries.append(event)
             return
-        self._settle_stale_answers(event.bookie)
+        # Settling other entries' stale answers only consumes earlier messages: this answer's
+        # step stays enabled.
+        self._settle_stale_answers(event.bookie, but_entry=event.entry_id)
         self.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
 
-    def _settle_stale_answers(self, bookie: int | None = None) -> None:
+    def _settle_stale_answers(
+        self, bookie: int | None = None, *, but_entry: int | None = None
+    ) -> None:
         """Take the stale answers waiting (of ``bookie``; None: all), each as the model's
-        writer takes it now: dropped (its bookie still out), or counted (back in place)."""
+        writer takes it now: dropped (its bookie still out), or counted (back in place).
+        ``but_entry``: not those of that entry (the answer being taken is the same message
+        of the spec's bag)."""
         for event in list(self.stale_deliveries):
             if bookie is not None and event.bookie != bookie:
+                continue
+            if but_entry is not None and event.entry_id == but_entry:
                 continue
             self.stale_deliveries.remove(event)
             assert event.entry_id is not None
@@ -1670,11 +1678,13 @@ def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
             before_the_answer = [at for at in fences.get(event.bookie, ()) if at <= event.frame.at]
             if before_the_answer and all(at > event.at for at in before_the_answer):
                 event = dataclasses.replace(event, at=min(before_the_answer) + 1e-6)
-        elif event.phase is Phase.ANSWERED and event.kind is FrameKind.ADD and near:
-            if event.status is StatusCode.EOK and any(at < event.at for at in near):
-                event = dataclasses.replace(
-                    event, at=min(at for at in near if at < event.at) - 1e-6
-                )
+        elif (
+            event.phase is Phase.ANSWERED
+            and event.kind is FrameKind.ADD
+            and event.status is StatusCode.EOK
+            and any(at < event.at for at in near)
+        ):
+            event = dataclasses.replace(event, at=min(at for at in near if at < event.at) - 1e-6)
         placed.append(event)
     # The writer handles an answer on its ordered executor, where an add its caller had
     # already submitted may go first: an add sent just after a fenced answer reached the
