@@ -290,6 +290,17 @@ def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelCo
 ChangeKey = tuple[int, int]
 
 
+def _receipt(event: JavaEvent) -> ScriptedStep:
+    """The model's writer's step for the delivery of a bookie's answer to one of its adds."""
+    assert event.entry_id is not None
+    return step(
+        observed.receive_action(event.kind, event.status),
+        client=WRITER,
+        peer=bookie_name(event.bookie),
+        entry=translation.spec_entry_id(event.entry_id),
+    )
+
+
 def _ignored(label: Label) -> bool:
     """Whether ``label`` is a client's step that consumes a stale answer without effect."""
     return dict(label.detail).get("ignored") == 1
@@ -669,12 +680,7 @@ class _WriterReplay(RecoveryStory):
         lac = packaged.frame.info.lac
         if lac is None or event.entry_id is None:
             return False
-        scripted = step(
-            observed.receive_action(event.kind, event.status),
-            client=WRITER,
-            peer=bookie_name(event.bookie),
-            entry=translation.spec_entry_id(event.entry_id),
-        )
+        scripted = _receipt(event)
         return (
             self.state.clients[0].status == STATUS_OPEN
             and enabled(self.cfg, self.state, scripted)
@@ -1147,14 +1153,8 @@ class _WriterReplay(RecoveryStory):
         assert event.entry_id is not None
         if observed.pairing_key(event.frame) in self.duplicates:
             return
-        entry = translation.spec_entry_id(event.entry_id)
         peer = bookie_name(event.bookie)
-        scripted = step(
-            observed.receive_action(event.kind, event.status),
-            client=WRITER,
-            peer=peer,
-            entry=entry,
-        )
+        scripted = _receipt(event)
         c1 = self.state.clients[0]
         if c1.status == STATUS_OPEN and self._moves_past_a_change(scripted):
             # The metadata has a change from the entry after the model's LAC: the client made
@@ -1217,13 +1217,7 @@ class _WriterReplay(RecoveryStory):
             if but_entry is not None and event.entry_id == but_entry:
                 continue
             self.stale_deliveries.remove(event)
-            assert event.entry_id is not None
-            scripted = step(
-                observed.receive_action(event.kind, event.status),
-                client=WRITER,
-                peer=bookie_name(event.bookie),
-                entry=translation.spec_entry_id(event.entry_id),
-            )
+            scripted = _receipt(event)
             if enabled(self.cfg, self.state, scripted):
                 self.take(
                     scripted,
@@ -1242,12 +1236,7 @@ class _WriterReplay(RecoveryStory):
             assert event.entry_id is not None
             if translation.spec_entry_id(event.entry_id) > entry:
                 continue
-            scripted = step(
-                observed.receive_action(event.kind, event.status),
-                client=WRITER,
-                peer=bookie_name(event.bookie),
-                entry=translation.spec_entry_id(event.entry_id),
-            )
+            scripted = _receipt(event)
             if not enabled(self.cfg, self.state, scripted) or _ignored(
                 take_step(self.cfg, self.state, scripted).label
             ):

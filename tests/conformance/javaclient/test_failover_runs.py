@@ -57,6 +57,18 @@ EXAMPLES_BY_NAME = {
 EVERY_RUN = {**{name: record for name, (_plan, record) in RUNS_BY_NAME.items()}, **EXAMPLES_BY_NAME}
 
 
+def _judge_without(monkeypatch: pytest.MonkeyPatch, record: WriterRecord, **off: bool) -> Any:
+    """``record`` judged with the fail-over judge's configuration but the switches ``off``."""
+    spec_configs = writer_story.story_configs
+
+    def without(*args: Any) -> Any:
+        cfg, spec_cfg = spec_configs(*args)
+        return dataclasses.replace(cfg, **off), spec_cfg
+
+    monkeypatch.setattr(writer_story, "story_configs", without)
+    return judge(record)
+
+
 @pytest.mark.parametrize("name", sorted(EVERY_RUN))
 def test_every_recorded_fail_over_is_one_clean_story_of_both_clients(name: str) -> None:
     record = EVERY_RUN[name]
@@ -124,19 +136,10 @@ def test_the_fenced_writer_closing_over_the_recovery_needs_the_switch(
     judgement = judge(record)
     requests = [step.request or "" for step in judgement.outcome.steps]
     assert any("before the recovery's close" in r for r in requests)
-    spec_configs = writer_story.story_configs
-
-    def without_the_switch(*args: Any) -> Any:
-        cfg, spec_cfg = spec_configs(*args)
-        return (
-            dataclasses.replace(
-                cfg, fenced_writer_closes=False, closing_writer_takes_answers=False
-            ),
-            spec_cfg,
-        )
-
-    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
-    assert judge(record).verdict is not Verdict.CLEAN
+    without = _judge_without(
+        monkeypatch, record, fenced_writer_closes=False, closing_writer_takes_answers=False
+    )
+    assert without.verdict is not Verdict.CLEAN
 
 
 def test_a_fence_and_an_add_racing_at_a_bookie_are_ordered_by_the_answer(
@@ -262,14 +265,8 @@ def test_an_answer_queued_before_the_fenced_writer_s_close_completes_its_add(
     judgement = judge(record)
     assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     assert judgement.cfg.closing_writer_takes_answers
-    spec_configs = writer_story.story_configs
-
-    def without_the_switch(*args: Any) -> Any:
-        cfg, spec_cfg = spec_configs(*args)
-        return dataclasses.replace(cfg, closing_writer_takes_answers=False), spec_cfg
-
-    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
-    assert judge(record).verdict is Verdict.DIVERGENCE
+    without = _judge_without(monkeypatch, record, closing_writer_takes_answers=False)
+    assert without.verdict is Verdict.DIVERGENCE
 
 
 def test_an_efenced_answer_to_an_add_with_its_ack_quorum_changes_nothing(
@@ -281,14 +278,7 @@ def test_an_efenced_answer_to_an_add_with_its_ack_quorum_changes_nothing(
     judgement = judge(record)
     assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     assert judgement.cfg.completed_adds_ignore_fence
-    spec_configs = writer_story.story_configs
-
-    def without_the_switch(*args: Any) -> Any:
-        cfg, spec_cfg = spec_configs(*args)
-        return dataclasses.replace(cfg, completed_adds_ignore_fence=False), spec_cfg
-
-    monkeypatch.setattr(writer_story, "story_configs", without_the_switch)
-    diverged = judge(record)
+    diverged = _judge_without(monkeypatch, record, completed_adds_ignore_fence=False)
     assert diverged.verdict is Verdict.DIVERGENCE
     assert "frame #3097 to b1: add e3" in diverged.outcome.divergences[0]
 
