@@ -208,6 +208,17 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         ),
         **({"wiped": [[b, at] for b, at in sorted(record.wiped.items())]} if record.wiped else {}),
         **(
+            {
+                "stalled": [
+                    [b, start, end]
+                    for b, windows in sorted(record.stalled.items())
+                    for start, end in windows
+                ]
+            }
+            if record.stalled
+            else {}
+        ),
+        **(
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
         # The other ledgers of the run: their own records, the frames (shared) left out.
@@ -217,6 +228,13 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             else {}
         ),
     }
+
+
+def _stall_windows(rows: Any) -> dict[int, tuple[tuple[float, float], ...]]:
+    windows: dict[int, tuple[tuple[float, float], ...]] = {}
+    for bookie, start, end in rows:
+        windows[int(bookie)] = (*windows.get(int(bookie), ()), (float(start), float(end)))
+    return windows
 
 
 def _without_frames(data: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +267,7 @@ def writer_record_from_json(
             timeout_check_s=float(data.get("timeout_check_s", timeout_check_s)),
             client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
             wiped={int(b): float(at) for b, at in data.get("wiped", ())},
+            stalled=_stall_windows(data.get("stalled", ())),
             takeover=_takeover(data.get("takeover")),
             others=tuple(
                 writer_record_from_json(

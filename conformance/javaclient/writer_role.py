@@ -574,6 +574,14 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             for done, event in getattr(controller, "events_done", ())
             if event.kind is FaultKind.RESTART_EMPTY and event.bookie in names.values()
         }
+        # The stalls the plan made, by bookie id: from when the proxy stopped reading to
+        # when its timer resumes it (the run's end may resume it sooner).
+        stalled_ids: dict[str, tuple[tuple[float, float], ...]] = {}
+        for done, event in getattr(controller, "events_done", ()):
+            if event.kind is FaultKind.STALL and event.bookie in names.values():
+                bookie_id = namings[0].bookie_id(event.bookie)
+                window = (done, done + (event.duration_ms or 0) / 1000)
+                stalled_ids[bookie_id] = (*stalled_ids.get(bookie_id, ()), window)
         records = []
         for number, (ledger, naming, pipeline, (closed_at, close_error), end) in enumerate(
             zip(ledgers, namings, pipelines, closes, ends, strict=True)
@@ -605,6 +613,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                     timeout_check_s=timeout_check_interval_s(self.add_entry_timeout_s),
                     client_reads=client_reads,
                     wiped={naming.model_index[b]: at for b, at in wiped_ids.items()},
+                    stalled={naming.model_index[b]: w for b, w in stalled_ids.items()},
                     takeover=takeover if number == 0 else None,
                 )
             )

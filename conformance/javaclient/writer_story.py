@@ -183,6 +183,10 @@ class WriterRecord:
     #: Model bookie -> when the plan wiped it (restarted it without its data): the copies it
     #: held then are lost by the plan, not by the client.
     wiped: Mapping[int, float] = field(default_factory=dict)
+    #: Model bookie -> the windows ``(start, end)`` in which the plan stalled its proxy (it
+    #: read nothing from the client): a frame it read at a stall's end may have left the
+    #: client at any moment of the stall, so its proxy time says nothing of its delay.
+    stalled: Mapping[int, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     #: The second client's recovery of the ledger (None: a writer run, nobody else touched it).
     takeover: Takeover | None = None
     #: The other ledgers the client wrote together with this one in the run (each its own
@@ -224,7 +228,10 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
     The client times an add out at some moment between ``add_timeout_s`` and
     ``add_timeout_s + timeout_check_s`` after it sent it (its checker runs every interval): an
     answer back before the first is on time, a request that reached its bookie after the
-    second timed out; in between both readings are possible, and the judge tries each."""
+    second timed out; in between both readings are possible, and the judge tries each. A
+    frame its proxy read as a stall of its bookie ended may have left the client when the
+    stall began (:func:`_sent_no_earlier_than`): it may have timed out before its bookie had
+    it, however soon it was answered."""
     first_cut = record.add_timeout_s - _TIMER_SLACK_S
     last_cut = record.add_timeout_s + record.timeout_check_s + _TIMER_SLACK_S
     middle = record.add_timeout_s + record.timeout_check_s / 2
@@ -243,6 +250,9 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
             fates[request] = (AddFate.REQUEST_TIMED_OUT,)
             continue
         request_delay = reached.at - event.at
+        # Read at a stall's end, the frame may have waited in the socket since the stall
+        # began: the client's timer may have run that long already.
+        stalled_delay = reached.at - _sent_no_earlier_than(record, event)
         answer = answers.get(observed.pairing_key(event.frame))
         answer_delay = float("inf") if answer is None else answer.at - event.at
         possible = []
@@ -250,7 +260,7 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
             possible.append(AddFate.ON_TIME)
         if answer_delay > first_cut and request_delay < last_cut:
             possible.append(AddFate.ANSWER_TIMED_OUT)
-        if request_delay > first_cut:
+        if stalled_delay > first_cut:
             possible.append(AddFate.REQUEST_TIMED_OUT)
         if request_delay > middle:
             likeliest = AddFate.REQUEST_TIMED_OUT
@@ -260,6 +270,19 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
             likeliest = AddFate.ON_TIME
         fates[request] = (likeliest, *(f for f in possible if f is not likeliest))
     return fates
+
+
+#: How soon after a stall ends its proxy reads what the client sent during it.
+_STALL_READ_S = 0.25
+
+
+def _sent_no_earlier_than(record: WriterRecord, event: JavaEvent) -> float:
+    """The earliest moment the client can have sent ``event``'s frame: when its proxy read
+    it, or, read as a stall of its bookie's proxy ended, when that stall began."""
+    for start, end in record.stalled.get(event.bookie, ()):
+        if start <= event.at <= end + _STALL_READ_S:
+            return start
+    return event.at
 
 
 def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelConfig:
@@ -358,6 +381,42 @@ class _Callback:
     outcome: AddOutcome
 
 
+#: Answers delivered on different connections within this long of each other may be processed
+#: by the client in either order: each connection has its event-loop thread, and they meet
+#: only on the ledger's ordered executor.
+CONCURRENT_AT_CLIENT_S = 0.002
+
+
+def _failures_first(
+    merged: list[tuple[float, int, int, object]],
+) -> list[tuple[float, int, int, object]]:
+    """``merged`` with the answer deliveries of other bookies that came within
+    :data:`CONCURRENT_AT_CLIENT_S` before a forged failure moved after it: the client may
+    have processed the failure first (its ensemble change then starts below the entries those
+    answers complete, as its resends show). A connection's own deliveries keep their order."""
+    out: list[tuple[float, int, int, object]] = []
+    for item in merged:
+        at, kind, _i, what = item
+        if kind != _Kind.FAILURE:
+            out.append(item)
+            continue
+        assert isinstance(what, _Failure)
+        moved: list[tuple[float, int, int, object]] = []
+        index = len(out)
+        while index > 0 and at - out[index - 1][0] <= CONCURRENT_AT_CLIENT_S:
+            index -= 1
+            _before_at, before_kind, _j, before = out[index]
+            if (
+                before_kind == _Kind.FRAME
+                and isinstance(before, JavaEvent)
+                and before.phase is Phase.RECEIVED
+                and before.bookie != what.bookie
+            ):
+                moved.insert(0, out.pop(index))
+        out += [item, *moved]
+    return out
+
+
 class _WriterReplay(RecoveryStory):
     """The model fed with the writer's frames and callbacks (its ``c1``), and in a fail-over
     run with the recovering client's too (``c2``, through :class:`~.story.RecoverySteps`)."""
@@ -369,9 +428,13 @@ class _WriterReplay(RecoveryStory):
         fates: Mapping[int, AddFate],
         prescribed: Sequence[ChangeKey] = (),
         spec_cfg: ModelConfig | None = None,
+        failures_first: bool = False,
     ) -> None:
         super().__init__(cfg, spec_cfg or cfg)
         self.record = record
+        #: Take each forged failure before the answers of other bookies delivered just
+        #: before it (:func:`_failures_first`).
+        self.failures_first = failures_first
         #: The recovering client's steps (a fail-over run's), set by :meth:`run`.
         self.recovery: RecoverySteps | None = None
         #: Request frame id -> what the client's timeout made of it (:func:`add_fates`).
@@ -606,6 +669,8 @@ class _WriterReplay(RecoveryStory):
             # answers both clients: the model's bookie restarts empty too.
             merged += [(at, _Kind.WIPE, b, b) for b, at in sorted(self.record.wiped.items())]
         merged.sort(key=lambda item: (item[0], item[1], item[2]))
+        if self.failures_first:
+            merged = _failures_first(merged)
         for _at, kind, _i, item in merged:
             if self.changing and not self._holds_during_a_change(kind, item):
                 self._end_the_change()
@@ -1180,6 +1245,16 @@ class _WriterReplay(RecoveryStory):
                 "ignored"
             )
             return
+        if c1.status in (STATUS_OPEN, CLIENT_CLOSING) and not enabled(
+            self.cfg, self.state, scripted
+        ):
+            # An earlier answer of the same bookie may still be in the spec's bag: a stale
+            # copy the client dropped (sent before the bookie left the ensemble and came
+            # back), identical to one it counted. The spec's client takes a bookie's answers
+            # earliest entry first, so those copies go first.
+            self._settle_stale_answers(
+                event.bookie, up_to_entry=event.entry_id, ahead_of=event.frame.frame_id
+            )
         if c1.status not in (STATUS_OPEN, CLIENT_CLOSING) or not enabled(
             self.cfg, self.state, scripted
         ):
@@ -1205,23 +1280,46 @@ class _WriterReplay(RecoveryStory):
         self.take(scripted, request=f"frame #{event.frame.frame_id} delivered to the client")
 
     def _settle_stale_answers(
-        self, bookie: int | None = None, *, but_entry: int | None = None
+        self,
+        bookie: int | None = None,
+        *,
+        but_entry: int | None = None,
+        up_to_entry: int | None = None,
+        ahead_of: int | None = None,
     ) -> None:
         """Take the stale answers waiting (of ``bookie``; None: all), each as the model's
         writer takes it now: dropped (its bookie still out), or counted (back in place).
         ``but_entry``: not those of that entry (the answer being taken is the same message
-        of the spec's bag)."""
+        of the spec's bag). ``up_to_entry``: only those of that entry and earlier ones that
+        count now (a copy identical to one the client counted, ahead of the answer being
+        taken in the bag). Of one bookie's, those the model's writer cannot take now wait (an
+        earlier message of their bookie is still ahead of them in the bag)."""
         for event in list(self.stale_deliveries):
             if bookie is not None and event.bookie != bookie:
                 continue
             if but_entry is not None and event.entry_id == but_entry:
                 continue
-            self.stale_deliveries.remove(event)
+            assert event.entry_id is not None
+            if up_to_entry is not None and event.entry_id > up_to_entry:
+                continue
             scripted = _receipt(event)
+            if bookie is not None and not enabled(self.cfg, self.state, scripted):
+                continue
+            if up_to_entry is not None and _ignored(
+                take_step(self.cfg, self.state, scripted).label
+            ):
+                continue  # dropped now, it could not free the way; it may count later
+            self.stale_deliveries.remove(event)
             if enabled(self.cfg, self.state, scripted):
                 self.take(
                     scripted,
-                    request=f"frame #{event.frame.frame_id} delivered to the client (stale)",
+                    request=f"frame #{event.frame.frame_id} delivered to the client (stale)"
+                    + (
+                        f": a copy the client dropped, the same message of the spec's bag as "
+                        f"one it counted, ahead of frame #{ahead_of}'s"
+                        if ahead_of is not None
+                        else ""
+                    ),
                 )
 
     def _count_stale_answers_of_returned_bookies(self, entry: int) -> None:
@@ -1589,21 +1687,30 @@ def judge_ledger(record: WriterRecord) -> Judgement:
             return judgement
     assert first is not None
     told = len(assignments)
-    for assignment in assignments:
-        if told >= MAX_STORIES:
-            break
-        judgement, told = _stories(record, events, assignment, told - 1)
-        if judgement.verdict is not Verdict.DIVERGENCE:
-            return judgement
+    # Then with each forged failure processed before the other bookies' answers delivered
+    # just before it (the order of two connections' deliveries is not the client's).
+    for failures_first in (False, True):
+        for assignment in assignments:
+            if told >= MAX_STORIES:
+                break
+            # Each reading's first story in delivery order is told already (above).
+            already = 0 if failures_first else 1
+            judgement, told = _stories(record, events, assignment, told - already, failures_first)
+            if judgement.verdict is not Verdict.DIVERGENCE:
+                return judgement
     return first
 
 
 def _stories(
-    record: WriterRecord, events: Sequence[JavaEvent], fates: Mapping[int, AddFate], told: int
+    record: WriterRecord,
+    events: Sequence[JavaEvent],
+    fates: Mapping[int, AddFate],
+    told: int,
+    failures_first: bool = False,
 ) -> tuple[Judgement, int]:
     """The story under one reading of the adds' timing, and its alternative ensemble changes
     breadth first until one is not a divergence; with the stories told so far."""
-    first, options, chosen = _story(record, events, fates, ())
+    first, options, chosen = _story(record, events, fates, (), failures_first)
     told += 1
     if first.verdict is not Verdict.DIVERGENCE or not options:
         return first, told
@@ -1617,7 +1724,7 @@ def _stories(
                 if key == chosen[index] or told >= MAX_STORIES:
                     continue
                 alternative = (*chosen[:index], key)
-                judgement, more, taken = _story(record, events, fates, alternative)
+                judgement, more, taken = _story(record, events, fates, alternative, failures_first)
                 told += 1
                 if judgement.verdict is Verdict.CLEAN:
                     return judgement, told
@@ -1736,10 +1843,11 @@ def _story(
     events: Sequence[JavaEvent],
     fates: Mapping[int, AddFate],
     prescribed: Sequence[ChangeKey],
+    failures_first: bool = False,
 ) -> tuple[Judgement, list[list[ChangeKey]], list[ChangeKey]]:
     cfg, spec_cfg = story_configs(record, events)
     callbacks = [_Callback(o.at, o) for o in record.outcomes if o.at is not None]
-    replay = _WriterReplay(record, cfg, fates, prescribed, spec_cfg)
+    replay = _WriterReplay(record, cfg, fates, prescribed, spec_cfg, failures_first)
     replay.all_events = events
     replay.note_timeouts(events)
     try:

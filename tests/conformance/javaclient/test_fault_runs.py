@@ -14,14 +14,18 @@ import pytest
 
 from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
-from conformance.javaclient.observed import FORGED, java_events
+from conformance.javaclient.observed import FORGED, Phase, java_events
 from conformance.javaclient.plans import FORGEABLE, FaultKind
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
 from conformance.javaclient.writer_role import WriterRole
 from conformance.javaclient.writer_story import (
+    CONCURRENT_AT_CLIENT_S,
     AddFate,
     WriterRecord,
+    _failures_first,
+    _Kind,
+    _story,
     add_fates,
     forged_failures,
     judge,
@@ -320,3 +324,93 @@ def test_an_answer_of_a_bookie_that_came_back_counts_when_the_callback_needs_it(
     assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     requests = [step.request or "" for step in judgement.outcome.steps]
     assert any("after a change brought it back to the same place" in r for r in requests)
+
+
+def test_a_frame_read_at_a_stalls_end_may_have_timed_out_before_its_bookie_had_it() -> None:
+    # Read 0.01 s before its bookie had it, but the proxy had stopped reading 1.8 s before:
+    # the client may have sent it then, and timed it out before the bookie got it.
+    record = _one_add(0.01, 0.02)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    bookie = events[0].bookie
+    assert add_fates(record, events)[1] == (AddFate.ON_TIME,)
+    stalled = dataclasses.replace(record, stalled={bookie: ((98.2, 100.0),)})
+    assert AddFate.REQUEST_TIMED_OUT in add_fates(stalled, events)[1]
+    # A stall of another bookie, or one that ended long before the frame was read, says
+    # nothing of it.
+    other = dataclasses.replace(record, stalled={bookie + 1: ((98.2, 100.0),)})
+    assert add_fates(other, events)[1] == (AddFate.ON_TIME,)
+    earlier = dataclasses.replace(record, stalled={bookie: ((90.0, 91.0),)})
+    assert add_fates(earlier, events)[1] == (AddFate.ON_TIME,)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a stalled bookie's resend read at the stall's end, after the client timed it out (2/2/2)",
+        "two ledgers' adds to a stalled bookie, read at the stall's end (2/2/2)",
+    ],
+)
+def test_without_its_stall_the_run_is_a_divergence(name: str) -> None:
+    record = _search_examples()[name]
+    assert record.stalled
+    unstalled = dataclasses.replace(
+        record,
+        stalled={},
+        others=tuple(dataclasses.replace(o, stalled={}) for o in record.others),
+    )
+    assert judge(unstalled).verdict is Verdict.DIVERGENCE
+
+
+def test_a_dropped_copy_ahead_of_a_counted_one_is_taken_first() -> None:
+    # b1 left the ensemble and came back: its answers to its first adds (dropped by the
+    # client: another bookie holds their position now) and to the resends are the same
+    # messages of the spec's bag, and the spec takes a bookie's answers earliest entry first.
+    name = "a bookie's dropped copies ahead of its counted resends in the spec's bag (2/2/2)"
+    judgement = judge(_search_examples()[name])
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert sum("a copy the client dropped, the same message" in r for r in requests) == 2
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a forged failure processed before another bookie's answer delivered just before it "
+        "(2/2/2)",
+        "a forged failure processed before another bookie's answer, its own bookie's kept "
+        "before it (2/2/2)",
+    ],
+)
+def test_a_failure_may_be_processed_before_answers_delivered_just_before_it(name: str) -> None:
+    record = _search_examples()[name]
+    assert judge(record).verdict is Verdict.CLEAN
+    # In delivery order the client's change (from e0, as its resends show) cannot be told.
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    likeliest = {request: fates[0] for request, fates in add_fates(record, events).items()}
+    in_delivery_order, _options, _chosen = _story(record, events, likeliest, ())
+    assert in_delivery_order.verdict is Verdict.DIVERGENCE
+    failure_first, _options, _chosen = _story(record, events, likeliest, (), failures_first=True)
+    assert failure_first.verdict is Verdict.CLEAN
+
+
+def test_only_other_connections_answers_just_before_a_failure_move_after_it() -> None:
+    record = _search_examples()[
+        "a forged failure processed before another bookie's answer, its own bookie's kept "
+        "before it (2/2/2)"
+    ]
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    failure = forged_failures(record)[0]
+    delivered = [e for e in events if e.phase is Phase.RECEIVED and e.at < failure.at]
+    own = next(e for e in delivered if e.bookie == failure.bookie)
+    other = next(e for e in delivered if e.bookie != failure.bookie)
+    long_before = dataclasses.replace(other, at=failure.at - 10 * CONCURRENT_AT_CLIENT_S)
+    just_before = dataclasses.replace(other, at=failure.at - CONCURRENT_AT_CLIENT_S / 2)
+    own = dataclasses.replace(own, at=failure.at - CONCURRENT_AT_CLIENT_S / 4)
+    merged = [
+        (long_before.at, _Kind.FRAME, 0, long_before),
+        (just_before.at, _Kind.FRAME, 1, just_before),
+        (own.at, _Kind.FRAME, 2, own),
+        (failure.at, _Kind.FAILURE, 0, failure),
+    ]
+    reordered = [item[3] for item in _failures_first(merged)]
+    assert reordered == [long_before, own, failure, just_before]

@@ -114,6 +114,10 @@ def test_records_and_plans_round_trip() -> None:
         assert WriterRunPlan.from_json(plan.to_json()) == plan
         again = writer_record_from_json(json.loads(json.dumps(writer_record_to_json(record))))
         assert again == record
+    # The plan's stalls too (two windows of one bookie, one of another).
+    stalled = dataclasses.replace(record, stalled={0: ((1.0, 2.5), (4.0, 4.5)), 2: ((3.0, 3.2),)})
+    again = writer_record_from_json(json.loads(json.dumps(writer_record_to_json(stalled))))
+    assert again.stalled == stalled.stalled
     with pytest.raises(RecordingError):
         writer_record_from_json({"format": 1})
 
