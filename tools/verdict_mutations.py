@@ -490,6 +490,45 @@ MUTATIONS = (
         "a stale copy blocked in the spec's bag is dropped, and blocks its bookie's later answers",
     ),
     Mutation(
+        "adds-always-in-entry-order",
+        "model/bookkeeper/actions.py",
+        "        if self.cfg.adds_in_arrival_order and m.kind == ADD_ENTRY_REQUEST:\n",
+        "        if False:\n",
+        (
+            "tests/model/bookkeeper/test_adds_in_arrival_order.py",
+            "tests/conformance/javaclient/test_fault_runs.py",
+        ),
+        "a bookie takes adds earliest entry first though the Java judges say as they arrive "
+        "(a later entry sent to a replacement before an earlier one's resend diverges)",
+    ),
+    Mutation(
+        "every-fenced-handle-stayed-open",
+        "conformance/javaclient/writer_story.py",
+        "        return any(o.entry_id == event.entry_id for o in fenced) and any(\n",
+        "        return True or any(\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "any add of a writer the model has done with is read as a fenced handle's, failed "
+        "and ignored (a writer that should have stopped is excused)",
+    ),
+    Mutation(
+        "recovery-replacement-read-as-the-writer-s",
+        "conformance/javaclient/writer_story.py",
+        "        return written - by_writer if self.record.takeover is not None else set()\n",
+        "        return set()\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "the recovery's replacement, named in the metadata at its close, is taken as a change "
+        "of the writer's (false divergences on the recovery's reads)",
+    ),
+    Mutation(
+        "metadata-only-change-never-taken-at-a-failed-callback",
+        "conformance/javaclient/writer_story.py",
+        "            if c1.status == STATUS_OPEN:\n                # A change that committed",
+        "            if False:\n                # A change that committed",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a change the writer committed before a change that found no bookie is never taken "
+        "(a false divergence on the ensembles)",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

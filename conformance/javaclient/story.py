@@ -724,6 +724,8 @@ def java_recovery_config(
         lac_of_highest_entry=True,
         # A resent write-back carries the LAC it was packaged with (PendingAddOp.toSend).
         resends_carry_first_lac=True,
+        # A bookie takes adds as they arrive, not earliest entry first.
+        adds_in_arrival_order=True,
     )
 
 

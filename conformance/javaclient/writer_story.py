@@ -58,7 +58,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from adapters.bookkeeper.status import StatusCode
-from adapters.javaclient.pipelined_adds import AddOutcome
+from adapters.javaclient.pipelined_adds import AddOutcome, code_name
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.javaclient import observed
@@ -306,6 +306,9 @@ def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelCo
         late_adds_after_timeout=True,
         # A resend carries the LAC the add was packaged with (PendingAddOp.toSend).
         resends_carry_first_lac=True,
+        # A bookie takes adds as they arrive: a later entry may reach a replacement before
+        # the resends of earlier ones (an add made as a change completes).
+        adds_in_arrival_order=True,
     )
 
 
@@ -450,6 +453,9 @@ class _WriterReplay(RecoveryStory):
         self.chosen: list[ChangeKey] = []
         #: Requests sent again to a bookie that had them (their answers are ignored too).
         self.duplicates: set[tuple[str, int, object]] = set()
+        #: Adds a fenced handle sent after the model's writer was done, which the client
+        #: failed to its caller (their answers are ignored too).
+        self.given_up: set[object] = set()
         #: (model entry, bookie) -> adds the model's writer sent that no frame matched yet.
         self.expected: dict[tuple[int, int], int] = {}
         #: (model entry, bookie) of every add the model's writer resent.
@@ -528,11 +534,22 @@ class _WriterReplay(RecoveryStory):
 
     def _metadata_fragments(self) -> set[tuple[int, int]]:
         """The ledger's ensembles in the metadata as the model names fragments: (the spec's
-        first entry id, the bookies as a mask)."""
+        first entry id, the bookies as a mask). In a fail-over, not those that name a bookie
+        only the recovering client wrote to: the recovery's own replacement, which it names
+        in the metadata as it closes the ledger (the writer never sent it an add)."""
+        recovery_only = self._recovery_only_bookies()
         return {
             (translation.spec_entry_id(first), sum(1 << b for b in bookies))
             for first, bookies in self.record.segments
+            if not recovery_only & set(bookies)
         }
+
+    def _recovery_only_bookies(self) -> set[int]:
+        written = {e.bookie for e in self.all_events if e.phase is Phase.SENT}
+        by_writer = {
+            e.bookie for e in self.all_events if e.phase is Phase.SENT and e.kind is FrameKind.ADD
+        }
+        return written - by_writer if self.record.takeover is not None else set()
 
     def _moves_past_a_change(self, receive: ScriptedStep) -> bool:
         """Whether taking ``receive`` would move the model's writer's LAC past an entry the
@@ -904,6 +921,20 @@ class _WriterReplay(RecoveryStory):
             f"frame #{event.frame.frame_id} to {bookie_name(event.bookie)}: add e{event.entry_id}"
         )
         key = (entry, event.bookie)
+        c1 = self.state.clients[0]
+        if c1.status != STATUS_OPEN and entry > c1.lap and self._fenced_handle_stayed_open(event):
+            # The handle stayed open though the model's writer is done: an ensemble change
+            # that met the recovery's IN_RECOVERY metadata only fails the pending adds
+            # (handleUnrecoverableErrorDuringAdd: "we should not close ledger if ledger is
+            # recovery mode"), and so does each EFENCED answer after it, so a later add goes
+            # out to the current ensemble and fails. The client failed it to its caller.
+            self.given_up.add(observed.pairing_key(event.frame))
+            self.notes.append(
+                f"{frame}: sent by a handle the recovery had fenced, which failed its adds and "
+                f"stayed open (its metadata IN_RECOVERY); the client failed e{event.entry_id}"
+                " to its caller; the add and its answers are no step of the spec's writer"
+            )
+            return
         if not self.expected.get(key):
             self._catch_up(entry, event, frame)
         c1 = self.state.clients[0]
@@ -1036,6 +1067,8 @@ class _WriterReplay(RecoveryStory):
         )
 
     def _duplicate(self, event: JavaEvent) -> bool:
+        if observed.pairing_key(event.frame) in self.given_up:
+            return True
         if observed.pairing_key(event.frame) not in self.duplicates:
             return False
         self.notes.append(f"frame #{event.frame.frame_id}: the answer to a copy; ignored")
@@ -1216,7 +1249,8 @@ class _WriterReplay(RecoveryStory):
 
     def received(self, event: JavaEvent) -> None:
         assert event.entry_id is not None
-        if observed.pairing_key(event.frame) in self.duplicates:
+        key = observed.pairing_key(event.frame)
+        if key in self.duplicates or key in self.given_up:
             return
         peer = bookie_name(event.bookie)
         scripted = _receipt(event)
@@ -1347,6 +1381,20 @@ class _WriterReplay(RecoveryStory):
                 "same place (the callback below shows it counted)",
             )
 
+    def _fenced_handle_stayed_open(self, event: JavaEvent) -> bool:
+        """Whether ``event``'s add, a new entry, came from a handle that had failed its adds
+        LedgerFenced and stayed open (its metadata IN_RECOVERY): the client failed an add
+        LedgerFenced before this frame, and failed this one LedgerFenced too. A handle that
+        closed fails later adds LedgerClosed, without a frame."""
+        fenced = [
+            o
+            for o in self.record.outcomes
+            if o.code is not None and code_name(o.code) == "LedgerFenced"
+        ]
+        return any(o.entry_id == event.entry_id for o in fenced) and any(
+            o.at is not None and o.at < event.at for o in fenced
+        )
+
     def _failed_to_the_caller_ids(self) -> set[int]:
         """The entry ids whose add the client failed to its caller (an error callback)."""
         return {
@@ -1360,6 +1408,19 @@ class _WriterReplay(RecoveryStory):
         c1 = self.state.clients[0]
         if not outcome.acknowledged:
             self.notes.append(f"the client failed {outcome.describe()}")
+            if c1.status == STATUS_OPEN:
+                # A change that committed, then a next one that found no bookie (the client
+                # fails its adds and resends nothing): only the metadata shows the first,
+                # and it came before anything else the ledger saw (a recovery reads it).
+                for _ in range(self.cfg.bookies):
+                    if self._model_segments() == self._real_segments():
+                        break
+                    if not self._take_the_change_the_metadata_shows(
+                        f"the client failed {outcome.describe()}: the metadata shows an "
+                        "ensemble change it made before, with no frame after it",
+                        callback.at,
+                    ):
+                        break
             return
         assert outcome.entry_id is not None
         entry = translation.spec_entry_id(outcome.entry_id)

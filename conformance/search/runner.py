@@ -167,6 +167,7 @@ LATER_SWITCHES = frozenset(
         "closing_writer_takes_answers",
         "completed_adds_ignore_fence",
         "resends_carry_first_lac",
+        "adds_in_arrival_order",
         "lac_of_highest_entry",
         "bookie_recovers_limbo",
     }

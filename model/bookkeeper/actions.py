@@ -278,7 +278,10 @@ class _Ctx:
         )
 
     def is_earliest(self, m: AddEntryRequest | AddEntryResponse) -> bool:
-        """``IsEarliestMsg``: no receivable message of the same stream has a lower entry id."""
+        """``IsEarliestMsg``: no receivable message of the same stream has a lower entry id.
+        With ``adds_in_arrival_order`` a bookie takes a client's adds in any order."""
+        if self.cfg.adds_in_arrival_order and m.kind == ADD_ENTRY_REQUEST:
+            return True
         return self.earliest[(m.kind, m.recovery, m.cid, m.bookie)] >= m.entry.id
 
 
@@ -354,6 +357,9 @@ def _bookie_sends_add_confirmed_response(
         )
         _late_answers("BookieSendsAddConfirmedResponse", msg, reply, successor, out)
         return
+    # Taken out of entry order (adds_in_arrival_order), an add must not lower the LAC of the
+    # higher entries the bookie holds: its LAC is its highest entry's, as BookKeeper's.
+    highest = highest or ctx.cfg.adds_in_arrival_order
     lac = stored_lac(s.b_entries[b], s.b_lac[b], msg, of_highest_entry=highest)
     b_lac = (*s.b_lac[:b], lac, *s.b_lac[b + 1 :])
     again = ctx.cfg.ensembles_may_repeat

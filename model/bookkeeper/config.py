@@ -132,6 +132,19 @@ class ModelConfig:
       carry it. Read from BookKeeper's source (issue 46): it decides what a replacement bookie
       answers a recovery's fence read when the LAC moved between an add's first send and its
       resend. The Java-client judges turn it on.
+    - ``adds_in_arrival_order`` (default False). In the spec a bookie takes a client's adds
+      earliest entry first (``IsEarliestMsg`` in ``BookieSendsAddConfirmedResponse`` and
+      ``BookieSendsAddFencedResponse``), whatever order they were sent in. A real bookie
+      takes them as they arrive on the connection, and BookKeeper's client can send a later
+      entry to a replacement bookie before the resends of earlier ones: an add made while
+      an ensemble change completes takes the new ensemble (``LedgerHandle.asyncAddEntry``:
+      ``PendingAddOp.create(..., getCurrentEnsemble(), ...)``, set as soon as the metadata
+      write returns) before ``ensembleChangeLoop``'s completion, a later task on the ledger's
+      executor, resends the pending adds (``unsetSuccessAndSendWriteRequest``). True: a bookie
+      may take any of a client's adds first (a conformance judge supplies the order from the
+      frames). The bookie's LAC is then the LAC its highest entry carries, as with
+      ``lac_of_highest_entry`` (an add taken late must not lower it). Read from BookKeeper's
+      source (issue 46); the Java-client judges turn it on.
     - ``lac_of_highest_entry`` (default False). In the spec a bookie's LAC (what its fence
       read answers) is the LAC of the last add it processed (``b_lac' = msg.lac``). A real
       bookie answers a fence read with its last entry, the highest it holds, and its LAC: an
@@ -184,6 +197,7 @@ class ModelConfig:
     closing_writer_takes_answers: bool = False
     completed_adds_ignore_fence: bool = False
     resends_carry_first_lac: bool = False
+    adds_in_arrival_order: bool = False
     lac_of_highest_entry: bool = False
     bookie_recovers_limbo: bool = False
     # Derived in __post_init__; not a constant of the spec.
@@ -292,6 +306,8 @@ class ModelConfig:
             parts.append("CompletedAddsIgnoreFence=TRUE")
         if self.resends_carry_first_lac:
             parts.append("ResendsCarryFirstLac=TRUE")
+        if self.adds_in_arrival_order:
+            parts.append("AddsInArrivalOrder=TRUE")
         if self.lac_of_highest_entry:
             parts.append("LacOfHighestEntry=TRUE")
         if self.bookie_recovers_limbo:

@@ -366,3 +366,54 @@ def test_an_add_packaged_before_the_client_processed_answers_carries_the_lower_l
                 if f.info.direction.value == "request" else f for f in record.frames],
     )  # fmt: skip
     assert judge(unknown).verdict is Verdict.DIVERGENCE
+
+
+def test_a_replacement_may_take_later_adds_before_the_resends_of_earlier_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = EXAMPLES_BY_NAME[
+        "a replacement takes the writer's later adds before the resends of earlier ones"
+    ]
+    assert judge(record).verdict is Verdict.CLEAN
+    assert _judge_without(monkeypatch, record, adds_in_arrival_order=False).verdict is (
+        Verdict.DIVERGENCE
+    )
+
+
+def test_a_committed_change_only_the_metadata_shows_is_taken_at_the_failed_callback() -> None:
+    record = EXAMPLES_BY_NAME[
+        "a committed change only the metadata shows: the next found no bookie (NotEnoughBookies)"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    (change,) = [s for s in judgement.outcome.steps if s.action == "ClientChangesEnsemble"]
+    assert "the metadata shows an ensemble change it made before" in (change.request or "")
+
+
+def test_a_fenced_handle_that_stayed_open_may_send_adds_it_fails() -> None:
+    name = "a handle the recovery fenced fails its adds, stays open, and sends a later add"
+    record = EXAMPLES_BY_NAME[name]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "sent by a handle the recovery had fenced" in (judgement.outcome.note or "")
+    # Had the client acknowledged that add, nothing explains it.
+    last = max(o.index for o in record.outcomes)
+    acknowledged = [
+        AddOutcome(o.index, 0, o.index, o.at) if o.index == last else o for o in record.outcomes
+    ]
+    assert judge(dataclasses.replace(record, outcomes=acknowledged)).verdict is not Verdict.CLEAN
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "the recovery's replacement in the metadata is not a change of the writer's",
+        "the recovery's replacement, and a fence read to a restarted bookie",
+    ],
+)
+def test_the_recovery_s_replacement_is_not_read_as_the_writer_s_change(name: str) -> None:
+    judgement = judge(EXAMPLES_BY_NAME[name])
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    actions = [s.action for s in judgement.outcome.steps]
+    assert "RecoveryClientChangesEnsemble" in actions
+    assert "ClientChangesEnsemble" not in actions

@@ -14,6 +14,7 @@ import pytest
 
 from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, FrameRecord
+from conformance.javaclient import writer_story
 from conformance.javaclient.observed import FORGED, Phase, java_events
 from conformance.javaclient.plans import FORGEABLE, FaultKind
 from conformance.javaclient.roles import role_of_plan
@@ -414,3 +415,25 @@ def test_only_other_connections_answers_just_before_a_failure_move_after_it() ->
     ]
     reordered = [item[3] for item in _failures_first(merged)]
     assert reordered == [long_before, own, failure, just_before]
+
+
+def test_a_later_entry_may_reach_a_replacement_before_an_earlier_ones_resend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An add made as the change completed took the new ensemble before the change's resends
+    # (LedgerHandle: getCurrentEnsemble() at the add, the resends a later executor task):
+    # the replacement took e1 before e0.
+    name = (
+        "a later entry reaches a replacement before the resend of an earlier one "
+        "(2/2/2, two ledgers)"
+    )
+    record = _search_examples()[name]
+    assert judge(record).verdict is Verdict.CLEAN
+    configs = writer_story.story_configs
+
+    def in_entry_order(*args: Any) -> Any:
+        cfg, spec_cfg = configs(*args)
+        return dataclasses.replace(cfg, adds_in_arrival_order=False), spec_cfg
+
+    monkeypatch.setattr(writer_story, "story_configs", in_entry_order)
+    assert judge(record).verdict is Verdict.DIVERGENCE
