@@ -17,8 +17,9 @@ An install is ``$BKCONFORM_HOME/bookkeeper/<version>/`` (default ``~/.bkconform`
 
 It is a valid ``BOOKKEEPER_HOME`` for :func:`find_bookkeeper_home`, the local provider
 (``bin/bookkeeper bookie`` with ``BOOKIE_CONF``) and the Java client (``lib/*.jar``). It is
-accepted only when its jars hold :data:`REQUIRED_CLASSES` (what the bookie, the shell and the
-client load), and checked again whenever it is used: a broken one raises
+accepted only when its jars hold :data:`REQUIRED_CLASSES` (where the bookie, the shell and the
+client start) and every class of BookKeeper's own jars links against the jars resolved
+(:data:`OWN_GROUPS`), and checked again whenever it is used: a broken one raises
 :class:`BookKeeperInstallBroken`, naming ``bkconform bookkeeper install VERSION --force``.
 """
 
@@ -52,38 +53,17 @@ DEFAULT_VERSION = "4.17.3"
 _BOOKIE = "the bookie"
 _SHELL = "the shell"
 _CLIENT = "the client"
-_ALL = "the bookie, the shell and the client"
-#: What ``bin/bookkeeper bookie`` (``server.Main``), ``bin/bookkeeper shell`` and the Java
-#: client load, and the dependencies of theirs that come in jars of their own: an install
-#: whose jars lack one would fail only when run. Checked in 4.11.1, 4.14.7, 4.16.6 and 4.17.3
-#: (commons configuration moved from 1 to 2 in 4.17; slf4j 1's binding is log4j 1.2 through
-#: 4.14, log4j2 after; the shell prints its results through it).
+#: Where the programs the suite runs start (``bin/bookkeeper bookie`` runs ``server.Main``,
+#: ``bin/bookkeeper shell`` the ``BookieShell``; the Java client is ``client.BookKeeper``), and
+#: SLF4J's binding, through which the shell prints its results (1.x: ``StaticLoggerBinder``;
+#: 2.x: a service provider, log4j2's or logback's). What these need beyond is the release's to
+#: say: every class of its own jars (:data:`OWN_GROUPS`) must link against the jars its POM
+#: resolves (:mod:`adapters.installations.linkage`). A list of the protocol's and dependencies'
+#: classes refused 4.18.0, whose encodings moved from protobuf-java to LightProto.
 REQUIRED_CLASSES = (
     RequiredClass(("org.apache.bookkeeper.server.Main",), _BOOKIE),
-    RequiredClass(("org.apache.bookkeeper.proto.BookieServer",), _BOOKIE),
     RequiredClass(("org.apache.bookkeeper.bookie.BookieShell",), _SHELL),
     RequiredClass(("org.apache.bookkeeper.client.BookKeeper",), _CLIENT),
-    RequiredClass(("org.apache.bookkeeper.proto.BookkeeperProtocol",), _ALL),
-    RequiredClass(("org.apache.bookkeeper.common.util.OrderedExecutor",), _ALL),
-    RequiredClass(("org.apache.bookkeeper.stats.StatsLogger",), _ALL),
-    RequiredClass(("com.scurrilous.circe.checksum.Crc32cIntChecksum",), _ALL),
-    RequiredClass(("org.apache.zookeeper.ZooKeeper",), _ALL),
-    RequiredClass(("org.apache.jute.Record",), _ALL),
-    RequiredClass(("io.netty.channel.Channel",), _ALL),
-    RequiredClass(("io.netty.buffer.ByteBuf",), _ALL),
-    RequiredClass(("io.netty.handler.codec.LengthFieldBasedFrameDecoder",), _ALL),
-    RequiredClass(("com.google.protobuf.Message",), _ALL),
-    RequiredClass(("com.google.common.base.Preconditions",), _ALL),
-    RequiredClass(
-        (
-            "org.apache.commons.configuration.Configuration",
-            "org.apache.commons.configuration2.Configuration",
-        ),
-        _ALL,
-    ),
-    RequiredClass(("org.apache.commons.cli.Options",), _SHELL),
-    RequiredClass(("org.rocksdb.RocksDB",), _BOOKIE),
-    RequiredClass(("org.slf4j.Logger",), _ALL),
     RequiredClass(
         (
             "org.slf4j.impl.StaticLoggerBinder",
@@ -93,6 +73,9 @@ REQUIRED_CLASSES = (
         "a logging backend: the shell prints its results through it",
     ),
 )
+#: The groups of BookKeeper's own artifacts (bookkeeper-server, -common, -proto, circe-checksum,
+#: native-io, the stats API, the HTTP server interface...), whose classes must all link.
+OWN_GROUPS = ("org.apache.bookkeeper", "org.apache.bookkeeper.stats", "org.apache.bookkeeper.http")
 
 GROUP_ID = "org.apache.bookkeeper"
 ARTIFACT_ID = "bookkeeper-server"
@@ -339,6 +322,7 @@ BOOKKEEPER = releases.Product(
     without_maven="point BOOKKEEPER_HOME / --bookkeeper at an unpacked BookKeeper binary "
     "distribution",
     required_classes=REQUIRED_CLASSES,
+    own_groups=OWN_GROUPS,
     broken=BookKeeperInstallBroken,
 )
 
@@ -376,6 +360,7 @@ __all__ = [
     "DEFAULT_MAVEN_TIMEOUT",
     "DEFAULT_VERSION",
     "MARKER",
+    "OWN_GROUPS",
     "REQUIRED_CLASSES",
     "Available",
     "BookKeeperInstallBroken",

@@ -18,11 +18,13 @@ names. The install is built next to its destination and renamed into place under
 (:func:`~adapters.installations.maven.install_atomically`). Nothing is downloaded at import.
 
 An install is accepted only when complete: a resolution during which Maven could not read a
-POM is a failure (retried online after an offline one), and the jars must hold the classes
-the product's programs need (:attr:`Product.required_classes`). An install found broken
-later (:func:`verify`) is an error naming the command that reinstalls it. Which versions
-exist is asked of the repository Maven is configured with (:func:`available`), never
-assumed.
+POM is a failure (retried online after an offline one), the jars must hold the classes the
+product's programs start from (:attr:`Product.required_classes`), and every class of the
+release's own jars must link against the jars resolved (:attr:`Product.own_groups`,
+:mod:`adapters.installations.linkage`): what they need is the release's to say. An
+install found broken later (:func:`verify`) is an error naming the command that reinstalls it.
+Which versions exist is asked of the repository Maven is configured with (:func:`available`),
+never assumed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from importlib import resources
 from pathlib import Path
 
 from adapters.errors import ClusterError
-from adapters.installations import maven
+from adapters.installations import linkage, maven
 from adapters.installations.maven import (
     DEPENDENCY_PLUGIN,
     METADATA_TIMEOUT,
@@ -115,6 +117,10 @@ class Product:
     without_maven: str = ""
     #: The classes its programs load: an install whose jars lack one is incomplete.
     required_classes: tuple[RequiredClass, ...] = ()
+    #: The groups of the release's own artifacts: every class of their jars at the release's
+    #: version must link against the jars Maven resolved (:mod:`.linkage`), so what the
+    #: programs need is decided from the release, not from ``required_classes`` alone.
+    own_groups: tuple[str, ...] = ()
     #: Raised for an install that was complete and is not any more (None: ``error``).
     broken: type[ClusterError] | None = None
 
@@ -591,6 +597,7 @@ def _build(
     pom.write_text(product.render_pom(version))
     listing = maven_dir / "dependencies.txt"
     command: list[str] = []  # the last call's, the one that succeeded: the marker records it
+    link_counts: list[int] = []  # the classes of the release's own jars linked, per check
 
     def resolve(attempt: bool) -> MavenRun:
         command[:] = maven_command(mvn, pom, listing, offline=attempt, maven_repo=maven_repo)
@@ -613,6 +620,22 @@ def _build(
         lacking = missing_classes(product.required_classes, jars)
         if lacking:
             return f"none of the {len(jars)} jars it resolved holds {describe_classes(lacking)}"
+        own = [
+            a.path
+            for a in listed
+            if a.type == "jar" and a.group in product.own_groups and a.version == version
+        ]
+        if own:
+            try:
+                linked = linkage.check(own, jars, environ=environ)
+            except linkage.LinkCheckError as exc:
+                raise product.error(f"{product.name} {version}: {exc}") from exc
+            if not linked.complete:
+                return (
+                    f"{len(linked.missing)} types the classes of its own {len(own)} jars need "
+                    f"are in none of the {len(jars)} jars it resolved: {linked.describe()}"
+                )
+            link_counts.append(linked.classes)
         return None
 
     run_offline_first(
@@ -650,6 +673,7 @@ def _build(
                 "layout": product.layout,
                 "artifact": f"{product.coordinates}:{version}",
                 "jars": len(files),
+                **({"linked_classes": link_counts[-1]} if link_counts else {}),
                 "installed_at": installed_at,
                 "mvn": command,
                 "files": files,

@@ -568,6 +568,37 @@ class _WriterReplay(RecoveryStory):
             for first, ensemble in self._metadata_fragments()
         )
 
+    def _change_the_recovery_read(self, first: JavaEvent) -> None:
+        """Before the recovery starts: if its fence reads go to an ensemble the model's writer
+        can change to, the writer's change came first (its metadata write committed before the
+        recovery read the metadata and marked it IN_RECOVERY; its resends may show later)."""
+        fenced = {
+            e.bookie
+            for e in self.all_events
+            if e.kind is FrameKind.FENCE_READ
+            and e.phase is Phase.SENT
+            and first.at <= e.at <= first.at + CONCURRENT_AT_BOOKIE_S
+        }
+        wanted = sum(1 << b for b in fenced)
+        current = self.state.clients[0].curr_fragment
+        if current is None or current.ensemble == wanted:
+            return
+        shown = [
+            _change_key(t.label)
+            for t in successors(self.cfg, self.state)
+            if t.label.action == _CHANGE
+            and t.label.client == 0
+            and _change_key(t.label)[1] == wanted
+        ]
+        if shown and self.change_ensemble(
+            f"frame #{first.frame.frame_id}: the recovery fences "
+            + ", ".join(bookie_name(b) for b in sorted(fenced))
+            + ": the writer's change to that ensemble came before it read the metadata",
+            first.at,
+            among=shown,
+        ):
+            self.resend_all()
+
     def _take_the_change_the_metadata_shows(self, why: str, at: float) -> bool:
         """Take a ``ClientChangesEnsemble`` whose new fragment (first entry and bookies) is one
         of the ledger's ensembles in the metadata, and the resends it causes, if the model's
@@ -712,6 +743,8 @@ class _WriterReplay(RecoveryStory):
                 continue
             assert isinstance(item, JavaEvent)
             if self.recovery is not None and item.kind in RECOVERY_KINDS:
+                if item.kind is FrameKind.FENCE_READ and self.state.clients[1].status is None:
+                    self._change_the_recovery_read(item)
                 self.recovery.event(item)
                 continue
             if item.kind is not FrameKind.ADD:

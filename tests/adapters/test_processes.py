@@ -64,6 +64,7 @@ def test_a_child_ignoring_sigterm_is_killed_after_the_timeout(work_dir: Path) ->
     )
     process.start()
     wait_for(lambda: "ready" in process.log_tail().splitlines())
+    # SIGTERM is ignored, so only SIGKILL ends it on any machine: 0.5 s only shortens the wait.
     process.stop(timeout=0.5)
     assert not process.is_running()
     # Killed, not waited out: SIGTERM was ignored and stop() escalated to SIGKILL.
@@ -76,6 +77,8 @@ def test_a_paused_process_can_be_resumed_and_stopped(work_dir: Path) -> None:
     wait_for(lambda: "tick" in process.log_tail().splitlines())
     process.pause()
     assert process.paused
+    # A fixed wait, not a poll: pause() returns once SIGSTOP is sent, and a write already in
+    # the kernel may still land; 0.2 s is 4 ticks of the loop.
     time.sleep(0.2)  # let any output already in flight land
     frozen = process.log_path.read_bytes()
     time.sleep(0.3)
@@ -83,7 +86,9 @@ def test_a_paused_process_can_be_resumed_and_stopped(work_dir: Path) -> None:
     process.resume()
     wait_for(lambda: len(process.log_path.read_bytes()) > len(frozen))
     process.pause()
-    process.stop(timeout=2)  # SIGTERM stays pending on a stopped process unless continued
+    # SIGTERM stays pending on a stopped process unless continued; sh then exits on it at once,
+    # well within the 2 s before stop() would SIGKILL it (and the returncode would differ).
+    process.stop(timeout=2)
     assert process.returncode == -signal.SIGTERM
 
 

@@ -45,6 +45,8 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
     env = {**os.environ, "TMPDIR": str(temporary), "BKCONFORM_SCRATCH": str(temporary)}
     argv = [sys.executable, "-m", "conformance", "run", "--target", "local", "--fresh"]
     argv += ["--bookies", "2", "--wq", "2", "--aq", "1", "--no-explore"]
+    # The kill comes at 5 judged steps: the budget (120 s, 1000 examples, counted once the
+    # cluster is up) is far beyond that, so the run is still going however slow the machine.
     argv += ["--seconds", "120", "--max-examples", "1000", "--runs-dir", str(runs), *options]
     marker = f"{temporary}{os.sep}"
     with killing.started_command(argv, log, env=env) as run:
@@ -63,7 +65,8 @@ def test_a_killed_local_run_reads_undecided_and_the_next_run_reaps_its_cluster(
     print(f"recorded by the run: {names}; processes naming {marker}: {sorted(killed.processes)}")
     assert names == ["bookie1", "bookie2", "zk1"]
     assert {r.child.pid for r in records} <= killed.processes
-    # What dies of the parent's death (a bookie host, its stdin closed) may take a while.
+    # What dies of the parent's death (a bookie host, its stdin closed) may take a while: a
+    # poll, ending as soon as only the expected orphans live; 20 s caps a JVM's exit.
     deadline = time.monotonic() + 20
     orphans = [r for r in records if r.child.alive()]
     while {r.name for r in orphans} != orphaned and time.monotonic() < deadline:

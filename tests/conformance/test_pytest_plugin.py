@@ -29,6 +29,8 @@ def test_properties_run_from_any_directory_on_the_model(tmp_path: Path) -> None:
 
 @pytest.mark.cluster
 def test_properties_run_on_a_local_cluster(tmp_path: Path) -> None:
+    # The searches are protected (clean) and need one example each: the 3 s budget is read
+    # before each example only, so the first runs to its end however slow the machine.
     done = _pytest(
         tmp_path,
         "--pyargs",

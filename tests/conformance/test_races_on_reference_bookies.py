@@ -132,6 +132,9 @@ def test_the_correct_reference_bookie_is_clean_with_the_same_budget(
 def test_races_on_a_local_cluster_of_reference_bookies(tmp_path: Path) -> None:
     """The same race through the local target's processes (real ZooKeeper, reference bookies
     as processes of their own): caught on the racy bookie, explained on the correct one."""
+    # A race window: the racy bookie is caught only when c2's fence arrives within the 5 ms
+    # between the add's fence check and its write (RACY_ADD_WINDOW_S); one hit in ATTEMPTS
+    # replays is needed. The correct bookie is clean in either order.
     verdicts = {}
     for mode in ("racy-fence-add", "none"):
         target = LocalTarget(

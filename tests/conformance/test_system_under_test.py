@@ -223,6 +223,8 @@ def test_a_qualification_over_two_zookeeper_releases_is_a_matrix_naming_both(
 ) -> None:
     run_dir = tmp_path / "q"
     argv = ["qualify", "--target", "local", "--bookie-kind", "reference", "--master", "none"]
+    # QUICK's 2 s budget is read before each example only: the first runs to its end however
+    # slow the machine, and clean needs no more.
     argv += ["--shards", "1", "--configs", "fenced-recovery", "--run-dir", str(run_dir), *QUICK]
     assert main([*argv, "--zookeeper", "3.8.4,3.9.3"]) == 0
     out = capsys.readouterr().out

@@ -246,7 +246,9 @@ def test_pause_resume_and_log_tail(agent_dir: Path) -> None:
         tail = client.log_tail(3)
         assert tail.path == str(agent_dir / "managed.log")
         assert len(tail.lines) == 3 and tail.lines[-1].startswith("tick ")
-        time.sleep(0.6)  # three ticks' worth: none may appear while stopped
+        # Three ticks' worth (one per 0.2 s): none may appear while stopped. The process is
+        # seen stopped ("T") first, so a slower machine cannot fail this, only tick less.
+        time.sleep(0.6)
         assert client.log_tail(3).lines == tail.lines
 
         resumed = client.resume()

@@ -56,6 +56,8 @@ def test_the_instance_id_is_read_from_zookeeper(
         assert client.pause(instance_id).state is ProcessState.PAUSED
         # ZooKeeper gone: the id read last still identifies the cluster (an agent must be
         # able to restart the ZooKeeper server it manages), and a wrong one is still refused.
+        # Each call first waits out the agent's 3 s ZooKeeper timeout (ZOOKEEPER_TIMEOUT),
+        # within the client's default 10 s deadline.
         zookeeper.stop()
         with pytest.raises(AgentRefused, match="not this cluster's INSTANCEID"):
             client.kill("another-cluster")
@@ -66,6 +68,7 @@ def test_fault_calls_fail_until_the_instance_id_can_be_read(agent_dir: Path) -> 
     (closed_port,) = free_ports(1)
     args = agent_args(agent_dir, f"127.0.0.1:{closed_port}")
     with running_agent(agent_dir, *args, "--", *managed_command(agent_dir)) as agent:
+        # The agent gives up on the closed port after its 3 s ZOOKEEPER_TIMEOUT: 15 s is 5 times.
         client = agent.client(timeout=15)
         with pytest.raises(AgentPreconditionFailed, match="cannot verify the cluster's identity"):
             client.kill("5b0d7a53-8f0e-4c39-9a0b-6cc7ea1d1f2e")

@@ -116,6 +116,8 @@ while True:
 
 
 def wait_for_peer_report(agent: object, report: str, timeout: float = 10.0) -> None:
+    # A poll: the service reports every 0.5 s at most (a 0.3 s connect, a 0.2 s sleep), so 10 s
+    # is 20 reports or more.
     client = agent.client()  # type: ignore[attr-defined]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

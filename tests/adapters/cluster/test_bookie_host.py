@@ -102,7 +102,9 @@ def test_a_hosted_bookie_loses_its_disks_and_restarts_inside_its_jvm(
         assert _log_says(log, "bookie generation 3 started")
         # And again before its start ended: BookieServer.start's closing 250 ms sleep (4.17.x)
         # is cut short and the generation's later components never start, as when a real
-        # bookie is killed then; the next generation serves.
+        # bookie is killed then; the next generation serves. A race window, no margin: the
+        # second command must reach the host within what is left of those 250 ms after the
+        # first restart saw generation 4 registered and answering.
         cluster.restart_with_data_loss(node, DataLoss.WIPE)
         cluster.restart_with_data_loss(node, DataLoss.WIPE)
         assert _log_says(log, "generation 4 closed before its start ended")

@@ -143,7 +143,8 @@ def test_partition_a_bookie_from_bookies_and_zookeeper_then_heal(
 
         asyncio.run(write())
 
-        # ZooKeeper loses the bookie: its session expires and its registration goes.
+        # ZooKeeper loses the bookie: its session expires and its registration goes. A poll:
+        # 30 s is over 6 times the bookie's 4 s session (BookieSettings.zk_session_timeout_ms).
         deadline = time.monotonic() + 30
         while victim.id in cluster.registered_bookies() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -227,6 +228,8 @@ def test_kill_restart_pause_and_wipe_a_bookie(cluster: ContainerCluster) -> None
     cluster.pause(node)
     try:
         assert cluster.container_status(node) == "paused"
+        # A paused bookie never answers: the read fails whatever the machine's speed, and the
+        # 1 s only shortens the wait.
         with pytest.raises((TimeoutError, OSError)):
             asyncio.run(read_back(timeout=1.0))
     finally:

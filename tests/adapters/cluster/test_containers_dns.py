@@ -21,6 +21,8 @@ def test_containers_resolve_each_other_by_name(container_engine: ContainerEngine
     tags = ImageBuilder(container_engine).ensure_all()
     started = time.monotonic()
     address = check_container_dns(container_engine, tags.base, timeout=30)
+    # A duration: the check's own waits stop at its 30 s deadline, but its cleanup (removing
+    # two containers and a network) is not bounded by it; a success takes a few seconds.
     assert time.monotonic() - started < 30
     ipaddress.ip_address(address)
     client = container_engine.client()

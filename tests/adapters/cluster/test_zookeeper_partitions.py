@@ -41,7 +41,9 @@ def test_isolated_leader_is_replaced_and_rejoins(work_dir: Path) -> None:
         old = ensemble.leader()
         assert old is not None
         ensemble.isolate(old)
-        # Elections with a silent peer are slow (connect timeouts); allow for it.
+        # Elections with a silent peer are slow (connect timeouts); allow for it. A poll: the
+        # followers drop the leader after syncLimit (10 ticks of 250 ms) and each election
+        # attempt waits at most cnxTimeout (1 s) on it, so 60 s is many rounds.
         deadline = time.monotonic() + 60
         while True:
             modes = ensemble.modes()

@@ -92,6 +92,8 @@ def test_killing_the_leader_elects_a_new_one(ensemble: ZooKeeperEnsemble) -> Non
     with zookeeper_session(ensemble.connect_string) as zk:
         zk.create("/kept", b"v")
         ensemble.crash(old_leader)
+        # zk's session (10 s asked, capped at the servers' 20 ticks: 5 s) outlives the election
+        # (well under a second on loopback, ZooKeeperTuning); `eventually` polls for 20 s.
         eventually(lambda: ensemble.leader() not in (None, old_leader), what="a new leader")
         value, _ = zk.get("/kept")
         assert value == b"v"
@@ -102,6 +104,7 @@ def test_killing_the_leader_elects_a_new_one(ensemble: ZooKeeperEnsemble) -> Non
 def test_a_paused_server_stops_answering_until_resumed(ensemble: ZooKeeperEnsemble) -> None:
     follower = next(name for name in ensemble.servers if name != ensemble.leader())
     ensemble.pause(follower)
+    # A stopped JVM cannot answer: None whatever the machine's speed (0.5 s only bounds the wait).
     assert ensemble.servers[follower].mode(timeout=0.5) is None
     ensemble.resume(follower)
     eventually(lambda: ensemble.servers[follower].mode() == "follower", what="resumed follower")
@@ -127,6 +130,8 @@ def test_a_crashed_majority_leaves_no_leader(ensemble: ZooKeeperEnsemble) -> Non
     for name in followers:
         ensemble.crash(name)
     assert leader is not None
+    # The leader gives up after syncLimit without a quorum (10 ticks of 250 ms: 2.5 s);
+    # `eventually` polls for 8 times that.
     eventually(lambda: ensemble.servers[leader].mode() is None, what="leader to step down")
     assert ensemble.leader() is None
     ensemble.restart(followers[0])  # a majority again: the ensemble serves

@@ -89,6 +89,7 @@ def test_hanging_call_times_out_and_the_jvm_still_dies(java_classes: Path, tmp_p
     assert pid is not None
     try:
         probe = jvm.call(lambda: jvm.jvm.bkconform.probe.Probe())
+        # Probe.hang sleeps 600 s: the 0.5 s timeout fires on any machine.
         with pytest.raises(JavaCallTimeout, match=r"hang did not return within 0\.5s"):
             jvm.call(probe.hang, timeout=0.5, what="hang")
         assert jvm.call(lambda: probe.add(1, 1)) == 2  # other calls still work
@@ -134,6 +135,7 @@ def test_jvm_is_killed_when_the_with_block_raises(java_classes: Path, tmp_path: 
 def test_a_jvm_that_exits_gives_jvm_gone(java_classes: Path, tmp_path: Path) -> None:
     with JvmGateway(options(java_classes, tmp_path)) as jvm:
         probe = jvm.call(lambda: jvm.jvm.bkconform.probe.Probe())
+        # Probe.exit halts the JVM (Runtime.halt: no shutdown hooks); 10 s only caps a hang.
         with pytest.raises(JvmGone, match="exited"):
             jvm.call(probe.exit, timeout=10)
         with pytest.raises(JvmGone):
@@ -154,6 +156,7 @@ def test_start_timeout_kills_the_silent_process(tmp_path: Path) -> None:
         f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(600)' \"$@\"\n"
     )
     fake_java.chmod(fake_java.stat().st_mode | stat.S_IXUSR)
+    # The fake java sleeps 600 s and never prints a port: the 1 s start timeout fires anywhere.
     gateway = JvmGateway(JvmOptions(java=str(fake_java), start_timeout=1.0))
     with pytest.raises(JvmStartError, match=r"no gateway port within 1\.0s"):
         gateway.start()

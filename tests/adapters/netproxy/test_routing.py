@@ -181,6 +181,8 @@ def test_service_info_rewrite_survives_reregistration(
 
         session = reregister(cluster, bookie_id, originals[bookie_id])
         try:
+            # A poll, done once the watch has fired and one write is made on a local
+            # ZooKeeper: 5 s only caps a watch that never fires.
             routing.wait_routed(5)
             assert routing.reapplied[bookie_id] == 1 and routing.errors == []
             assert list_bookies(zk, ROOT)[bookie_id].port == proxy.port

@@ -108,6 +108,8 @@ def test_registration_cookie_and_limbo_from_zookeeper(tmp_path: Path, zookeeper:
             assert asyncio.run(read(port, 7, 0)) is StatusCode.EUNKNOWNLEDGERSTATE
             assert asyncio.run(read(port, 8, 0)) is StatusCode.ENOENTRY  # CLOSED: no limbo
             assert restarted.terminate() == 0
+        # A poll: on SIGTERM the bookie unregisters as it stops (BookieServer.stop); had it not,
+        # the node would expire with the 4 s zkTimeout, and 10 s is over twice that.
         deadline = time.monotonic() + 10
         while bookie_id in list_bookies(zk, "/ledgers") and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -108,6 +108,8 @@ def test_a_held_commit_keeps_its_follower_behind_until_released(
         assert created is not None and held.frame.zxid == created.czxid  # type: ignore[union-attr]
         assert held.state == "held" and proxy.held() == [held]
         assert _applied(ensemble, follower) < created.czxid  # not applied there yet
+        # The hold lasted a few local calls (the srvr probe stops at 2 s), well under the 10 s
+        # syncLimit the fixture sets. After the release, a poll: the follower applies at once.
         proxy.release(held.record_id)
         assert held.state == "released" and proxy.held() == []
         deadline = time.monotonic() + 5

@@ -353,11 +353,15 @@ def test_a_registration_held_by_another_session(
     other = connect_zookeeper(zk_connect_string, timeout=10)
     try:
         register_bookie(other, ROOT, "127.0.0.1:3181", "127.0.0.1", 3181)
+        # The other session lives on, so its znode stays however long the wait: refused on any
+        # machine. 0.5 s is also the limit of each ZooKeeper call here (local ones).
         with pytest.raises(BookieAlreadyRegistered):
             register_bookie(formatted, ROOT, "127.0.0.1:3181", "127.0.0.1", 3181, timeout=0.5)
     finally:
         other.stop()
         other.close()
+    # other.close() ended its session and ZooKeeper deleted the ephemeral then; the wait is a
+    # watch, and 5 s only caps it.
     path = register_bookie(formatted, ROOT, "127.0.0.1:3181", "127.0.0.1", 3181, timeout=5)
     _data, stat = wait(formatted.get_async(path), timeout=10, operation="get")
     assert stat.ephemeralOwner == formatted.client_id[0]

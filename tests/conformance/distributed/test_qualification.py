@@ -126,6 +126,8 @@ def test_shards_share_an_external_cluster_each_with_ledgers_of_its_own(tmp_path:
         shards=2,
         configurations=("fenced-recovery",),
         target="external",
+        # Clean needs one example: the budget is read before each example only, so the first
+        # runs to its end however slow the machine (3 s caps the rest).
         budget=SearchSettings(max_examples=3, max_steps=30, time_budget=3.0, explore=False),
     )
     with LocalCluster(LocalClusterOptions(bookies=3, work_dir=tmp_path / "cluster")) as cluster:

@@ -123,6 +123,8 @@ def test_shards_on_local_2_start_and_stop_their_own_clusters(
         shards=2,
         configurations=("fenced-recovery",),
         target="local",
+        # Clean needs one example per shard: the budget is read before each example only, so
+        # the first runs to its end however slow the machine (3 s caps the rest).
         budget=SearchSettings(max_examples=3, max_steps=30, time_budget=3.0, explore=False),
     )
     bookies = BookieChoice.bookkeeper(bookkeeper_home)

@@ -33,6 +33,8 @@ async def recover_like_java(addresses: list[tuple[str, int]], fence_reads: bool)
         first = await clients[0].read(LEDGER, 0, fence=fence_reads, master_key=key)
         assert first.status is StatusCode.ENOENTRY
         held = asyncio.ensure_future(clients[1].read(LEDGER, 0, fence=fence_reads, master_key=key))
+        # The hold's clock starts when b2's answer reaches its proxy, after this read was sent,
+        # so the 0.3 s sleep ends 0.5 s (HOLD_MARGIN_S) before the release on any machine.
         await asyncio.sleep(0.3)
         assert not held.done()  # b2's read (or its answer) is held past the speculative timeout
         speculative = await clients[2].read(LEDGER, 0, fence=fence_reads, master_key=key)

@@ -53,6 +53,9 @@ def test_the_controller_applies_the_defect_1_schedule_frame_by_frame(
         with ScheduleController(
             group, proxies, LEDGER, DEFECT_1_SCHEDULE, names=names
         ) as controller:
+            # The hold is on order (until b3's read and answer passed), not on time; time only
+            # caps it: b2's read must be answered within the stand-in's 1.5 s request timeout,
+            # and b3's exchange (sent at 0.3 s) must end before the controller's 2 s max hold.
             asyncio.run(recover_like_java([(p.host, p.port) for p in proxies.values()], False))
         frames, deliveries = group.frames(), group.deliveries()
         assert all(proxy.held() == [] for proxy in proxies.values())

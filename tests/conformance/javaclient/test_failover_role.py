@@ -201,6 +201,8 @@ def session(bookkeeper_home: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def test_the_second_client_recovers_the_ledger_while_the_writer_writes(session: Any) -> None:
     from conformance.javaclient.search import run_plan
 
+    # No fault in this plan: e0 and e1, sent before the 300 ms delay, have that long to reach
+    # their bookies before the recovery fences and reads; the assertions need them there.
     example = run_plan(session, ROLE, _plan(entries=4, after=2, delay_ms=300))
     assert example.unapplied is None, example.unapplied
     record = example.record

@@ -417,3 +417,18 @@ def test_the_recovery_s_replacement_is_not_read_as_the_writer_s_change(name: str
     actions = [s.action for s in judgement.outcome.steps]
     assert "RecoveryClientChangesEnsemble" in actions
     assert "ClientChangesEnsemble" not in actions
+
+
+def test_a_writer_s_change_the_recovery_s_fence_reads_show_comes_before_the_recovery() -> None:
+    record = EXAMPLES_BY_NAME[
+        "the writer's change committed before the recovery read the metadata (its fence reads "
+        "name the replacement)"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    actions = [s.action for s in judgement.outcome.steps]
+    change = actions.index("ClientChangesEnsemble")
+    assert change < actions.index("ClientStartsRecovery")
+    assert "the writer's change to that ensemble came before" in (
+        judgement.outcome.steps[change].request or ""
+    )

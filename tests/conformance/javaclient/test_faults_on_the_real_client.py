@@ -119,6 +119,8 @@ def test_a_pause_at_a_frame_times_the_bookies_adds_out(session: Any) -> None:
 def test_an_answer_held_past_the_add_timeout_arrives_after_the_ensemble_change(
     session: Any,
 ) -> None:
+    # 3 s against a timeout that fires 1-2 s after the send (1 s, checked every 1 s): 1 s of
+    # slack, the margin the pause test above found too thin once at 3 s.
     example = _run(session, FrameSchedule({B2_ANSWER_E0: hold_for(3000)}))
     assert _b2_replaced(example), example.record.segments
     record = example.record
@@ -148,6 +150,8 @@ def test_an_answer_held_past_the_add_timeout_arrives_after_the_ensemble_change(
 def test_a_bookie_fault_at_the_start_makes_the_client_replace_it(
     session: Any, kind: FaultKind, duration_ms: int
 ) -> None:
+    # A crash or a refusal fails b2's add at once (order). The pause relies on the add timeout
+    # (1-2 s after the send) firing before the 3 s resume: 1 s of slack, as in the test above.
     events = [FaultEvent(kind, None, "b2", duration_ms)]
     if kind is FaultKind.REFUSE:
         events.append(FaultEvent(FaultKind.RESET, None, "b2"))
@@ -158,6 +162,7 @@ def test_a_bookie_fault_at_the_start_makes_the_client_replace_it(
 
 def test_a_reset_connection_fails_the_pending_add_on_that_bookie(session: Any) -> None:
     event = FaultEvent(FaultKind.RESET, E0_TO_B2, "b2")
+    # Held 300 ms: under half the 1 s add timeout, so the reset, not the timeout, fails it.
     example = _run(session, FrameSchedule({E0_TO_B2: hold_for(300)}, (event,)))
     assert _b2_replaced(example) or len(example.record.segments) >= 1
     assert ("fault", event.describe()) in example.decisions
@@ -172,6 +177,8 @@ def test_held_metadata_writes_delay_the_ensemble_change(session: Any) -> None:
     assert held, "no metadata write was held"
     first = min(f.at for f in example.record.frames)
     acknowledged = [o.at for o in example.record.outcomes if o.at is not None]
+    # The hold starts before the client's first frame and lasts 2.5 s: 0.5 s of slack, minus
+    # the client's delay from the hold's start to its first frame (longer on a slower machine).
     assert acknowledged and max(acknowledged) - first > 2.0
 
 
@@ -197,6 +204,8 @@ def test_a_bookie_restarted_empty_at_the_same_address_has_lost_what_it_acknowled
 def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:
     # The proxy stops reading from the client: b2's adds wait in the sockets until the stall
     # ends (the client times them out and replaces b2, unless it is slower than the stall).
+    # Either branch passes: a slow client's frames reach b2 only after the 3 s stall, over 2 s
+    # after its first frame if that came within 1 s of the stall's start.
     stall = FaultEvent(FaultKind.STALL, None, "b2", 3000)
     example = _run(session, FrameSchedule(events=(stall,)))
     record = example.record

@@ -75,6 +75,8 @@ def test_the_schedule_on_real_frames_gives_the_verdict(
     with ProxyGroup(call_timeout=5.0) as group:
         proxies = {f"b{i + 1}": group.add(f"b{i + 1}", *direct[i]) for i in range(3)}
         install(proxies, defect1_schedule(LEDGER, 300))
+        # b2's answer is held 0.8 s (0.3 + HOLD_MARGIN_S): b3's read, sent at 0.3 s, has 0.5 s
+        # to be answered first; the held answer has 0.7 s left of the stand-in's 1.5 s timeout.
         asyncio.run(recover_like_java([(p.host, p.port) for p in proxies.values()], fence_reads))
         frames, deliveries = group.frames(), group.deliveries()
     late = writer_add(direct[2], LEDGER, 5.0)

@@ -125,6 +125,8 @@ def test_a_dropped_add_makes_the_client_replace_that_bookie_in_place(
     role = WriterRole(SHAPE)
     plain = WriterRunPlan(SHAPE, 3)
     dropped = WriterRunPlan(SHAPE, 3, FrameSchedule({add_key("b2", 0): DROP}))
+    # The dropped add is never answered, so the client times it out on any machine, 1-2 s
+    # after the send (1 s add timeout, checked every 1 s); the role waits 20 s for callbacks.
     with ClientSession(session_options(role, bookkeeper_home, tmp_path)) as session:
         first = run_plan(session, role, plain)
         second = run_plan(session, role, dropped)

@@ -263,6 +263,8 @@ def test_zookeeper_stopped_before_an_expected_to_fail_close_is_undecided(tmp_pat
 
     (action,) = FAILING_METADATA_ACTIONS
     *before, close = path_to(CFG, action)
+    # Every server is killed first, so the close fails (refused or timed out) on any machine:
+    # the 3 s only shortens the wait.
     target = LocalTarget(work_dir=tmp_path / "cluster", request_timeout=3.0)
     target.open(CFG)
     try:

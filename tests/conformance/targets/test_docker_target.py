@@ -110,6 +110,9 @@ def test_limbo_crash_on_containers(
     container_engine: ContainerEngine, protected: bool, bookies: str
 ) -> None:
     # bookkeeper: the default, choose_bookies() (the default version, installed if missing).
+    # With it and limbo, a race window: the story's recovery must come before the restarted
+    # bookie's data-integrity service closes the ledger itself (about 1 s: docs/findings/
+    # limbo-ledger-recovered-by-the-bookie.md). Reference bookies have no such service.
     target = DockerTarget(bookies=BookieChoice.reference() if bookies == "reference" else None)
     target.open(LIMBO.config(protected=protected))
     try:

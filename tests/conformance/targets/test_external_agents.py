@@ -97,6 +97,7 @@ class LiveCluster:
         self._wait_registered()
 
     def _wait_registered(self) -> None:
+        # A poll, capped at the 60 s the local provider gives a bookie to start (start_timeout).
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if set(self.bookie_ids) <= set(

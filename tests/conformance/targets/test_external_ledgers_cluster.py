@@ -84,7 +84,9 @@ class Cluster:
             while time.monotonic() < deadline:
                 found = re.search(r"Ledger ID: (\d+)", log.read_text(errors="replace"))
                 if found:
-                    time.sleep(1.0)  # a few entries written
+                    # A few entries written; nothing below depends on them (only the ledger's
+                    # existence is checked), so the fixed wait is no margin to hold.
+                    time.sleep(1.0)
                     return int(found.group(1))
                 assert shell.poll() is None, log.read_text(errors="replace")[-3000:]
                 time.sleep(0.2)
@@ -155,6 +157,8 @@ def test_runs_on_a_live_cluster_leave_bookkeepers_ledger_list_as_they_found_it(
     common = ["--target", "external", "--zk", cluster.zk, "--quiet"]
 
     # A whole run: its ledgers deleted at the end, counted and recorded.
+    # A count within a duration: more than 10 ledgers (one per example) must be made in 10 s,
+    # however fast the machine runs examples.
     run = cluster.bkconform("run", *common, "--runs-dir", str(runs), "--seconds", "10")
     assert run.returncode == 0, run.stdout + run.stderr
     (run_dir,) = runs.glob("*-external-run")
@@ -213,6 +217,8 @@ def test_runs_on_a_live_cluster_leave_bookkeepers_ledger_list_as_they_found_it(
 def kill_a_run_midway(cluster: Cluster, common: list[str], runs: Path) -> list[int]:
     """``bkconform run`` killed (SIGKILL) once it has judged some steps; what
     ``listledgers`` says then."""
+    # The kill waits for LINES_BEFORE_THE_KILL judged steps; they must come within the run's
+    # 60 s budget (counted once it reaches the cluster), or the run ends first.
     argv = [*COMMAND, "run", *common, "--seconds", "60", "--runs-dir", str(runs)]
     log = runs.with_suffix(".log")
     with killing.started_command(argv, log, env=cluster.env) as run:

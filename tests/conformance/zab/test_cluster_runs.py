@@ -51,6 +51,8 @@ def test_command_runs_with_kill_and_pause(
     history = results["history"]
     assert isinstance(history, dict)
     assert history["client_ops"] == 240 and history["ok"] > 0
+    # Faults fire once so many operations have completed (FaultStep.after_ops), not at a time:
+    # a slower machine fires the same steps, and the checkers judge order, not duration.
     assert history["leader_samples"] > 0 and history["fault_events"] > 0
     assert all(n > 0 for n in history["server_txns"].values())
     assert "History: 240 client ops" in output and "Verdict: clean" in output

@@ -38,6 +38,8 @@ def test_a_killed_zab_run_keeps_its_history_and_reads_undecided(
 ) -> None:
     log = tmp_path / "zab.log"
     # Long enough (2000 ops at 50 ops/s: 40 s) that the kill comes midway, faults included.
+    # The kill waits for lines, not time: the rate caps the run's speed, and a slower machine
+    # only makes it longer.
     argv = [sys.executable, "-m", "conformance", "zab", "run", "--servers", "3"]
     argv += ["--faults", "kill,pause", "--ops", "2000", "--rate", "50", "--seed", "4"]
     argv += ["--runs-dir", str(runs_dir)]
