@@ -529,6 +529,35 @@ MUTATIONS = (
         "(a false divergence on the ensembles)",
     ),
     Mutation(
+        "any-answer-read-as-lost-in-a-reset",
+        "conformance/javaclient/writer_story.py",
+        "        0 <= reset - answer.at <= _UNREAD_BEFORE_A_RESET_S\n",
+        "        True\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an answer delivered long before or after a reset may be read as never read",
+    ),
+    Mutation(
+        "a-bookie-never-stored-an-unanswered-add",
+        "conformance/javaclient/story.py",
+        "            self.stored_before_read(event, entry)\n",
+        "            pass\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a recovery read returning an entry whose add's answer never came is a false divergence",
+    ),
+    Mutation(
+        "failed-recovery-close-never-checked",
+        "conformance/javaclient/writer_story.py",
+        "                self.execution.add_divergence(\n"
+        "                    f\"the second client's recovery failed and the ledger is closed"
+        ' at "\n',
+        "                self.notes.append(\n"
+        "                    f\"the second client's recovery failed and the ledger is closed"
+        ' at "\n',
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a ledger closed where nobody of the model can have closed it, after a failed "
+        "recovery, passes",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

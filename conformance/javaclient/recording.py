@@ -219,6 +219,11 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             else {}
         ),
         **(
+            {"resets": [[b, at] for b, ats in sorted(record.resets.items()) for at in ats]}
+            if record.resets
+            else {}
+        ),
+        **(
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
         # The other ledgers of the run: their own records, the frames (shared) left out.
@@ -235,6 +240,13 @@ def _stall_windows(rows: Any) -> dict[int, tuple[tuple[float, float], ...]]:
     for bookie, start, end in rows:
         windows[int(bookie)] = (*windows.get(int(bookie), ()), (float(start), float(end)))
     return windows
+
+
+def _resets(rows: Any) -> dict[int, tuple[float, ...]]:
+    resets: dict[int, tuple[float, ...]] = {}
+    for bookie, at in rows:
+        resets[int(bookie)] = (*resets.get(int(bookie), ()), float(at))
+    return resets
 
 
 def _without_frames(data: dict[str, Any]) -> dict[str, Any]:
@@ -268,6 +280,7 @@ def writer_record_from_json(
             client_reads={int(e): str(r) for e, r in data.get("client_reads", ())},
             wiped={int(b): float(at) for b, at in data.get("wiped", ())},
             stalled=_stall_windows(data.get("stalled", ())),
+            resets=_resets(data.get("resets", ())),
             takeover=_takeover(data.get("takeover")),
             others=tuple(
                 writer_record_from_json(

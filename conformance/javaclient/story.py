@@ -71,6 +71,7 @@ from model.bookkeeper.scripted import enabled, step
 SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 WRITER = "c1"
 RECOVERER = "c2"
+_STORES = "BookieSendsAddConfirmedResponse"
 #: The recovering client's requests, each sent in its own action of the spec.
 RECOVERY_KINDS = frozenset({FrameKind.FENCE_READ, FrameKind.RECOVERY_READ, FrameKind.RECOVERY_ADD})
 #: What the engine calls each kind of answer the proxies see.
@@ -436,6 +437,8 @@ class RecoverySteps:
         ):
             self.ignore(event, "answered after the client decided")
             return
+        if event.kind is FrameKind.RECOVERY_READ and status is StatusCode.EOK and entry is not None:
+            self.stored_before_read(event, entry)
         label = story.take(
             scripted,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
@@ -443,6 +446,29 @@ class RecoverySteps:
         )
         if event.kind is FrameKind.FENCE_READ:
             self.compare_fence_lac(event, label)
+
+    def stored_before_read(self, event: JavaEvent, entry: int) -> None:
+        """A bookie returns an entry its model lacks while the writer's add of it to that
+        bookie is still in the spec's bag (its answer never reached the client: the connection
+        was reset, or the client timed the add out): the bookie stored it before this read,
+        and the answer was lost. Take that step first."""
+        story = self.story
+        b = event.bookie
+        if any(e.id == entry for e in story.state.b_entries[b]):
+            return
+        bookie = bookie_name(b)
+        for stored in (
+            step(_STORES, bookie=bookie, entry=entry, sender=WRITER, late=True),
+            step(_STORES, bookie=bookie, entry=entry, sender=WRITER, lost={bookie}),
+        ):
+            if enabled(story.cfg, story.state, stored):
+                story.take(
+                    stored,
+                    request=f"frame #{event.frame.frame_id} from {bookie} returns "
+                    f"e{translation.bk_entry_id(entry)}: it had stored the writer's add, whose "
+                    "answer never reached the client, before this read",
+                )
+                return
 
     def compare_fence_lac(self, event: JavaEvent, label: Label) -> None:
         """A fence read's answer carries the bookie's last entry, whose header holds the LAC

@@ -187,6 +187,9 @@ class WriterRecord:
     #: read nothing from the client): a frame it read at a stall's end may have left the
     #: client at any moment of the stall, so its proxy time says nothing of its delay.
     stalled: Mapping[int, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    #: Model bookie -> when the plan reset the client's connections to it: an answer the
+    #: proxy handed the client just before may never have been read.
+    resets: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
     #: The second client's recovery of the ledger (None: a writer run, nobody else touched it).
     takeover: Takeover | None = None
     #: The other ledgers the client wrote together with this one in the run (each its own
@@ -246,8 +249,13 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
             continue
         request = event.frame.frame_id
         reached = record.deliveries.get(request)
-        if not event.delivered or not event.answered or reached is None:
+        if not event.delivered or reached is None:
             fates[request] = (AddFate.REQUEST_TIMED_OUT,)
+            continue
+        if not event.answered:
+            # Handed to its bookie, and no answer came (a crash, a reset connection): the
+            # bookie may have stored it, its answer lost (a later read of it tells).
+            fates[request] = (AddFate.REQUEST_TIMED_OUT, AddFate.ANSWER_TIMED_OUT)
             continue
         request_delay = reached.at - event.at
         # Read at a stall's end, the frame may have waited in the socket since the stall
@@ -258,7 +266,9 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
         possible = []
         if answer_delay < last_cut:
             possible.append(AddFate.ON_TIME)
-        if answer_delay > first_cut and request_delay < last_cut:
+        if (answer_delay > first_cut or _lost_in_a_reset(record, answer)) and (
+            request_delay < last_cut
+        ):
             possible.append(AddFate.ANSWER_TIMED_OUT)
         if stalled_delay > first_cut:
             possible.append(AddFate.REQUEST_TIMED_OUT)
@@ -274,6 +284,22 @@ def add_fates(record: WriterRecord, events: Sequence[JavaEvent]) -> dict[int, tu
 
 #: How soon after a stall ends its proxy reads what the client sent during it.
 _STALL_READ_S = 0.25
+
+
+#: How long before a reset of its connection an answer handed to the client may go unread
+#: (a reset discards what the client's socket has not read yet).
+_UNREAD_BEFORE_A_RESET_S = 0.05
+
+
+def _lost_in_a_reset(record: WriterRecord, answer: JavaEvent | None) -> bool:
+    """Whether ``answer`` reached the client's socket so shortly before the plan reset the
+    connection that the client may never have read it."""
+    if answer is None:
+        return False
+    return any(
+        0 <= reset - answer.at <= _UNREAD_BEFORE_A_RESET_S
+        for reset in record.resets.get(answer.bookie, ())
+    )
 
 
 def _sent_no_earlier_than(record: WriterRecord, event: JavaEvent) -> float:
@@ -858,6 +884,19 @@ class _WriterReplay(RecoveryStory):
         assert recovery is not None
         if recovery.fence_answers:
             recovery.settle_fencing(None)  # the client sent no recovery read
+        if takeover.error is not None and takeover.last_entry is not None:
+            # A failed recovery closes nothing (ReadOnlyLedgerHandle closes the ledger only
+            # once every entry is written back): the writer, fenced, closed it over the
+            # recovery's IN_RECOVERY (fenced_writer_closes), at its LAC.
+            self.notes.append(f"the second client's recovery failed: {takeover.error}")
+            if not self._writer_closed_at(
+                translation.spec_entry_id(takeover.last_entry), "over the failed recovery"
+            ):
+                self.execution.add_divergence(
+                    f"the second client's recovery failed and the ledger is closed at "
+                    f"e{takeover.last_entry}, which the model's writer cannot have closed it at"
+                )
+            return
         if takeover.last_entry is None:
             self.notes.append(
                 "the second client's recovery did not close the ledger"

@@ -84,9 +84,13 @@ def test_every_recorded_fail_over_is_one_clean_story_of_both_clients(name: str) 
     if any(e.kind is FrameKind.FENCE_READ for e in events):
         assert "ClientStartsRecovery" in actions
         # The recovery closes the ledger, unless the writer gave up (a forged EFENCED or EUA)
-        # and closed it below the recovery's end first.
-        assert "RecoveryClientClosesLedger" in actions or "over the recovery: it failed" in (
-            judgement.outcome.note or ""
+        # and closed it below the recovery's end first, or the recovery failed and the fenced
+        # writer closed it.
+        note = judgement.outcome.note or ""
+        assert (
+            "RecoveryClientClosesLedger" in actions
+            or "over the recovery: it failed" in note
+            or "the second client's recovery failed" in note
         )
     else:  # it found the ledger closed
         assert "RecoveryClientClosesLedger" not in actions
@@ -432,3 +436,41 @@ def test_a_writer_s_change_the_recovery_s_fence_reads_show_comes_before_the_reco
     assert "the writer's change to that ensemble came before" in (
         judgement.outcome.steps[change].request or ""
     )
+
+
+def test_a_reset_connection_loses_an_answer_and_hides_what_its_bookie_stored() -> None:
+    # The plan reset the client's connections to a bookie just as its answers to both ledgers'
+    # adds reached the client's socket: the client never read them (it failed the adds,
+    # "Bookie handle is not available", and changed the other ledger's ensemble), and the
+    # recovery then read an entry that bookie had stored with its answer lost.
+    record = EXAMPLES_BY_NAME[
+        "a reset connection: an answer the client never read, and an add stored with its "
+        "answer lost"
+    ]
+    assert record.resets and all(o.resets for o in record.others)
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [s.request or "" for s in judgement.outcome.steps]
+    assert any("it had stored the writer's add, whose answer never reached" in r for r in requests)
+    without = dataclasses.replace(
+        record,
+        resets={},
+        others=tuple(dataclasses.replace(o, resets={}) for o in record.others),
+    )
+    assert judge(without).verdict is Verdict.DIVERGENCE
+
+
+def test_a_failed_recovery_closes_nothing_the_fenced_writer_closes_the_ledger() -> None:
+    record = EXAMPLES_BY_NAME[
+        "a recovery that failed (its replacement crashed): the fenced writer closed the ledger"
+    ]
+    assert record.takeover is not None and record.takeover.error
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    actions = [s.action for s in judgement.outcome.steps]
+    assert "ClientClosesLedgerSuccess" in actions and "RecoveryClientClosesLedger" not in actions
+    # Closed where the model's writer cannot have closed it: nothing explains it.
+    elsewhere = dataclasses.replace(
+        record, takeover=dataclasses.replace(record.takeover, last_entry=1)
+    )
+    assert judge(elsewhere).verdict is Verdict.DIVERGENCE

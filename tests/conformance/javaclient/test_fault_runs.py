@@ -437,3 +437,22 @@ def test_a_later_entry_may_reach_a_replacement_before_an_earlier_ones_resend(
 
     monkeypatch.setattr(writer_story, "story_configs", in_entry_order)
     assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_an_add_handed_to_its_bookie_and_never_answered_may_have_been_stored() -> None:
+    record = _one_add(0.01, 0.02)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    request = next(e for e in events if e.phase is Phase.SENT)
+    unanswered = [dataclasses.replace(e, answered=False) if e is request else e for e in events]
+    assert add_fates(record, unanswered)[1] == (AddFate.REQUEST_TIMED_OUT, AddFate.ANSWER_TIMED_OUT)
+
+
+def test_an_answer_delivered_just_before_a_reset_may_never_have_been_read() -> None:
+    record = _one_add(0.01, 0.02)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    bookie = events[0].bookie
+    assert add_fates(record, events)[1] == (AddFate.ON_TIME,)
+    just_after = dataclasses.replace(record, resets={bookie: (100.03,)})
+    assert AddFate.ANSWER_TIMED_OUT in add_fates(just_after, events)[1]
+    for later in ({bookie: (100.5,)}, {bookie + 1: (100.03,)}, {bookie: (99.0,)}):
+        assert add_fates(dataclasses.replace(record, resets=later), events)[1] == (AddFate.ON_TIME,)

@@ -115,9 +115,13 @@ def test_records_and_plans_round_trip() -> None:
         again = writer_record_from_json(json.loads(json.dumps(writer_record_to_json(record))))
         assert again == record
     # The plan's stalls too (two windows of one bookie, one of another).
-    stalled = dataclasses.replace(record, stalled={0: ((1.0, 2.5), (4.0, 4.5)), 2: ((3.0, 3.2),)})
+    stalled = dataclasses.replace(
+        record,
+        stalled={0: ((1.0, 2.5), (4.0, 4.5)), 2: ((3.0, 3.2),)},
+        resets={1: (2.0, 5.0)},
+    )
     again = writer_record_from_json(json.loads(json.dumps(writer_record_to_json(stalled))))
-    assert again.stalled == stalled.stalled
+    assert again.stalled == stalled.stalled and again.resets == stalled.resets
     with pytest.raises(RecordingError):
         writer_record_from_json({"format": 1})
 
