@@ -558,6 +558,23 @@ MUTATIONS = (
         "recovery, passes",
     ),
     Mutation(
+        "answers-never-wait-for-the-metadata-s-change",
+        "conformance/javaclient/writer_story.py",
+        "            if not final and self._moves_past_a_change(scripted):\n",
+        "            if False:\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "an answer moves the model's LAC past the entry the metadata's change starts at (a "
+        "false divergence on the recovery's first read)",
+    ),
+    Mutation(
+        "a-write-back-copy-is-a-divergence",
+        "conformance/javaclient/story.py",
+        "                and event.at - self.sent[key] <= SAME_INITIATE_S\n",
+        "                and False\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a write-back sent twice in one initiate is called a second request",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
+from conformance.javaclient import observed
 from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
 from conformance.javaclient.observed import (
     FrameKind,
@@ -72,6 +73,9 @@ SPEC_CONFIG = ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2)
 WRITER = "c1"
 RECOVERER = "c2"
 _STORES = "BookieSendsAddConfirmedResponse"
+#: Two frames of one write-back to one bookie this close together come from one
+#: ``PendingAddOp.initiate`` (see :meth:`RecoverySteps.sent_event`).
+SAME_INITIATE_S = 0.05
 #: The recovering client's requests, each sent in its own action of the spec.
 RECOVERY_KINDS = frozenset({FrameKind.FENCE_READ, FrameKind.RECOVERY_READ, FrameKind.RECOVERY_ADD})
 #: What the engine calls each kind of answer the proxies see.
@@ -229,8 +233,12 @@ class RecoverySteps:
         self.events = events
         self.add_timeout_s = add_timeout_s
         self.started: dict[tuple[FrameKind, int | None], set[Message]] = {}
-        self.sent: set[tuple[FrameKind, int | None, int]] = set()
+        #: (kind, entry, bookie) of each request sent -> when its first frame showed.
+        self.sent: dict[tuple[FrameKind, int | None, int], float] = {}
         self.ignored: set[int] = set()
+        #: Write-backs sent twice to one bookie as one add was initiated (their answers are
+        #: ignored, as the copy they answer).
+        self.copies: set[object] = set()
         #: Fence answers delivered to the client during its fencing phase, not yet taken.
         self.fence_answers: list[JavaEvent] = []
 
@@ -351,6 +359,10 @@ class RecoverySteps:
 
     def event(self, event: JavaEvent) -> None:
         """Take the step of one event of the recovering client's."""
+        if event.phase is not Phase.SENT and observed.pairing_key(event.frame) in self.copies:
+            if event.phase is Phase.ANSWERED:
+                self.ignore(event, "answers a copy of a write-back; ignored")
+            return
         if event.phase is Phase.SENT:
             if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
                 self.settle_fencing(_spec_entry(event))
@@ -398,12 +410,27 @@ class RecoverySteps:
             self.change_ensemble_for(event)
         key = (event.kind, entry, event.bookie)
         if key in self.sent:
+            if (
+                event.kind is FrameKind.RECOVERY_ADD
+                and event.at - self.sent[key] <= SAME_INITIATE_S
+            ):
+                # PendingAddOp.initiate packages the add, then handles the write failures
+                # noted meanwhile (maybeHandleDelayedWriteBookieFailure: the replacement is
+                # sent every pending add, this one too), then sends to its write set, which
+                # now holds the replacement: it gets the same add twice. One message to the
+                # spec; the copy and its answer are noted.
+                self.copies.add(observed.pairing_key(event.frame))
+                story.notes.append(
+                    f"{frame}: {event.frame.info.describe()} again, as the add was initiated "
+                    "(a delayed write failure handled in PendingAddOp.initiate); ignored"
+                )
+                return
             story.frame_divergences.append(
                 f"{frame}: {event.frame.info.describe()} again: the spec's client sends one "
                 f"{event.kind.value} per bookie"
             )
             return
-        self.sent.add(key)
+        self.sent[key] = event.at
         if _frame_message(event, self.started[batch]) is None:
             wanted = [
                 describe_message(m) for m in sorted(self.started[batch]) if m.bookie == event.bookie

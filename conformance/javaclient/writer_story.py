@@ -794,6 +794,9 @@ class _WriterReplay(RecoveryStory):
                 self.received_in_packaging_order(item)
         if self.changing:
             self._end_the_change()
+        held, self.held_answers = self.held_answers, []
+        for event in held:  # held for a change that never came: taken as they are
+            self.received(event, final=True)
         self._settle_stale_answers()
 
     def received_in_packaging_order(self, event: JavaEvent) -> None:
@@ -1319,7 +1322,9 @@ class _WriterReplay(RecoveryStory):
             event.at >= self.changed_at and not self._in_current_writeset(entry, event.bookie)
         )
 
-    def received(self, event: JavaEvent) -> None:
+    def received(self, event: JavaEvent, *, final: bool = False) -> None:
+        """Take the delivery of a bookie's answer to the writer (``final``: at the end of the
+        run, no longer held for a change that did not come)."""
         assert event.entry_id is not None
         key = observed.pairing_key(event.frame)
         if key in self.duplicates or key in self.given_up:
@@ -1337,6 +1342,17 @@ class _WriterReplay(RecoveryStory):
                 event.at,
             )
             c1 = self.state.clients[0]
+            if not final and self._moves_past_a_change(scripted):
+                # The model's writer cannot make that change yet (its failure comes later):
+                # the client counted this answer only after it, as the change's first entry
+                # (its LAC + 1 when it changed) says. It waits with the answers of a change.
+                self.held_answers.append(event)
+                self.notes.append(
+                    f"frame #{event.frame.frame_id} ({peer}'s answer to e{event.entry_id}): "
+                    "counted after the ensemble change the metadata shows from the entry after "
+                    "the LAC (the change's first entry says the client's LAC had not moved)"
+                )
+                return
         if event.status is StatusCode.EOK and event.entry_id in self._failed_to_the_caller_ids():
             # The client failed this add to its caller: the handle's close (a fenced add's
             # doAsyncCloseInternal, a task on the ledger's ordered executor) or a failed

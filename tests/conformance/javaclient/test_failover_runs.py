@@ -474,3 +474,28 @@ def test_a_failed_recovery_closes_nothing_the_fenced_writer_closes_the_ledger() 
         record, takeover=dataclasses.replace(record.takeover, last_entry=1)
     )
     assert judge(elsewhere).verdict is Verdict.DIVERGENCE
+
+
+def test_a_write_back_sent_twice_as_the_add_was_initiated_is_one_message() -> None:
+    # PendingAddOp.initiate packages the add, handles the write failure noted meanwhile (the
+    # replacement is sent every pending add, this one too), then sends to its write set.
+    record = EXAMPLES_BY_NAME[
+        "a write-back sent twice to the replacement as the add was initiated (a delayed write "
+        "failure)"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "again, as the add was initiated" in (judgement.outcome.note or "")
+
+
+def test_answers_wait_for_the_change_the_metadata_shows_from_the_entry_after_the_lac() -> None:
+    # The metadata's second ensemble starts at e2: the client's LAC was e1 when it changed,
+    # so the answers that would complete e2 earlier were counted only after the change.
+    record = EXAMPLES_BY_NAME[
+        "answers counted only after the change the metadata shows from the entry after the LAC"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "counted after the ensemble change the metadata shows" in (judgement.outcome.note or "")
+    changes = [s for s in judgement.outcome.steps if s.action == "ClientChangesEnsemble"]
+    assert "first_entry_id 3" in changes[-1].description  # the spec's e3 is BookKeeper's e2
