@@ -503,6 +503,8 @@ class _WriterReplay(RecoveryStory):
         self.stale_deliveries: list[JavaEvent] = []
         #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
+        #: Request frame id -> when its proxy read it, of :attr:`events` (set by :meth:`run`).
+        self.sent_at: dict[int, float] = {}
         self.all_events: Sequence[JavaEvent] = ()
         #: Where the model's bookies restart empty (the plan's wipes, in a fail-over), the
         #: copies the plan erased are its own loss, not a violation (:mod:`.plan_wipes`).
@@ -724,6 +726,7 @@ class _WriterReplay(RecoveryStory):
         failures: Sequence[_Failure] = (),
     ) -> None:
         self.events = events
+        self.sent_at = {e.frame.frame_id: e.at for e in events if e.phase is Phase.SENT}
         closed_at = self.record.closed_at
         for event in events:
             if event.phase is Phase.SENT:
@@ -1280,7 +1283,7 @@ class _WriterReplay(RecoveryStory):
         ensemble change that came after ``request`` (the bookie was replaced, then came back;
         a copy sent again in the same ensemble is a duplicate, :meth:`sent_add`)."""
         key = observed.pairing_key(event.frame)
-        sent_at = {e.frame.frame_id: e.at for e in self.events if e.phase is Phase.SENT}
+        sent_at = self.sent_at
         if since_a_change and not sent_at.get(request, float("inf")) < self.changed_at:
             return False
         for e in self.events:

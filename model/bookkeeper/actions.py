@@ -609,8 +609,15 @@ def _stale_answer_ignored(
     for ever (no step)."""
     if not ctx.cfg.late_adds_after_timeout:
         return
+    _answer_consumed(ctx, c, msg, action, "ignored", out)
+
+
+def _answer_consumed(
+    ctx: _Ctx, c: ClientState, msg: AddEntryResponse, action: str, why: str, out: list[Transition]
+) -> None:
+    """``msg`` consumed and nothing else changed; the label's ``detail`` says ``why``."""
     s = ctx.s
-    label = Label(action, client=c.id, received=msg, detail=(("ignored", 1),))
+    label = Label(action, client=c.id, received=msg, detail=((why, 1),))
     out.append(
         Transition(
             label, _with_messages(s, messages=message_processed(s.messages, msg, ctx.counts[msg]))
@@ -649,18 +656,7 @@ def _client_receives_add_fenced_response(ctx: _Ctx, c: ClientState, out: list[Tr
         ):
             # The add had its ack quorum: BookKeeper's PendingAddOp is completed and returns
             # on any later answer (completed_adds_ignore_fence).
-            label = Label(
-                "ClientReceivesAddFencedResponse",
-                client=c.id,
-                received=msg,
-                detail=(("completed", 1),),
-            )
-            out.append(
-                Transition(
-                    label,
-                    _with_messages(s, messages=message_processed(s.messages, msg, ctx.counts[msg])),
-                )
-            )
+            _answer_consumed(ctx, c, msg, "ClientReceivesAddFencedResponse", "completed", out)
             continue
         # BookKeeper's writer closes the ledger instead (``fenced_writer_closes``).
         fenced_out = CLIENT_CLOSING if ctx.cfg.fenced_writer_closes else CLIENT_WITHDRAWN

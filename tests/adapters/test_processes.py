@@ -71,15 +71,29 @@ def test_a_child_ignoring_sigterm_is_killed_after_the_timeout(work_dir: Path) ->
     assert process.returncode == -signal.SIGKILL
 
 
+def _stopped(pgid: int) -> bool:
+    """Whether every process of the group ``pgid`` is stopped (state T in /proc)."""
+    members = group_members(pgid)
+    states = []
+    for pid in members:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        states.append(stat.rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(state in ("T", "t") for state in states)
+
+
 def test_a_paused_process_can_be_resumed_and_stopped(work_dir: Path) -> None:
     process = shell(work_dir, "ticker", "while :; do echo tick; sleep 0.05; done")
     process.start()
     wait_for(lambda: "tick" in process.log_tail().splitlines())
     process.pause()
     assert process.paused
-    # A fixed wait, not a poll: pause() returns once SIGSTOP is sent, and a write already in
-    # the kernel may still land; 0.2 s is 4 ticks of the loop.
-    time.sleep(0.2)  # let any output already in flight land
+    # pause() returns once SIGSTOP is sent: wait until the kernel shows the whole group
+    # stopped (state T), then for any write already in flight (one tick of the loop).
+    wait_for(lambda: _stopped(process.pid or 0))
+    time.sleep(0.05)
     frozen = process.log_path.read_bytes()
     time.sleep(0.3)
     assert process.log_path.read_bytes() == frozen, "a SIGSTOPped process kept writing"
