@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.errors import AdapterError
 from adapters.installations import java_programs
 from adapters.installations.java import find_java, find_javac
 from adapters.user_state import bkconform_home
@@ -94,7 +95,7 @@ public final class LinkCheck {
 )
 
 
-class LinkCheckError(Exception):
+class LinkCheckError(AdapterError):
     """The check itself could not run (no JDK, a JVM that failed): the message says why."""
 
 

@@ -1008,9 +1008,10 @@ class _WriterReplay(RecoveryStory):
             # out to the current ensemble and fails. The client failed it to its caller.
             self.given_up.add(observed.pairing_key(event.frame))
             self.notes.append(
-                f"{frame}: sent by a handle the recovery had fenced, which failed its adds and "
-                f"stayed open (its metadata IN_RECOVERY); the client failed e{event.entry_id}"
-                " to its caller; the add and its answers are no step of the spec's writer"
+                f"{frame}: sent by a handle the recovery had fenced (it stayed open, its "
+                "metadata IN_RECOVERY, or the add waited for its bookie's connection); the "
+                f"client failed e{event.entry_id} to its caller; the add and its answers are "
+                "no step of the spec's writer"
             )
             return
         if not self.expected.get(key):
@@ -1473,17 +1474,31 @@ class _WriterReplay(RecoveryStory):
             )
 
     def _fenced_handle_stayed_open(self, event: JavaEvent) -> bool:
-        """Whether ``event``'s add, a new entry, came from a handle that had failed its adds
-        LedgerFenced and stayed open (its metadata IN_RECOVERY): the client failed an add
-        LedgerFenced before this frame, and failed this one LedgerFenced too. A handle that
-        closed fails later adds LedgerClosed, without a frame."""
+        """Whether ``event``'s add, a new entry the model's writer (done with) cannot send,
+        is one the client failed to its caller and sent anyway: either from a handle that had
+        failed its adds LedgerFenced and stayed open (its metadata IN_RECOVERY: the client
+        failed an add LedgerFenced before this frame, and this one LedgerFenced too), or an
+        add issued before the handle closed that waited for its bookie's connection
+        (``PerChannelBookieClient.connectIfNeededAndDoOp`` queues it while connecting: the
+        first frame of a new connection). A handle that closed fails later adds LedgerClosed,
+        without a frame."""
+        own = [o for o in self.record.outcomes if o.entry_id == event.entry_id]
+        failed = [o for o in own if o.code is not None and not o.acknowledged]
+        if not own or len(failed) != len(own):
+            return False
         fenced = [
             o
             for o in self.record.outcomes
             if o.code is not None and code_name(o.code) == "LedgerFenced"
         ]
-        return any(o.entry_id == event.entry_id for o in fenced) and any(
+        if any(code_name(o.code or 0) == "LedgerFenced" for o in failed) and any(
             o.at is not None and o.at < event.at for o in fenced
+        ):
+            return True
+        connection = (event.frame.proxy, event.frame.connection_id)
+        return not any(
+            (e.frame.proxy, e.frame.connection_id) == connection and e.at < event.at
+            for e in self.all_events
         )
 
     def _failed_to_the_caller_ids(self) -> set[int]:

@@ -499,3 +499,20 @@ def test_answers_wait_for_the_change_the_metadata_shows_from_the_entry_after_the
     assert "counted after the ensemble change the metadata shows" in (judgement.outcome.note or "")
     changes = [s for s in judgement.outcome.steps if s.action == "ClientChangesEnsemble"]
     assert "first_entry_id 3" in changes[-1].description  # the spec's e3 is BookKeeper's e2
+
+
+def test_an_add_that_waited_for_a_new_connection_may_leave_after_the_handle_closed() -> None:
+    # b2 restarted empty: the writer's e1 to b2 waited for the new connection
+    # (connectIfNeededAndDoOp) and left after the recovery fenced the writer; the client
+    # failed it (LedgerClosed).
+    record = EXAMPLES_BY_NAME[
+        "an add issued before the fenced handle closed waits for its bookie's new connection"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "the add waited for its bookie's connection" in (judgement.outcome.note or "")
+    # Had the client acknowledged it, nothing explains it.
+    acknowledged = [
+        AddOutcome(o.index, 0, o.index, o.at) if o.index == 1 else o for o in record.outcomes
+    ]
+    assert judge(dataclasses.replace(record, outcomes=acknowledged)).verdict is not Verdict.CLEAN
