@@ -577,6 +577,15 @@ MUTATIONS = (
         "used before (the completed_adds_ignore_fence example's divergence goes)",
     ),
     Mutation(
+        "lost-fence-on-any-fenced-bookie",
+        "conformance/javaclient/writer_story.py",
+        "            fenced_at < at < event.at"
+        " for at in self.record.restarts.get(event.bookie, ())\n",
+        "            True for at in (0,)\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a fenced bookie's EOK is named the lost-fence finding with no restart to lose it",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

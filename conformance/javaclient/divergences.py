@@ -34,6 +34,11 @@ class DivergenceClass:
 #: The classes, the most specific first: a text is the first class it matches.
 CLASSES: tuple[DivergenceClass, ...] = (
     DivergenceClass("race-no-serial-order", r"no serial order of the \d+ concurrent requests"),
+    DivergenceClass(
+        "fence-lost-on-restart",
+        r"after the recovery fenced it and the plan restarted it with its data",
+        "docs/findings/fence-lost-on-restart.md",
+    ),
     DivergenceClass("request-sent-again", r"again: the spec's client sends one [\w ]+ per bookie"),
     DivergenceClass(
         "request-the-recovering-client-never-sends",

@@ -224,6 +224,11 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             else {}
         ),
         **(
+            {"restarts": [[b, at] for b, ats in sorted(record.restarts.items()) for at in ats]}
+            if record.restarts
+            else {}
+        ),
+        **(
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
         # The other ledgers of the run: their own records, the frames (shared) left out.
@@ -243,10 +248,11 @@ def _stall_windows(rows: Any) -> dict[int, tuple[tuple[float, float], ...]]:
 
 
 def _resets(rows: Any) -> dict[int, tuple[float, ...]]:
-    resets: dict[int, tuple[float, ...]] = {}
+    """``[[bookie, at], ...]`` as bookie -> the moments, in order."""
+    moments: dict[int, tuple[float, ...]] = {}
     for bookie, at in rows:
-        resets[int(bookie)] = (*resets.get(int(bookie), ()), float(at))
-    return resets
+        moments[int(bookie)] = (*moments.get(int(bookie), ()), float(at))
+    return moments
 
 
 def _without_frames(data: dict[str, Any]) -> dict[str, Any]:
@@ -281,6 +287,7 @@ def writer_record_from_json(
             wiped={int(b): float(at) for b, at in data.get("wiped", ())},
             stalled=_stall_windows(data.get("stalled", ())),
             resets=_resets(data.get("resets", ())),
+            restarts=_resets(data.get("restarts", ())),
             takeover=_takeover(data.get("takeover")),
             others=tuple(
                 writer_record_from_json(

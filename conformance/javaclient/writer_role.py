@@ -584,10 +584,14 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 stalled_ids[bookie_id] = (*stalled_ids.get(bookie_id, ()), window)
         # The connection resets the plan made, by bookie id, with when each was done.
         reset_ids: dict[str, tuple[float, ...]] = {}
+        restart_ids: dict[str, tuple[float, ...]] = {}
         for done, event in getattr(controller, "events_done", ()):
-            if event.kind is FaultKind.RESET and event.bookie in names.values():
+            if event.bookie not in names.values():
+                continue
+            moments = {FaultKind.RESET: reset_ids, FaultKind.RESTART: restart_ids}.get(event.kind)
+            if moments is not None:
                 bookie_id = namings[0].bookie_id(event.bookie)
-                reset_ids[bookie_id] = (*reset_ids.get(bookie_id, ()), done)
+                moments[bookie_id] = (*moments.get(bookie_id, ()), done)
         records = []
         for number, (ledger, naming, pipeline, (closed_at, close_error), end) in enumerate(
             zip(ledgers, namings, pipelines, closes, ends, strict=True)
@@ -621,6 +625,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                     wiped={naming.model_index[b]: at for b, at in wiped_ids.items()},
                     stalled={naming.model_index[b]: w for b, w in stalled_ids.items()},
                     resets={naming.model_index[b]: r for b, r in reset_ids.items()},
+                    restarts={naming.model_index[b]: r for b, r in restart_ids.items()},
                     takeover=takeover if number == 0 else None,
                 )
             )

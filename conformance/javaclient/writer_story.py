@@ -190,6 +190,8 @@ class WriterRecord:
     #: Model bookie -> when the plan reset the client's connections to it: an answer the
     #: proxy handed the client just before may never have been read.
     resets: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
+    #: Model bookie -> when the plan restarted it with its data (killed, started again).
+    restarts: Mapping[int, tuple[float, ...]] = field(default_factory=dict)
     #: The second client's recovery of the ledger (None: a writer run, nobody else touched it).
     takeover: Takeover | None = None
     #: The other ledgers the client wrote together with this one in the run (each its own
@@ -1210,6 +1212,14 @@ class _WriterReplay(RecoveryStory):
             # Else the model's only message is the resend's (the copy was the spec's lost
             # add, which the resend replaced): nothing of the copy is left to process.
             return
+        if status is StatusCode.EOK and self._fence_lost_on_restart(event):
+            self.execution.add_divergence(
+                f"{bookie} accepted the writer's add of e{event.entry_id} (frame "
+                f"#{event.frame.frame_id}) after the recovery fenced it and the plan restarted "
+                "it with its data: the fence was lost on the restart "
+                "(docs/findings/fence-lost-on-restart.md)"
+            )
+            raise Stuck(f"{bookie} lost its fence")
         answer = step(
             observed.answer_action(event.kind, status),
             bookie=bookie,
@@ -1274,6 +1284,27 @@ class _WriterReplay(RecoveryStory):
             answer,
             request=f"frame #{event.frame.frame_id} from {bookie}: {event.frame.info.describe()}",
             observed=translation.add_observation(status),
+        )
+
+    def _fence_lost_on_restart(self, event: JavaEvent) -> bool:
+        """Whether the model's bookie of ``event`` is fenced (it must answer EFENCED), and
+        the plan restarted the real one with its data since the recovery's first fence read
+        reached it: the finding of docs/findings/fence-lost-on-restart.md."""
+        if not self.state.b_fenced[event.bookie]:
+            return False
+        fenced_at = min(
+            (
+                e.at
+                for e in self.all_events
+                if e.kind is FrameKind.FENCE_READ
+                and e.phase is Phase.SENT
+                and e.bookie == event.bookie
+                and e.delivered
+            ),
+            default=None,
+        )
+        return fenced_at is not None and any(
+            fenced_at < at < event.at for at in self.record.restarts.get(event.bookie, ())
         )
 
     def _a_resend_is_answered_after(

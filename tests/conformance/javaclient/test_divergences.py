@@ -8,6 +8,11 @@ from conformance.javaclient.divergences import CLASSES, UNCLASSIFIED, classify, 
 
 EXAMPLES = {
     "race-no-serial-order": "no serial order of the 2 concurrent requests (a; b) explains ...",
+    "fence-lost-on-restart": (
+        "b3 accepted the writer's add of e1 (frame #15537) after the recovery fenced it and the "
+        "plan restarted it with its data: the fence was lost on the restart "
+        "(docs/findings/fence-lost-on-restart.md)"
+    ),
     "request-sent-again": (
         "frame #3303 to b1: READ_ENTRY fence -1 again: the spec's client sends one fence read "
         "per bookie"

@@ -23,6 +23,7 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.javaclient.pipelined_adds import AddOutcome
 from conformance.javaclient import story as recovery_story
 from conformance.javaclient import writer_story
+from conformance.javaclient.divergences import classify
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.observed import FrameKind, java_events
 from conformance.javaclient.roles import role_of_plan
@@ -516,3 +517,29 @@ def test_an_add_that_waited_for_a_new_connection_may_leave_after_the_handle_clos
         AddOutcome(o.index, 0, o.index, o.at) if o.index == 1 else o for o in record.outcomes
     ]
     assert judge(dataclasses.replace(record, outcomes=acknowledged)).verdict is not Verdict.CLEAN
+
+
+FINDING_EXAMPLES = {
+    row["name"]: FailoverRole.records.from_json(row["record"])
+    for row in _rows(RECORDED / "bookkeeper-4.17.3-finding-examples.jsonl.gz")
+}
+
+
+@pytest.mark.parametrize("name", sorted(FINDING_EXAMPLES))
+def test_a_fence_lost_on_a_restart_is_named_as_the_finding(name: str) -> None:
+    # The search met docs/findings/fence-lost-on-restart.md again: a bookie that answered the
+    # fence read ENOENTRY, then got the recovery's write-back, was restarted with its data
+    # and accepted the old writer's add. The judge names the finding, not a gap of its own.
+    record = FINDING_EXAMPLES[name]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.DIVERGENCE
+    classes = [classify(d) for d in judgement.outcome.divergences]
+    assert "fence-lost-on-restart" in classes, judgement.outcome.divergences
+    # Without the restart the model's bookie is fenced and nothing explains the answer.
+    unrestarted = dataclasses.replace(
+        record,
+        restarts={},
+        others=tuple(dataclasses.replace(o, restarts={}) for o in record.others),
+    )
+    plain = [classify(d) for d in judge(unrestarted).outcome.divergences]
+    assert "fence-lost-on-restart" not in plain and "no-model-step" in plain
