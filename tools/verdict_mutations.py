@@ -504,7 +504,7 @@ MUTATIONS = (
     Mutation(
         "recovery-replacement-read-as-the-writer-s",
         "conformance/javaclient/writer_story.py",
-        "        return written - by_writer if self.record.takeover is not None else set()\n",
+        "        return ({e.bookie for e in sent} - by_writer) | (written_back - fenced)\n",
         "        return set()\n",
         ("tests/conformance/javaclient/test_failover_runs.py",),
         "the recovery's replacement, named in the metadata at its close, is taken as a change "
@@ -584,6 +584,16 @@ MUTATIONS = (
         "            True for at in (0,)\n",
         ("tests/conformance/javaclient/test_failover_runs.py",),
         "a fenced bookie's EOK is named the lost-fence finding with no restart to lose it",
+    ),
+    Mutation(
+        "fences-never-after-the-adds-they-waited-with",
+        "conformance/javaclient/writer_story.py",
+        "            if waited_with:\n                event = dataclasses.replace(event, at=max("
+        "waited_with) + 1e-6)\n",
+        "",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a paused bookie's fence read is taken before the adds it waited with and answered EOK "
+        "(a false divergence)",
     ),
     Mutation(
         "closing-writer-takes-no-answers",

@@ -575,11 +575,16 @@ class _WriterReplay(RecoveryStory):
         }
 
     def _recovery_only_bookies(self) -> set[int]:
-        written = {e.bookie for e in self.all_events if e.phase is Phase.SENT}
-        by_writer = {
-            e.bookie for e in self.all_events if e.phase is Phase.SENT and e.kind is FrameKind.ADD
-        }
-        return written - by_writer if self.record.takeover is not None else set()
+        """The recovering client's replacements: the bookies it wrote to and the writer never
+        did, and those it wrote entries back to without having fenced them (it replaced a
+        bookie of the ensemble it fenced by them)."""
+        if self.record.takeover is None:
+            return set()
+        sent = [e for e in self.all_events if e.phase is Phase.SENT]
+        by_writer = {e.bookie for e in sent if e.kind is FrameKind.ADD}
+        fenced = {e.bookie for e in sent if e.kind is FrameKind.FENCE_READ}
+        written_back = {e.bookie for e in sent if e.kind is FrameKind.RECOVERY_ADD}
+        return ({e.bookie for e in sent} - by_writer) | (written_back - fenced)
 
     def _moves_past_a_change(self, receive: ScriptedStep) -> bool:
         """Whether taking ``receive`` would move the model's writer's LAC past an entry the
@@ -1936,6 +1941,38 @@ def _stories(
 CONCURRENT_AT_BOOKIE_S = 0.05
 
 
+def _is_a_fence(event: JavaEvent) -> bool:
+    return event.phase is Phase.ANSWERED and (
+        event.kind is FrameKind.FENCE_READ
+        or (event.kind is FrameKind.RECOVERY_READ and event.fence)
+    )
+
+
+def _fences_after_the_adds_they_waited_with(events: Sequence[JavaEvent]) -> list[JavaEvent]:
+    """``events`` with each fence read processed after the adds answered EOK that were handed
+    to its bookie after it but answered no later than it: they waited there together (a
+    paused or slow bookie handles the requests of two connections in any order of its thread
+    pools), and EOK says the add came first. A fence answered before an add was even handed
+    to the bookie stays first: an EOK after it is the bookie's to explain."""
+    adds = [
+        e
+        for e in events
+        if e.phase is Phase.ANSWERED and e.kind is FrameKind.ADD and e.status is StatusCode.EOK
+    ]
+    moved = []
+    for event in events:
+        if _is_a_fence(event):
+            waited_with = [
+                a.at
+                for a in adds
+                if a.bookie == event.bookie and a.at > event.at and a.frame.at <= event.frame.at
+            ]
+            if waited_with:
+                event = dataclasses.replace(event, at=max(waited_with) + 1e-6)
+        moved.append(event)
+    return moved
+
+
 def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
     """``events`` with each add that raced a fence read at its bookie placed where its answer
     says the bookie processed it: an add answered EFENCED after the fence that caused it (a
@@ -1947,12 +1984,10 @@ def fencing_order(events: Sequence[JavaEvent]) -> list[JavaEvent]:
     after the adds the writer sent within that time after it (the client had them on their
     way before it handled the answer). An event that no such race explains keeps its place
     (and the model says whether it is possible)."""
+    events = _fences_after_the_adds_they_waited_with(events)
     fences: dict[int, list[float]] = {}
     for event in events:
-        if event.phase is Phase.ANSWERED and (
-            event.kind is FrameKind.FENCE_READ
-            or (event.kind is FrameKind.RECOVERY_READ and event.fence)
-        ):
+        if _is_a_fence(event):
             fences.setdefault(event.bookie, []).append(event.at)
     placed = []
     for event in events:

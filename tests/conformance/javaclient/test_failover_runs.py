@@ -25,7 +25,7 @@ from conformance.javaclient import story as recovery_story
 from conformance.javaclient import writer_story
 from conformance.javaclient.divergences import classify
 from conformance.javaclient.failover_role import FailoverRole
-from conformance.javaclient.observed import FrameKind, java_events
+from conformance.javaclient.observed import FrameKind, Phase, java_events
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan
 from conformance.javaclient.writer_story import WriterRecord, judge
@@ -543,3 +543,23 @@ def test_a_fence_lost_on_a_restart_is_named_as_the_finding(name: str) -> None:
     )
     plain = [classify(d) for d in judge(unrestarted).outcome.divergences]
     assert "fence-lost-on-restart" not in plain and "no-model-step" in plain
+
+
+def test_a_fence_read_waiting_with_adds_at_a_paused_bookie_may_come_after_them() -> None:
+    record = EXAMPLES_BY_NAME[
+        "a paused bookie answers adds handed after a fence read before it (EOK) and then the fence"
+    ]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    # In the order the proxy handed them over, the adds come after the fence: EOK then
+    # needs an unfenced bookie.
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    fence = next(e for e in events if e.kind is FrameKind.FENCE_READ and e.phase is Phase.ANSWERED)
+    adds = [
+        e
+        for e in events
+        if e.kind is FrameKind.ADD and e.phase is Phase.ANSWERED and e.bookie == fence.bookie
+    ]
+    assert any(a.at > fence.at for a in adds)
+    ordered = {e.frame.frame_id: e.at for e in writer_story.fencing_order(events)}
+    assert all(ordered[a.frame.frame_id] < ordered[fence.frame.frame_id] for a in adds)
