@@ -81,22 +81,30 @@ def compiled_classes(
     return target
 
 
-def _compile(javac: str, lib: Path, source: Path, out: Path) -> None:
-    command = [javac, "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(out)]
+def run_tool(
+    command: Sequence[str], *, timeout: float, error: type[AdapterError], what: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a JDK tool (``javac``, ``java``) to its end, its output captured; ``error`` (with
+    ``what`` it was doing) if it does not end within ``timeout`` or cannot start. Its exit
+    code is the caller's to read."""
     try:
-        done = subprocess.run(
-            [*command, str(source)],
-            capture_output=True,
-            text=True,
-            timeout=COMPILE_TIMEOUT,
-            check=False,
+        return subprocess.run(
+            list(command), capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired as exc:
-        raise JavaCompileError(
-            f"compiling {source.name} took over {COMPILE_TIMEOUT:.0f}s ({javac})"
-        ) from exc
+        raise error(f"{what} took over {timeout:.0f}s ({command[0]})") from exc
     except OSError as exc:
-        raise JavaCompileError(f"cannot run {javac}: {exc}") from exc
+        raise error(f"cannot run {command[0]}: {exc}") from exc
+
+
+def _compile(javac: str, lib: Path, source: Path, out: Path) -> None:
+    command = [javac, "--release", "11", "-nowarn", "-cp", f"{lib}/*", "-d", str(out)]
+    done = run_tool(
+        [*command, str(source)],
+        timeout=COMPILE_TIMEOUT,
+        error=JavaCompileError,
+        what=f"compiling {source.name}",
+    )
     if done.returncode != 0:
         raise JavaCompileError(
             f"{source.name} does not compile against {lib}:\n"
@@ -104,4 +112,11 @@ def _compile(javac: str, lib: Path, source: Path, out: Path) -> None:
         )
 
 
-__all__ = ["COMPILE_TIMEOUT", "JavaCompileError", "JavaProgram", "cache_key", "compiled_classes"]
+__all__ = [
+    "COMPILE_TIMEOUT",
+    "JavaCompileError",
+    "JavaProgram",
+    "cache_key",
+    "compiled_classes",
+    "run_tool",
+]

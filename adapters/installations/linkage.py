@@ -15,7 +15,6 @@ finds every jar the same size, so the same answer (:func:`adapters.installations
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,18 +158,12 @@ def check(
         listing = Path(scratch) / "classpath.txt"
         listing.write_text("".join(f"{jar}\n" for jar in classpath), encoding="utf-8")
         command = [java, "-cp", str(classes), PROGRAM.class_name, str(listing)]
-        try:
-            done = subprocess.run(
-                [*command, *(str(jar) for jar in own_jars)],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise LinkCheckError(f"the link check took over {timeout:.0f} s") from exc
-        except OSError as exc:
-            raise LinkCheckError(f"cannot run {java}: {exc}") from exc
+        done = java_programs.run_tool(
+            [*command, *(str(jar) for jar in own_jars)],
+            timeout=timeout,
+            error=LinkCheckError,
+            what="the link check",
+        )
     if done.returncode != 0:
         raise LinkCheckError(
             f"the link check failed (exit {done.returncode}):\n"
