@@ -596,6 +596,15 @@ MUTATIONS = (
         "(a false divergence)",
     ),
     Mutation(
+        "uncertain-adds-in-record-order",
+        "conformance/javaclient/writer_story.py",
+        "    return sorted(uncertain, key=gap_to_a_reset)\n",
+        "    return uncertain\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "the uncertain adds told both ways are the first four of the record, not those nearest "
+        "a reset (a false divergence when more than four answers came just before resets)",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

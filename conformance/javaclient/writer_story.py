@@ -1872,7 +1872,9 @@ def judge_ledger(record: WriterRecord) -> Judgement:
     if record.takeover is not None:
         events = fencing_order(events)
     fates = add_fates(record, events)
-    uncertain = [request for request, possible in fates.items() if len(possible) > 1]
+    uncertain = _likeliest_to_matter_first(
+        record, events, [request for request, possible in fates.items() if len(possible) > 1]
+    )
     likeliest = {request: possible[0] for request, possible in fates.items()}
     told_both = uncertain[:MAX_UNCERTAIN_ADDS]
     readings = itertools.product(
@@ -1902,6 +1904,29 @@ def judge_ledger(record: WriterRecord) -> Judgement:
             if judgement.verdict is not Verdict.DIVERGENCE:
                 return judgement
     return first
+
+
+def _likeliest_to_matter_first(
+    record: WriterRecord, events: Sequence[JavaEvent], uncertain: list[int]
+) -> list[int]:
+    """``uncertain`` (request frame ids) with those whose answer came last before a reset of
+    its bookie's connections first (the nearer the reset, the likelier it went unread), then
+    the others in their order: only the first :data:`MAX_UNCERTAIN_ADDS` are told both ways."""
+    answers = {
+        observed.pairing_key(e.frame): e
+        for e in events
+        if e.phase is Phase.RECEIVED and e.kind is FrameKind.ADD
+    }
+    request_events = {e.frame.frame_id: e for e in events if e.phase is Phase.SENT}
+
+    def gap_to_a_reset(request: int) -> float:
+        event = request_events.get(request)
+        answer = answers.get(observed.pairing_key(event.frame)) if event is not None else None
+        if answer is None or not _lost_in_a_reset(record, answer):
+            return float("inf")
+        return min(r - answer.at for r in record.resets.get(answer.bookie, ()) if r >= answer.at)
+
+    return sorted(uncertain, key=gap_to_a_reset)
 
 
 def _stories(

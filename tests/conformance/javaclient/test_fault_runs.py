@@ -456,3 +456,22 @@ def test_an_answer_delivered_just_before_a_reset_may_never_have_been_read() -> N
     assert AddFate.ANSWER_TIMED_OUT in add_fates(just_after, events)[1]
     for later in ({bookie: (100.5,)}, {bookie + 1: (100.03,)}, {bookie: (99.0,)}):
         assert add_fates(dataclasses.replace(record, resets=later), events)[1] == (AddFate.ON_TIME,)
+
+
+def test_the_answers_nearest_a_reset_are_told_both_ways_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Six answers reached the client within 50 ms before resets of their bookies' connections;
+    # the one nearest its reset went unread (the client changed the ensemble from that
+    # entry). Only four uncertain adds are told both ways: the nearest first.
+    name = (
+        "a reset of two bookies' connections: the answer nearest the reset went unread "
+        "(2/2/2, two ledgers)"
+    )
+    record = _search_examples()[name]
+    assert record.resets
+    assert judge(record).verdict is Verdict.CLEAN
+    monkeypatch.setattr(
+        writer_story, "_likeliest_to_matter_first", lambda _record, _events, uncertain: uncertain
+    )
+    assert judge(record).verdict is Verdict.DIVERGENCE
