@@ -605,6 +605,15 @@ MUTATIONS = (
         "a reset (a false divergence when more than four answers came just before resets)",
     ),
     Mutation(
+        "any-add-to-a-replaced-bookie-created-before-the-change",
+        "conformance/javaclient/writer_story.py",
+        "            and first_sent >= self.changed_at - CONCURRENT_AT_BOOKIE_S\n",
+        "",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an add sent to the replaced bookie long after its first send is excused as created "
+        "before the change (the stalled example's divergence goes without its stall)",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

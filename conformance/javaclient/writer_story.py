@@ -1048,6 +1048,19 @@ class _WriterReplay(RecoveryStory):
             self.duplicates.add(observed.pairing_key(event.frame))
             self.notes.append(f"{frame}: sent again in the same ensemble; ignored")
             return
+        if self._created_before_the_change(entry, event):
+            # LedgerHandle.asyncAddEntry creates the add with getCurrentEnsemble(), and
+            # PendingAddOp.initiate sends it to that ensemble: an add created while a change
+            # was being written goes to the bookie the change replaces too (the change's
+            # completion then resends it to the replacement). The client ignores that
+            # bookie's answer (writeComplete: another bookie holds the position now).
+            self.duplicates.add(observed.pairing_key(event.frame))
+            self.notes.append(
+                f"{frame}: created before the ensemble change replacing "
+                f"{bookie_name(event.bookie)} completed, sent to the old ensemble; its answer "
+                "is ignored"
+            )
+            return
         names = [
             bookie_name(b)
             for b in range(self.cfg.bookies)
@@ -1056,6 +1069,32 @@ class _WriterReplay(RecoveryStory):
         self.frame_divergences.append(
             f"{frame}: the spec's writer sends no such add here (e{event.entry_id}'s write set "
             f"in its current ensemble: {', '.join(names)}; each add is sent once per ensemble)"
+        )
+
+    def _created_before_the_change(self, entry: int, event: JavaEvent) -> bool:
+        """Whether ``event``'s add (of the model's ``entry``) can be one the client created
+        before its last ensemble change completed: the bookie is one that change replaced,
+        the entry is in the model's pending adds, and its first frame and this one came
+        within :data:`CONCURRENT_AT_BOOKIE_S` of the change's evidence (an add sent long
+        before is a resend, which goes to the new ensemble only)."""
+        if not self.chosen or event.at - self.changed_at > CONCURRENT_AT_BOOKIE_S:
+            return False
+        failed, _ensemble = self.chosen[-1]
+        c1 = self.state.clients[0]
+        first_sent = min(
+            (
+                e.at
+                for e in self.events
+                if e.phase is Phase.SENT
+                and e.kind is FrameKind.ADD
+                and e.entry_id == event.entry_id
+            ),
+            default=event.at,
+        )
+        return (
+            bool(failed >> event.bookie & 1)
+            and any(op.entry.id == entry for op in c1.pending_add_ops)
+            and first_sent >= self.changed_at - CONCURRENT_AT_BOOKIE_S
         )
 
     def _send_up_to(self, entry: int, frame: str, *, packaged_earlier: bool = False) -> None:

@@ -475,3 +475,20 @@ def test_the_answers_nearest_a_reset_are_told_both_ways_first(
         writer_story, "_likeliest_to_matter_first", lambda _record, _events, uncertain: uncertain
     )
     assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_an_add_created_before_the_change_completed_goes_to_the_old_ensemble_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # b2's connection was reset at the start: the client replaced b2 by b3 from e0, and e1,
+    # created while that change was being written, went to b1 and b2 (the old ensemble) as
+    # well as, resent by the change, to b3.
+    name = "an add created before the change completed goes to the replaced bookie too (2/2/2)"
+    record = _search_examples()[name]
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "created before the ensemble change replacing" in (judgement.outcome.note or "")
+    monkeypatch.setattr(
+        writer_story._WriterReplay, "_created_before_the_change", lambda *_args: False
+    )
+    assert judge(record).verdict is Verdict.DIVERGENCE
