@@ -492,3 +492,15 @@ def test_an_add_created_before_the_change_completed_goes_to_the_old_ensemble_too
         writer_story._WriterReplay, "_created_before_the_change", lambda *_args: False
     )
     assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_a_story_of_many_changes_is_found_within_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Eight ensemble changes (E=4, one spare) swapped b1's and b2's positions: among the
+    # model's alternative changes the story that explains the client's frames is beyond the
+    # first 64 told.
+    record = _search_examples()["eight ensemble changes that swap two bookies' positions (4/2/2)"]
+    assert judge(record).verdict is Verdict.CLEAN
+    monkeypatch.setattr(writer_story, "MAX_STORIES", 64)
+    assert judge(record).verdict is Verdict.DIVERGENCE
