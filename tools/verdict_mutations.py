@@ -614,6 +614,15 @@ MUTATIONS = (
         "before the change (the stalled example's divergence goes without its stall)",
     ),
     Mutation(
+        "dropped-answers-never-taken-ahead-at-a-callback",
+        "conformance/javaclient/writer_story.py",
+        "                    and ahead.entry_id < event.entry_id\n",
+        "                    and False\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "a bookie's dropped answer ahead of its counted one in the spec's bag blocks it: a "
+        "false acknowledged-beyond-the-model divergence",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

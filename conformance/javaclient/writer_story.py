@@ -1530,7 +1530,30 @@ class _WriterReplay(RecoveryStory):
         ensemble position is the one that answered, so an answer the client processes after
         a change brought its bookie back to that position counts (and that bookie stores
         the entry: it answered EOK). Called when a callback shows the client had the ack
-        quorum the model's writer lacks."""
+        quorum the model's writer lacks. A stale answer of the same bookie ahead of it in the
+        spec's bag, which the model's writer drops now, is taken first (the client dropped it
+        when it came: its bookie was out of that entry's write set)."""
+        for event in list(self.stale_deliveries):
+            assert event.entry_id is not None
+            if translation.spec_entry_id(event.entry_id) > entry or enabled(
+                self.cfg, self.state, _receipt(event)
+            ):
+                continue
+            for ahead in list(self.stale_deliveries):
+                assert ahead.entry_id is not None
+                scripted = _receipt(ahead)
+                if (
+                    ahead.bookie == event.bookie
+                    and ahead.entry_id < event.entry_id
+                    and enabled(self.cfg, self.state, scripted)
+                    and _ignored(take_step(self.cfg, self.state, scripted).label)
+                ):
+                    self.stale_deliveries.remove(ahead)
+                    self.take(
+                        scripted,
+                        request=f"frame #{ahead.frame.frame_id} delivered to the client (stale, "
+                        f"dropped: ahead of frame #{event.frame.frame_id} in the spec's bag)",
+                    )
         for event in list(self.stale_deliveries):
             assert event.entry_id is not None
             if translation.spec_entry_id(event.entry_id) > entry:

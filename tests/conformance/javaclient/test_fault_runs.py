@@ -504,3 +504,14 @@ def test_a_story_of_many_changes_is_found_within_the_budget(
     assert judge(record).verdict is Verdict.CLEAN
     monkeypatch.setattr(writer_story, "MAX_STORIES", 64)
     assert judge(record).verdict is Verdict.DIVERGENCE
+
+
+def test_a_dropped_answer_ahead_of_a_counted_one_is_taken_when_a_callback_needs_it() -> None:
+    # b2 was replaced at position 1 (e0's write set), then brought back at position 2 (e1's):
+    # the client dropped its answer to e0 and counted its answer to e1's resend. In the spec's
+    # bag the e0 answer is ahead; the callback of e1 shows the client counted the e1 answer.
+    name = "a bookie back at another position: its dropped answer ahead of its counted one (4/2/2)"
+    judgement = judge(_search_examples()[name])
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert any("(stale, dropped: ahead of frame" in r for r in requests)
