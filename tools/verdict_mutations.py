@@ -623,6 +623,15 @@ MUTATIONS = (
         "false acknowledged-beyond-the-model divergence",
     ),
     Mutation(
+        "no-change-taken-at-a-callback",
+        "conformance/javaclient/writer_story.py",
+        "        if c1.lac < entry and self.reported_failures:\n",
+        "        if False:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "a change the client completed before a callback is taken only where its resend frame "
+        "shows, after it: a false acknowledged-beyond-the-model divergence",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

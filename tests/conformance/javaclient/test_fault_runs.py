@@ -515,3 +515,17 @@ def test_a_dropped_answer_ahead_of_a_counted_one_is_taken_when_a_callback_needs_
     assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     requests = [step.request or "" for step in judgement.outcome.steps]
     assert any("(stale, dropped: ahead of frame" in r for r in requests)
+
+
+def test_a_change_started_before_a_callback_is_taken_at_the_callback() -> None:
+    # b5's forged EIO started a change bringing b2 back to position 1; the client called e1
+    # back before the change's resend to b2 reached the proxy, with b3's answer and b2's
+    # first one (read by the client after the change: it counts at b2's old position).
+    name = (
+        "a change completed before a callback its resend frame follows; an answer read after "
+        "it (4/2/2)"
+    )
+    judgement = judge(_search_examples()[name])
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    requests = [step.request or "" for step in judgement.outcome.steps]
+    assert any("the change it started had completed" in r for r in requests)
