@@ -632,6 +632,42 @@ MUTATIONS = (
         "shows, after it: a false acknowledged-beyond-the-model divergence",
     ),
     Mutation(
+        "adds-a-stall-hid-are-divergences",
+        "conformance/javaclient/writer_story.py",
+        "        if _sent_no_earlier_than(self.record, event) < event.at:\n",
+        "        if False:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an add read as a stall ended, sent when the stall hid it, is called the client's: a "
+        "false writer-add-not-sent-here divergence (the bk-4651 scenario)",
+    ),
+    Mutation(
+        "every-unplaced-add-is-undecided",
+        "conformance/javaclient/writer_story.py",
+        "        if _sent_no_earlier_than(self.record, event) < event.at:\n",
+        "        if True:\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "an add to a bookie outside the write set, read outside any stall, is undecided: a "
+        "missed divergence (the throttled add's class)",
+    ),
+    Mutation(
+        "recovery-read-answers-only-in-delivery-order",
+        "conformance/javaclient/story.py",
+        "    for negatives_first in (True, False):\n",
+        "    for negatives_first in ():\n",
+        ("tests/conformance/javaclient/test_story.py",),
+        "recovery-read answers delivered together on two connections are taken only in delivery "
+        "order: a false divergence where the client's executor took them the other way",
+    ),
+    Mutation(
+        "recovery-read-answers-reordered-across-any-gap",
+        "conformance/javaclient/story.py",
+        "        while j < len(out) and out[j].at - out[index].at <= CONCURRENT_AT_CLIENT_S:\n",
+        "        while j < len(out):\n",
+        ("tests/conformance/javaclient/test_story.py",),
+        "answers far apart are reordered too: a recovery that decided on the wrong answers "
+        "would be explained",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

@@ -101,6 +101,13 @@ def _concerns(record: FrameRecord, ledger_id: int) -> bool:
     return record.info.ledger_id == ledger_id
 
 
+#: Answers delivered on different connections within this long of each other may be processed
+#: by the client in either order: each connection has its event-loop thread, and they meet
+#: only on the ledger's ordered executor (``PerChannelBookieClient`` hands each response to
+#: ``executeOrdered`` from the thread that read it).
+CONCURRENT_AT_CLIENT_S = 0.002
+
+
 def java_events(
     frames: Sequence[FrameRecord],
     deliveries: Mapping[int, DeliveryRecord],
@@ -266,6 +273,7 @@ def receive_action(kind: FrameKind, status: StatusCode | None) -> str:
 
 
 __all__ = [
+    "CONCURRENT_AT_CLIENT_S",
     "FORGED",
     "PROTOCOL_PHASE",
     "ForeignFrame",

@@ -38,6 +38,7 @@ from conformance import translation
 from conformance.javaclient import observed
 from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
 from conformance.javaclient.observed import (
+    CONCURRENT_AT_CLIENT_S,
     FrameKind,
     JavaEvent,
     Phase,
@@ -49,6 +50,7 @@ from conformance.javaclient.observed import (
 )
 from conformance.javaclient.plans import BOOKIES, WriterAdd, WriterPlan
 from conformance.observations import Observation
+from conformance.verdict import Verdict
 from model.bookkeeper.action_table import Actor, Move, WriteEnd, add_answer, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, fencing_coverage, successors
@@ -688,6 +690,77 @@ def judge(
     ``late_read_requests_processed=False`` judges with the spec's IgnoreFurtherReadResponses
     as written (a decided read's requests still in flight are dropped, never fencing)."""
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    first = _judge_events(record, spec_cfg, events, late_read_requests_processed)
+    if first.verdict is not Verdict.DIVERGENCE:
+        return first
+    # The client may have processed recovery-read answers delivered together on different
+    # connections in the other order: an entry's read decides on the answers it has when it
+    # has enough (PendingReadOp), so which came first can decide it.
+    for negatives_first in (True, False):
+        reordered = concurrent_read_answers_reordered(events, negatives_first=negatives_first)
+        if reordered == events:
+            continue
+        judgement = _judge_events(
+            record,
+            spec_cfg,
+            reordered,
+            late_read_requests_processed,
+            order_note="recovery-read answers delivered on different connections within "
+            f"{CONCURRENT_AT_CLIENT_S * 1000:g} ms of each other taken "
+            + ("errors first" if negatives_first else "entries first")
+            + " (each connection's thread hands them to the ledger's executor)",
+        )
+        if judgement.verdict is not Verdict.DIVERGENCE:
+            return judgement
+    return first
+
+
+def _positive_read(event: JavaEvent) -> bool:
+    return event.status is StatusCode.EOK
+
+
+def concurrent_read_answers_reordered(
+    events: Sequence[JavaEvent], *, negatives_first: bool
+) -> list[JavaEvent]:
+    """``events`` with each run of recovery-read answers delivered to the client within
+    :data:`CONCURRENT_AT_CLIENT_S` of the run's first, from different bookies, sorted with
+    the error answers (NoSuchEntry above all) first, or the entries first. A bookie's own
+    answers keep their order (one connection); every other event keeps its place."""
+    out = list(events)
+
+    def answer(e: JavaEvent) -> bool:
+        return e.phase is Phase.RECEIVED and e.kind is FrameKind.RECOVERY_READ
+
+    index = 0
+    while index < len(out):
+        if not answer(out[index]):
+            index += 1
+            continue
+        run = [index]
+        j = index + 1
+        while j < len(out) and out[j].at - out[index].at <= CONCURRENT_AT_CLIENT_S:
+            if answer(out[j]):
+                run.append(j)
+            j += 1
+        bookies = [out[k].bookie for k in run]
+        if len(run) > 1 and len(set(bookies)) == len(bookies):
+            members = sorted(
+                (out[k] for k in run),
+                key=lambda e: _positive_read(e) == negatives_first,
+            )
+            for k, member in zip(run, members, strict=True):
+                out[k] = member
+        index = run[-1] + 1
+    return out
+
+
+def _judge_events(
+    record: RecoveryRecord,
+    spec_cfg: ModelConfig,
+    events: Sequence[JavaEvent],
+    late_read_requests_processed: bool,
+    order_note: str | None = None,
+) -> Judgement:
     fenced = recovery_reads_fenced(events)
     entries, acked = record.writer.entries, record.writer.acked
     if acked + entries > spec_cfg.send_limit or entries > spec_cfg.inflight_limit:
@@ -753,6 +826,8 @@ def judge(
     except Stuck:
         pass
     story.notes.insert(0, _fence_note(fenced))
+    if order_note:
+        story.notes.insert(1, order_note)
     outcome = story.finish()
     return Judgement(outcome, cfg, list(story.frame_divergences), reads_fenced=fenced)
 

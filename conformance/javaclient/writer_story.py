@@ -64,6 +64,7 @@ from conformance import translation
 from conformance.javaclient import observed
 from conformance.javaclient.model_replay import Judgement, Stuck
 from conformance.javaclient.observed import (
+    CONCURRENT_AT_CLIENT_S,
     FORGED,
     FrameKind,
     JavaEvent,
@@ -412,12 +413,6 @@ class _Callback:
     outcome: AddOutcome
 
 
-#: Answers delivered on different connections within this long of each other may be processed
-#: by the client in either order: each connection has its event-loop thread, and they meet
-#: only on the ledger's ordered executor.
-CONCURRENT_AT_CLIENT_S = 0.002
-
-
 def _failures_first(
     merged: list[tuple[float, int, int, object]],
 ) -> list[tuple[float, int, int, object]]:
@@ -503,6 +498,9 @@ class _WriterReplay(RecoveryStory):
         self.stale_answers = 0
         #: Those answers' deliveries, in order (:meth:`_count_stale_answers_of_returned_bookies`).
         self.stale_deliveries: list[JavaEvent] = []
+        #: Add frames read as a stall of their bookie's connection ended, which the model's
+        #: writer cannot place (:meth:`sent_add`): the story is undecided about them.
+        self.hidden_by_a_stall: list[str] = []
         #: The events :meth:`run` is taking (before the close, then after it), and all of them.
         self.events: Sequence[JavaEvent] = ()
         #: Request frame id -> when its proxy read it, of :attr:`events` (set by :meth:`run`).
@@ -1060,6 +1058,16 @@ class _WriterReplay(RecoveryStory):
                 f"{bookie_name(event.bookie)} completed, sent to the old ensemble; its answer "
                 "is ignored"
             )
+            return
+        if _sent_no_earlier_than(self.record, event) < event.at:
+            # Read when a stall of its bookie's connection ended: the client wrote it at a
+            # moment the stall hid, e.g. the resend of a change that brought the bookie back
+            # for a while (4.17.3 moves a failed position back and forth between bookies
+            # whose channels are unwritable: a change per failed add, each resending the
+            # pending adds into the stalled connection's buffer). Neither those changes
+            # (replaced in place, from the same entry) nor their order shows in the frames or
+            # the metadata: the judge cannot place the frame, so it decides nothing about it.
+            self.hidden_by_a_stall.append(frame)
             return
         names = [
             bookie_name(b)
@@ -1904,6 +1912,9 @@ def metadata_write_set(
 #: E=4 writer run whose eight changes swapped two bookies' positions needed more than 64.
 MAX_STORIES = 512
 
+#: How a story undecided only about frames a stall hid ends its error.
+_HIDDEN_BY_A_STALL = ": undecided about them"
+
 
 #: At most this many adds whose timing allows two readings have both told (the others take
 #: the likelier reading): 2**N fate assignments at most.
@@ -1969,9 +1980,17 @@ def judge_ledger(record: WriterRecord) -> Judgement:
     # what is left of the budget: one reading's alternatives must not use up the stories
     # before the right reading is told.
     first: Judgement | None = None
+    # A story undecided about some frames (a stall hid when they were sent) contradicts
+    # nothing: it is reported if no story is clean, before any divergence.
+    undecided: Judgement | None = None
     for assignment in assignments:
         judgement, _options, _chosen = _story(record, events, assignment, ())
         first = first or judgement
+        if judgement.verdict is Verdict.UNDECIDED and judgement.outcome.error is not None:
+            undecided = undecided or judgement
+            if not _undecided_about_a_stall(judgement):
+                return judgement
+            continue
         if judgement.verdict is not Verdict.DIVERGENCE:
             return judgement
     assert first is not None
@@ -1985,9 +2004,20 @@ def judge_ledger(record: WriterRecord) -> Judgement:
             # Each reading's first story in delivery order is told already (above).
             already = 0 if failures_first else 1
             judgement, told = _stories(record, events, assignment, told - already, failures_first)
+            if judgement.verdict is Verdict.UNDECIDED and _undecided_about_a_stall(judgement):
+                undecided = undecided or judgement
+                continue
             if judgement.verdict is not Verdict.DIVERGENCE:
                 return judgement
-    return first
+    return undecided or first
+
+
+def _undecided_about_a_stall(judgement: Judgement) -> bool:
+    """Whether ``judgement`` is undecided only about frames a stall hid (:meth:`_WriterReplay
+    .sent_add`): another story may place them, so the stories go on."""
+    return judgement.verdict is Verdict.UNDECIDED and (judgement.outcome.error or "").endswith(
+        _HIDDEN_BY_A_STALL
+    )
 
 
 def _likeliest_to_matter_first(
@@ -2024,8 +2054,11 @@ def _stories(
     breadth first until one is not a divergence; with the stories told so far."""
     first, options, chosen = _story(record, events, fates, (), failures_first)
     told += 1
-    if first.verdict is not Verdict.DIVERGENCE or not options:
+    if (first.verdict is not Verdict.DIVERGENCE or not options) and not (
+        _undecided_about_a_stall(first) and options
+    ):
         return first, told
+    undecided = first if _undecided_about_a_stall(first) else None
     queue: deque[tuple[tuple[ChangeKey, ...], list[list[ChangeKey]], list[ChangeKey]]] = deque(
         [((), options, chosen)]
     )
@@ -2040,8 +2073,10 @@ def _stories(
                 told += 1
                 if judgement.verdict is Verdict.CLEAN:
                     return judgement, told
+                if _undecided_about_a_stall(judgement):
+                    undecided = undecided or judgement
                 queue.append((alternative, more, taken))
-    return first, told
+    return undecided or first, told
 
 
 #: Two requests handed to one bookie within this long of each other, on different
@@ -2226,6 +2261,20 @@ def _story(
         # divergence found before still stands).
         replay.execution.error = "; ".join(unfinished)
     replay.check_readable()
+    if replay.hidden_by_a_stall:
+        hidden = (
+            f"{len(replay.hidden_by_a_stall)} add frame(s) read as a stall of their bookie's "
+            "connection ended, to a bookie outside the model's write set, sent at moments the "
+            "stall hid ("
+            + "; ".join(replay.hidden_by_a_stall[:4])
+            + ("; ..." if len(replay.hidden_by_a_stall) > 4 else "")
+            + "): the judge cannot place them"
+        )
+        execution = replay.execution
+        if execution.violations or execution.divergences or replay.frame_divergences:
+            replay.notes.append(hidden)  # what was found stands
+        elif execution.error is None:
+            execution.error = hidden + _HIDDEN_BY_A_STALL
     if replay.wipes is not None and replay.wipes.excused:
         replay.notes.append(
             "the model's AllAckedEntriesAreReadable does not count "
@@ -2244,6 +2293,7 @@ def _story(
 
 
 __all__ = [
+    "CONCURRENT_AT_CLIENT_S",
     "MAX_UNCERTAIN_ADDS",
     "WRITER",
     "AddFate",

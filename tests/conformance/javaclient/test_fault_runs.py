@@ -529,3 +529,32 @@ def test_a_change_started_before_a_callback_is_taken_at_the_callback() -> None:
     assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
     requests = [step.request or "" for step in judgement.outcome.steps]
     assert any("the change it started had completed" in r for r in requests)
+
+
+STALLED_4651 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4651-stalled.json"
+
+
+def _stalled_4651() -> WriterRecord:
+    data = json.loads(STALLED_4651.read_text())
+    return WriterRole(WriterShape.parse(data["shape"])).record_from_json(data)
+
+
+def test_adds_a_stall_hid_are_undecided_not_a_divergence() -> None:
+    # The bk-4651 scenario on 4.17.3: the client moved the failed positions back and forth
+    # between the two stalled bookies; each change's resends waited in the stalled
+    # connection's buffer and reached the proxies when the stall ended, to bookies the
+    # model's writer had replaced. Nothing contradicts the model: it cannot place them.
+    judgement = judge(_stalled_4651())
+    assert judgement.verdict is Verdict.UNDECIDED, judgement.outcome
+    assert not judgement.outcome.divergences
+    assert "sent at moments the stall hid" in (judgement.outcome.error or "")
+
+
+def test_the_same_adds_without_the_stall_are_a_divergence() -> None:
+    # Read outside any stall, an add to a bookie outside the write set is the client's.
+    record = dataclasses.replace(_stalled_4651(), stalled={})
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.DIVERGENCE
+    assert any(
+        "the spec's writer sends no such add here" in d for d in judgement.outcome.divergences
+    )

@@ -498,3 +498,37 @@ def test_real_4_17_3_runs_under_random_schedules_are_clean() -> None:
     assert len(runs) == 38
     verdicts = {source: judge(record).outcome.verdict for source, record in runs}
     assert set(verdicts.values()) == {"clean"}, verdicts
+
+
+CONCURRENT_READ_ANSWERS = (
+    Path(__file__).parent
+    / "recorded_runs"
+    / "bookkeeper-4.17.3-recovery-concurrent-read-answers.json"
+)
+
+
+def test_read_answers_delivered_together_may_be_taken_in_the_other_order() -> None:
+    # 4.17.3, WQ=3 AQ=2, the recovery's read of e1: b2 answered NoSuchEntry; b3's entry and
+    # b1's NoSuchEntry reached the client 0.3 ms apart on two connections. The client took
+    # b1's first (two NoSuchEntry: the entry is not there) and closed at e0; in delivery
+    # order the model's recovery would have had e1 and written it back.
+    judgement = judge(load_record(CONCURRENT_READ_ANSWERS))
+    assert judgement.verdict.value == "clean", judgement.outcome.divergences
+    assert "taken errors first" in (judgement.outcome.note or "")
+
+
+def test_read_answers_are_reordered_only_within_the_window_across_connections() -> None:
+    from conformance.javaclient.observed import CONCURRENT_AT_CLIENT_S, Phase, java_events
+    from conformance.javaclient.story import concurrent_read_answers_reordered
+
+    record = load_record(CONCURRENT_READ_ANSWERS)
+    events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
+    moved = concurrent_read_answers_reordered(events, negatives_first=True)
+    changed = [(a, b) for a, b in zip(events, moved, strict=True) if a is not b]
+    assert changed, "the two answers of e1 swap"
+    for before, after in changed:
+        assert before.phase is Phase.RECEIVED and after.phase is Phase.RECEIVED
+        assert abs(before.at - after.at) <= CONCURRENT_AT_CLIENT_S
+        assert before.bookie != after.bookie
+    spread = [dataclasses.replace(e, at=e.at + 0.01 * i) for i, e in enumerate(events)]
+    assert concurrent_read_answers_reordered(spread, negatives_first=True) == spread
