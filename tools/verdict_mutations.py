@@ -668,6 +668,25 @@ MUTATIONS = (
         "would be explained",
     ),
     Mutation(
+        "write-back-answers-never-timed-out",
+        "conformance/javaclient/story.py",
+        "        if replaced:\n            self.timed_out.add(key)\n        return replaced\n",
+        "        return False\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "a write-back answer that reached the client after it had written the entry to a "
+        "replacement counts as delivered: no timeout, no recovery ensemble change, a false "
+        "divergence",
+    ),
+    Mutation(
+        "write-back-answers-timed-out-without-a-replacement",
+        "conformance/javaclient/story.py",
+        "            e.bookie not in first"
+        " and request.at + self.add_timeout_s <= e.at < delivery.at\n",
+        "            request.at <= e.at\n",
+        ("tests/conformance/javaclient/test_failover_runs.py",),
+        "every write-back answer is lost to the spec: the recovery's write-backs never count",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

@@ -243,6 +243,9 @@ class RecoverySteps:
         self.copies: set[object] = set()
         #: Fence answers delivered to the client during its fencing phase, not yet taken.
         self.fence_answers: list[JavaEvent] = []
+        #: Write-backs the client timed out before their bookie's answer reached it (the
+        #: answer is the spec's lost one: :meth:`answer_timed_out`).
+        self.timed_out: set[object] = set()
 
     def lost_write_backs(
         self, entry: int | None, since: float, *, timed_out: bool = True
@@ -334,6 +337,45 @@ class RecoverySteps:
             )
         return True
 
+    def answer_timed_out(self, answer: JavaEvent) -> bool:
+        """Whether ``answer``, a bookie's answer to a write-back, reached the client only
+        after the client had timed the write-back out: it wrote the entry back to a
+        replacement (a bookie its write-back did not go to first), at least the add timeout
+        after this request and before this answer's delivery (``PendingAddOp``'s timeout,
+        then ``handleBookieFailure``). The bookie stored the entry; to the spec the answer is
+        lost (``WriteTimeoutForBookie``, which lets the recovering client change its
+        ensemble). Its delivery is then no step of the spec's (:attr:`timed_out`)."""
+        if self.add_timeout_s is None or answer.kind is not FrameKind.RECOVERY_ADD:
+            return False
+        key = observed.pairing_key(answer.frame)
+        entry = _spec_entry(answer)
+        writes = [
+            e
+            for e in self.events
+            if e.phase is Phase.SENT
+            and e.kind is FrameKind.RECOVERY_ADD
+            and _spec_entry(e) == entry
+        ]
+        request = next((e for e in writes if observed.pairing_key(e.frame) == key), None)
+        delivery = next(
+            (
+                e
+                for e in self.events
+                if e.phase is Phase.RECEIVED and observed.pairing_key(e.frame) == key
+            ),
+            None,
+        )
+        if request is None or delivery is None:
+            return False
+        first = {e.bookie for e in writes if e.at <= request.at}
+        replaced = any(
+            e.bookie not in first and request.at + self.add_timeout_s <= e.at < delivery.at
+            for e in writes
+        )
+        if replaced:
+            self.timed_out.add(key)
+        return replaced
+
     def dropped(self, kind: FrameKind, entry: int | None) -> set[int]:
         """Bookies whose request of this step a proxy dropped: the model's lost messages.
 
@@ -364,6 +406,9 @@ class RecoverySteps:
         if event.phase is not Phase.SENT and observed.pairing_key(event.frame) in self.copies:
             if event.phase is Phase.ANSWERED:
                 self.ignore(event, "answers a copy of a write-back; ignored")
+            return
+        if event.phase is Phase.RECEIVED and observed.pairing_key(event.frame) in self.timed_out:
+            self.ignore(event, "reached the client after it had timed the write-back out; ignored")
             return
         if event.phase is Phase.SENT:
             if event.kind is FrameKind.RECOVERY_READ and self.fence_answers:
@@ -450,7 +495,7 @@ class RecoverySteps:
         entry = _spec_entry(event)
         status = event.status
         bookie = bookie_name(event.bookie)
-        lost = set() if event.delivered else {bookie}
+        lost = set() if event.delivered and not self.answer_timed_out(event) else {bookie}
         # An add's real answer picks which of the model's two outcomes to take.
         scripted = step(
             answer_action(event.kind, status),

@@ -563,3 +563,19 @@ def test_a_fence_read_waiting_with_adds_at_a_paused_bookie_may_come_after_them()
     assert any(a.at > fence.at for a in adds)
     ordered = {e.frame.frame_id: e.at for e in writer_story.fencing_order(events)}
     assert all(ordered[a.frame.frame_id] < ordered[fence.frame.frame_id] for a in adds)
+
+
+def test_a_write_back_answered_after_its_timeout_is_the_specs_lost_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # b2 stored e0's write-back at once; its answer was held 1.7 s; at 1.17 s the client
+    # (add timeout 1 s) wrote e0 back to b4 instead. The answer reached the client too late:
+    # to the spec it is lost, which lets the recovering client change its ensemble.
+    record = EXAMPLES_BY_NAME[
+        "a write-back answered after the client timed it out and wrote it to a replacement"
+    ]
+    judgement = writer_story.judge(record)
+    assert judgement.verdict is Verdict.CLEAN, judgement.outcome.divergences
+    assert "after it had timed the write-back out" in (judgement.outcome.note or "")
+    monkeypatch.setattr(recovery_story.RecoverySteps, "answer_timed_out", lambda _s, _a: False)
+    assert writer_story.judge(record).verdict is Verdict.DIVERGENCE
