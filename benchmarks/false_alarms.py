@@ -130,6 +130,8 @@ def _java(version: str, roles: list[str], seeds: list[int], seconds: float) -> N
             )
             by_example: dict[object, list[str]] = {}
             for line in read_history(run_dir):
+                if not isinstance(line.get("example"), int):
+                    continue  # the finding's replay (example "finding") repeats an example
                 by_example.setdefault(line.get("example"), []).extend(line.get("divergence", []))
             examples += int(result.stats.get("examples", 0))
             for texts in by_example.values():
