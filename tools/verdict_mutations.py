@@ -687,6 +687,15 @@ MUTATIONS = (
         "every write-back answer is lost to the spec: the recovery's write-backs never count",
     ),
     Mutation(
+        "divergences-after-a-stall-decided",
+        "conformance/javaclient/writer_story.py",
+        "            found = [*execution.divergences, *replay.frame_divergences]\n",
+        "            found = []\n",
+        ("tests/conformance/javaclient/test_fault_runs.py",),
+        "divergences that follow from changes a stall hid are reported as the client's (the "
+        "bk-4651 scenario on 4.17.3, the swapped ensemble)",
+    ),
+    Mutation(
         "closing-writer-takes-no-answers",
         "model/bookkeeper/actions.py",
         "        if ctx.cfg.closing_writer_takes_answers:\n",

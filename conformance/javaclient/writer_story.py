@@ -2271,10 +2271,26 @@ def _story(
             + "): the judge cannot place them"
         )
         execution = replay.execution
-        if execution.violations or execution.divergences or replay.frame_divergences:
-            replay.notes.append(hidden)  # what was found stands
-        elif execution.error is None:
-            execution.error = hidden + _HIDDEN_BY_A_STALL
+        if execution.violations:
+            replay.notes.append(hidden)  # a broken invariant stands: it is the data's
+        else:
+            # The changes the stall hid leave the model's writer in another ensemble than the
+            # client's from then on: what diverges after them may be their consequence.
+            found = [*execution.divergences, *replay.frame_divergences]
+            if found:
+                hidden += (
+                    f"; the story's {len(found)} divergence(s) may follow from the changes the "
+                    "stall hid, so they are not decided either ("
+                    + "; ".join(found[:3])
+                    + ("; ..." if len(found) > 3 else "")
+                    + ")"
+                )
+                execution.divergences.clear()
+                replay.frame_divergences.clear()
+            if execution.error is None:
+                execution.error = hidden + _HIDDEN_BY_A_STALL
+            else:
+                replay.notes.append(hidden)
     if replay.wipes is not None and replay.wipes.excused:
         replay.notes.append(
             "the model's AllAckedEntriesAreReadable does not count "

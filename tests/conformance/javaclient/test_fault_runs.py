@@ -558,3 +558,19 @@ def test_the_same_adds_without_the_stall_are_a_divergence() -> None:
     assert any(
         "the spec's writer sends no such add here" in d for d in judgement.outcome.divergences
     )
+
+
+def test_divergences_after_changes_a_stall_hid_are_not_decided() -> None:
+    # The bk-4651 scenario on 4.17.3, another run: the changes the stall hid swapped b3 and
+    # b4 from e1 (through the stalled b1, b2), so the model's writer, which saw none of them,
+    # confirms less than the client: those divergences follow from what it could not see.
+    data = json.loads(
+        (
+            Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4651-stalled-swap.json"
+        ).read_text()
+    )
+    record = WriterRole(WriterShape.parse(data["shape"])).record_from_json(data)
+    judgement = judge(record)
+    assert judgement.verdict is Verdict.UNDECIDED, judgement.outcome
+    assert "may follow from the changes the stall hid" in (judgement.outcome.error or "")
+    assert judge(dataclasses.replace(record, stalled={})).verdict is Verdict.DIVERGENCE
