@@ -47,6 +47,7 @@ from conformance.possible_states import (
     certain_violations,
     corresponding,
     distinct,
+    with_internal_steps_earlier,
 )
 from conformance.races import (
     RaceTally,
@@ -152,6 +153,24 @@ class Outcome:
         return self.verdict.exit_code
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """An observation judged, kept to be judged again from an earlier state (the bookies' own
+    steps taken before it: :func:`~conformance.possible_states.with_internal_steps_earlier`):
+    the states still possible before it, and what was observed: a harness step's answer
+    (``label``; ``observed`` None: nothing of it seen), the metadata read where the harness
+    was to write (``seen``), or the run's end (``snapshot``). A race (``barrier``) is not
+    judged again: nothing earlier than it is tried."""
+
+    before: tuple[Possible, ...]
+    index: int
+    label: Label | None = None
+    observed: Observation | None = None
+    seen: MetadataSeen | None = None
+    snapshot: TargetSnapshot | None = None
+    barrier: bool = False
+
+
 class Execution:
     """One run of the model on one target. ``apply`` steps; ``finish`` judges the end."""
 
@@ -178,6 +197,8 @@ class Execution:
         self.failure: TargetError | None = None  # the target error behind ``error``
         self.race_tally = RaceTally()
         self.bookies_own = BookiesOwnTally()
+        #: Every observation judged, when the bookies act on their own (``_Judged``).
+        self._judged: list[_Judged] = []
 
     @property
     def state(self) -> State:
@@ -188,6 +209,7 @@ class Execution:
     def state(self, state: State) -> None:
         """Start from ``state`` alone (a test's prefix), the trace as it is."""
         self.possible = [Possible(state, self.possible[0].trace)]
+        self._judged.clear()
 
     @property
     def trace(self) -> list[Step[State, Label]]:
@@ -315,6 +337,7 @@ class Execution:
         self._conclude_step(records[-1])
         for record in records:
             self._record(record)
+        self._keep_judged(_Judged((), records[-1].index, barrier=True))
         return records
 
     def _race_record(
@@ -410,6 +433,7 @@ class Execution:
         what happened) and returns what was seen of its answer (None: nothing to compare); the
         answer is judged from every state still possible."""
         label, before = transition.label, self.state
+        kept_before = tuple(self.possible)
         record = StepRecord(len(self.records) + 1, label.action, describe_step(label))
         try:
             observed = observe(label, before, transition.state, record)
@@ -419,18 +443,126 @@ class Execution:
                 self.failure = exc
                 observed = None
             else:
-                return self._metadata_changed_outside(exc, record)
+                judged = _Judged(kept_before, record.index, seen=exc.seen)
+                self._metadata_changed_outside(exc, record, judged)
+                self._keep_judged(judged)
+                return record
         except TargetError as exc:
             self.error = record.error = str(exc)
             self.failure = exc
             observed = None
-        self._judge(transition, observed, record)
+        judged = _Judged(kept_before, record.index, label=label, observed=observed)
+        self._judge(transition, observed, record, judged)
         self._conclude_step(record)
         self._record(record)
+        self._keep_judged(judged)
         return record
 
+    def _keep_judged(self, judged: _Judged) -> None:
+        if self.cfg.internal_client is not None:
+            self._judged.append(judged)
+
+    def _advance(self, possibles: Sequence[Possible], judged: _Judged) -> list[Possible]:
+        """The states ``judged``'s observation leaves from ``possibles``, as the step judged it
+        (the bookies' own steps searched from them when none explains it); empty: none.
+        :class:`InternalSearchExhausted` from that search."""
+        if judged.label is None:
+            seen, snapshot = judged.seen, judged.snapshot
+
+            def accept(p: Possible) -> bool:
+                if seen is not None:
+                    return _metadata_is(p.state, seen)
+                assert snapshot is not None
+                return not state_differences(self.cfg, p.state, snapshot)
+
+            found = [p for p in possibles if accept(p)]
+            if found:
+                return found
+            return distinct(after_internal_steps(self.cfg, self.invariants, possibles, accept))
+        label, observed = judged.label, judged.observed
+
+        def survivors(states: Sequence[Possible]) -> list[Possible]:
+            return [
+                possible.then(self.cfg, self.invariants, step)
+                for possible in states
+                for step in corresponding(self.cfg, possible.state, label)
+                if not _judged(step, possible.state, observed)[1]
+            ]
+
+        kept = survivors(possibles)
+        if not kept and observed is not None:
+            kept = survivors(
+                after_internal_steps(
+                    self.cfg,
+                    self.invariants,
+                    possibles,
+                    lambda p: bool(survivors([p])),
+                )
+            )
+        return distinct(kept)
+
+    def _explain_earlier(self, failing: _Judged, record: StepRecord) -> list[Possible] | None:
+        """The states that explain ``failing`` and every observation before it with the
+        bookies' own steps placed before an earlier one (4.18.0 starts their recovery as the
+        bookie comes back; the harness may have changed a bookie since). Empty: none does (a
+        divergence); None, and the run undecided, when the search passed a bound."""
+        judged = [*self._judged, failing]
+        barriers = [n for n, j in enumerate(judged) if j.barrier]
+        first = barriers[-1] + 1 if barriers else 0
+        window = judged[first:]
+        bounded: list[str] = []
+
+        def replay(states: Sequence[Possible], k: int) -> list[Possible]:
+            # Every state the bookies' steps reach is judged at once: the observations drop
+            # most of them, and only what survives them all must fit in the judge's bound.
+            kept = list(states)
+            for later in window[k:]:
+                try:
+                    kept = self._advance(kept, later)
+                except InternalSearchExhausted as exc:
+                    bounded.append(str(exc))
+                    return []
+                if not kept:
+                    return []
+            if len(kept) > MAX_POSSIBLE_STATES:
+                bounded.append(
+                    f"{len(kept)} model states explain it, more than the {MAX_POSSIBLE_STATES} "
+                    "the judge keeps"
+                )
+                return []
+            return kept
+
+        try:
+            k, explained = with_internal_steps_earlier(
+                self.cfg, self.invariants, [j.before for j in window], replay
+            )
+        except InternalSearchExhausted as exc:
+            bounded.append(str(exc))
+            explained = []
+        if not explained:
+            if bounded:
+                self.error = record.error = (
+                    "could not tell what the bookies did on their own: no sequence of their "
+                    f"steps explains the observation from the states kept, and placed earlier "
+                    f"the search passed a bound ({bounded[0]}); this run decides nothing"
+                )
+                self.failure = None
+                return None
+            return []
+        placed = window[k].index
+        since = min(len(p.trace) for p in window[k].before)
+        own = [
+            describe_step(step.label)
+            for step in explained[0].trace[since:]
+            if step.label is not None and bookie_internal(self.cfg, step.label)
+        ]
+        record.bookies_own = [f"earlier, before step {placed}:", *own]
+        self.bookies_own.explained += 1
+        self.bookies_own.steps += len(own)
+        return explained
+
     def _metadata_changed_outside(
-        self, exc: MetadataChangedOutside, record: StepRecord
+        self, exc: MetadataChangedOutside, record: StepRecord, judged: _Judged
     ) -> StepRecord:
         """The ledger's metadata was written by someone the harness does not drive, before the
         step's own write: the bookies' own recovery, if some sequence of its steps from a
@@ -449,6 +581,10 @@ class Execution:
         explained = self._after_internal_steps(lambda p: _metadata_is(p.state, seen), record)
         if explained is None:
             return self._concluded(record)
+        if not explained:
+            explained = self._explain_earlier(judged, record)
+            if explained is None:
+                return self._concluded(record)
         if not explained:
             record.divergence = [
                 f"the ledger's metadata was written outside the harness ({seen.status} at "
@@ -496,7 +632,11 @@ class Execution:
         return record
 
     def _judge(
-        self, transition: Transition, observed: Observation | None, record: StepRecord
+        self,
+        transition: Transition,
+        observed: Observation | None,
+        record: StepRecord,
+        judged: _Judged,
     ) -> None:
         """Advance every state still possible by the step, keeping those whose prediction is
         the answer observed; none: a divergence, and the primary's step is taken."""
@@ -540,6 +680,17 @@ class Execution:
                         survivors.append(
                             (possible.then(self.cfg, self.invariants, step), step, expected)
                         )
+        if not survivors and self.cfg.internal_client is not None and observed is not None:
+            earlier = self._explain_earlier(judged, record)
+            if earlier is None:
+                self.possible = [self.possible[0].then(self.cfg, self.invariants, transition)]
+                return
+            if earlier:
+                last = earlier[0].trace[-1].label
+                assert last is not None
+                record.action, record.description = last.action, describe_step(last)
+                self.possible = earlier
+                return
         if not survivors:
             if len(self.possible) > 1:
                 primary_differences = [
@@ -603,6 +754,9 @@ class Execution:
             explained = self._after_internal_steps(
                 lambda p: not state_differences(self.cfg, p.state, snapshot), record
             )
+            if explained == []:
+                judged = _Judged(tuple(self.possible), record.index, snapshot=snapshot)
+                explained = self._explain_earlier(judged, record)
             if explained:
                 self.possible = explained
                 self._concluded(record)

@@ -22,7 +22,9 @@ The same set holds what the bookies did on their own (``bookie_recovers_limbo``:
 data-integrity service recovering a limbo ledger through the bookie's internal client). No
 harness drives those steps; when an answer, the ledger's metadata or the run's end is
 explained by no kept state, the states the bookies' own steps lead to are searched for those
-that explain it (:func:`after_internal_steps`, trace validation of an observed actor).
+that explain it (:func:`after_internal_steps`, trace validation of an observed actor); when
+none do, the same steps placed before an earlier observation, with every observation since
+judged again (:func:`with_internal_steps_earlier`).
 
 Steps are chosen from the first kept state (the *primary*: the explanation found first). The
 same step from another kept state is the one with the same event (action, actor, the message
@@ -53,6 +55,9 @@ MAX_POSSIBLE_STATES = 64
 #: of the ledger and a bookie leaving limbo take about 20 steps with two bookies.
 MAX_INTERNAL_STEPS = 60
 MAX_INTERNAL_STATES = 50_000
+#: The bookies' own steps placed before an earlier observation than the one that needs them
+#: (:func:`with_internal_steps_earlier`): model states visited over every place tried.
+MAX_EARLIER_STATES = 20_000
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,58 @@ def after_internal_steps(
     raise InternalSearchExhausted(f"the bookies' own steps go on past {MAX_INTERNAL_STEPS}")
 
 
+def with_internal_steps_earlier(
+    cfg: ModelConfig,
+    invariants: tuple[Invariant, ...],
+    befores: Sequence[Sequence[Possible]],
+    replay: Callable[[Sequence[Possible], int], Sequence[Possible]],
+) -> tuple[int, list[Possible]]:
+    """The bookies' own steps taken **earlier** than the observation that shows them.
+
+    :func:`after_internal_steps` looks for the bookies' steps from the states kept when an
+    observation needs them. They may have been taken long before: a bookie's data-integrity
+    service recovers a limbo ledger as soon as the bookie is back (4.18.0 starts it with the
+    bookie), and what the harness did meanwhile may have changed what that recovery would
+    read from then on (a write-back reached a bookie after the recovery had read it). Then no
+    steps from the states kept explain the observation, while the same steps placed earlier do.
+
+    ``befores[k]`` are the states still possible before the k-th observation judged so far
+    (the last: the one nothing kept explains); ``replay(states, k)`` judges the observations
+    from the k-th on from ``states`` (the run's answers again, each from every state) and
+    gives what survives (empty: not explained). For each k from the first on, the states that
+    the bookies' own steps lead to from ``befores[k]`` are replayed, fewest steps first: the
+    first k and count that explain every observation from k on give ``(k, survivors)``;
+    ``(-1, [])`` when none does. :class:`InternalSearchExhausted` past
+    :data:`MAX_EARLIER_STATES` states of the bookies' steps in all."""
+    visited = 0
+    for k, before in enumerate(befores):
+        seen = {p.state for p in before}
+        frontier = list(before)
+        for _depth in range(MAX_INTERNAL_STEPS):
+            following: list[Possible] = []
+            for possible in frontier:
+                for step in successors(cfg, possible.state):
+                    if step.label.lost or not bookie_internal(cfg, step.label):
+                        continue
+                    if step.state in seen:
+                        continue
+                    seen.add(step.state)
+                    visited += 1
+                    if visited > MAX_EARLIER_STATES:
+                        raise InternalSearchExhausted(
+                            f"more than {MAX_EARLIER_STATES} model states of the bookies' own "
+                            "steps placed earlier"
+                        )
+                    following.append(possible.then(cfg, invariants, step))
+            if not following:
+                break
+            survivors = list(replay(following, k))
+            if survivors:
+                return k, survivors
+            frontier = following
+    return -1, []
+
+
 def distinct(possibles: Iterable[Possible]) -> list[Possible]:
     """One possibility per state: the first's trace (the explanation found first), and the
     invariants broken on *every* trace that reached the state (a trace that broke nothing
@@ -181,6 +238,7 @@ def certain_violations(possibles: Sequence[Possible]) -> frozenset[str]:
 
 
 __all__ = [
+    "MAX_EARLIER_STATES",
     "MAX_INTERNAL_STATES",
     "MAX_INTERNAL_STEPS",
     "MAX_POSSIBLE_STATES",
@@ -190,4 +248,5 @@ __all__ = [
     "certain_violations",
     "corresponding",
     "distinct",
+    "with_internal_steps_earlier",
 ]

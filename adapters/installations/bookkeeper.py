@@ -45,10 +45,13 @@ from adapters.installations.releases import (
     parse_listing,
 )
 
-#: The version installed when none is named: the release the suite's documents and findings
-#: were made with. Which versions exist is the configured repository's to say
-#: (:func:`available`, ``bkconform bookkeeper list --available``).
-DEFAULT_VERSION = "4.17.3"
+#: The version installed when none is named: the current release, the newest that Maven
+#: Central served completely to every machine the suite runs on when it was chosen (2026-11:
+#: 4.18.0, which moved the wire protocol and the metadata to LightProto; 4.18.2 was listed
+#: before its parent POM was served, and 4.17.4 was not served at all). Which versions exist is
+#: the configured repository's to say (:func:`available`, ``bkconform bookkeeper list
+#: --available``); the findings name the release each was judged on.
+DEFAULT_VERSION = "4.18.0"
 
 _BOOKIE = "the bookie"
 _SHELL = "the shell"

@@ -46,9 +46,9 @@ from adapters.user_state import home_text
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _MAIN_CLASS_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
-#: The release installed when none is named: the one the default BookKeeper release (4.17.3)
+#: The release installed when none is named: the one the default BookKeeper release (4.18.0)
 #: depends on (its bookkeeper-server POM; a test reads it from the BookKeeper install).
-DEFAULT_VERSION = "3.9.3"
+DEFAULT_VERSION = "3.9.5"
 #: Bumped whenever conf/ changes: an install of an older layout counts as not installed.
 LAYOUT_VERSION = 1
 

@@ -1103,7 +1103,9 @@ def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transiti
 
     With ``fenced_writer_closes``, on a ledger another client closed meanwhile, BookKeeper's
     ``closeRecovered`` writes nothing and ends with the metadata it finds: the client's LAC
-    is the ledger's last entry."""
+    is the ledger's last entry. The bookies' own client (``bookie_recovers_limbo``) also closes
+    a ledger another recovery marked IN_RECOVERY again since its own mark, as
+    ``closeRecovered`` does."""
     s = ctx.s
     if (
         c.recovery_phase != READ_WRITE_PHASE
@@ -1122,10 +1124,16 @@ def _recovery_client_closes_ledger(ctx: _Ctx, c: ClientState, out: list[Transiti
         )
         out.append(Transition(label, s._replace(clients=_set_client(s, found))))
         return
-    if s.meta_version != c.meta_version or s.meta_status != STATUS_IN_RECOVERY:
+    if s.meta_status != STATUS_IN_RECOVERY:
         return
-    assert c.meta_version is not None
-    client = c._replace(status=STATUS_CLOSED, meta_version=c.meta_version + 1)
+    # The spec closes only at the version the client wrote. The bookies' own client is
+    # BookKeeper's: closeRecovered's MetadataUpdateLoop re-reads the znode after a version
+    # conflict and closes it whenever it is still IN_RECOVERY, so another recovery that marked
+    # the ledger IN_RECOVERY again meanwhile does not stop it (the fragments are those it
+    # recovered: while the ledger is IN_RECOVERY only a close changes them).
+    if s.meta_version != c.meta_version and not _bookkeepers(ctx.cfg, c):
+        return
+    client = c._replace(status=STATUS_CLOSED, meta_version=s.meta_version + 1)
     label = Label(
         "RecoveryClientClosesLedger",
         client=c.id,

@@ -18,7 +18,7 @@ from model.bookkeeper.actions import bookie_internal, driven_successors, init_st
 from model.bookkeeper.bookie import BookieLedger
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.explore import check_exhaustively
-from model.bookkeeper.interleavings import LIMBO_CRASH, LIMBO_CRASH_PREFIX
+from model.bookkeeper.interleavings import LIMBO_CRASH, LIMBO_CRASH_PREFIX, SEED_001
 from model.bookkeeper.records import STATUS_CLOSED, STATUS_NAMES, State, bookies_of
 from model.bookkeeper.scripted import ScriptedStep, step, take
 
@@ -141,6 +141,33 @@ def test_a_recovery_over_one_in_recovery_writes_nothing_as_bookkeeper_s() -> Non
     assert own.meta_version == 2 and own.clients[2].meta_version == 2
 
 
+def test_its_close_follows_another_recovery_s_mark_as_bookkeeper_s_close_does() -> None:
+    # c3 marks the ledger IN_RECOVERY, then w2 marks it again (version 3): the spec's close
+    # needs the version c3 wrote; BookKeeper's closeRecovered re-reads and closes the ledger
+    # still IN_RECOVERY (4.18.0's make run: the ledger CLOSED where the model kept IN_RECOVERY).
+    state = _run(init_state(CFG), CRASHED)
+    state = take(CFG, state, OWN_RECOVERY[0]).state
+    state = take(CFG, state, step("ClientStartsRecovery", client="c2")).state
+    assert (state.meta_version, state.clients[2].meta_version) == (3, 2)
+    # The bookies answer c3's requests (w2's wait on the wire).
+    own = tuple(
+        dataclasses.replace(scripted, sender="c3") if scripted.bookie else scripted
+        for scripted in OWN_RECOVERY[1:]
+    )
+    closed = _run(state, own)
+    assert (closed.meta_status, closed.meta_version, closed.meta_last_entry) == (
+        STATUS_CLOSED,
+        4,
+        1,
+    )
+    assert closed.clients[2].meta_version == 4
+    # w2 (a harness client, the spec's close) finds the ledger CLOSED: no close of its own.
+    assert not any(
+        t.label.action == "RecoveryClientClosesLedger" and t.label.client == 1
+        for t in successors(CFG, closed)
+    )
+
+
 def test_the_switch_needs_limbo_and_a_client_of_the_bookies() -> None:
     with pytest.raises(ConfigError, match="needs limbo_on_unclean_shutdown"):
         ModelConfig(bookies=2, clients=3, write_quorum=2, bookie_recovers_limbo=True)
@@ -228,3 +255,77 @@ def test_the_end_is_explained_by_what_the_bookies_did_after_the_last_step() -> N
     assert outcome.steps[-1].action == BOOKIES_OWN
     # b1's limbo shows in no entry: the fewest steps that explain the end leave it there.
     assert {p.state.b_limbo[0] for p in execution.possible} == {True}
+
+
+# The bookies' own steps taken earlier than the observation that shows them ---------------------
+
+#: ``qualify``'s limbo-crash configuration (two bookies, ack quorum 2, one add in flight).
+QUALIFY_CFG = dataclasses.replace(
+    SEED_001.protected, lac_of_highest_entry=True
+).with_bookies_recovering()
+#: 4.18.0's ``make run`` (limbo-crash, shard 2): w2 recovers e1 and writes it back; b1, which
+#: confirmed the write-back, restarts empty, in limbo; then b2 takes the write-back.
+RECOVERED_THEN_CRASHED = (
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+    step("ClientStartsRecovery", client="c2"),
+    step("BookieSendsFencingReadLacResponse", bookie="b1"),
+    step("BookieSendsFencingReadLacResponse", bookie="b2"),
+    step("BookieSendsAddFencedResponse", bookie="b2"),
+    step("ClientReceivesFencingReadLacResponse", client="c2", peer="b1"),
+    step("ClientSendsRecoveryReadRequests", client="c2"),
+    step("BookieSendsReadResponse", bookie="b1"),
+    step("BookieSendsReadResponse", bookie="b2", lost={"b2"}),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+    step("ClientWritesBackEntry", client="c2"),
+    step("ClientSendsRecoveryReadRequests", client="c2", lost={"b2"}),
+    step("BookieSendsReadResponse", bookie="b1"),
+    step("ClientReceivesRecoveryReadResponse", client="c2", peer="b1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("RecoveryClientReceivesAddConfirmedResponse", client="c2", peer="b1"),
+    step("BookieRestartsEmpty", bookie="b1"),
+)
+#: The bookies' client, right after the restart: b1 (limbo) answers Unknown, b2 does not hold
+#: e1 yet (w2's write-back is still on its way), so the recovery closes the ledger empty.
+OWN_RECOVERY_AT_ONCE = (
+    step("ClientStartsRecovery", client="c3"),
+    step("BookieSendsFencingReadLacResponse", bookie="b1", sender="c3"),
+    step("BookieSendsFencingReadLacResponse", bookie="b2", sender="c3"),
+    step("ClientReceivesFencingReadLacResponse", client="c3", peer="b1"),
+    step("ClientReceivesFencingReadLacResponse", client="c3", peer="b2"),
+    step("ClientSendsRecoveryReadRequests", client="c3"),
+    step("BookieSendsReadResponse", bookie="b1", sender="c3"),
+    step("BookieSendsReadResponse", bookie="b2", sender="c3"),
+    step("ClientReceivesRecoveryReadResponse", client="c3", peer="b2"),
+    step("RecoveryClientClosesLedger", client="c3"),
+)
+AFTER_THE_RESTART = (
+    step("BookieSendsAddConfirmedResponse", bookie="b2"),
+    step("RecoveryClientReceivesAddConfirmedResponse", client="c2", peer="b2"),
+)
+
+
+def test_the_bookies_recovery_right_after_a_restart_explains_an_end_it_no_longer_would() -> None:
+    # Searched from the end, the bookies' client would read e1 from b2 (w2 wrote it back after
+    # the restart) and close the ledger at e1; the ledger is CLOSED empty: their recovery read
+    # b2 before the write-back reached it. Placed before the write-back, it explains the end.
+    target = SelfRecovering(QUALIFY_CFG)
+    execution = Execution(QUALIFY_CFG, target)
+    assert execution.begin()
+    for scripted in RECOVERED_THEN_CRASHED:
+        execution.apply(take(QUALIFY_CFG, execution.state, scripted))
+    state = execution.state
+    for scripted in OWN_RECOVERY_AT_ONCE:
+        state = take(QUALIFY_CFG, state, scripted).state
+    assert (state.meta_status, state.meta_last_entry) == (STATUS_CLOSED, 0)
+    target.act_on_their_own(execution.state, OWN_RECOVERY_AT_ONCE)
+    for scripted in AFTER_THE_RESTART:
+        execution.apply(take(QUALIFY_CFG, execution.state, scripted))
+    assert not execution.stopped
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.CLEAN, outcome.divergences
+    end = outcome.steps[-1]
+    assert end.action == BOOKIES_OWN and end.bookies_own[0] == "earlier, before step 21:"
+    assert execution.state.meta_last_entry == 0

@@ -100,16 +100,27 @@ def test_a_hosted_bookie_loses_its_disks_and_restarts_inside_its_jvm(
         cluster.restart_with_data_loss(node, DataLoss.WIPE)
         log = cluster.bookie(node.id).process.log_path
         assert _log_says(log, "bookie generation 3 started")
-        # And again before its start ended: BookieServer.start's closing 250 ms sleep (4.17.x)
-        # is cut short and the generation's later components never start, as when a real
-        # bookie is killed then; the next generation serves. A race window, no margin: the
-        # second command must reach the host within what is left of those 250 ms after the
-        # first restart saw generation 4 registered and answering.
-        cluster.restart_with_data_loss(node, DataLoss.WIPE)
-        cluster.restart_with_data_loss(node, DataLoss.WIPE)
-        assert _log_says(log, "generation 4 closed before its start ended")
         assert bookie_answers(LOOPBACK, cluster.bookie(node.id).config.port)
-        assert _log_says(log, "bookie generation 5 started")
+
+
+@pytest.mark.cluster
+def test_a_hosted_4_17_bookie_restarted_during_its_start_sleep_skips_its_later_components(
+    work_dir: Path,
+) -> None:
+    # BookieServer.start's closing 250 ms sleep (4.17.x; removed in 4.18.0 by
+    # apache/bookkeeper#4336) is cut short and the generation's later components never start,
+    # as when a real bookie is killed then; the next generation serves. A race window, no
+    # margin: the second command must reach the host within what is left of those 250 ms
+    # after the first restart saw generation 3 registered and answering.
+    with LocalCluster(hosted_options(work_dir, installed_home("4.17.3"), LIMBO)) as cluster:
+        _restart_in_jvm_and_check(cluster)
+        node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+        log = cluster.bookie(node.id).process.log_path
+        cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        assert _log_says(log, "generation 3 closed before its start ended")
+        assert bookie_answers(LOOPBACK, cluster.bookie(node.id).config.port)
+        assert _log_says(log, "bookie generation 4 started")
 
 
 @pytest.mark.cluster

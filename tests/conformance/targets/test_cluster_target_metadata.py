@@ -283,3 +283,27 @@ def test_zookeeper_stopped_before_an_expected_to_fail_close_is_undecided(tmp_pat
     assert outcome.exit_code == 2
     assert outcome.divergences == [] and outcome.violations == []
     assert outcome.error is not None
+
+
+def test_metadata_written_between_the_read_and_the_write_is_a_target_error() -> None:
+    # The znode is at the model's version when read, then the bookie's own recovery writes it
+    # before the target's compare-and-set: the failed write is read again, not taken for the
+    # model's own mismatch.
+    step = "ClientStartsRecovery"
+    *_, before, start = path_to(CFG, step)
+    known = before.state.meta_version - 1
+    store = Store(OPEN, version=known, write=MetadataVersionMismatch("/l", known))
+    reads = iter((known, known + 1))
+    original = store.__getattr__("read")
+
+    def read(*args: Any) -> Any:
+        current, _ = original(*args)
+        return current.to_in_recovery(), next(reads)
+
+    store.read = read  # type: ignore[method-assign]
+    target = Offline(store)
+    try:
+        with pytest.raises(TargetError, match="changed outside the model"):
+            _invoke(target, before, start)
+    finally:
+        target.close()

@@ -165,13 +165,15 @@ public final class BookieHost {
      * Starts a generation's components on a thread of its own, so that the main thread reads
      * the next command while they start.
      *
-     * <p>Why: {@code BookieServer.start} ends with a 250 ms sleep (4.17.x, "fixes test
-     * flappers until ISSUE#1400"), after its request server runs and the bookie is
-     * registered, and only then are the later components (the data-integrity service) started.
-     * A crash that comes during that sleep waited for it. A real bookie killed in those 250 ms
-     * never starts its later components either: {@link #abandon} ends the sleep (an interrupt)
-     * and no later component starts. It interrupts only there: while the server component
-     * starts and the bookie server says it runs; a start at any other point is waited for.
+     * <p>Why: up to 4.17.x, {@code BookieServer.start} ends with a 250 ms sleep ("fixes test
+     * flappers until ISSUE#1400"; removed in 4.18.0 by apache/bookkeeper#4336), after its
+     * request server runs and the bookie is registered, and only then are the later components
+     * (the data-integrity service) started. A crash that comes during that sleep waited for
+     * it. A real bookie killed in those 250 ms never starts its later components either:
+     * {@link #abandon} ends the sleep (an interrupt) and no later component starts. It
+     * interrupts only there: while the server component starts and the bookie server says it
+     * runs; a start at any other point is waited for (on 4.18.0 there is nothing to cut
+     * short: a restart waits for the components still starting).
      */
     private final class Starter extends Thread implements LifecycleListener {
         private final LifecycleComponentStack stack;
