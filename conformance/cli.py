@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from conformance.commands import cluster as cluster_command
 from conformance.commands import docker as docker_command
 from conformance.commands import doctor as doctor_command
+from conformance.commands import encodings as encodings_command
 from conformance.commands import model as model_command
 from conformance.commands import qualify as qualify_command
 from conformance.commands import releases as releases_command
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_command.register(subparsers)
     zab_command.register(subparsers)
     releases_command.register(subparsers)
+    encodings_command.register(subparsers)
     return parser
 
 

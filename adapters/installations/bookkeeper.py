@@ -84,7 +84,7 @@ GROUP_ID = "org.apache.bookkeeper"
 ARTIFACT_ID = "bookkeeper-server"
 #: Bumped whenever the launcher or conf/ change: an install of an older layout counts as not
 #: installed, and the next use reinstalls it (from ~/.m2, offline).
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 _VERSION_PLACEHOLDER = "@BOOKKEEPER_VERSION@"
 
 
@@ -250,11 +250,14 @@ exec "$JAVA" -cp "$CLASSPATH" \\
 
 LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- bkconform: BookKeeper 4.15+ (log4j2) logs to the console; the local provider keeps each
-     bookie's console in its own log file. Level: -Dbookkeeper.log.root.level (INFO). -->
+     bookie's console in its own log file. Level: -Dbookkeeper.log.root.level (INFO).
+     %X: from 4.18.0 BookKeeper logs through slog, whose attributes (the shell's results among
+     them: "ledgerID {ledgerId=150}") only a pattern with %X shows, as the release's own
+     conf/log4j2.xml has it; older releases print {} there. -->
 <Configuration status="warn" name="bkconform-bookkeeper">
   <Appenders>
     <Console name="CONSOLE" target="SYSTEM_OUT">
-      <PatternLayout pattern="%d{ISO8601} %-5p [%t] %c{1} - %m%n"/>
+      <PatternLayout pattern="%d{ISO8601} %-5p [%t] %c{1} - %m %X%n"/>
     </Console>
   </Appenders>
   <Loggers>

@@ -463,7 +463,7 @@ class ProxyCore:
         action: Action = Forward() if live is None else live.rule.action
         record = self.log.add_frame(
             self.name, connection.id, info, len(payload), _decision(action),
-            None if live is None else live.rule_id,
+            None if live is None else live.rule_id, payload=payload,
         )  # fmt: skip
         pending = _Pending(record, encode_frame(payload), connection)
         if isinstance(action, Forward):
@@ -576,7 +576,7 @@ class ProxyCore:
             info = dataclasses.replace(info, flags=original.info.flags)
         forged = self.log.add_frame(
             self.name, connection.id, info, len(payload), "forged", rule_id,
-            forged_from=original.frame_id,
+            forged_from=original.frame_id, payload=payload,
         )  # fmt: skip
         self._cancel(pending, f"forged {status.name}")
         client.write(encode_frame(payload))

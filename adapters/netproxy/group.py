@@ -118,6 +118,29 @@ class ProxyGroup(LoopThreadFacade):
         frame_log = self._require_log()
         return self._call(lambda: [record.snapshot() for record in frame_log.connections])
 
+    def keep_payloads(self, keep: bool = True) -> None:
+        """Keep (or stop keeping) the payload of every frame logged from now on, for
+        :meth:`payloads`: whole frames, byte for byte, as they crossed the proxy."""
+        frame_log = self._require_log()
+
+        def switch() -> None:
+            frame_log.keeps_payloads = keep
+
+        self._call(switch)
+
+    def payloads(self, frame_ids: Iterable[int] | None = None) -> dict[int, bytes]:
+        """Frame id -> payload (the bytes after the 4-byte length prefix) of the frames logged
+        while :meth:`keep_payloads` was on (of ``frame_ids`` only, when given)."""
+        frame_log = self._require_log()
+        wanted = None if frame_ids is None else set(frame_ids)
+        return self._call(
+            lambda: {
+                frame_id: payload
+                for frame_id, payload in frame_log.payloads.items()
+                if wanted is None or frame_id in wanted
+            }
+        )
+
     def mark(self) -> int:
         """The id of the last frame logged so far (pass it as ``since`` to wait for new ones)."""
         frame_log = self._require_log()

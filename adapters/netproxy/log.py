@@ -81,6 +81,12 @@ class FrameLog:
         self.frames: list[FrameRecord] = []
         self.deliveries: dict[int, DeliveryRecord] = {}
         self.connections: list[ConnectionRecord] = []
+        #: Keep every frame's payload (bytes after the length prefix) from now on, in
+        #: :attr:`payloads`. Off by default: a search's session logs thousands of entries, and
+        #: only a capture of whole frames (``bkconform encodings``) needs the bytes.
+        self.keeps_payloads = False
+        #: Frame id -> its payload, for the frames logged while :attr:`keeps_payloads` was on.
+        self.payloads: dict[int, bytes] = {}
         self._frame_ids = itertools.count(1)
         self._connection_ids = itertools.count(1)
         self._waiters: list[tuple[str | None, FrameMatch, int, asyncio.Future[FrameRecord]]] = []
@@ -101,12 +107,15 @@ class FrameLog:
         rule_id: int | None,
         *,
         forged_from: int | None = None,
+        payload: bytes | None = None,
     ) -> FrameRecord:
         record = FrameRecord(
             next(self._frame_ids), proxy, connection_id, time.monotonic(), info, size, decision,
             rule_id, forged_from,
         )  # fmt: skip
         self.frames.append(record)
+        if self.keeps_payloads and payload is not None:
+            self.payloads[record.frame_id] = payload
         if self._waiters:
             self._wake(record)
         return record

@@ -17,6 +17,7 @@ from adapters.bookkeeper.client import BookieClient, V2BookieClient
 from adapters.bookkeeper.errors import ConnectionClosed, RequestTimeout
 from adapters.bookkeeper.framing import encode_frame
 from adapters.bookkeeper.status import StatusCode
+from adapters.bookkeeper.v3 import decode_request, decode_response
 from adapters.netproxy import (
     BookieProxy,
     Delay,
@@ -67,6 +68,25 @@ async def test_forwards_and_logs_both_directions(proxy: BookieProxy) -> None:
     assert [f.frame_id for f in frames] == sorted(f.frame_id for f in frames)
     deliveries = await asyncio.to_thread(proxy.group.deliveries)
     assert all(deliveries[f.frame_id].delivered for f in frames)
+
+
+@async_test()
+async def test_kept_payloads_are_the_frames_bytes(proxy: BookieProxy) -> None:
+    """Off by default; once on, every frame's payload is kept, byte for byte as it crossed."""
+    group = proxy.group
+    async with await connect(proxy) as client:
+        await write_entries(client, 1)
+        await asyncio.to_thread(group.keep_payloads)
+        await client.read(LEDGER, 0)
+    frames = await asyncio.to_thread(proxy.frames)
+    kept = await asyncio.to_thread(group.payloads)
+    assert sorted(kept) == [f.frame_id for f in frames[2:]]  # the add's were not kept
+    request, response = (kept[f.frame_id] for f in frames[2:])
+    assert decode_request(request).readRequest.entryId == 0
+    assert decode_response(response).readResponse.body == entry(0)
+    assert [len(kept[f.frame_id]) for f in frames[2:]] == [f.size for f in frames[2:]]
+    only = await asyncio.to_thread(group.payloads, [frames[3].frame_id])
+    assert list(only) == [frames[3].frame_id]
 
 
 @async_test()

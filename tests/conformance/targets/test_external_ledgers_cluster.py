@@ -65,7 +65,9 @@ class Cluster:
 
     def listledgers(self) -> list[int]:
         """``bookkeeper shell listledgers``: every ledger id BookKeeper lists."""
-        return sorted(int(i) for i in re.findall(r"ledgerID: (\d+)", self.shell("listledgers")))
+        # "ledgerID: 7" up to 4.17; from 4.18.0 an slog attribute: "ledgerID {ledgerId=7}".
+        listed = self.shell("listledgers")
+        return sorted(int(i) for i in re.findall(r"ledgerID(?:: |\s+\{ledgerId=)(\d+)", listed))
 
     def simpletest_ledger(self, log: Path) -> int:
         """A ledger BookKeeper's own client creates, unmarked: ``shell simpletest`` creates a
