@@ -36,7 +36,7 @@ import shutil
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -123,6 +123,12 @@ class Product:
     own_groups: tuple[str, ...] = ()
     #: Raised for an install that was complete and is not any more (None: ``error``).
     broken: type[ClusterError] | None = None
+    #: Placeholders of the POM template besides the version, with the values of a first
+    #: resolution; ``pom_values(version, listed)`` says, from what that resolution listed (the
+    #: release's own POMs are then in the local repository), the values the release itself
+    #: asks for: where they differ, the POM is rendered with them and resolved again.
+    pom_defaults: Mapping[str, str] = field(default_factory=dict)
+    pom_values: Callable[[str, Sequence[ListedArtifact]], Mapping[str, str]] | None = None
 
     @property
     def coordinates(self) -> str:
@@ -145,13 +151,16 @@ class Product:
     def reinstall_command(self, version: str) -> str:
         return f"bkconform {self.directory} install {version} --force"
 
-    def render_pom(self, version: str) -> str:
+    def render_pom(self, version: str, values: Mapping[str, str] | None = None) -> str:
         template = (
             resources.files("adapters.installations")
             .joinpath(self.pom_resource)
             .read_text(encoding="utf-8")
         )
-        return template.replace(self.placeholder, self.check_version(version))
+        text = template.replace(self.placeholder, self.check_version(version))
+        for placeholder, value in {**self.pom_defaults, **(values or {})}.items():
+            text = text.replace(placeholder, value)
+        return text
 
 
 @dataclass(frozen=True)
@@ -662,6 +671,28 @@ def _build(
         raise product.error(
             f"mvn succeeded but wrote no dependency list ({listing}): {exc}"
         ) from exc
+    asked = dict(product.pom_values(version, artifacts)) if product.pom_values else {}
+    if asked and asked != {k: product.pom_defaults.get(k) for k in asked}:
+        pom.write_text(product.render_pom(version, asked))
+        run_offline_first(
+            offline,
+            resolve,
+            lambda run, attempt: product.error(
+                explain_maven_failure(
+                    product,
+                    version,
+                    run.output,
+                    offline=attempt,
+                    incomplete=run.incomplete,
+                    environ=environ,
+                    maven_repo=maven_repo,
+                )
+            ),
+            resolving=f"{product.coordinates}:{version} ({', '.join(asked.values())})",
+            progress=progress,
+            incomplete=incomplete,
+        )
+        artifacts = parse_listing(listing.read_text())
     # Byte copies of the jars ``incomplete`` found holding every required class: lib/ does.
     files = _copy_jars(product, staging, version, artifacts)
     product.add_files(staging, version)

@@ -27,8 +27,9 @@ hold :data:`REQUIRED_CLASSES`, and checked again whenever it is used: a broken o
 from __future__ import annotations
 
 import os
+import re
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from adapters.installations.releases import (
     VERSION_TEXT,
     Available,
     Installation,
+    ListedArtifact,
     RequiredClass,
 )
 from adapters.user_state import home_text
@@ -50,7 +52,7 @@ _MAIN_CLASS_ENTRY = MAIN_CLASS.replace(".", "/") + ".class"
 #: depends on (its bookkeeper-server POM; a test reads it from the BookKeeper install).
 DEFAULT_VERSION = "3.9.5"
 #: Bumped whenever conf/ changes: an install of an older layout counts as not installed.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 _SERVER = "the server"
 _BOTH = "the server and the client"
@@ -96,6 +98,33 @@ class ZooKeeperInstallBroken(ZooKeeperInstallError, BrokenInstallation):
     ``bkconform zookeeper install VERSION --force``."""
 
 
+#: The logback a release whose parent POM manages none logs through (3.5 to 3.7).
+FALLBACK_LOGBACK = "1.2.13"
+_LOGBACK = "@LOGBACK_VERSION@"
+_MANAGED_LOGBACK = re.compile(r"<logback-version>\s*([^<\s]+)\s*</logback-version>")
+
+
+def _logback_of_the_release(version: str, listed: Sequence[ListedArtifact]) -> dict[str, str]:
+    """The logback version the release's parent POM manages (its ``logback-version``), read
+    from the local repository the first resolution filled; the fallback when it manages none.
+    Why not one version for all: 3.9.4 moved to SLF4J 2, which finds no provider in logback
+    1.2 and logs nothing at all (no server log, no exception in it)."""
+    own = next(
+        (a for a in listed if (a.group, a.artifact) == ("org.apache.zookeeper", "zookeeper")),
+        None,
+    )
+    if own is None:
+        return {_LOGBACK: FALLBACK_LOGBACK}
+    # <repo>/org/apache/zookeeper/zookeeper/<v>/zookeeper-<v>.jar -> <repo>/org/apache/zookeeper
+    group_dir = own.path.parent.parent.parent
+    parent = group_dir / "parent" / version / f"parent-{version}.pom"
+    try:
+        found = _MANAGED_LOGBACK.search(parent.read_text(encoding="utf-8"))
+    except OSError:
+        found = None
+    return {_LOGBACK: found.group(1) if found else FALLBACK_LOGBACK}
+
+
 def _add_files(staging: Path, version: str) -> None:
     conf = staging / "conf"
     conf.mkdir()
@@ -116,6 +145,8 @@ ZOOKEEPER = releases.Product(
     without_maven="point ZOOKEEPER_HOME / --zookeeper at an unpacked ZooKeeper binary distribution",
     required_classes=REQUIRED_CLASSES,
     broken=ZooKeeperInstallBroken,
+    pom_defaults={_LOGBACK: FALLBACK_LOGBACK},
+    pom_values=_logback_of_the_release,
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.installations.errors import ZooKeeperNotFound
-from adapters.installations.releases import MARKER
+from adapters.installations.releases import MARKER, ListedArtifact
 from adapters.installations.system import describe_zookeeper, zookeeper_version
 from adapters.installations.zookeeper import (
     DEFAULT_VERSION,
@@ -23,6 +23,7 @@ from adapters.installations.zookeeper import (
     ZOOKEEPER,
     ZooKeeperInstallBroken,
     ZooKeeperInstallError,
+    _logback_of_the_release,
     contains_quorum_peer_main,
     install,
     installed,
@@ -118,6 +119,35 @@ def test_the_pom_resolves_the_server_with_what_its_distribution_adds() -> None:
         assert f"<artifactId>logback-{part}</artifactId>\n      <version>1.2.13</version>" in pom
     with pytest.raises(ZooKeeperInstallError, match="not a ZooKeeper version"):
         ZOOKEEPER.render_pom("3.9.2</version><x>")
+
+
+def _listed_from(repo: Path, version: str, parent_pom: str | None) -> list[ListedArtifact]:
+    """What a resolution lists for ``version``, the jar where Maven's local repository keeps
+    it, with the release's parent POM beside it (None: no parent POM there)."""
+    group = repo / "org" / "apache" / "zookeeper"
+    jar = make_jar(group / "zookeeper" / version / f"zookeeper-{version}.jar")
+    if parent_pom is not None:
+        parent = group / "parent" / version / f"parent-{version}.pom"
+        parent.parent.mkdir(parents=True)
+        parent.write_text(parent_pom)
+    return [ListedArtifact("org.apache.zookeeper", "zookeeper", "jar", None, version, "", jar)]
+
+
+def test_logback_is_the_one_the_release_s_parent_manages(tmp_path: Path) -> None:
+    # 3.9.4 moved to SLF4J 2: with logback 1.2 its servers logged nothing at all.
+    managed = "<properties><logback-version>1.3.15</logback-version></properties>"
+    listed = _listed_from(tmp_path / "a", "3.9.5", managed)
+    values = _logback_of_the_release("3.9.5", listed)
+    assert values == {"@LOGBACK_VERSION@": "1.3.15"}
+    pom = ZOOKEEPER.render_pom("3.9.5", values)
+    for part in ("classic", "core"):
+        assert f"<artifactId>logback-{part}</artifactId>\n      <version>1.3.15</version>" in pom
+    # A parent that manages none (3.5 to 3.7), or none found: the fallback.
+    unmanaged = _listed_from(tmp_path / "b", "3.7.2", "<properties></properties>")
+    assert _logback_of_the_release("3.7.2", unmanaged) == {"@LOGBACK_VERSION@": "1.2.13"}
+    assert _logback_of_the_release("3.9.5", _listed_from(tmp_path / "c", "3.9.5", None)) == {
+        "@LOGBACK_VERSION@": "1.2.13"
+    }
 
 
 def test_a_version_is_told_from_a_directory(tmp_path: Path) -> None:
