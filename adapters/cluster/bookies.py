@@ -32,6 +32,12 @@ from kazoo.exceptions import KazooException, NoNodeError
 
 from adapters.bookkeeper.probe import bookie_answers
 from adapters.cluster import bookie_host
+from adapters.cluster.bookie_profiles import (
+    JOURNAL_FOR_WAITING_CLIENTS,
+    SUITE,
+    LedgerStorage,
+    SettingsProfile,
+)
 from adapters.cluster.bookie_rocksdb import BOOKIE_MAX_DIRECT_MEMORY_MB, option_files
 from adapters.cluster.errors import (
     ClusterError,
@@ -46,13 +52,17 @@ from adapters.zookeeper.client import wait
 from adapters.zookeeper.errors import MetadataError
 
 REFERENCE_BOOKIE_MODULE = "adapters.refbookie"
-#: The journal's settings for a client that waits for each answer (the suite's, one request
-#: at a time). BookKeeper's journal waits up to ``journalMaxGroupWaitMSec`` (2 ms) for more
-#: entries before it writes and syncs a group, so every add and fence of a lone request waited
-#: those 2 ms (issue 32's profile: an add 3.2 ms, 1.7 ms without the wait). Flushing when the
-#: queue is empty writes and syncs at once: the same write, the same fsync before the answer;
-#: requests that arrive together (races) are still grouped.
-JOURNAL_FOR_WAITING_CLIENTS: Mapping[str, str] = {"journalFlushWhenQueueEmpty": "true"}
+__all__ = [
+    "JOURNAL_FOR_WAITING_CLIENTS",
+    "TEST_BOOKIE_JVM_FLAGS",
+    "BookieConfig",
+    "BookieImplementation",
+    "BookieProcess",
+    "BookieSettings",
+    "LedgerStorage",
+    "SettingsProfile",
+    "reference_bookie_available",
+]
 ZK_REQUEST_TIMEOUT = 3.0
 #: How often readiness is polled (a ZooKeeper exists and a read request) at most: a watch on
 #: the registration wakes the wait as soon as it changes, and a hosted bookie restarts in about
@@ -61,14 +71,6 @@ READY_POLL_INTERVAL = 0.02
 #: Once registered, how soon the port is tried again: the bookie serves a few milliseconds
 #: after it registers.
 ANSWER_POLL_INTERVAL = 0.002
-
-
-class LedgerStorage(enum.Enum):
-    """``ledgerStorageClass`` values. Limbo (data integrity checking) needs ``DB``."""
-
-    SORTED = "org.apache.bookkeeper.bookie.SortedLedgerStorage"
-    INTERLEAVED = "org.apache.bookkeeper.bookie.InterleavedLedgerStorage"
-    DB = "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage"
 
 
 class BookieImplementation(enum.Enum):
@@ -96,18 +98,25 @@ TEST_BOOKIE_JVM_FLAGS: tuple[str, ...] = (
 class BookieSettings:
     """Configuration shared by every bookie of a cluster.
 
-    ``extra`` entries are written last and so override anything generated, e.g.
-    ``{"flushInterval": "3600000"}`` to keep unjournaled entries in memory long enough for a
-    crash to lose them.
+    ``profile`` (:mod:`adapters.cluster.bookie_profiles`) gives the settings the protocol's
+    behaviour depends on (the journal, flushing, the ZooKeeper session, threads); the fields
+    below come after it, and ``extra`` entries are written last and so override anything
+    generated, e.g. ``{"flushInterval": "3600000"}`` to keep unjournaled entries in memory long
+    enough for a crash to lose them.
     """
 
     ledger_storage: LedgerStorage = LedgerStorage.SORTED
-    journal_write_data: bool = True
+    #: ``journalWriteData``; None: the profile's (true in every profile). False only for the
+    #: adapters' tests of a crash that loses unjournaled entries.
+    journal_write_data: bool | None = None
     data_integrity_checking: bool = False
     stamp_missing_cookies: bool = False
-    #: Bookie's ZooKeeper session timeout; a crashed bookie's registration lingers this long.
-    zk_session_timeout_ms: int = 4000
+    #: Bookie's ZooKeeper session timeout (``zkTimeout``); None: the profile's (4 s for the
+    #: suite's). :attr:`session_timeout_ms` is the one in effect.
+    zk_session_timeout_ms: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    #: The named settings (``suite``, ``bookkeeper``, ``pulsar``).
+    profile: SettingsProfile = SUITE
     #: Real bookies of a local cluster run under the bookie host
     #: (:mod:`adapters.cluster.bookie_host`), and a restart that loses the disks
     #: (``DataLoss.WIPE``) restarts the bookie inside its JVM: about 0.5 s instead of 2 s. A
@@ -132,6 +141,41 @@ class BookieSettings:
             raise InvalidClusterOptions(
                 f"bookie JVM flags must each start with '-' and hold no white space: {unfit!r}"
             )
+
+    @property
+    def session_timeout_ms(self) -> int:
+        """The bookies' ZooKeeper session timeout: a crashed bookie's registration lingers
+        this long (unless the provider deletes it, as the local one does after a kill)."""
+        if self.zk_session_timeout_ms is not None:
+            return self.zk_session_timeout_ms
+        return self.profile.zk_timeout_ms
+
+    @property
+    def writes_journal_data(self) -> bool:
+        """``journalWriteData`` as written: the field, else the profile's (else true)."""
+        if self.journal_write_data is not None:
+            return self.journal_write_data
+        return self.profile.value("journalWriteData") != "false"
+
+    def settings_entries(self) -> dict[str, str]:
+        """The ``bk_server.conf`` entries these settings make, whatever the bookie's addresses
+        and directories (the local and the container providers add theirs): the profile's,
+        then the storage, the journal and data integrity, the harness's switches. ``extra``
+        and the RocksDB options files are the providers' to add."""
+        return {
+            **self.profile.entries(),
+            "zkTimeout": str(self.session_timeout_ms),
+            "ledgerStorageClass": self.ledger_storage.value,
+            "journalWriteData": _flag(self.writes_journal_data),
+            "dataIntegrityChecking": _flag(self.data_integrity_checking),
+            "dataIntegrityStampMissingCookies": _flag(self.stamp_missing_cookies),
+            "httpServerEnabled": "false",
+            "autoRecoveryDaemonEnabled": "false",
+        }
+
+    def describe(self) -> str:
+        """``DbLedgerStorage, settings profile pulsar``: what a run's system line says."""
+        return f"{self.ledger_storage.class_name}, settings profile {self.profile.name}"
 
 
 @dataclass(frozen=True)
@@ -176,23 +220,12 @@ class BookieConfig:
             # Pre-4.7 keys, read only where metadataServiceUri is unknown.
             "zkServers": self.zookeeper_connect,
             "zkLedgersRootPath": self.ledgers_root,
-            "zkTimeout": str(s.zk_session_timeout_ms),
             "journalDirectories": str(self.journal_dir),
             "ledgerDirectories": str(self.ledger_dir),
-            "ledgerStorageClass": s.ledger_storage.value,
-            "journalWriteData": _flag(s.journal_write_data),
-            "dataIntegrityChecking": _flag(s.data_integrity_checking),
-            "dataIntegrityStampMissingCookies": _flag(s.stamp_missing_cookies),
-            "httpServerEnabled": "false",
-            "autoRecoveryDaemonEnabled": "false",
-            # The garbage collector deletes every ledger whose metadata znode it cannot find.
-            # Keep BookKeeper's own default (10 min) explicit: a short gcWaitTime would delete
-            # ledgers a test writes before (or without) creating their metadata.
-            "gcWaitTime": "600000",
-            **JOURNAL_FOR_WAITING_CLIENTS,
-            # DbLedgerStorage sizes its caches from direct memory by default; keep them small.
-            "dbStorage_writeCacheMaxSizeMb": "32",
-            "dbStorage_readAheadCacheMaxSizeMb": "16",
+            # The profile's settings (the suite's: gcWaitTime kept at BookKeeper's 10 min, a
+            # journal that flushes a lone request at once, small DbLedgerStorage caches), the
+            # storage, the journal, data integrity and the harness's switches.
+            **s.settings_entries(),
         }
         entries.update({key: str(path) for key, (path, _) in self.rocksdb_option_files().items()})
         entries.update(s.extra)

@@ -49,7 +49,7 @@ from typing import Any, cast
 
 from kazoo.exceptions import KazooException, NoNodeError
 
-from adapters.cluster.bookies import JOURNAL_FOR_WAITING_CLIENTS, BookieSettings
+from adapters.cluster.bookies import BookieSettings
 from adapters.cluster.container_dns import DEFAULT_TIMEOUT as DNS_CHECK_TIMEOUT
 from adapters.cluster.container_dns import ensure_container_dns
 from adapters.cluster.container_engine import ContainerEngine, ContainerEngineError, find_engine
@@ -258,7 +258,7 @@ class ContainerCluster(ClusterProvider):
             (node.data_dir / "datalog").mkdir(parents=True, exist_ok=True)
             env = {
                 "ZOO_MY_ID": str(index),
-                "ZOO_TICK_TIME": str(self.options.zookeeper_tick_ms),
+                "ZOO_TICK_TIME": str(self._zookeeper_tick_ms()),
                 "ZOO_INIT_LIMIT": "10",
                 "ZOO_SYNC_LIMIT": "5",
                 "ZOO_4LW_COMMANDS_WHITELIST": "*",
@@ -301,6 +301,13 @@ class ContainerCluster(ClusterProvider):
                 )
             time.sleep(0.2)
 
+    def _zookeeper_tick_ms(self) -> int:
+        """The containers' ZooKeeper tick: the options', or longer when the bookies' session
+        (``zkTimeout``) needs it, since ZooKeeper grants at most 20 ticks (the images set no
+        ``maxSessionTimeout``): a profile's 30 s session needs 1.5 s ticks."""
+        session = self.options.bookie_settings.session_timeout_ms
+        return max(self.options.zookeeper_tick_ms, -(-session // 20))
+
     def _zookeeper_mode(self, name: str) -> str | None:
         return server_mode(LOOPBACK, self._zookeepers[name].host_port, timeout=1.0)
 
@@ -340,20 +347,12 @@ class ContainerCluster(ClusterProvider):
             "metadataServiceUri": uri,
             "zkServers": self.internal_zookeeper_connect,
             "zkLedgersRootPath": self.options.ledgers_root,
-            "zkTimeout": str(s.zk_session_timeout_ms),
             "journalDirectories": "/data/journal",
             "ledgerDirectories": "/data/ledgers",
-            "ledgerStorageClass": s.ledger_storage.value,
-            "journalWriteData": _flag(s.journal_write_data),
-            "dataIntegrityChecking": _flag(s.data_integrity_checking),
-            "dataIntegrityStampMissingCookies": _flag(s.stamp_missing_cookies),
             "allowLoopback": "true",
-            "httpServerEnabled": "false",
-            "autoRecoveryDaemonEnabled": "false",
-            "gcWaitTime": "600000",
-            **JOURNAL_FOR_WAITING_CLIENTS,
-            "dbStorage_writeCacheMaxSizeMb": "32",
-            "dbStorage_readAheadCacheMaxSizeMb": "16",
+            # As on a local cluster: the profile's settings, the storage, the journal, data
+            # integrity and the harness's switches (BookieSettings.settings_entries).
+            **s.settings_entries(),
         }
         if self._images().runs_bookkeeper:
             # BookKeeper binds every interface unless listeningInterface is set (so the
@@ -718,7 +717,7 @@ class ContainerCluster(ClusterProvider):
                 raise FaultNotSupported(
                     "ZooKeeper always writes its transaction log; use DataLoss.WIPE"
                 )
-            if self.options.bookie_settings.journal_write_data:
+            if self.options.bookie_settings.writes_journal_data:
                 raise FaultNotSupported(
                     f"{node} writes entries to its journal, so a restart loses nothing; start "
                     "the cluster with BookieSettings(journal_write_data=False)"
@@ -784,10 +783,6 @@ def _stop_live_clusters() -> None:
 
 def new_cluster_id() -> str:
     return uuid.uuid4().hex[:10]
-
-
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
 
 
 __all__ = [

@@ -8,6 +8,11 @@ is supported on both kinds of node::
 
     with LocalCluster(LocalClusterOptions(bookies=3, zookeepers=3)) as cluster:
         cluster.crash(Node.zookeeper(cluster.zookeeper_leader()))
+
+Each bookie may run a release of its own (``bookie_homes``: a cluster halfway through an
+upgrade), and :meth:`LocalCluster.restart_with_release` is an operator's upgrade (or downgrade)
+step: the bookie stopped as an operator stops it (SIGTERM) and started again, with its data,
+from another distribution.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import enum
 import shutil
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -50,7 +56,14 @@ from adapters.cluster.provider import (
 from adapters.cluster.scratch import make_scratch_dir
 from adapters.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperTuning
 from adapters.installations.bookkeeper import find_bookkeeper_home
-from adapters.installations.system import BookieChoice, SystemUnderTest, local_system
+from adapters.installations.system import (
+    MODEL_CLIENT,
+    BookieChoice,
+    SystemUnderTest,
+    bookkeeper_version,
+    describe_zookeeper,
+    local_system,
+)
 from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.processes import ManagedProcess
 from adapters.zookeeper.client import connect_zookeeper
@@ -79,16 +92,20 @@ class LocalClusterOptions:
 
     ``bookkeeper_home`` selects a real BookKeeper distribution; when it is None the
     ``BOOKKEEPER_HOME`` environment variable is used if ``use_bookkeeper_home_env`` is set,
-    and the reference bookie test double otherwise. ``work_dir`` None means a fresh temporary
-    directory (on tmpfs when the machine has one with room: :mod:`adapters.cluster.scratch`),
-    deleted by :meth:`LocalCluster.stop` unless ``keep_work_dir`` says otherwise;
-    a work directory passed in is never deleted.
+    and the reference bookie test double otherwise. ``bookie_homes``, when given, names each
+    bookie's own distribution (one per bookie, in the order bookie1, bookie2...; a cluster of
+    mixed releases) and ``bookkeeper_home`` is then unused. ``work_dir`` None means a fresh
+    temporary directory (on tmpfs when the machine has one with room:
+    :mod:`adapters.cluster.scratch`), deleted by :meth:`LocalCluster.stop` unless
+    ``keep_work_dir`` says otherwise; a work directory passed in is never deleted.
     """
 
     bookies: int = 3
     zookeepers: int = 1
     bookkeeper_home: Path | None = None
     use_bookkeeper_home_env: bool = True
+    #: Each bookie's distribution (bookie1's first): empty, every bookie runs the one above.
+    bookie_homes: tuple[Path, ...] = ()
     work_dir: Path | None = None
     keep_work_dir: KeepWorkDir = KeepWorkDir.ON_FAILURE
     ledgers_root: str = "/ledgers"
@@ -96,6 +113,38 @@ class LocalClusterOptions:
     zookeeper_tuning: ZooKeeperTuning = field(default_factory=ZooKeeperTuning)
     zookeeper_install: ZooKeeperInstall | None = None
     start_timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class ReleaseRestart:
+    """What :meth:`LocalCluster.restart_with_release` did to a bookie."""
+
+    bookie_id: str
+    #: The releases it ran before and runs now (``4.17.3``, ``4.18.0``).
+    before: str
+    after: str
+    #: Whether it was running (else it was only started), and how its old process ended:
+    #: 143 (or -15) is an exit on SIGTERM, -9 a kill after the stop timeout.
+    was_running: bool
+    exit_code: int | None
+    stop_seconds: float
+    start_seconds: float
+
+    @property
+    def stopped_cleanly(self) -> bool:
+        """It exited on SIGTERM (or had already stopped), without being killed."""
+        return self.exit_code != -signal.SIGKILL
+
+    def describe(self) -> str:
+        if not self.was_running:
+            stop = "was down"
+        else:
+            how = "stopped (SIGTERM)" if self.stopped_cleanly else "killed after SIGTERM"
+            stop = f"{how} in {self.stop_seconds:.1f} s, exit {self.exit_code}"
+        return (
+            f"{self.bookie_id} {self.before} -> {self.after}: {stop}; started with its data "
+            f"in {self.start_seconds:.1f} s"
+        )
 
 
 class LocalCluster(ClusterProvider):
@@ -107,6 +156,11 @@ class LocalCluster(ClusterProvider):
             raise InvalidClusterOptions(
                 f"need >= 0 bookies and >= 1 ZooKeeper server, got {self.options.bookies} "
                 f"and {self.options.zookeepers}"
+            )
+        if self.options.bookie_homes and len(self.options.bookie_homes) != self.options.bookies:
+            raise InvalidClusterOptions(
+                f"{len(self.options.bookie_homes)} bookie homes for {self.options.bookies} "
+                "bookies: name one distribution per bookie, or none"
             )
         self._work_dir: Path | None = None
         self._owns_work_dir = False
@@ -162,7 +216,9 @@ class LocalCluster(ClusterProvider):
             install,
             self.work_dir,
             opts.zookeepers,
-            tuning=opts.zookeeper_tuning,
+            # The bookies get the ZooKeeper session their zkTimeout asks for (a profile's 30 s
+            # would otherwise be cut down to the server's 20 ticks).
+            tuning=opts.zookeeper_tuning.for_sessions_of(opts.bookie_settings.session_timeout_ms),
             start_timeout=opts.start_timeout,
         )
         self._ensemble.start()
@@ -176,14 +232,29 @@ class LocalCluster(ClusterProvider):
             self._zk, ledgers_root=self.options.ledgers_root, layout="hierarchical"
         )
 
-    def _start_bookies(self) -> None:
+    def planned_homes(self) -> dict[str, Path | None]:
+        """Each bookie's name (bookie1...) -> the distribution it starts from (None: the
+        reference bookie test double)."""
         opts = self.options
+        names = [f"bookie{index}" for index in range(1, opts.bookies + 1)]
+        if opts.bookie_homes:
+            return {
+                name: find_bookkeeper_home(home, {})
+                for name, home in zip(names, opts.bookie_homes, strict=True)
+            }
         home = find_bookkeeper_home(
             opts.bookkeeper_home, None if opts.use_bookkeeper_home_env else {}
         )
-        names = [f"bookie{index}" for index in range(1, opts.bookies + 1)]
+        return dict.fromkeys(names, home)
+
+    def _start_bookies(self) -> None:
+        opts = self.options
+        homes = self.planned_homes()
+        names = list(homes)
         for attempt in range(1, PORT_ATTEMPTS + 1):
-            pending = [self._new_bookie(name, port, home) for name, port in _zip_ports(names)]
+            pending = [
+                self._new_bookie(name, port, homes[name]) for name, port in _zip_ports(names)
+            ]
             for bookie in pending:
                 bookie.start()
             names = []
@@ -336,14 +407,34 @@ class LocalCluster(ClusterProvider):
     def system_under_test(self) -> SystemUnderTest:
         """The bookies, client and ZooKeeper this cluster runs (or will run: nothing is
         started to tell). The client is the model's: the cluster's users speak the protocol
-        through :mod:`adapters.bookkeeper`."""
-        opts = self.options
-        home = find_bookkeeper_home(
-            opts.bookkeeper_home, None if opts.use_bookkeeper_home_env else {}
-        )
-        choice = BookieChoice.reference() if home is None else BookieChoice.bookkeeper(home)
+        through :mod:`adapters.bookkeeper`. Bookies of several releases are each named with
+        theirs, as they run now (after any :meth:`restart_with_release`)."""
+        homes = self.bookie_homes() if self._bookies else self.planned_homes()
         install = self._zookeeper_installation()
-        return local_system(choice, install.classpath, install.source)
+        if len(set(homes.values())) <= 1:
+            home = next(iter(homes.values()), None)
+            if not homes:
+                opts = self.options
+                home = find_bookkeeper_home(
+                    opts.bookkeeper_home, None if opts.use_bookkeeper_home_env else {}
+                )
+            choice = BookieChoice.reference() if home is None else BookieChoice.bookkeeper(home)
+            return local_system(choice, install.classpath, install.source)
+        return SystemUnderTest(
+            describe_mixed_bookies(homes),
+            MODEL_CLIENT,
+            describe_zookeeper(install.classpath, install.source),
+        )
+
+    def bookie_homes(self) -> dict[str, Path | None]:
+        """Each running bookie's id -> the distribution it runs now (None: the reference
+        bookie)."""
+        return {bookie_id: b.bookkeeper_home for bookie_id, b in self._bookies.items()}
+
+    def bookie_releases(self) -> dict[str, str]:
+        """Each bookie's id -> the release it runs now (``4.18.0``; ``reference`` for the
+        test double; ``unknown`` for a distribution whose version cannot be read)."""
+        return {bookie_id: release_of(home) for bookie_id, home in self.bookie_homes().items()}
 
     def bookie_implementation(self) -> BookieImplementation | None:
         first = next(iter(self._bookies.values()), None)
@@ -408,6 +499,10 @@ class LocalCluster(ClusterProvider):
             if bookie.process.is_running():
                 bookie.remember_registration(self._zk)
                 bookie.process.stop()
+            # A stop that had to kill leaves the registration to its session's expiry, which a
+            # new bookie waits for (zkTimeout: up to 30 s in the pulsar profile): delete it now,
+            # as after a crash. A clean stop deleted it already.
+            bookie.expire_registration(self._zk)
             self._start_bookie(bookie)
         else:
             self._restart_zookeeper(node.id)
@@ -415,6 +510,47 @@ class LocalCluster(ClusterProvider):
     def _start_bookie(self, bookie: BookieProcess) -> None:
         bookie.start()
         bookie.wait_until_ready(self._zk, self.options.start_timeout)
+
+    def restart_with_release(self, node: Node, bookkeeper_home: Path) -> ReleaseRestart:
+        """An operator's upgrade (or downgrade) step on one bookie: it is stopped as an
+        operator stops it (SIGTERM: BookKeeper's shutdown hook closes it cleanly; one that has
+        not exited within its stop timeout is killed) and started again from the distribution
+        at ``bookkeeper_home`` with its data: the same directories, configuration file, port
+        and bookie id. Always in a new JVM, a hosted bookie's too (``in_jvm_restarts``: its
+        host runs one distribution's classes; later restarts without data happen inside the
+        new JVM). A bookie that is down (crashed) is only started. Waits until it is
+        registered and answers; :meth:`bookie` gives its new process from then on."""
+        if node.kind is not NodeKind.BOOKIE:
+            raise FaultNotSupported(f"{node}: only a bookie runs a BookKeeper release")
+        home = find_bookkeeper_home(bookkeeper_home, {})
+        if home is None:  # pragma: no cover - find_bookkeeper_home raises for a bad directory
+            raise InvalidClusterOptions(f"{bookkeeper_home} is no BookKeeper distribution")
+        old = self.bookie(node.id)
+        if old.implementation is not BookieImplementation.BOOKKEEPER:
+            raise FaultNotSupported(f"{old.describe()} runs no BookKeeper release to change")
+        started = time.monotonic()
+        was_running = old.process.is_running()
+        if was_running:
+            old.remember_registration(self._zk)
+            old.process.stop()
+            # A bookie that needed SIGKILL left its registration to its session's expiry.
+            old.expire_registration(self._zk)
+        stopped = time.monotonic()
+        new = BookieProcess(old.config, home, self.work_dir / "logs")
+        # Ready means registered by another session than the stopped process's.
+        new.stale_owner = old.stale_owner
+        self._starting.append(new)
+        self._bookies[node.id] = new
+        self._start_bookie(new)
+        return ReleaseRestart(
+            bookie_id=node.id,
+            before=release_of(old.bookkeeper_home),
+            after=release_of(home),
+            was_running=was_running,
+            exit_code=old.process.returncode if was_running else None,
+            stop_seconds=stopped - started,
+            start_seconds=time.monotonic() - stopped,
+        )
 
     def _restart_hosted(self, bookie: BookieProcess) -> bool:
         """A running hosted bookie loses its disks and restarts inside its JVM; False when the
@@ -446,7 +582,7 @@ class LocalCluster(ClusterProvider):
                 raise FaultNotSupported(
                     "ZooKeeper always writes its transaction log; use DataLoss.WIPE"
                 )
-            if self.options.bookie_settings.journal_write_data:
+            if self.options.bookie_settings.writes_journal_data:
                 raise FaultNotSupported(
                     f"{node} writes entries to its journal, so a restart loses nothing; start "
                     "the cluster with BookieSettings(journal_write_data=False)"
@@ -461,6 +597,28 @@ class LocalCluster(ClusterProvider):
             self._start_bookie(self.bookie(node.id))
         else:
             self._restart_zookeeper(node.id)
+
+
+def release_of(home: Path | None) -> str:
+    """The release a bookie of ``home`` runs: its version, ``reference`` for the test double
+    (no home), ``unknown`` when the distribution does not say."""
+    if home is None:
+        return "reference"
+    return bookkeeper_version(home) or "unknown"
+
+
+def describe_mixed_bookies(homes: dict[str, Path | None]) -> str:
+    """Bookies of several releases, each release with the bookies (names or ids) that run it:
+    ``BookKeeper 4.17.3 (Maven, ~/.bkconform/bookkeeper/4.17.3) on bookie1; BookKeeper
+    4.18.0 (...) on bookie2, bookie3``."""
+    by_home: dict[Path | None, list[str]] = {}
+    for name, home in homes.items():
+        by_home.setdefault(home, []).append(name)
+    parts = []
+    for home, names in sorted(by_home.items(), key=lambda item: item[1][0]):
+        choice = BookieChoice.reference() if home is None else BookieChoice.bookkeeper(home)
+        parts.append(f"{choice.describe()} on {', '.join(names)}")
+    return "; ".join(parts)
 
 
 def _stop_together(processes: list[ManagedProcess]) -> list[str]:

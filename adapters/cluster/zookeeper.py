@@ -17,6 +17,7 @@ from the others and from clients, which reach the servers from the hub namespace
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -62,12 +63,25 @@ class ZooKeeperTuning:
 
     Sessions may last between 2 and 20 ticks, so with 250 ms ticks a crashed bookie's
     registration expires within 5 s; elections finish in well under a second on loopback.
+    ``max_session_timeout_ms`` raises the longest session the server grants (ZooKeeper's
+    ``maxSessionTimeout``; None: its default, 20 ticks), for bookies whose ``zkTimeout`` asks
+    for more (a local cluster sets it from its bookies' settings).
     """
 
     tick_time_ms: int = 250
     init_limit: int = 20
     sync_limit: int = 10
     max_heap: str = "256m"
+    max_session_timeout_ms: int | None = None
+
+    def for_sessions_of(self, timeout_ms: int) -> ZooKeeperTuning:
+        """These knobs, granting a session of ``timeout_ms`` too (ZooKeeper would cut a
+        longer request down to 20 ticks: a bookie asking for 30 s would get 5 s)."""
+        if timeout_ms <= 20 * self.tick_time_ms:
+            return self
+        if self.max_session_timeout_ms is not None and timeout_ms <= self.max_session_timeout_ms:
+            return self
+        return dataclasses.replace(self, max_session_timeout_ms=timeout_ms)
 
 
 class ZooKeeperServer:
@@ -203,6 +217,8 @@ class ZooKeeperEnsemble:
             "preAllocSize=4096",
             "autopurge.purgeInterval=0",
         ]
+        if t.max_session_timeout_ms is not None:
+            lines.append(f"maxSessionTimeout={t.max_session_timeout_ms}")
         if self.size > 1:
             lines += [
                 f"server.{s.sid}={s.host}:{self._quorum_port(server, s)}:{s.election_port}"

@@ -117,14 +117,21 @@ def choose_bookies(
 @dataclass(frozen=True)
 class SystemUnderTest:
     """What a run ran against, in words a person reads: the bookies (implementation, version,
-    where from), the client that spoke to them, and the ZooKeeper server."""
+    where from), the client that spoke to them, the ZooKeeper server, and the bookies'
+    settings (their ledger storage and settings profile, for bookies the suite configures:
+    ``DbLedgerStorage, settings profile pulsar``; empty where it does not, as the model and an
+    external cluster)."""
 
     bookies: str
     client: str = MODEL_CLIENT
     zookeeper: str = UNKNOWN
+    bookie_settings: str = ""
 
     def render(self) -> str:
-        return f"bookies: {self.bookies}; client: {self.client}; zookeeper: {self.zookeeper}"
+        text = f"bookies: {self.bookies}; client: {self.client}; zookeeper: {self.zookeeper}"
+        if self.bookie_settings:
+            text += f"; bookie settings: {self.bookie_settings}"
+        return text
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -135,6 +142,8 @@ class SystemUnderTest:
             str(data.get("bookies", UNKNOWN)),
             str(data.get("client", UNKNOWN)),
             str(data.get("zookeeper", UNKNOWN)),
+            # Absent (or null) in what was written before the settings were recorded.
+            str(data.get("bookie_settings") or ""),
         )
 
 

@@ -10,7 +10,9 @@ release, column and seed (``--shards`` per release, seeds from ``--seed`` on), e
 ``shards/<n>/`` (each shard's own run directory: examples, finding, frames),
 ``matrix.json``, ``results.json`` and ``report.html`` (release x configuration x role, each
 cell the worst verdict of its shards, a regression against the release before it outlined).
-``--zookeeper 3.8.4,3.9.3`` adds the ZooKeeper releases as rows: each release on each (the
+``--client-bookkeeper 4.17.3,4.18.0`` runs each of those Java clients on each release's
+bookies (rows: bookies' release x client release). ``--zookeeper 3.8.4,3.9.3`` adds the
+ZooKeeper releases as rows: each release on each (the
 default: the one a local cluster runs, ZOOKEEPER_HOME or 3.9.3), a change against the
 ZooKeeper release before it outlined too.
 See conformance/distributed/java_matrix.py.
@@ -27,11 +29,14 @@ import sys
 import time
 from pathlib import Path
 
+from adapters.cluster.bookie_profiles import DEFAULT_PROFILE
 from adapters.errors import ClusterError
+from adapters.installations.bookkeeper import resolve_bookkeeper
 from adapters.installations.system import zookeeper_version
 from adapters.installations.zookeeper import locate_zookeeper
 from adapters.javaclient import distribution_version
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
+from conformance.commands.options import storages_from_text
 from conformance.distributed.java_matrix import (
     MATRIX_FILE,
     ROLE,
@@ -67,6 +72,22 @@ def releases_from_args(args: argparse.Namespace) -> dict[str, Path]:
         home = bookkeeper_home(one)
         releases[str(distribution_version(home))] = home
     return releases
+
+
+def clients_from_args(args: argparse.Namespace) -> dict[str, Path]:
+    """``--client-bookkeeper A,B,...``: each Java client release installed now, by version
+    (empty: each release runs its own client)."""
+    clients: dict[str, Path] = {}
+    for name in _names(getattr(args, "client_bookkeeper", None)):
+        try:
+            home = resolve_bookkeeper(name, progress=True)
+        except ClusterError as exc:
+            raise CannotRun(f"--client-bookkeeper {name}: {exc}") from exc
+        version = str(distribution_version(home))
+        if version in clients:
+            raise CannotRun(f"--client-bookkeeper: BookKeeper {version} is named twice")
+        clients[version] = home
+    return clients
 
 
 def zookeepers_from_args(args: argparse.Namespace) -> dict[str, Path]:
@@ -106,7 +127,10 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))
         ] or list(DEFAULT_SHAPES)
         releases = releases_from_args(args)
+        clients = clients_from_args(args)
         zookeepers = zookeepers_from_args(args)
+        storages = storages_from_text(getattr(args, "ledger_storage", None))
+        profile = getattr(args, "settings_profile", None) or DEFAULT_PROFILE
         seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS
         shards = plan_matrix(
             releases,
@@ -117,16 +141,24 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             roles=roles,
             writer_shapes=shapes,
             zookeepers=zookeepers,
+            ledger_storages=storages,
+            settings_profile="" if profile == DEFAULT_PROFILE else profile,
+            clients=clients,
         )
-        inapplicable = not_applicable(releases, roles=roles, writer_shapes=shapes)
+        inapplicable = not_applicable(
+            releases, roles=roles, writer_shapes=shapes, clients=clients or None
+        )
     except (CannotRun, MatrixError, PlanError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
+    on_storages = ", ".join(storages) or "the profile's storage"
     run_dir = args.run_dir or new_run_dir(args.runs_dir, "local", "qualify-java")
     run_dir.mkdir(parents=True, exist_ok=True)
     print(
-        f"Java-client matrix: releases {', '.join(releases)} on ZooKeeper "
-        f"{', '.join(zookeepers)}; {len(shards)} shards "
+        f"Java-client matrix: releases {', '.join(releases)}"
+        f"{' with the clients ' + ', '.join(clients) if clients else ''} on ZooKeeper "
+        f"{', '.join(zookeepers)}; bookies on {on_storages} (settings profile {profile}); "
+        f"{len(shards)} shards "
         f"({args.shards} per release and column, {seconds:.0f} s each) on master "
         f"{args.master}; roles {', '.join(roles)}. Run directory: {run_dir}",
         flush=True,
@@ -153,6 +185,9 @@ def java_qualify_command(args: argparse.Namespace) -> int:
                 "master": args.master,
                 "releases": {v: str(h) for v, h in releases.items()},
                 "zookeepers": {v: str(h) for v, h in zookeepers.items()},
+                "clients": {v: str(h) for v, h in clients.items()},
+                "ledger_storages": sorted({str(r.get("ledger_storage")) for r in rows}),
+                "settings_profile": profile,
                 "cells": cells,
                 "not_applicable": [
                     {"version": v, "configuration": c, "role": r, "why": why}
@@ -184,8 +219,10 @@ def java_qualify_command(args: argparse.Namespace) -> int:
             cell["zookeeper_change"] and f"{cell['zookeeper_change']} on ZooKeeper",
         ]
         change = "".join(f" ({c})" for c in changes if c)
+        on_storage = f" on {cell['ledger_storage']}" if cell.get("ledger_storage") else ""
+        client = f" with client {cell['client_version']}" if cell.get("client_version") else ""
         print(
-            f"  {cell['version']} on ZooKeeper {cell['zookeeper_version']} "
+            f"  {cell['version']}{client} on ZooKeeper {cell['zookeeper_version']}{on_storage} "
             f"{cell['configuration']} {cell['role']}: {cell['verdict']}"
             f"{change}; {cell['examples']} examples in {cell['shards']} shard(s)"
         )
@@ -200,4 +237,4 @@ def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
-__all__ = ["java_qualify_command", "releases_from_args"]
+__all__ = ["clients_from_args", "java_qualify_command", "releases_from_args"]

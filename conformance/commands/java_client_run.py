@@ -30,10 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from adapters.cluster.bookie_profiles import DEFAULT_PROFILE
 from adapters.javaclient import distribution_version
 from adapters.process_records import reap_orphans_once
-from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
-from conformance.commands.options import zookeeper_from_args
+from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home, client_home
+from conformance.commands.options import bookie_settings_from_args, zookeeper_from_args
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.role import Role
 from conformance.javaclient.roles import ROLE_NAMES, role_named, role_of_plan
@@ -115,10 +116,13 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         home = check_run_arguments(args)
         zookeeper = zookeeper_from_args(args) if getattr(args, "zookeeper", None) else None
         role = role_from_args(args)
-        version = distribution_version(home)
+        client = client_home(args)
+        version = distribution_version(client or home)
+        bookie_version = distribution_version(home)
         refusal = role.refusal(version)
         if refusal is not None:
             raise CannotRun(f"--role {role.name}: {refusal}")
+        bookie_settings = bookie_settings_from_args(args)
     except (CannotRun, ValueError) as exc:
         print(f"bkconform run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -139,14 +143,21 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         model_guidance=not args.no_explore,
         client_coverage=not getattr(args, "no_client_coverage", False),
         say=_say(args.quiet),
+        client_home=client,
+        bookie_settings=bookie_settings,
     )
-    system = java_client_system(home, str(version), zookeeper)
-    print(f"Search: the real Java client {version} {role.describe()}, bookies {version}, local")
+    system = java_client_system(
+        home, str(version), zookeeper, client_home=client, bookie_settings=bookie_settings
+    )
+    print(
+        f"Search: the real Java client {version} {role.describe()}, bookies {bookie_version}, local"
+    )
     budget = f"{max_examples} examples" if seconds is None else f"{seconds:.0f} s"
     guidance = "on" if options.model_guidance else "off"
     print(f"  budget {budget}, seed {options.seed}, model guidance {guidance}")
     print(
-        f"  system: bookies {system.bookies}; client {system.client}; ZooKeeper {system.zookeeper}"
+        f"  system: bookies {system.bookies}; client {system.client}; ZooKeeper "
+        f"{system.zookeeper}; bookie settings {system.bookie_settings}"
     )
     print(f"Run directory: {run_dir}", flush=True)
     result = search_run(options)
@@ -230,15 +241,29 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
         args.target = "local"
         if not getattr(args, "bookkeeper", None) and not getattr(args, "bookkeeper_home", None):
             args.bookkeeper = results["target"]["bookkeeper"]
+            # The recorded client's release too, when it was not the bookies'.
+            recorded_client = results["target"].get("client_bookkeeper")
+            if not getattr(args, "client_bookkeeper", None) and recorded_client not in (
+                None,
+                args.bookkeeper,
+            ):
+                args.client_bookkeeper = recorded_client
         home = bookkeeper_home(args)
+        client = client_home(args)
         # The recorded ZooKeeper release, unless --zookeeper names another.
         if not getattr(args, "zookeeper", None) and results["target"].get("zookeeper"):
             args.zookeeper = results["target"]["zookeeper"]
         zookeeper = zookeeper_from_args(args) if getattr(args, "zookeeper", None) else None
-        version = distribution_version(home)
+        version = distribution_version(client or home)
         refusal = role.refusal(version)
         if refusal is not None:
             raise CannotRun(refusal)
+        # The recorded storage and settings profile, unless the options name others.
+        if getattr(args, "ledger_storage", None) is None:
+            args.ledger_storage = results["target"].get("ledger_storage")
+        if getattr(args, "settings_profile", None) in (None, DEFAULT_PROFILE):
+            args.settings_profile = results["target"].get("settings_profile", DEFAULT_PROFILE)
+        bookie_settings = bookie_settings_from_args(args)
     except (CannotRun, PlanError, ValueError, KeyError, OSError) as exc:
         print(f"bkconform replay: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -247,7 +272,9 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
     for line in plan.describe():
         print(f"  {line}")
     run_dir = new_run_dir(args.runs_dir, "local", "replay-java")
-    outcome = replay_run(role, plan, home, run_dir, source, zookeeper)
+    outcome = replay_run(
+        role, plan, home, run_dir, source, zookeeper, client, bookie_settings=bookie_settings
+    )
     if outcome.error:
         print(f"could not decide: {outcome.error}", file=sys.stderr)
     for violation in outcome.violations:

@@ -16,10 +16,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from adapters.cluster.bookies import BookieSettings
+from adapters.errors import ClusterError
+from adapters.installations.bookkeeper import resolve_bookkeeper
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import DistributionError, distribution_version
 from conformance.commands.console import print_findings
-from conformance.commands.options import bookie_choice_from_args, zookeeper_from_args
+from conformance.commands.options import (
+    bookie_choice_from_args,
+    bookie_settings_from_args,
+    zookeeper_from_args,
+)
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
 from conformance.javaclient.model_replay import Judgement
@@ -60,6 +67,23 @@ def bookkeeper_home(args: argparse.Namespace) -> Path:
     return choice.home
 
 
+def client_home(args: argparse.Namespace) -> Path | None:
+    """``--client-bookkeeper VERSION|DIR``: the Java client's own distribution (installed on
+    first use), None when not given (the client is the bookies' release); :class:`CannotRun`
+    when it cannot be had."""
+    given = (getattr(args, "client_bookkeeper", None) or "").strip()
+    if not given:
+        return None
+    if "," in given:
+        raise CannotRun(
+            f"--client-bookkeeper {given}: one release here (a list is for qualify --client java)"
+        )
+    try:
+        return resolve_bookkeeper(given, progress=True)
+    except ClusterError as exc:
+        raise CannotRun(f"--client-bookkeeper {given}: {exc}") from exc
+
+
 def check_arguments(args: argparse.Namespace) -> Path:
     if args.target != "local":
         raise CannotRun(
@@ -81,7 +105,16 @@ def check_arguments(args: argparse.Namespace) -> Path:
     return home
 
 
-def _zookeeper(args: argparse.Namespace) -> ZooKeeperInstall | None:
+def bookie_settings_of(args: argparse.Namespace) -> BookieSettings:
+    """``--ledger-storage`` and ``--settings-profile`` (the suite's by default); CannotRun for
+    what they cannot name."""
+    try:
+        return bookie_settings_from_args(args)
+    except ValueError as exc:
+        raise CannotRun(str(exc)) from exc
+
+
+def zookeeper_of(args: argparse.Namespace) -> ZooKeeperInstall | None:
     """``--zookeeper`` (None: the default); CannotRun when it cannot be had."""
     if not getattr(args, "zookeeper", None):
         return None
@@ -94,14 +127,18 @@ def _zookeeper(args: argparse.Namespace) -> ZooKeeperInstall | None:
 def run_java_client_scenario(args: argparse.Namespace) -> int:
     try:
         home = check_arguments(args)
-        zookeeper = _zookeeper(args)
+        zookeeper = zookeeper_of(args)
+        client = client_home(args)
+        bookie_settings = bookie_settings_of(args)
     except CannotRun as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return Verdict.UNDECIDED.exit_code
-    version = distribution_version(home)
+    version = distribution_version(client or home)
     expected = expected_verdict(version)
     print(f"Scenario {NAME}: Defect 1's recipe with the real Java client {version} as w2")
-    system = java_client_system(home, str(version), zookeeper)
+    system = java_client_system(
+        home, str(version), zookeeper, client_home=client, bookie_settings=bookie_settings
+    )
     print(system_header(system))
     print(f"Target: local, bookies and client from {home}; expected: {expected}", flush=True)
     run_dir = new_run_dir(args.runs_dir, "local", NAME)
@@ -111,7 +148,13 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         # The spec's configuration; the judged one (whether recovery reads fence, as the
         # client's frames show) replaces it at the end.
         cfg=SPEC_CONFIG,
-        target={"target": "local", "bookkeeper": str(version)},
+        target={
+            "target": "local",
+            "bookkeeper": str(distribution_version(home)),
+            "client_bookkeeper": str(version),
+            "ledger_storage": bookie_settings.ledger_storage.short_name,
+            "settings_profile": bookie_settings.profile.name,
+        },
         system=system,
         extra={"expected_verdict": expected},
     )
@@ -119,7 +162,13 @@ def run_java_client_scenario(args: argparse.Namespace) -> int:
         writer.start()
         try:
             run = run_recovery(
-                JavaScenarioOptions(bookkeeper_home=home, log_dir=run_dir, zookeeper=zookeeper)
+                JavaScenarioOptions(
+                    bookkeeper_home=home,
+                    log_dir=run_dir,
+                    zookeeper=zookeeper,
+                    client_home=client,
+                    bookie_settings=bookie_settings,
+                )
             )
         except RunUndecided as exc:
             print(f"could not decide: {exc}", file=sys.stderr)
@@ -191,17 +240,22 @@ def run_report_scenario(args: argparse.Namespace) -> int:
     role = report.role()
     try:
         home = check_arguments(args)
-        zookeeper = _zookeeper(args)
-        version = distribution_version(home)
+        zookeeper = zookeeper_of(args)
+        client = client_home(args)
+        version = distribution_version(client or home)
         refusal = role.refusal(version)
         if refusal is not None:
             raise CannotRun(refusal)
+        bookie_settings = bookie_settings_of(args)
     except CannotRun as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return Verdict.UNDECIDED.exit_code
     print(f"Scenario {report.name}: {report.source}: {report.title}")
     print(f"  {report.story}")
-    print(system_header(java_client_system(home, str(version), zookeeper)))
+    system = java_client_system(
+        home, str(version), zookeeper, client_home=client, bookie_settings=bookie_settings
+    )
+    print(system_header(system))
     for line in report.plan.describe():
         print(f"  {line}")
     run_dir = new_run_dir(args.runs_dir, "local", report.name)
@@ -214,6 +268,8 @@ def run_report_scenario(args: argparse.Namespace) -> int:
         name=report.name,
         extra={"report": report.source},
         zookeeper=zookeeper,
+        client_home=client,
+        bookie_settings=bookie_settings,
     )
     if example is not None:
         print(role.frame_lines(example.record), end="")
@@ -239,6 +295,8 @@ __all__ = [
     "CannotRun",
     "bookkeeper_home",
     "check_arguments",
+    "client_home",
     "run_java_client_scenario",
     "run_report_scenario",
+    "zookeeper_of",
 ]

@@ -8,6 +8,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from adapters.cluster.bookie_profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    STORAGE_CHOICES,
+    profile_named,
+    storage_named,
+)
+from adapters.cluster.bookies import BookieSettings
 from adapters.errors import ClusterError
 from adapters.installations.bookkeeper import DEFAULT_VERSION
 from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, BookieChoice
@@ -174,6 +182,21 @@ def add_bookie_options(group: Any) -> None:
     )
 
 
+def add_client_release_option(group: Any) -> None:
+    """``--client-bookkeeper VERSION|DIR[,...]``: the Java client's own release, apart from
+    the bookies' (``--client java`` runs, the Java-client scenarios; ``qualify --client java``
+    takes a list: a row per bookies' release and client release)."""
+    group.add_argument(
+        "--client-bookkeeper",
+        default=None,
+        metavar="VERSION|DIR",
+        help="with --client java and the *-java-client scenarios: the real Java client's "
+        "release (installed from Maven Central on first use) or distribution directory, apart "
+        "from the bookies' (default: the bookies' release); qualify --client java takes a "
+        "comma-separated list (rows: bookies' release x client release)",
+    )
+
+
 def add_zookeeper_option(group: Any) -> None:
     """``--zookeeper VERSION|DIR``: the ZooKeeper a local cluster runs
     (:func:`zookeeper_from_args`)."""
@@ -209,7 +232,69 @@ def add_restart_option(group: Any) -> None:
     )
 
 
-def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model") -> None:
+def add_bookie_settings_options(group: Any, *, storage_list: bool = False) -> None:
+    """``--ledger-storage`` and ``--settings-profile``: the bookies' settings of a cluster the
+    suite starts (:func:`target_spec_from_args`; docs/bookie-settings.md). ``storage_list``:
+    the command takes a comma-separated list (``qualify``: a shard per storage)."""
+    limbo = (
+        "; a comma-separated list plans the shards once per storage (sorted,db: one report "
+        "with a column per storage), a configuration with limbo on db only"
+        if storage_list
+        else "; limbo with --ledger-storage sorted is refused"
+    )
+    group.add_argument(
+        "--ledger-storage",
+        default=None,
+        metavar="sorted,db" if storage_list else "|".join(STORAGE_CHOICES),
+        help="the real bookies' ledgerStorageClass (--target local or docker): sorted "
+        "(SortedLedgerStorage, BookKeeper's default) or db (DbLedgerStorage, Pulsar's); default: "
+        "the settings profile's, and DbLedgerStorage for a configuration with limbo (data "
+        "integrity checking needs it)" + limbo,
+    )
+    group.add_argument(
+        "--settings-profile",
+        choices=tuple(PROFILES),
+        default=DEFAULT_PROFILE,
+        help="the real bookies' settings the protocol depends on (journal grouping and "
+        "syncing, flush interval, ZooKeeper session, request threads), named after who runs "
+        "them: suite (the suite's test settings, the default), bookkeeper (BookKeeper "
+        "4.18.0's own defaults), pulsar (Pulsar's conf/bookkeeper.conf; runs DbLedgerStorage); "
+        "docs/bookie-settings.md lists each value and its source",
+    )
+
+
+def storages_from_text(text: str | None) -> tuple[str, ...]:
+    """``sorted,db`` -> ("sorted", "db"); ValueError for an unknown or repeated one."""
+    names = tuple(part.strip() for part in (text or "").split(",") if part.strip())
+    unknown = [name for name in names if name not in STORAGE_CHOICES]
+    if unknown:
+        raise ValueError(
+            f"--ledger-storage {text}: {', '.join(unknown)} is no storage; "
+            f"one of {', '.join(STORAGE_CHOICES)}"
+        )
+    if len(set(names)) != len(names):
+        raise ValueError(f"--ledger-storage {text} names a storage twice")
+    return names
+
+
+def bookie_settings_from_args(args: argparse.Namespace) -> BookieSettings:
+    """The bookies' settings of a cluster the Java-client runs start (no limbo there):
+    ``--ledger-storage`` (one; None: the profile's) and ``--settings-profile``. ValueError for
+    a list or an unknown name."""
+    storages = storages_from_text(getattr(args, "ledger_storage", None))
+    if len(storages) > 1:
+        raise ValueError(
+            f"--ledger-storage {args.ledger_storage}: one storage per run (a list is "
+            "`bkconform qualify`'s)"
+        )
+    profile = profile_named(getattr(args, "settings_profile", None) or DEFAULT_PROFILE)
+    storage = storage_named(storages[0]) if storages else profile.ledger_storage
+    return BookieSettings(ledger_storage=storage, profile=profile)
+
+
+def add_target_options(
+    parser: argparse.ArgumentParser, *, default: str = "model", storage_list: bool = False
+) -> None:
     group = parser.add_argument_group("target")
     group.add_argument(
         "--target",
@@ -222,8 +307,10 @@ def add_target_options(parser: argparse.ArgumentParser, *, default: str = "model
         f"cluster at --zk (default {default})",
     )
     add_bookie_options(group)
+    add_client_release_option(group)
     add_zookeeper_option(group)
     add_restart_option(group)
+    add_bookie_settings_options(group, storage_list=storage_list)
     group.add_argument(
         "--official-images",
         action="store_true",
@@ -268,6 +355,12 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         return getattr(args, option, default)
 
     home = given("bookkeeper_home")
+    storages = storages_from_text(given("ledger_storage"))
+    if len(storages) > 1:
+        raise ValueError(
+            f"--ledger-storage {given('ledger_storage')}: one storage per run (a list is "
+            "`bkconform qualify`'s: a shard per storage)"
+        )
     return TargetSpec(
         kind=given("target", "model"),
         bookie_kind=given("bookie_kind", BOOKKEEPER),
@@ -287,6 +380,8 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         destroy_data=given("destroy_data", False),
         keep_ledgers=given("keep_ledgers", False),
         reference_faulty_mode=given("reference_faulty_mode", "none"),
+        ledger_storage=storages[0] if storages else None,
+        settings_profile=given("settings_profile", DEFAULT_PROFILE),
     )
 
 
@@ -301,7 +396,17 @@ def bookie_choice_from_args(args: argparse.Namespace) -> BookieChoice:
     installed, or a directory that is no distribution."""
     # The bookies of a cluster started here (``cluster up``, the Java client's scenarios):
     # read as a local target's, which may also name a ZooKeeper release (``--zookeeper``).
-    local = argparse.Namespace(**{**vars(args), "target": "local", "official_images": False})
+    # Their storage and settings profile are no part of the choice (a list of storages is
+    # qualify's; the Java-client runs read them with bookie_settings_from_args).
+    local = argparse.Namespace(
+        **{
+            **vars(args),
+            "target": "local",
+            "official_images": False,
+            "ledger_storage": None,
+            "settings_profile": DEFAULT_PROFILE,
+        }
+    )
     return target_spec_from_args(local).bookie_choice()
 
 
@@ -317,6 +422,16 @@ def add_keep_ledgers_option(group: Any) -> None:
     )
 
 
-def target_from_args(args: argparse.Namespace) -> Target:
-    """A fresh, unopened target (ValueError for options that do not fit together)."""
-    return target_spec_from_args(args).build()
+def settings_record_from_args(args: argparse.Namespace, cfg: ModelConfig) -> dict[str, str]:
+    """What a run's ``results.json`` ``target`` records of its bookies' settings (ledger
+    storage, settings profile; ``{}`` where the suite does not configure the bookies).
+    ValueError as :meth:`TargetSpec.settings_record`."""
+    if getattr(args, "target", "model") not in ("local", "docker"):
+        return {}
+    return target_spec_from_args(args).settings_record(cfg)
+
+
+def target_from_args(args: argparse.Namespace, config: ModelConfig | None = None) -> Target:
+    """A fresh, unopened target (ValueError for options that do not fit together, or, with
+    ``config``, for a configuration the bookies' storage cannot run)."""
+    return target_spec_from_args(args).build(config)

@@ -16,9 +16,10 @@ shard in error, a target that could not be reached, bad options).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from conformance.commands.options import (
     add_keep_ledgers_option,
     add_target_options,
     search_overrides,
+    storages_from_text,
     target_spec_from_args,
 )
 from conformance.distributed.plan import (
@@ -38,7 +40,11 @@ from conformance.distributed.plan import (
     make_plan,
 )
 from conformance.distributed.qualification import PlanMismatch, run_qualification
-from conformance.distributed.report import ConfigurationEffort, configuration_efforts
+from conformance.distributed.report import (
+    ConfigurationEffort,
+    configuration_efforts,
+    storage_cells,
+)
 from conformance.distributed.shard import (
     FAULT_ENV,
     ExecutionOptions,
@@ -49,6 +55,7 @@ from conformance.distributed.zookeeper_matrix import write_zookeeper_matrix, zoo
 from conformance.rundir import new_run_dir, system_header
 from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import system_under_test
+from conformance.targets.spec import TargetSpec
 from conformance.verdict import Verdict
 
 EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
@@ -98,7 +105,7 @@ def register(subparsers: Any) -> None:
     )
     # Every target and fault capability of ``bkconform run``: each shard builds its own target
     # from the same TargetSpec (conformance/targets/spec.py).
-    add_target_options(qualify)
+    add_target_options(qualify, storage_list=True)
     add_keep_ledgers_option(qualify)
     budget = qualify.add_argument_group("per-shard budget")
     budget.add_argument(
@@ -156,6 +163,9 @@ def qualify_command(args: argparse.Namespace) -> int:
     if args.roles is not None or args.writer_shapes is not None:
         print("bkconform qualify: --roles and --writer-shapes need --client java", file=sys.stderr)
         return EXIT_UNDECIDED
+    if getattr(args, "client_bookkeeper", None):
+        print("bkconform qualify: --client-bookkeeper needs --client java", file=sys.stderr)
+        return EXIT_UNDECIDED
     releases = [name.strip() for name in (args.zookeeper or "").split(",") if name.strip()]
     if len(releases) != len(set(releases)):
         print(
@@ -172,6 +182,7 @@ def qualify_command(args: argparse.Namespace) -> int:
         return EXIT_UNDECIDED
     try:  # bad options are refused before anything is made
         _plan(args)
+        qualification_target(args)
     except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -201,8 +212,20 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, ...], Any]:
         crash_time_share=(
             CRASH_TIME_SHARE if args.crash_time_share is None else args.crash_time_share
         ),
+        ledger_storages=storages_from_text(getattr(args, "ledger_storage", None)),
     )
     return plan, configurations, parse_faults(args.inject_fault)
+
+
+def qualification_target(args: argparse.Namespace) -> TargetSpec:
+    """The target every shard starts from (each shard of a plan with ledger storages runs its
+    own storage on it): the options' target, its ``--ledger-storage`` checked as one run's
+    would be (real bookies of --target local or docker) and left to the plan."""
+    storages = storages_from_text(getattr(args, "ledger_storage", None))
+    first = argparse.Namespace(
+        **{**vars(args), "ledger_storage": storages[0] if storages else None}
+    )
+    return dataclasses.replace(target_spec_from_args(first), ledger_storage=None)
 
 
 def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
@@ -212,7 +235,7 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
         plan, configurations, faults = _plan(args)
         # The bookies and the ZooKeeper are chosen here, once (a version is installed now), and
         # travel to the executors as resolved homes, so that every shard runs the same.
-        target_spec = target_spec_from_args(args).resolved()
+        target_spec = qualification_target(args).resolved()
     except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -272,6 +295,8 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
             f"{row['findings']} findings, {row['errors']} in error, {row['steps']} target "
             f"steps, {row['divergences']} divergent)" + _effort_text(effort)
         )
+    for line in storage_lines(result.shards, plan):
+        print(line)
     for finding in result.aggregates["findings"]:
         problems = "; ".join([*finding["violations"], *finding["divergences"]])
         print(
@@ -285,6 +310,26 @@ def _qualify_once(args: argparse.Namespace, run_dir: Path | None) -> int:
         print(f"ERROR shard {row['shard']} after {row['attempts']} attempts: {row['error']}")
     print(f"Verdict: {result.verdict}. Report: {run_dir / 'report.html'}")
     return result.exit_code
+
+
+def storage_lines(shards: Sequence[Mapping[str, Any]], plan: Plan) -> list[str]:
+    """The console's lines per configuration and ledger storage (none without storages)."""
+    lines = []
+    for cell in storage_cells(
+        shards,
+        storages=plan.ledger_storages,
+        configurations=plan.configurations,
+        not_applicable=plan.not_applicable(),
+    ):
+        where = f"  {cell.configuration} on {cell.ledger_storage}: "
+        if cell.verdict is None:
+            lines.append(where + str(cell.not_applicable))
+        else:
+            lines.append(
+                where + f"{cell.verdict} ({cell.shards} shards, {cell.findings} findings, "
+                f"{cell.errors} in error, {cell.steps_per_shard:,.0f} steps/shard)"
+            )
+    return lines
 
 
 def ledgers_text(summary: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from adapters.cluster.bookie_profiles import DEFAULT_PROFILE
 from adapters.process_records import reap_orphans_once
 from conformance.commands.options import (
     add_keep_ledgers_option,
@@ -33,6 +34,7 @@ from conformance.commands.options import (
     add_target_options,
     config_from_args,
     search_overrides,
+    settings_record_from_args,
     target_from_args,
 )
 from conformance.commands.zab_search import is_search_run, replay_run_dir
@@ -244,6 +246,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.role != "recovery":
         print("bkconform run: --role needs --client java", file=sys.stderr)
         return EXIT_UNDECIDED
+    if getattr(args, "client_bookkeeper", None):
+        print("bkconform run: --client-bookkeeper needs --client java", file=sys.stderr)
+        return EXIT_UNDECIDED
     try:
         search = _settings(args)
         cfg = (
@@ -251,7 +256,8 @@ def run_command(args: argparse.Namespace) -> int:
             if args.random_config
             else config_from_args(args)
         )
-        target = target_from_args(args)
+        target = target_from_args(args, cfg)
+        recorded = {"target": args.target, **settings_record_from_args(args, cfg)}
     except (ConfigError, ValueError) as exc:
         print(f"bkconform run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -275,7 +281,7 @@ def run_command(args: argparse.Namespace) -> int:
         run_dir,
         name="run",
         cfg=cfg,
-        target={"target": args.target},
+        target=recorded,
         system=system,
         extra={"search": search.as_dict()},
     )
@@ -487,12 +493,14 @@ def replay_command(args: argparse.Namespace) -> int:
             cfg, choices, max_steps, target_name, races = _from_run_dir(source)
             if args.target:
                 target_name = args.target
+            _recorded_bookie_settings(args, source, target_name)
         else:
             cfg, choices, max_steps = config_from_args(args), _blob(args.source), args.steps
             target_name = args.target or "model"
             races = bool(getattr(args, "races", False))
         args.target = target_name
-        target = target_from_args(args)
+        target = target_from_args(args, cfg)
+        recorded = {"target": target_name, **settings_record_from_args(args, cfg)}
     except (ConfigError, ValueError, OSError, KeyError) as exc:
         print(f"bkconform replay: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -505,7 +513,7 @@ def replay_command(args: argparse.Namespace) -> int:
         run_dir,
         name="replay",
         cfg=cfg,
-        target={"target": target_name},
+        target=recorded,
         system=system,
         extra={"replayed_from": str(source), "choices": choices},
     )
@@ -548,6 +556,21 @@ def replay_command(args: argparse.Namespace) -> int:
     print(numbered_trace(cfg, outcome.trace))
     print(f"Verdict: {outcome.verdict}. Run directory: {run_dir}")
     return report.exit_code
+
+
+def _recorded_bookie_settings(args: argparse.Namespace, source: Path, target: str) -> None:
+    """A replay of a run directory runs the bookies' storage and settings profile it recorded,
+    unless the options name others (or the replay runs on a target whose bookies the suite
+    does not configure)."""
+    recorded = read_results(source).get("target", {})
+    if target not in ("local", "docker") or getattr(args, "bookie_kind", None) == "reference":
+        return
+    if getattr(args, "ledger_storage", None) is None and recorded.get("ledger_storage"):
+        args.ledger_storage = str(recorded["ledger_storage"])
+    if getattr(args, "settings_profile", DEFAULT_PROFILE) == DEFAULT_PROFILE and recorded.get(
+        "settings_profile"
+    ):
+        args.settings_profile = str(recorded["settings_profile"])
 
 
 def _is_java_client_run(path: Path) -> bool:

@@ -21,11 +21,12 @@ from conformance.commands.console import print_findings
 from conformance.commands.options import (
     add_keep_ledgers_option,
     add_target_options,
+    settings_record_from_args,
     target_from_args,
 )
 from conformance.commands.run import reap_leftovers
 from conformance.engine import Outcome
-from conformance.javaclient import REPORT_SCENARIOS
+from conformance.javaclient import REPORT_SCENARIOS, UPGRADE_SCENARIOS
 from conformance.javaclient import SCENARIO_NAME as JAVA_CLIENT_SCENARIO
 from conformance.run_ledgers import FindingLedgers, record_ledgers
 from conformance.rundir import RunWriter, new_run_dir, system_header
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "name",
-        choices=sorted([*SCENARIOS, JAVA_CLIENT_SCENARIO, *REPORT_SCENARIOS]),
+        choices=sorted([*SCENARIOS, JAVA_CLIENT_SCENARIO, *REPORT_SCENARIOS, *UPGRADE_SCENARIOS]),
         help="the scenario",
     )
     add_target_options(parser)
@@ -62,6 +63,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name in UPGRADE_SCENARIOS:
+        from conformance.commands.java_client_upgrade import run_rolling_scenario
+
+        reap_leftovers()
+        return run_rolling_scenario(args)
     if args.name in REPORT_SCENARIOS:
         from conformance.commands.java_client_scenario import run_report_scenario
 
@@ -73,6 +79,13 @@ def run(args: argparse.Namespace) -> int:
 
         reap_leftovers()  # what an earlier run that died left behind, as for every scenario
         return run_java_client_scenario(args)
+    if getattr(args, "client_bookkeeper", None):
+        print(
+            f"bkconform scenario: {args.name} runs the model's client; --client-bookkeeper is "
+            "for the *-java-client scenarios",
+            file=sys.stderr,
+        )
+        return 2
     scenario = SCENARIOS[args.name]
     given = [flag for flag, attr in SWITCH_FLAGS.items() if getattr(args, attr)]
     if any(flag != scenario.switch_flag for flag in given):
@@ -85,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     protected = not given
     cfg = scenario.config(protected=protected)
     try:
-        target: Target = target_from_args(args)
+        target: Target = target_from_args(args, cfg)
+        recorded = {"target": args.target, **settings_record_from_args(args, cfg)}
     except ValueError as exc:
         print(f"bkconform scenario: {exc}", file=sys.stderr)
         return 2
@@ -99,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir,
         name=scenario.name,
         cfg=cfg,
-        target={"target": args.target},
+        target=recorded,
         system=system,
         extra={"expected_verdict": scenario.expected_verdict(protected)},
     )

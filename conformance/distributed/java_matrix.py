@@ -2,17 +2,25 @@
 ZooKeeper release.
 
 ``bkconform qualify --client java --bookkeeper 4.11.1,4.17.3`` plans one shard per (release,
-client role, configuration, seed), and per ZooKeeper release with ``--zookeeper 3.8.4,3.9.3``:
+client role, configuration, seed), per ZooKeeper release with ``--zookeeper 3.8.4,3.9.3``, and
+per ledger storage of the bookies with ``--ledger-storage sorted,db`` (on the settings profile
+``--settings-profile`` names):
 each shard installs nothing itself (the releases are installed once, by the command), starts
 its own local cluster of that release (on that ZooKeeper) with a proxy per bookie and that
 release's Java client (:class:`~conformance.javaclient.scenario.RecoverySession`), and runs
 ``bkconform run --client java``'s search with the shard's seed and time budget. Shards run on
 Spark (one task each; ``local[N]`` here) or in this process (``--master none``). The matrix,
-(release, ZooKeeper) x (configuration, role), is computed from the shards' rows (on Spark when
-it ran them) with the one precedence rule: a cell's verdict is the worst of its shards'
-(:func:`conformance.verdict.worst`). A cell whose verdict is worse than the same cell of the
-release before it (on the same ZooKeeper) is a **regression**; better, a **fix**; the same
-against the ZooKeeper release before it (on the same BookKeeper) is its ``zookeeper_change``.
+(release, ZooKeeper, ledger storage) x (configuration, role), is computed from the shards' rows
+(on Spark when it ran them) with the one precedence rule: a cell's verdict is the worst of its
+shards' (:func:`conformance.verdict.worst`). A cell whose verdict is worse than the same cell of
+the release before it (on the same ZooKeeper and storage) is a **regression**; better, a
+**fix**; the same against the ZooKeeper release before it (on the same BookKeeper and storage)
+is its ``zookeeper_change``.
+
+With ``--client-bookkeeper 4.17.3,4.18.0`` the Java client's release is a dimension of its own:
+each bookies' release with each client release (a row per pair, the client named in it;
+without it each release runs its own client). A ``change`` then compares the same client on
+the bookies' release before.
 
 Each shard writes ``shards/<n>/`` (the search's examples, the finding's plan, record and frames)
 and its row to ``java_shards.jsonl``; the command writes ``matrix.json``, ``results.json`` and
@@ -33,6 +41,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.cluster.bookie_profiles import DEFAULT_PROFILE, profile_named, storage_named
+from adapters.cluster.bookies import BookieSettings
 from conformance.distributed.schema import RowStatus, from_storage, to_storage
 from conformance.errors import ConformanceError
 from conformance.javaclient.writer_plans import DEFAULT_SHAPES, FIRST_WRITER_RELEASE, WriterShape
@@ -64,9 +74,30 @@ class JavaShard:
     #: and its version ("": not known when planned).
     zookeeper: str | None = None
     zookeeper_version: str = ""
+    #: The bookies' ledger storage (``sorted``, ``db``; "": the settings profile's) and
+    #: their settings profile ("": the suite's).
+    ledger_storage: str = ""
+    settings_profile: str = ""
+    #: The Java client's own release and distribution, apart from the bookies'
+    #: (``--client-bookkeeper``; "" and None: the bookies' release, ``version``).
+    client_version: str = ""
+    client_home: str | None = None
 
-    def cell(self) -> tuple[str, str, str, str]:
-        return (self.version, self.zookeeper_version, self.configuration, self.role)
+    def cell(self) -> tuple[str, str, str, str, str, str]:
+        return (
+            self.version,
+            self.client_version,
+            self.zookeeper_version,
+            self.ledger_storage,
+            self.configuration,
+            self.role,
+        )
+
+    def bookie_settings(self) -> BookieSettings:
+        """The bookies' settings this shard runs."""
+        profile = profile_named(self.settings_profile or DEFAULT_PROFILE)
+        storage = storage_named(self.ledger_storage) if self.ledger_storage else None
+        return BookieSettings(ledger_storage=storage or profile.ledger_storage, profile=profile)
 
 
 def writer_configuration(shape: WriterShape) -> str:
@@ -101,17 +132,28 @@ def not_applicable(
     *,
     roles: Sequence[str] = (ROLE,),
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
+    clients: Mapping[str, Path] | None = None,
 ) -> dict[tuple[str, str, str], str]:
-    """(release, configuration, role) -> why it has no shard: a writer of a release whose
-    client cannot be routed through the proxies."""
+    """(release, configuration, role) -> why it has no shard: a writer whose client (the
+    release's own, or with ``clients`` each of them) cannot be routed through the proxies."""
     out = {}
     for version in releases:
         for role, configuration in _columns(roles, writer_shapes):
-            if role == WRITER_ROLE and _release_key(version) < _release_key(FIRST_WRITER_RELEASE):
+            old = [
+                client
+                for client in (clients or {version: Path()})
+                if _release_key(client) < _release_key(FIRST_WRITER_RELEASE)
+            ]
+            if role == WRITER_ROLE and old:
+                of = f" (client {', '.join(old)})" if clients else ""
                 out[(version, configuration, role)] = (
-                    f"not applicable: a writer run needs BookKeeper >= {FIRST_WRITER_RELEASE}"
+                    f"not applicable{of}: a writer run needs BookKeeper >= {FIRST_WRITER_RELEASE}"
                 )
     return out
+
+
+def _writer_refused(client: str, role: str) -> bool:
+    return role == WRITER_ROLE and _release_key(client) < _release_key(FIRST_WRITER_RELEASE)
 
 
 def plan_matrix(
@@ -124,24 +166,49 @@ def plan_matrix(
     roles: Sequence[str] = (ROLE,),
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
     zookeepers: Mapping[str, Path] | None = None,
+    ledger_storages: Sequence[str] = (),
+    settings_profile: str = "",
+    clients: Mapping[str, Path] | None = None,
 ) -> list[JavaShard]:
-    """One shard per release x ZooKeeper release x (role, configuration) x seed: the
-    recovering role runs E=WQ=3 AQ=2 (what its search runs), the writer role each of
+    """One shard per release x ZooKeeper release x ledger storage x (role, configuration) x
+    seed: the recovering role runs E=WQ=3 AQ=2 (what its search runs), the writer role each of
     ``writer_shapes``; a writer of a release before 4.12 gets no shard
-    (:func:`not_applicable`). ``zookeepers``: version -> directory (None: the default one)."""
+    (:func:`not_applicable`). ``zookeepers``: version -> directory (None: the default one).
+    ``ledger_storages``: ``sorted``, ``db`` (none: the settings profile's);
+    ``settings_profile``: the bookies' (""; the suite's). ``clients``: the Java client's
+    releases, version -> directory, each on each release's bookies (None: each release's own
+    client); a writer of a client before 4.12 gets no shard."""
     if not releases:
         raise MatrixError("the matrix needs at least one --bookkeeper release")
     if seeds_per_release < 1 or seconds <= 0:
         raise MatrixError("each release needs >= 1 shard and a budget > 0 s")
-    skipped = not_applicable(releases, roles=roles, writer_shapes=writer_shapes)
+    try:
+        profile_named(settings_profile or DEFAULT_PROFILE)
+        for storage in ledger_storages:
+            storage_named(storage)
+    except ValueError as exc:
+        raise MatrixError(str(exc)) from exc
+    if len(set(ledger_storages)) != len(ledger_storages):
+        raise MatrixError(f"a ledger storage is named twice: {','.join(ledger_storages)}")
+    skipped = {} if clients else not_applicable(releases, roles=roles, writer_shapes=writer_shapes)
+    client_releases: list[tuple[str, str | None]] = [
+        (client, str(client_home)) for client, client_home in (clients or {}).items()
+    ] or [("", None)]
     shards: list[JavaShard] = []
     zookeeper_releases: list[tuple[str, str | None]] = [
         (zk_version, str(zk_home)) for zk_version, zk_home in (zookeepers or {}).items()
     ] or [("", None)]
     for version, home in releases.items():
         for zk_version, zk_home in zookeeper_releases:
-            for role, configuration in _columns(roles, writer_shapes):
-                if (version, configuration, role) in skipped:
+            for storage, (client, client_home), (role, configuration) in (
+                (x, c, column)
+                for x in ledger_storages or [""]
+                for c in client_releases
+                for column in _columns(roles, writer_shapes)
+            ):
+                if (version, configuration, role) in skipped or (
+                    client and _writer_refused(client, role)
+                ):
                     continue
                 for n in range(seeds_per_release):
                     shards.append(
@@ -156,6 +223,10 @@ def plan_matrix(
                             max_examples,
                             zk_home,
                             zk_version,
+                            storage,
+                            settings_profile,
+                            client,
+                            client_home,
                         )
                     )
     if not shards:
@@ -180,6 +251,10 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     shard_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     row: dict[str, Any] = {**asdict(shard), "status": RowStatus.DONE, "error": None}
+    settings = shard.bookie_settings()
+    # What the bookies ran, whatever the plan left to the profile.
+    row["ledger_storage"] = settings.ledger_storage.short_name
+    row["settings_profile"] = settings.profile.name
     try:
         shape = shape_of(shard.configuration) if shard.role == WRITER_ROLE else None
         result = search_run(
@@ -191,6 +266,8 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
                 seed=shard.seed,
                 seconds=shard.seconds,
                 max_examples=shard.max_examples,
+                bookie_settings=settings,
+                client_home=Path(shard.client_home) if shard.client_home else None,
             )
         )
         summary, error = result.summary(), result.outcome.error
@@ -254,21 +331,31 @@ def _change(now: Verdict, then: Verdict) -> str | None:
 
 
 def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One cell per (release, ZooKeeper release, configuration, role): the worst verdict of its
-    shards, their examples, the fastest first finding; then, per column, ``change`` against
-    the release before it on the same ZooKeeper and ``zookeeper_change`` against the
-    ZooKeeper release before it on the same release (``regression``, ``fix`` or None)."""
-    cells: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    """One cell per (release, ZooKeeper release, ledger storage, configuration, role): the
+    worst verdict of its shards, their examples, the fastest first finding; then, per column,
+    ``change`` against the release before it on the same ZooKeeper and storage and
+    ``zookeeper_change`` against the ZooKeeper release before it on the same release and
+    storage (``regression``, ``fix`` or None)."""
+    cells: dict[tuple[str, str, str, str, str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
         key = (
             str(row["version"]),
+            str(row.get("client_version") or ""),
             str(row.get("zookeeper_version") or ""),
+            str(row.get("ledger_storage") or ""),
             str(row["configuration"]),
             str(row["role"]),
         )
         cells.setdefault(key, []).append(row)
     out: list[dict[str, Any]] = []
-    for (version, zookeeper_version, configuration, role), members in cells.items():
+    for (
+        version,
+        client_version,
+        zookeeper_version,
+        storage,
+        configuration,
+        role,
+    ), members in cells.items():
         firsts = [
             float(r["seconds_to_first_finding_from_start"])
             for r in members
@@ -277,7 +364,9 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "version": version,
+                "client_version": client_version,
                 "zookeeper_version": zookeeper_version,
+                "ledger_storage": storage,
                 "configuration": configuration,
                 "role": role,
                 "verdict": worst(r.get("verdict", Verdict.UNDECIDED) for r in members),
@@ -296,14 +385,22 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         key=lambda c: (
             c["configuration"],
             c["role"],
+            c["ledger_storage"],
+            _release_key(c["client_version"]),
             _release_key(c["version"]),
             _release_key(c["zookeeper_version"]),
         )
     )
-    along_bookkeeper: dict[tuple[str, str, str], dict[str, Any]] = {}
-    along_zookeeper: dict[tuple[str, str, str], dict[str, Any]] = {}
+    along_bookkeeper: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
+    along_zookeeper: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
     for cell in out:
-        column = (cell["configuration"], cell["role"])
+        # The same client release (none named: each release's own) along both.
+        column = (
+            cell["configuration"],
+            cell["role"],
+            cell["ledger_storage"],
+            cell["client_version"],
+        )
         before = along_bookkeeper.get((*column, cell["zookeeper_version"]))
         if before is not None:
             cell["change"] = _change(cell["verdict"], before["verdict"])
@@ -340,25 +437,53 @@ def render_matrix_report(
 ) -> str:
     inapplicable = inapplicable or {}
     zookeepers = sorted({str(c.get("zookeeper_version") or "") for c in cells} or {""})
-    pairs = sorted(
-        {(str(c["version"]), str(c.get("zookeeper_version") or "")) for c in cells}
-        | {(v, zk) for v, _c, _r in inapplicable for zk in zookeepers},
-        key=lambda pair: (_release_key(pair[0]), _release_key(pair[1])),
+    storages = sorted({str(c.get("ledger_storage") or "") for c in cells} or {""})
+    clients = sorted({str(c.get("client_version") or "") for c in cells} or {""})
+    rows_of = sorted(
+        {
+            (
+                str(c["version"]),
+                str(c.get("client_version") or ""),
+                str(c.get("zookeeper_version") or ""),
+                str(c.get("ledger_storage") or ""),
+            )
+            for c in cells
+        }
+        | {
+            (v, cv, zk, x)
+            for v, _c, _r in inapplicable
+            for cv in clients
+            for zk in zookeepers
+            for x in storages
+        },
+        key=lambda row: (
+            _release_key(row[0]),
+            _release_key(row[1]),
+            _release_key(row[2]),
+            row[3],
+        ),
     )
     columns = sorted(
         {(str(c["configuration"]), str(c["role"])) for c in cells}
         | {(c, r) for _v, c, r in inapplicable}
     )
     by_key = {
-        (c["version"], c.get("zookeeper_version") or "", c["configuration"], c["role"]): c
+        (
+            c["version"],
+            c.get("client_version") or "",
+            c.get("zookeeper_version") or "",
+            c.get("ledger_storage") or "",
+            c["configuration"],
+            c["role"],
+        ): c
         for c in cells
     }
     head = "".join(f"<th>{html.escape(cfg)}<br>{html.escape(role)}</th>" for cfg, role in columns)
     body = []
-    for version, zookeeper_version in pairs:
+    for version, client_version, zookeeper_version, storage in rows_of:
         tds = []
         for cfg, role in columns:
-            cell = by_key.get((version, zookeeper_version, cfg, role))
+            cell = by_key.get((version, client_version, zookeeper_version, storage, cfg, role))
             if cell is None:
                 why = inapplicable.get((version, cfg, role), "not run")
                 tds.append(f'<td class="na">{html.escape(why)}</td>')
@@ -378,8 +503,11 @@ def render_matrix_report(
                 f'<td class="{classes}"><b>{html.escape(str(cell["verdict"]))}</b>'
                 f"{html.escape(change)}<br>{detail}</td>"
             )
-        label = html.escape(version) + (
-            f"<br>ZooKeeper {html.escape(zookeeper_version)}" if zookeeper_version else ""
+        label = (
+            html.escape(version)
+            + (f"<br>client {html.escape(client_version)}" if client_version else "")
+            + (f"<br>ZooKeeper {html.escape(zookeeper_version)}" if zookeeper_version else "")
+            + (f"<br>ledger storage {html.escape(storage)}" if storage else "")
         )
         body.append(f"<tr><th>{label}</th>{''.join(tds)}</tr>")
     shard_rows = "".join(
@@ -389,7 +517,10 @@ def render_matrix_report(
             for k in (
                 "index",
                 "version",
+                "client_version",
                 "zookeeper_version",
+                "ledger_storage",
+                "settings_profile",
                 "role",
                 "configuration",
                 "seed",
@@ -409,7 +540,8 @@ def render_matrix_report(
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>bkconform: Java-client version matrix</title>
 <style>{_STYLE}</style></head><body>
-<h1>The real Java client under search: release x ZooKeeper x configuration x role</h1>
+<h1>The real Java client under search: release x client x ZooKeeper x ledger storage x
+configuration x role</h1>
 <p>Verdict: <b class="{verdict}">{verdict}</b>. Master {html.escape(master)}; {len(rows)} shards
 in {elapsed:.0f} s. Each release runs its own bookies and its own Java client (py4j), with a
 frame proxy per bookie, on the ZooKeeper release its row names; a cell is the worst verdict of
@@ -419,7 +551,8 @@ fix).</p>
 <table><tr><th>release</th>{head}</tr>{"".join(body)}</table>
 <h2>Systems under test</h2><ul>{"".join(f"<li>{html.escape(s)}</li>" for s in systems)}</ul>
 <h2>Shards</h2>
-<table><tr><th>shard</th><th>release</th><th>ZooKeeper</th><th>role</th><th>configuration</th>
+<table><tr><th>shard</th><th>release</th><th>client</th><th>ZooKeeper</th><th>ledger storage</th>
+<th>settings profile</th><th>role</th><th>configuration</th>
 <th>seed</th>
 <th>status</th><th>verdict</th><th>examples</th><th>guided</th><th>first finding (s)</th>
 <th>error</th></tr>{shard_rows}</table>

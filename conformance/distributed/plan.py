@@ -6,6 +6,14 @@ Shard ``i`` runs configuration ``i mod len(configurations)`` (so every configura
 share) with a seed derived from ``(master seed, i)``. On a cluster target the shards of a
 configuration that crashes bookies get ``crash_time_share`` times the time budget
 (:data:`CRASH_TIME_SHARE`).
+
+With ledger storages (``--ledger-storage sorted,db``) the same shards are planned once per
+storage, as the Java-client matrix plans its shards once per release: the storage's ``n``-th
+shard runs the configuration and seed of shard ``n`` of a plan without storages, so a
+configuration meets the same searches on every storage. A configuration with limbo gets no
+shard on a storage other than DbLedgerStorage (data integrity checking needs it:
+:meth:`Plan.not_applicable` says so, and the report shows the cell as not applicable).
+Shards are numbered across the storages, in the order given.
 """
 
 from __future__ import annotations
@@ -19,12 +27,24 @@ from typing import Any
 
 from conformance.errors import ConformanceError
 from conformance.search.runner import SearchSettings
+from conformance.targets.bookie_settings import has_limbo
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
 
 
 class PlanError(ConformanceError, ValueError):
     """A plan that cannot be made (unknown configuration, empty budget, no shards)."""
+
+
+#: The ledger storages a plan may name (as ``--ledger-storage`` names them).
+LEDGER_STORAGES = ("sorted", "db")
+
+
+def storage_refusal(configuration: str, storage: str) -> str | None:
+    """Why ``configuration`` has no shard on ``storage`` (None: it has)."""
+    if storage != "db" and has_limbo(CONFIGURATIONS[configuration]):
+        return "not applicable: limbo (data integrity checking) needs DbLedgerStorage"
+    return None
 
 
 def as_real_bookies_run(cfg: ModelConfig) -> ModelConfig:
@@ -80,6 +100,9 @@ class Shard:
     max_steps: int
     time_budget: float | None
     explore: bool
+    #: The bookies' ledger storage (``sorted``, ``db``); None: the target's (a plan without
+    #: storages).
+    ledger_storage: str | None = None
 
     @property
     def config(self) -> ModelConfig:
@@ -110,6 +133,19 @@ class Plan:
     #: The time share asked for configurations that crash bookies (:data:`CRASH_TIME_SHARE`);
     #: :func:`time_share` says where it applies.
     crash_time_share: float = CRASH_TIME_SHARE
+    #: The ledger storages the shards were planned on, in order (empty: the target's), and
+    #: the shards asked of each (a configuration with limbo has none on sorted).
+    ledger_storages: tuple[str, ...] = ()
+    shards_per_storage: int = 0
+
+    def not_applicable(self) -> dict[tuple[str, str], str]:
+        """(configuration, storage) -> why it has no shard."""
+        return {
+            (configuration, storage): why
+            for storage in self.ledger_storages
+            for configuration in self.configurations
+            if (why := storage_refusal(configuration, storage)) is not None
+        }
 
     def describe_time_shares(self) -> str:
         """The configurations whose shards were planned with another time than the budget's,
@@ -127,7 +163,7 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         budget = self.budget.as_dict()
         budget.pop("seed")  # each shard has its own
-        return {
+        planned: dict[str, Any] = {
             "master_seed": self.master_seed,
             "target": self.target,
             "configurations": list(self.configurations),
@@ -135,6 +171,12 @@ class Plan:
             "crash_time_share": self.crash_time_share,
             "shards": len(self.shards),
         }
+        if self.ledger_storages:
+            # Only then: a plan without storages reads as it always did (a run directory of
+            # before resumes).
+            planned["ledger_storages"] = list(self.ledger_storages)
+            planned["shards_per_storage"] = self.shards_per_storage
+        return planned
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
@@ -143,14 +185,16 @@ class Plan:
     def from_json(cls, text: str) -> Plan:
         data = json.loads(text)
         budget = SearchSettings(**{**data["budget"], "seed": 0})
+        storages = tuple(data.get("ledger_storages", ()))
         return make_plan(
             master_seed=int(data["master_seed"]),
-            shards=int(data["shards"]),
+            shards=int(data["shards_per_storage"] if storages else data["shards"]),
             configurations=tuple(data["configurations"]),
             target=str(data["target"]),
             budget=budget,
             # A plan written before the share existed gave every shard the budget's time.
             crash_time_share=float(data.get("crash_time_share", 1.0)),
+            ledger_storages=storages,
         )
 
 
@@ -174,7 +218,9 @@ def make_plan(
     target: str = "model",
     budget: SearchSettings = SHARD_BUDGET,
     crash_time_share: float = CRASH_TIME_SHARE,
+    ledger_storages: tuple[str, ...] = (),
 ) -> Plan:
+    """The plan; with ``ledger_storages``, ``shards`` per storage (see the module docstring)."""
     if shards < 1:
         raise PlanError(f"a plan needs at least one shard, got {shards}")
     if not configurations:
@@ -190,6 +236,16 @@ def make_plan(
         raise PlanError(f"a shard's time budget must be positive, got {budget.time_budget}")
     if not math.isfinite(crash_time_share) or crash_time_share <= 0:
         raise PlanError(f"the crash time share must be a positive number, got {crash_time_share}")
+    if ledger_storages:
+        return _plan_per_storage(
+            master_seed=master_seed,
+            shards=shards,
+            configurations=tuple(configurations),
+            target=target,
+            budget=budget,
+            crash_time_share=crash_time_share,
+            ledger_storages=tuple(ledger_storages),
+        )
     planned = tuple(
         Shard(
             shard=index,
@@ -207,6 +263,65 @@ def make_plan(
     )
     return Plan(
         master_seed, target, tuple(configurations), budget, planned, float(crash_time_share)
+    )
+
+
+def _plan_per_storage(
+    *,
+    master_seed: int,
+    shards: int,
+    configurations: tuple[str, ...],
+    target: str,
+    budget: SearchSettings,
+    crash_time_share: float,
+    ledger_storages: tuple[str, ...],
+) -> Plan:
+    unknown = [name for name in ledger_storages if name not in LEDGER_STORAGES]
+    if unknown:
+        raise PlanError(
+            f"unknown ledger storage(s) {', '.join(unknown)}; known: {', '.join(LEDGER_STORAGES)}"
+        )
+    if len(set(ledger_storages)) != len(ledger_storages):
+        raise PlanError(f"a ledger storage is named twice: {','.join(ledger_storages)}")
+    if target not in ("local", "docker"):
+        raise PlanError(
+            f"ledger storages are the real bookies' of --target local or docker, not {target}"
+        )
+    planned: list[Shard] = []
+    for storage in ledger_storages:
+        for n in range(shards):
+            configuration = configurations[n % len(configurations)]
+            if storage_refusal(configuration, storage) is not None:
+                continue
+            planned.append(
+                Shard(
+                    shard=len(planned),
+                    configuration=configuration,
+                    target=target,
+                    # The n-th shard of every storage searches alike: same seed, same
+                    # configuration.
+                    seed=shard_seed(master_seed, n),
+                    max_examples=budget.max_examples,
+                    max_steps=budget.max_steps,
+                    time_budget=_shard_time(budget, configuration, target, crash_time_share),
+                    explore=budget.explore,
+                    ledger_storage=storage,
+                )
+            )
+    if not planned:
+        raise PlanError(
+            f"no configuration of {', '.join(configurations)} can run on "
+            f"{', '.join(ledger_storages)}: limbo (data integrity checking) needs DbLedgerStorage"
+        )
+    return Plan(
+        master_seed,
+        target,
+        configurations,
+        budget,
+        tuple(planned),
+        float(crash_time_share),
+        ledger_storages,
+        shards,
     )
 
 

@@ -19,7 +19,12 @@ from typing import Any
 
 from conformance.distributed.diff import Aggregates, aggregate
 from conformance.distributed.plan import Plan
-from conformance.distributed.report import report_data, shard_systems, write_report
+from conformance.distributed.report import (
+    report_data,
+    shard_systems,
+    storage_cells,
+    write_report,
+)
 from conformance.distributed.schema import RowStatus, ShardRow
 from conformance.distributed.shard import ExecutionOptions, execute_shard
 from conformance.distributed.store import (
@@ -257,6 +262,20 @@ def _write_summary(result: QualificationResult, total_elapsed: float) -> None:
     }
     if result.ledgers is not None:
         summary["ledgers"] = result.ledgers
+    cells = storage_cells(
+        result.shards,
+        storages=result.plan.ledger_storages,
+        configurations=result.plan.configurations,
+        not_applicable=result.plan.not_applicable(),
+    )
+    if cells:
+        # storage -> configuration -> its verdict, or why it has no shard there.
+        by_storage: dict[str, dict[str, str]] = {}
+        for cell in cells:
+            by_storage.setdefault(cell.ledger_storage, {})[cell.configuration] = (
+                str(cell.verdict) if cell.verdict is not None else str(cell.not_applicable)
+            )
+        summary["ledger_storages"] = by_storage
     (result.run_dir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 

@@ -34,7 +34,7 @@ from adapters.installations.system import SystemUnderTest
 from conformance.distributed.diff import Aggregates
 from conformance.distributed.plan import Plan
 from conformance.distributed.schema import RowStatus
-from conformance.verdict import Verdict
+from conformance.verdict import Verdict, worst
 from model.bookkeeper.action_table import ALL_ACTIONS
 
 REPORT_HTML = "report.html"
@@ -200,6 +200,62 @@ def _bookies_own(rows: list[Mapping[str, Any]]) -> dict[str, int] | None:
 
 
 @dataclass(frozen=True)
+class StorageCell:
+    """One configuration on one ledger storage: the worst verdict of its shards (a cell with
+    no shard says why in ``not_applicable``)."""
+
+    configuration: str
+    ledger_storage: str
+    verdict: Verdict | None
+    shards: int
+    errors: int
+    findings: int
+    steps_per_shard: float
+    not_applicable: str | None = None
+
+
+def storage_cells(
+    shards: Iterable[Mapping[str, Any]],
+    *,
+    storages: Sequence[str] = (),
+    configurations: Sequence[str] = (),
+    not_applicable: Mapping[tuple[str, str], str] | None = None,
+) -> list[StorageCell]:
+    """Per (configuration, ledger storage): the worst verdict of its shards, their findings
+    and steps; a planned cell without shards, with why (``not_applicable``). Empty when no
+    shard recorded a storage (the model, an external cluster, a run of before)."""
+    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in shards:
+        storage = row.get("ledger_storage")
+        if storage:
+            grouped[(row["configuration"], str(storage))].append(row)
+    if not grouped and not not_applicable:
+        return []
+    names = list(configurations) or sorted({c for c, _ in grouped})
+    order = list(storages) or sorted({x for _, x in grouped})
+    cells = []
+    for configuration in names:
+        for storage in order:
+            rows = grouped.get((configuration, storage), [])
+            why = (not_applicable or {}).get((configuration, storage))
+            if not rows and why is None:
+                continue
+            cells.append(
+                StorageCell(
+                    configuration=configuration,
+                    ledger_storage=storage,
+                    verdict=worst(r["verdict"] for r in rows) if rows else None,
+                    shards=len(rows),
+                    errors=sum(1 for r in rows if r["status"] is RowStatus.ERROR),
+                    findings=sum(int(r["findings"]) for r in rows),
+                    steps_per_shard=sum(r["steps"] for r in rows) / len(rows) if rows else 0.0,
+                    not_applicable=why if not rows else None,
+                )
+            )
+    return cells
+
+
+@dataclass(frozen=True)
 class ShardSummary:
     """A shard's line in the report (and what its plots are drawn from)."""
 
@@ -216,6 +272,8 @@ class ShardSummary:
     attempts: int
     worker: str
     time_to_first_finding: float | None
+    #: The bookies' ledger storage (None: not recorded, or no bookies the suite configures).
+    ledger_storage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +297,8 @@ class ReportData:
     efforts: list[ConfigurationEffort]
     shards: list[ShardSummary]
     versions: dict[str, Any]
+    #: Per configuration and ledger storage (empty: no shard recorded a storage).
+    storages: list[StorageCell] = dataclasses.field(default_factory=list)
 
     @property
     def done(self) -> int:
@@ -369,11 +429,17 @@ def report_data(
         efforts=configuration_efforts(ordered),
         shards=[
             ShardSummary(
-                **{f.name: r[f.name] for f in dataclasses.fields(ShardSummary)},
+                **{f.name: r[f.name] for f in dataclasses.fields(ShardSummary) if f.name in r},
             )
             for r in ordered
         ],
         versions=json.loads(ordered[0]["versions"]) if ordered else {},
+        storages=storage_cells(
+            ordered,
+            storages=plan.ledger_storages,
+            configurations=plan.configurations,
+            not_applicable=plan.not_applicable(),
+        ),
     )
 
 

@@ -136,6 +136,13 @@ SHARDS = pa.schema(
         pa.field("bookies", pa.string(), nullable=False),  # BookKeeper 4.17.3 (Maven, ...)
         pa.field("client", pa.string(), nullable=False),  # model client (bkconform)
         pa.field("zookeeper", pa.string(), nullable=False),  # ZooKeeper 3.9.5 (...)
+        # The bookies' settings where the suite configures them (local, docker with real
+        # bookies): in words ("DbLedgerStorage, settings profile pulsar"), the ledger storage
+        # (sorted, db) and the settings profile (suite, bookkeeper, pulsar); null elsewhere
+        # (the model, an external cluster, the reference bookie) and in older runs.
+        pa.field("bookie_settings", pa.string()),
+        pa.field("ledger_storage", pa.string()),
+        pa.field("settings_profile", pa.string()),
         pa.field("worker", pa.string(), nullable=False),  # host:pid that ran it
         pa.field("finished_at", pa.string(), nullable=False),  # UTC, ISO 8601
     ]
@@ -222,6 +229,9 @@ class ShardRow(TypedDict):
     bookies: str
     client: str
     zookeeper: str
+    bookie_settings: str | None
+    ledger_storage: str | None
+    settings_profile: str | None
     worker: str
     finished_at: str
 

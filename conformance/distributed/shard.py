@@ -27,6 +27,7 @@ slow shrink on a real cluster would); several are separated by commas.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -314,6 +315,23 @@ def finding_row(shard: Shard, finding: Finding) -> FindingRow:
     }
 
 
+def shard_target(shard: Shard, options: ExecutionOptions) -> TargetSpec:
+    """The target the shard runs: the qualification's, on the shard's ledger storage."""
+    if shard.ledger_storage is None:
+        return options.target
+    return dataclasses.replace(options.target, ledger_storage=shard.ledger_storage)
+
+
+def _bookie_settings_columns(spec: TargetSpec, shard: Shard) -> tuple[str | None, str | None]:
+    """The row's ``ledger_storage`` and ``settings_profile``: what the shard's bookies ran
+    (None for both where the suite does not configure them, or the storage refused)."""
+    try:
+        record = spec.settings_record(shard.config)
+    except ValueError:
+        return shard.ledger_storage, spec.settings_profile
+    return record.get("ledger_storage"), record.get("settings_profile")
+
+
 def _attempt(
     shard: Shard,
     options: ExecutionOptions,
@@ -344,7 +362,7 @@ def _attempt(
 
     stalls_after_finding = [f for f in options.faults if f.kind == "hang-after-finding"]
     armed = False
-    target = LedgerRecorder(options.target.build())
+    target = LedgerRecorder(shard_target(shard, options).build(shard.config))
     # On an external cluster, a finding's ledger is kept when the shard's others are deleted.
     ledgers = FindingLedgers(target.inner)
     system = system_under_test(target)
@@ -387,10 +405,10 @@ def _attempt(
     )
 
 
-def _system(options: ExecutionOptions) -> SystemUnderTest:
+def _system(shard: Shard, options: ExecutionOptions) -> SystemUnderTest:
     """What the shard's target runs, when no attempt got far enough to say."""
     try:
-        return system_under_test(options.target.build())
+        return system_under_test(shard_target(shard, options).build(shard.config))
     except Exception as exc:
         return SystemUnderTest(f"unknown ({type(exc).__name__}: {exc})", "unknown", "unknown")
 
@@ -455,7 +473,8 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
     # An error decided nothing: its verdict is undecided, whatever the last attempt said.
     verdict = Verdict.UNDECIDED if report is None or error else Verdict.named(report.verdict)
     log(f"finished in {wall:.1f} s: {verdict}" + (f" ({status})" if error is not None else ""))
-    system = result.system if result is not None else _system(options)
+    system = result.system if result is not None else _system(shard, options)
+    ledger_storage, settings_profile = _bookie_settings_columns(shard_target(shard, options), shard)
     row: ShardRow = {
         "shard": shard.shard,
         "configuration": shard.configuration,
@@ -495,6 +514,9 @@ def execute_shard(shard: Shard, options: ExecutionOptions) -> ShardRow:
         "bookies": system.bookies,
         "client": system.client,
         "zookeeper": system.zookeeper,
+        "bookie_settings": system.bookie_settings or None,
+        "ledger_storage": ledger_storage,
+        "settings_profile": settings_profile,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

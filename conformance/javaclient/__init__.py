@@ -7,7 +7,8 @@ events, and the spec's action each shows), ``model_replay`` (the judges' base an
 ``Judgement``), ``role``/``roles`` (the abstraction and its values: ``recovery_role``,
 ``writer_role``, with their plans, stories and guidance), ``search`` (Hypothesis over a role's
 plans, and shrinking), ``run`` (the run directory of a search or replay), ``scenario`` and
-``schedule`` (``bkconform scenario defect1-java-client``). See docs/javaclient-search.md and
+``schedule`` (``bkconform scenario defect1-java-client``), ``upgrades`` (the rolling upgrade
+and downgrade scenarios). See docs/javaclient-search.md and
 docs/javaclient-scenario.md.
 
 Nothing heavy is imported here: the scenario command loads the JVM adapter only when chosen.
@@ -26,4 +27,7 @@ REPORT_SCENARIOS = (
     "throttle-stale-ensemble-java-client",
 )
 
-__all__ = ["REPORT_SCENARIOS", "SCENARIO_NAME"]
+#: The rolling upgrade and downgrade of the bookies under the Java client (:mod:`.upgrades`).
+UPGRADE_SCENARIOS = ("rolling-upgrade-java-client", "rolling-downgrade-java-client")
+
+__all__ = ["REPORT_SCENARIOS", "SCENARIO_NAME", "UPGRADE_SCENARIOS"]

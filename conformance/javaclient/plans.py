@@ -273,10 +273,27 @@ class FaultKind(enum.Enum):
     STALL = "stall"  # the proxy stops reading from the client for ``duration_ms``
     HOLD_METADATA = "hold metadata"  # the client's ZooKeeper writes are held ``duration_ms``
     EXPIRE_SESSION = "expire session"  # the client's ZooKeeper session is expired
+    #: An operator's upgrade step: the bookie stopped (SIGTERM) and started again with its
+    #: data from a newer release (the event's ``release``); to the model, a restart with data.
+    UPGRADE = "upgrade"
+    #: The same step back to an older release.
+    DOWNGRADE = "downgrade"
 
     @property
     def needs_bookie(self) -> bool:
         return self not in (FaultKind.HOLD_METADATA, FaultKind.EXPIRE_SESSION)
+
+    @property
+    def needs_release(self) -> bool:
+        """The bookie restarts from another release, which the event names."""
+        return self in (FaultKind.UPGRADE, FaultKind.DOWNGRADE)
+
+    @property
+    def restarts_with_data(self) -> bool:
+        """The bookie stops and starts again with its journal and ledgers: a restart, an
+        upgrade or a downgrade. The judges take all three alike (the release is the bookie's,
+        not the model's)."""
+        return self in (FaultKind.RESTART, FaultKind.UPGRADE, FaultKind.DOWNGRADE)
 
     @property
     def needs_duration(self) -> bool:
@@ -292,17 +309,27 @@ class FaultKind(enum.Enum):
 class FaultEvent:
     """One fault at a chosen point of the run: when the frame ``at`` has reached a proxy (a
     request from the client, or with ``at.answer`` the bookie's answer leaving the bookie), or
-    with ``at`` None as the client starts its part."""
+    with ``at`` None as the client starts its part. An upgrade or a downgrade names the
+    ``release`` the bookie restarts from: a version (``4.18.0``, installed on first use) or a
+    distribution directory."""
 
     kind: FaultKind
     at: FrameKey | None = None
     bookie: str | None = None
     duration_ms: int = 0
+    release: str | None = None
 
-    def sort_key(self) -> tuple[bool, FrameKey, str, str, int]:
+    def sort_key(self) -> tuple[bool, FrameKey, str, str, int, str]:
         """Events as the run meets them (at the start first), then by what they are."""
         at = self.at or FrameKey("", "", 0)
-        return (self.at is not None, at, self.kind.value, self.bookie or "", self.duration_ms)
+        return (
+            self.at is not None,
+            at,
+            self.kind.value,
+            self.bookie or "",
+            self.duration_ms,
+            self.release or "",
+        )
 
     def __post_init__(self) -> None:
         if self.kind.needs_bookie != (self.bookie is not None):
@@ -311,12 +338,20 @@ class FaultEvent:
         if self.kind.needs_duration != (self.duration_ms > 0):
             which = "lasts >= 1 ms" if self.kind.needs_duration else "has no duration"
             raise PlanError(f"a {self.kind.value} fault {which}, got {self.duration_ms} ms")
+        if self.kind.needs_release != bool(self.release and self.release.strip()):
+            which = (
+                "names the release the bookie restarts from (e.g. 4.18.0)"
+                if self.kind.needs_release
+                else "names no release"
+            )
+            raise PlanError(f"a {self.kind.value} fault {which}")
 
     def describe(self) -> str:
         target = f" {self.bookie}" if self.bookie else ""
+        release = f" to {self.release}" if self.release else ""
         lasting = f" for {self.duration_ms} ms" if self.duration_ms else ""
         when = "as the client starts" if self.at is None else f"when {self.at.describe()} passes"
-        return f"{self.kind.value}{target}{lasting} {when}"
+        return f"{self.kind.value}{target}{release}{lasting} {when}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -324,6 +359,7 @@ class FaultEvent:
             "at": None if self.at is None else self.at.to_json(),
             **({"bookie": self.bookie} if self.bookie else {}),
             **({"duration_ms": self.duration_ms} if self.duration_ms else {}),
+            **({"release": self.release} if self.release else {}),
         }
 
     @classmethod
@@ -338,12 +374,24 @@ class FaultEvent:
         if bookie is not None and bookie not in names:
             raise PlanError(f"the fault names bookie {bookie!r}; the run has {sorted(names)}")
         at = item.get("at")
+        release = item.get("release")
         return cls(
             kind,
             None if at is None else FrameKey.from_json(at, names),
             None if bookie is None else str(bookie),
             int(item.get("duration_ms", 0)),
+            None if release is None else str(release),
         )
+
+
+def releases_named(events: Iterable[FaultEvent]) -> tuple[str, ...]:
+    """The releases ``events`` restart bookies from (upgrades and downgrades), each once, in
+    order: what a run installs before it starts."""
+    named: dict[str, None] = {}
+    for event in events:
+        if event.release:
+            named[event.release] = None
+    return tuple(named)
 
 
 def searched_frames(writer: WriterPlan) -> tuple[FrameKey, ...]:
@@ -541,6 +589,7 @@ __all__ = [
     "forge",
     "hold",
     "hold_for",
+    "releases_named",
     "searched_frames",
     "writer_from_phases",
 ]

@@ -17,15 +17,18 @@ is printed here: ``say`` gets the progress lines.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from adapters.cluster.bookies import BookieSettings
+from adapters.cluster.local import describe_mixed_bookies
 from adapters.errors import ClusterError
 from adapters.installations.system import (
     BookieChoice,
@@ -68,18 +71,36 @@ RUN_ERRORS: tuple[type[Exception], ...] = (GuidanceError, *INFRASTRUCTURE_ERRORS
 
 
 def java_client_system(
-    home: Path, version: str, zookeeper_install: ZooKeeperInstall | None = None
+    home: Path,
+    version: str,
+    zookeeper_install: ZooKeeperInstall | None = None,
+    *,
+    client_home: Path | None = None,
+    bookie_homes: Sequence[Path] = (),
+    bookie_settings: BookieSettings | None = None,
 ) -> SystemUnderTest:
-    """Bookies of ``home``, its Java client, and the local ZooKeeper (``zookeeper_install``,
-    else the default one)."""
+    """Bookies of ``home`` (or each of ``bookie_homes``), the Java client of ``client_home``
+    (None: ``home``'s, of ``version``), and the local ZooKeeper (``zookeeper_install``, else the
+    default one). A client of another release than the bookies says where it comes from.
+    ``bookie_settings``: the bookies' storage and settings profile (None: the suite's)."""
     try:
         install = zookeeper_install or locate_zookeeper()
         zookeeper = describe_zookeeper(install.classpath, install.source)
     except Exception as exc:
         zookeeper = f"unknown ({exc})"
-    return SystemUnderTest(
-        BookieChoice.bookkeeper(home).describe(), describe_java_client(version), zookeeper
-    )
+    if bookie_homes and len(set(bookie_homes)) > 1:
+        names = {f"bookie{i + 1}": bookie_home for i, bookie_home in enumerate(bookie_homes)}
+        bookies = describe_mixed_bookies(dict(names))
+    else:
+        bookies = BookieChoice.bookkeeper(bookie_homes[0] if bookie_homes else home).describe()
+    client = describe_java_client(version)
+    if client_home is not None and client_home != home:
+        client = (
+            f"{describe_java_client(str(distribution_version(client_home)))} ("
+            + (BookieChoice.bookkeeper(client_home).describe().split(" (", 1)[-1])
+        )
+    settings = (bookie_settings or BookieSettings()).describe()
+    return SystemUnderTest(bookies, client, zookeeper, settings)
 
 
 def session_options(
@@ -89,13 +110,17 @@ def session_options(
     *,
     measures_coverage: bool = False,
     zookeeper: ZooKeeperInstall | None = None,
+    client_home: Path | None = None,
+    bookie_settings: BookieSettings | None = None,
 ) -> SessionOptions:
     return SessionOptions(
+        bookie_settings=bookie_settings or BookieSettings(),
         bookkeeper_home=home,
         zookeeper=zookeeper,
         log_dir=run_dir,
         layout=role.layout(),
         measures_coverage=measures_coverage,
+        client_home=client_home,
     )
 
 
@@ -124,6 +149,10 @@ class SearchRunOptions:
     client_coverage: bool = True
     #: Progress lines (the command prints them; a shard keeps them quiet).
     say: Callable[[str], None] = field(default=lambda line: None, compare=False)
+    #: The Java client's own distribution (None: the bookies', ``home``).
+    client_home: Path | None = None
+    #: The bookies' ledger storage and settings profile (the default: the suite's).
+    bookie_settings: BookieSettings = field(default_factory=BookieSettings)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -147,6 +176,8 @@ class SearchRunResult:
     #: The shrunk finding's plan, and the plan as found (None: no finding).
     finding_plan: Any = None
     found_plan: Any = None
+    #: The Java client's release ("": the bookies', ``version``).
+    client_version: str = ""
 
     @property
     def verdict(self) -> Verdict:
@@ -160,7 +191,17 @@ class SearchRunResult:
             "verdict": outcome.verdict,
             "run_dir": str(self.run_dir),
             "bookkeeper": self.version,
-            "system": f"{system.bookies}; {system.client}; {system.zookeeper}",
+            "client_bookkeeper": self.client_version or self.version,
+            "system": "; ".join(
+                part
+                for part in (
+                    system.bookies,
+                    system.client,
+                    system.zookeeper,
+                    system.bookie_settings,
+                )
+                if part
+            ),
             "violations": list(outcome.violations),
             "divergences": len(outcome.divergences),
             "error": outcome.error,
@@ -186,11 +227,26 @@ def _located(zookeeper: ZooKeeperInstall | None) -> ZooKeeperInstall | None:
 
 
 def _target(
-    role: Role[Any, Any], version: str, zookeeper: ZooKeeperInstall | None
+    role: Role[Any, Any],
+    version: str,
+    zookeeper: ZooKeeperInstall | None,
+    client_version: str | None = None,
+    bookie_settings: BookieSettings | None = None,
 ) -> dict[str, str]:
-    """What the run's ``results.json`` says it ran against (a replay runs the same);
-    ``zookeeper`` as :func:`_located` gave it."""
-    target = {"target": "local", "bookkeeper": version, "client": CLIENT, "role": role.name}
+    """What the run's ``results.json`` says it ran against (a replay runs the same):
+    ``bookkeeper`` the bookies' release, ``client_bookkeeper`` the Java client's;
+    ``zookeeper`` as :func:`_located` gave it; ``ledger_storage`` and ``settings_profile``
+    the bookies' (``sorted``, ``suite`` by default)."""
+    target = {
+        "target": "local",
+        "bookkeeper": version,
+        "client": CLIENT,
+        "client_bookkeeper": client_version or version,
+        "role": role.name,
+    }
+    settings = bookie_settings or BookieSettings()
+    target["ledger_storage"] = settings.ledger_storage.short_name
+    target["settings_profile"] = settings.profile.name
     found = zookeeper_version(zookeeper.classpath) if zookeeper is not None else None
     if found is not None:
         target["zookeeper"] = found
@@ -202,13 +258,18 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
     cluster, proxy, JVM or ZooKeeper failure is an undecided result, never an exception."""
     home, run_dir, say, role = options.home, options.run_dir, options.say, options.role
     version = str(distribution_version(home))
+    client_home = options.client_home
+    client_version = str(distribution_version(client_home)) if client_home else version
     zookeeper = _located(options.zookeeper)
-    system = java_client_system(home, version, zookeeper)
+    bookie_settings = options.bookie_settings
+    system = java_client_system(
+        home, version, zookeeper, client_home=client_home, bookie_settings=bookie_settings
+    )
     writer = RunWriter(
         run_dir,
         name="run-java",
         cfg=role.config(),
-        target=_target(role, version, zookeeper),
+        target=_target(role, version, zookeeper, client_version, bookie_settings),
         system=system,
         extra={"search": options.settings(), "role_settings": role.settings()},
     )
@@ -228,6 +289,8 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                     run_dir,
                     measures_coverage=options.client_coverage,
                     zookeeper=zookeeper,
+                    client_home=client_home,
+                    bookie_settings=bookie_settings,
                 )
                 with ClientSession(measured) as session:
                     if planned is not None:
@@ -248,10 +311,19 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                 error = f"{type(exc).__name__}: {exc}"
                 outcome = Outcome(Verdict.UNDECIDED, [], [], error=error)
                 writer.finish(outcome, story=None)
-                return SearchRunResult(run_dir, version, system, outcome, {"error": error})
-        return _finish(
+                return SearchRunResult(
+                    run_dir,
+                    version,
+                    system,
+                    outcome,
+                    {"error": error},
+                    client_version=client_version,
+                )
+        finished = _finish(
             writer, role, result, described, len(guided), started, version, system, client_coverage
         )
+        finished.client_version = client_version
+        return finished
 
 
 def _client_coverage(session: ClientSession, run_dir: Path, examples: int) -> dict[str, Any] | None:
@@ -446,10 +518,13 @@ def replay_run(
     run_dir: Path,
     source: Path,
     zookeeper: ZooKeeperInstall | None = None,
+    client_home: Path | None = None,
+    bookie_settings: BookieSettings | None = None,
 ) -> Outcome:
-    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``), written to
-    ``run_dir`` as a replay of ``source``; a cluster, proxy, JVM or ZooKeeper failure, or a
-    schedule not applied, is an undecided outcome (with its error), never an exception."""
+    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``; the client of
+    ``client_home``, None: ``home``'s), written to ``run_dir`` as a replay of ``source``; a
+    cluster, proxy, JVM or ZooKeeper failure, or a schedule not applied, is an undecided
+    outcome (with its error), never an exception."""
     outcome, _example = run_once(
         role,
         plan,
@@ -458,6 +533,8 @@ def replay_run(
         name="replay-java",
         extra={"replayed_from": str(source)},
         zookeeper=zookeeper,
+        client_home=client_home,
+        bookie_settings=bookie_settings,
     )
     return outcome
 
@@ -471,18 +548,28 @@ def run_once(
     name: str,
     extra: dict[str, Any] | None = None,
     zookeeper: ZooKeeperInstall | None = None,
+    client_home: Path | None = None,
+    after: Callable[[ClientSession, Example[Any, Any]], dict[str, Any]] | None = None,
+    bookie_settings: BookieSettings | None = None,
 ) -> tuple[Outcome, Example[Any, Any] | None]:
-    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``: None, the default),
-    written to ``run_dir`` (``name``: the run directory's); its outcome, and the example
-    (None when it could not run)."""
+    """``plan`` once on a fresh cluster of ``home`` (and ``zookeeper``: None, the default; the
+    Java client of ``client_home``, None: ``home``'s), written to ``run_dir`` (``name``: the
+    run directory's); its outcome, and the example (None when it could not run). ``after``,
+    called with the session and the example once the plan ran (the cluster still up), returns
+    more for ``results.json``; it may add findings of its own (``"violations"``: a list of
+    texts, each a broken invariant on the real cluster) to the run's outcome, or make it
+    undecided (``"undecided"``: why)."""
     version = str(distribution_version(home))
+    client_version = str(distribution_version(client_home)) if client_home else version
     zookeeper = _located(zookeeper)
     writer = RunWriter(
         run_dir,
         name=name,
         cfg=role.config(),
-        target=_target(role, version, zookeeper),
-        system=java_client_system(home, version, zookeeper),
+        target=_target(role, version, zookeeper, client_version, bookie_settings),
+        system=java_client_system(
+            home, version, zookeeper, client_home=client_home, bookie_settings=bookie_settings
+        ),
         extra={
             **(extra or {}),
             "finding_plan": plan.to_json(),
@@ -491,10 +578,21 @@ def run_once(
     )
     with writer:
         writer.start()
+        afterwards: dict[str, Any] = {}
         try:
-            options = session_options(role, home, run_dir, zookeeper=zookeeper)
+            options = session_options(
+                role,
+                home,
+                run_dir,
+                zookeeper=zookeeper,
+                client_home=client_home,
+                bookie_settings=bookie_settings,
+            )
             with ClientSession(options) as session:
                 run = run_plan(session, role, plan)
+                described = session.describe()
+                if after is not None and run.judgement is not None:
+                    afterwards = after(session, run)
         except RUN_ERRORS as exc:
             outcome = Outcome(Verdict.UNDECIDED, [], [], error=f"{type(exc).__name__}: {exc}")
             writer.finish(outcome, story=None)
@@ -507,20 +605,42 @@ def run_once(
             )
             writer.finish(outcome, story=None)
             return outcome, run
-        outcome = run.judgement.outcome
+        outcome = with_violations(
+            run.judgement.outcome,
+            afterwards.pop("violations", []),
+            undecided=afterwards.pop("undecided", None),
+        )
         for step in outcome.steps:
             writer.step(1, None, step)
         writer.example_done(1)
         writer.finish(
             outcome,
             cfg=run.judgement.cfg,
+            target=described,
             extra={
                 "faults": [[at, what] for at, what in run.faults],
                 **role.finding_facts(run.judgement),
+                **afterwards,
             },
             story=1,
         )
     return outcome, run
+
+
+def with_violations(
+    outcome: Outcome, violations: Sequence[str], *, undecided: str | None = None
+) -> Outcome:
+    """``outcome`` with more broken invariants, found on the real cluster after the judged
+    run, and an error that leaves it undecided (``undecided``: why), by the rule within any
+    run (conformance.verdict): an error makes the run undecided, its findings still reported;
+    otherwise a broken invariant makes it a violation."""
+    if not violations and undecided is None:
+        return outcome
+    error = outcome.error or undecided
+    verdict = Verdict.UNDECIDED if error is not None else Verdict.VIOLATION
+    return dataclasses.replace(
+        outcome, verdict=verdict, violations=[*outcome.violations, *violations], error=error
+    )
 
 
 __all__ = [
@@ -538,5 +658,6 @@ __all__ = [
     "run_once",
     "search_run",
     "session_options",
+    "with_violations",
     "write_example",
 ]

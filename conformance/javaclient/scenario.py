@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapters.cluster.bookies import BookieSettings
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import BookKeeperVersion
 from adapters.netproxy.routing import RoutingMethod
@@ -65,6 +66,10 @@ class JavaScenarioOptions:
     work_dir: Path | None = None
     #: The cluster's ZooKeeper (None: ZOOKEEPER_HOME, else the default release).
     zookeeper: ZooKeeperInstall | None = None
+    #: The Java client's own distribution (None: the bookies').
+    client_home: Path | None = None
+    #: The bookies' ledger storage and settings profile (the default: the suite's).
+    bookie_settings: BookieSettings = field(default_factory=BookieSettings)
 
 
 @dataclass
@@ -76,11 +81,14 @@ class JavaScenarioRun:
     bookie_ids: list[str]
     #: Proxy name -> ``bookie id via proxy address``.
     proxies: dict[str, str] = field(default_factory=dict)
+    #: The bookies' release (None: the client's, ``version``).
+    bookie_version: BookKeeperVersion | None = None
 
     def describe(self) -> dict[str, str]:
         return {
             "target": "local",
-            "bookkeeper": str(self.version),
+            "bookkeeper": str(self.bookie_version or self.version),
+            "client_bookkeeper": str(self.version),
             "routing": self.routing.value,
             "bookie_ids": ",".join(self.bookie_ids),
             "ledger_id": str(self.record.ledger_id),
@@ -112,6 +120,8 @@ def run_recovery(options: JavaScenarioOptions) -> JavaScenarioRun:
         request_timeout=options.request_timeout,
         work_dir=options.work_dir,
         zookeeper=options.zookeeper,
+        client_home=options.client_home,
+        bookie_settings=options.bookie_settings,
     )
     schedules: list[tuple[ScheduledRule, ...]] = []
     try:
@@ -137,6 +147,7 @@ def run_recovery(options: JavaScenarioOptions) -> JavaScenarioRun:
                 schedules[0],
                 list(session.bookie_ids),
                 session.routes(),
+                session.bookie_version,
             )
     except INFRASTRUCTURE_ERRORS as exc:
         if isinstance(exc, RunUndecided):

@@ -2,6 +2,12 @@
 proxy per bookie, the routing that sends the client through the proxies, and the release's own
 Java client in a JVM (with the add recorder when the role needs its callbacks).
 
+The bookies and the client are of one release unless told otherwise: ``client_home`` runs the
+client of another release than the bookies', ``bookie_homes`` gives each bookie its own (a
+cluster halfway through an upgrade), and an upgrade or a downgrade (a plan's fault) restarts a
+bookie with its data from another release; :meth:`ClientSession.releases` says which release
+each bookie and the client run.
+
 What differs between roles is a :class:`SessionLayout` value (how many bookies, the client's
 timeouts, whether the add recorder is loaded, whether a client that cannot be routed through
 the proxies may still play by having the metadata name the proxies). Everything a session starts
@@ -19,12 +25,13 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from adapters.bookkeeper.errors import WireError
 from adapters.cluster import (
+    BookieSettings,
     ClusterError,
     DataLoss,
     Endpoints,
@@ -32,6 +39,7 @@ from adapters.cluster import (
     LocalClusterOptions,
     Node,
 )
+from adapters.installations.bookkeeper import resolve_bookkeeper
 from adapters.installations.jacoco import install as install_jacoco
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.javaclient import (
@@ -139,6 +147,7 @@ class SessionLayout:
 
 @dataclass(frozen=True)
 class SessionOptions:
+    #: The bookies' distribution (and the client's, unless ``client_home`` names another).
     bookkeeper_home: Path
     #: Where the JVM's log goes (the run directory).
     log_dir: Path
@@ -151,6 +160,28 @@ class SessionOptions:
     measures_coverage: bool = False
     #: The cluster's ZooKeeper (None: ZOOKEEPER_HOME, else the default release).
     zookeeper: ZooKeeperInstall | None = None
+    #: The bookies' settings: their ledger storage and settings profile
+    #: (:mod:`adapters.cluster.bookie_profiles`; the default: the suite's, SortedLedgerStorage).
+    bookie_settings: BookieSettings = field(default_factory=BookieSettings)
+    #: The Java client's own distribution (None: the bookies').
+    client_home: Path | None = None
+    #: Each bookie's distribution, one per bookie of the layout (empty: ``bookkeeper_home``
+    #: for every bookie).
+    bookie_homes: tuple[Path, ...] = ()
+
+    @property
+    def client_distribution(self) -> Path:
+        """The distribution the Java client runs from."""
+        return self.client_home or self.bookkeeper_home
+
+
+def resolve_release(release: str) -> Path:
+    """The distribution of ``release``: a version (installed from Maven Central on first use)
+    or a directory; :class:`RunUndecided` when it cannot be had."""
+    try:
+        return resolve_bookkeeper(release)
+    except ClusterError as exc:
+        raise RunUndecided(f"release {release}: {exc}") from exc
 
 
 def routing_refusal(version: BookKeeperVersion, layout: SessionLayout) -> str | None:
@@ -177,7 +208,9 @@ class ClientSession:
     def __init__(self, options: SessionOptions) -> None:
         self.options = options
         self.layout = options.layout
-        self.version = distribution_version(options.bookkeeper_home)
+        #: The Java client's release (its routing depends on it), and the bookies' own.
+        self.version = distribution_version(options.client_distribution)
+        self.bookie_version = distribution_version(options.bookkeeper_home)
         refusal = routing_refusal(self.version, self.layout)
         if refusal is not None:
             raise SessionRefused(refusal)
@@ -199,6 +232,10 @@ class ClientSession:
         self._zookeeper: ZooKeeperProxy | None = None
         self._routing: Any = None
         self._coverage: CoverageTracker | None = None
+        #: Each bookie's release as the session started (proxy name -> release).
+        self.bookie_releases_at_start: dict[str, str] = {}
+        #: The distributions of the releases a plan restarted bookies from, by release.
+        self._release_homes: dict[str, Path] = {}
 
     def __enter__(self) -> ClientSession:
         try:
@@ -215,22 +252,25 @@ class ClientSession:
         options, layout = self.options, self.layout
         # Compiled and installed (or found cached) before anything starts: a missing javac or
         # Maven stops nothing.
-        jars = [recorder_classes(options.bookkeeper_home)] if layout.records_adds else []
+        client_home = options.client_distribution
+        jars = [recorder_classes(client_home)] if layout.records_adds else []
         agent_flags: list[str] = []
         if options.measures_coverage:
             jacoco = install_jacoco()
             agent_flags.append(jvm_agent_flag(jacoco))
             self._coverage = CoverageTracker(
-                jacoco, server_jar(options.bookkeeper_home), work_dir=options.log_dir / "coverage"
+                jacoco, server_jar(client_home), work_dir=options.log_dir / "coverage"
             )
         cluster = self._stack.enter_context(
             LocalCluster(
                 LocalClusterOptions(
                     bookies=layout.bookies,
                     bookkeeper_home=options.bookkeeper_home,
+                    bookie_homes=options.bookie_homes,
                     use_bookkeeper_home_env=False,
                     work_dir=options.work_dir,
                     zookeeper_install=options.zookeeper,
+                    bookie_settings=options.bookie_settings,
                 )
             )
         )
@@ -245,6 +285,7 @@ class ClientSession:
         for index, bookie_id in enumerate(self.bookie_ids):
             name = f"p{index + 1}"
             self.proxies[name] = group.add(name, *endpoints.bookies[bookie_id])
+        self.bookie_releases_at_start = self.bookie_releases()
         if self.routing_method is RoutingMethod.REWRITE_SERVICE_INFO:
             routing = route_through_proxies(
                 cluster.zookeeper_client,
@@ -275,7 +316,7 @@ class ClientSession:
         self._client = self._stack.enter_context(
             BookKeeperJavaClient.launch(
                 client_options,
-                bookkeeper_home=options.bookkeeper_home,
+                bookkeeper_home=client_home,
                 jars=jars,
                 jvm_options=jvm,
             )
@@ -378,9 +419,45 @@ class ClientSession:
             for (name, proxy), bookie_id in zip(self.proxies.items(), self.bookie_ids, strict=True)
         }
 
+    def bookie_releases(self) -> dict[str, str]:
+        """Proxy name -> the release its bookie runs now."""
+        if self._cluster is None:
+            raise RunUndecided("the session is not started (use it in a with block)")
+        releases = self._cluster.bookie_releases()
+        return {
+            name: releases.get(bookie_id, "down")
+            for name, bookie_id in zip(self.proxies, self.bookie_ids, strict=True)
+        }
+
+    def releases(self) -> dict[str, Any]:
+        """Which release the client and each bookie ran: the client's, and each bookie's (by
+        proxy) as the session started and as it is now."""
+        return {
+            "client": str(self.version),
+            "bookies_at_start": dict(self.bookie_releases_at_start),
+            "bookies_now": self.bookie_releases(),
+        }
+
     def describe(self) -> dict[str, str]:
-        """What a run directory records of the session."""
-        return {"routing": self.routing_method.value, **self.routes()}
+        """What a run directory records of the session (the releases: the client's, and each
+        bookie's as it started and at the end, when a plan changed one)."""
+        now = self.bookie_releases()
+        described = {
+            "routing": self.routing_method.value,
+            **self.routes(),
+            "client_release": str(self.version),
+            "bookie_releases": _releases_text(self.bookie_releases_at_start),
+        }
+        if now != self.bookie_releases_at_start:
+            described["bookie_releases_at_end"] = _releases_text(now)
+        return described
+
+    def release_home(self, release: str) -> Path:
+        """The distribution of ``release`` (a version or a directory), resolved once per
+        session (:func:`resolve_release`)."""
+        if release not in self._release_homes:
+            self._release_homes[release] = resolve_release(release)
+        return self._release_homes[release]
 
     def settle(self, timeout: float = SETTLE_S) -> None:
         """Wait (bounded) until no proxy holds a frame, so the log shows every late answer;
@@ -460,10 +537,8 @@ class SessionFaults:
         kind, seconds = event.kind, event.duration_ms / 1000
         proxy, node = self._bookie(event.bookie) if kind.needs_bookie else (None, None)
         what = f"{kind.value} {event.bookie or ''}".strip()
-        if node is not None and kind in (
-            FaultKind.CRASH,
-            FaultKind.RESTART,
-            FaultKind.RESTART_EMPTY,
+        if node is not None and (
+            kind in (FaultKind.CRASH, FaultKind.RESTART_EMPTY) or kind.restarts_with_data
         ):
             # Killing a paused bookie ends its pause: nothing is left to resume (resuming the
             # crashed bookie failed, and the seed-51 search stopped undecided on it).
@@ -489,6 +564,9 @@ class SessionFaults:
             assert node is not None
             self._cluster.crash(node)
             self._restart(node)
+        elif kind.needs_release:
+            assert node is not None and event.release is not None
+            return self._change_release(what, event, node)
         elif kind is FaultKind.RESTART_EMPTY:
             assert node is not None
             self._cluster.crash(node)
@@ -515,6 +593,20 @@ class SessionFaults:
             expiry = zookeeper.expire_session()
             self._at_close(what, lambda: await_new_session(zookeeper, expiry))
         return what + (f" for {event.duration_ms} ms" if event.duration_ms else "")
+
+    def _change_release(self, what: str, event: FaultEvent, node: Node) -> str:
+        """An upgrade or a downgrade: the bookie stopped as an operator stops it and started
+        again with its data from ``event.release``, checked to be newer (an upgrade) or older
+        (a downgrade) than the release it runs; what was done."""
+        assert event.release is not None
+        home = self._session.release_home(event.release)
+        before = self._cluster.bookie_releases().get(node.id, "unknown")
+        after = str(distribution_version(home))
+        _check_direction(event.kind, before, after, what)
+        done = self._cluster.restart_with_release(node, home)
+        self._down.discard(node.id)
+        self._session.wait_routed(self._down)
+        return f"{what}: {done.describe()}"
 
     def _restart(self, node: Node) -> None:
         self._cluster.restart(node)
@@ -575,12 +667,32 @@ class SessionFaults:
             self._undo_now(what)
         if self._first_pause is not None:
             horizon = (
-                self._first_pause
-                + self._cluster.options.bookie_settings.zk_session_timeout_ms / 1000
+                self._first_pause + self._cluster.options.bookie_settings.session_timeout_ms / 1000
             )
             time.sleep(max(0.0, horizon + PAUSE_EXPIRY_MARGIN_S - time.monotonic()))
             self._first_pause = None
             self._session.wait_routed(self._down)
+
+
+def _check_direction(kind: FaultKind, before: str, after: str, what: str) -> None:
+    """An upgrade goes to a newer release, a downgrade to an older one (:class:`RunUndecided`
+    otherwise: the plan asked for something else than it says)."""
+    try:
+        older, newer = BookKeeperVersion.parse(before), BookKeeperVersion.parse(after)
+    except JavaClientError as exc:
+        raise RunUndecided(f"{what}: {exc}") from exc
+    ok = newer > older if kind is FaultKind.UPGRADE else newer < older
+    if not ok:
+        direction = "newer" if kind is FaultKind.UPGRADE else "older"
+        raise RunUndecided(
+            f"{what}: the bookie runs {before}; {after} is not {direction} (a "
+            f"{kind.value} restarts a bookie from a {direction} release)"
+        )
+
+
+def _releases_text(releases: Mapping[str, str]) -> str:
+    """``p1 4.17.3, p2 4.18.0``."""
+    return ", ".join(f"{name} {release}" for name, release in releases.items())
 
 
 #: Past a paused bookie's session timeout, how long its ZooKeeper server may take to expire
@@ -656,5 +768,6 @@ __all__ = [
     "await_new_session",
     "deliveries_of",
     "model_bookie_names",
+    "resolve_release",
     "routing_refusal",
 ]

@@ -260,7 +260,8 @@ class WriterRunPlan:
             then = "".join(f"; then {_bare(event)}" for event in self.after_recovery)
             return [
                 f"{self.shape.describe()} on {self.shape.bookies} bookies; the writer adds "
-                f"{_span(0, sent - 1)} pipelined; {self.recover_delay_ms} ms later {before}a "
+                f"{_span(0, sent - 1)} pipelined{later}; {self.recover_delay_ms} ms later "
+                f"{before}a "
                 f"second client recovers the ledger{then}; the writer adds{rest}, then closes",
                 *self.schedule.describe(),
             ]

@@ -33,7 +33,7 @@ import contextlib
 import dataclasses
 import enum
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 from adapters.bookkeeper.client import BookieClient
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
-from adapters.javaclient import BKError, JavaCallTimeout, JavaDigestType
+from adapters.javaclient import BKError, BookKeeperJavaClient, JavaCallTimeout, JavaDigestType
 from adapters.javaclient.pipelined_adds import AddOutcome, PipelinedAdds, code_name
 from adapters.zookeeper.ledger_store import LedgerStore
 from adapters.zookeeper.metadata import LedgerMetadata, LedgerState
@@ -292,8 +292,20 @@ def _read_with_the_client(
     """Each acknowledged entry read back as a user would: the same Java client opens the closed
     ledger (no recovery) and reads it by the metadata's ensembles. Entry -> ``OK``, ``wrong
     data``, or the client's error."""
+    return read_acknowledged(session.client, ledger_id, outcomes, entry_bytes)
+
+
+def read_acknowledged(
+    client: BookKeeperJavaClient,
+    ledger_id: int,
+    outcomes: Sequence[AddOutcome],
+    entry_bytes: int | None,
+) -> dict[int, str]:
+    """Each acknowledged entry of ``outcomes`` read back by ``client`` (any Java client of the
+    cluster: the writer's own, or another release's) from the closed ledger (no recovery), by
+    the metadata's ensembles. Entry -> ``OK``, ``wrong data``, or the client's error."""
     try:
-        reader = session.client.open_ledger(
+        reader = client.open_ledger(
             ledger_id, JavaDigestType.CRC32, PASSWORD, recovery=False, timeout=CLIENT_READ_TIMEOUT_S
         )
     except BKError as exc:
@@ -311,12 +323,30 @@ def _read_with_the_client(
             except BKError as exc:
                 reads[entry] = type(exc).__name__
                 continue
-            wanted = _payload(ledger_id, outcome.index, entry_bytes)
+            wanted = payload(ledger_id, outcome.index, entry_bytes)
             reads[entry] = "OK" if read.data == wanted else "wrong data"
     finally:
         with contextlib.suppress(BKError):
             reader.close(timeout=CLIENT_READ_TIMEOUT_S)
     return reads
+
+
+def fault_moments(
+    done: Sequence[tuple[float, FaultEvent]],
+    kinds: Collection[FaultKind],
+    bookie_id: Callable[[str | None], str],
+) -> dict[str, tuple[float, ...]]:
+    """Bookie id -> when each of the faults ``done`` of ``kinds`` was carried out on it
+    (``bookie_id``: the id of a bookie the plan names). The record's ``restarts`` take every
+    kind that restarts a bookie with its data: a restart, an upgrade, a downgrade alike (a
+    bookie's release is the bookie's, not the model's: to the judge an upgrade is a
+    restart)."""
+    moments: dict[str, tuple[float, ...]] = {}
+    for at, event in done:
+        if event.kind in kinds:
+            key = bookie_id(event.bookie)
+            moments[key] = (*moments.get(key, ()), at)
+    return moments
 
 
 def _closed_end(metadata: LedgerMetadata) -> int | None:
@@ -345,12 +375,16 @@ def _acked(outcome: AddOutcome) -> bool:
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
 
 
-def _payload(ledger_id: int, index: int, size: int | None = None) -> bytes:
+def payload(ledger_id: int, index: int, size: int | None = None) -> bytes:
     """The add's payload: a text naming the ledger and the add, padded to ``size`` bytes."""
     text = f"bkconform writer ledger {ledger_id} add {index}".encode()
     if size is None:
         return text
     return (text + b"." * size)[:size]
+
+
+#: The tests' and tools' name for it.
+_payload = payload
 
 
 async def _read_all(
@@ -550,7 +584,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 if index == plan.recover_after:
                     takeover = self._take_over(session, plan, primary.ledger_id, controller)
                 for ledger, pipeline in zip(ledgers, pipelines, strict=True):
-                    pipeline.add(index, _payload(ledger.ledger_id, index, self.entry_bytes))
+                    pipeline.add(index, payload(ledger.ledger_id, index, self.entry_bytes))
             if plan.recover_after == plan.entries:
                 takeover = self._take_over(session, plan, primary.ledger_id, controller)
             for pipeline in pipelines:
@@ -582,16 +616,17 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
                 bookie_id = namings[0].bookie_id(event.bookie)
                 window = (done, done + (event.duration_ms or 0) / 1000)
                 stalled_ids[bookie_id] = (*stalled_ids.get(bookie_id, ()), window)
-        # The connection resets the plan made, by bookie id, with when each was done.
-        reset_ids: dict[str, tuple[float, ...]] = {}
-        restart_ids: dict[str, tuple[float, ...]] = {}
-        for done, event in getattr(controller, "events_done", ()):
-            if event.bookie not in names.values():
-                continue
-            moments = {FaultKind.RESET: reset_ids, FaultKind.RESTART: restart_ids}.get(event.kind)
-            if moments is not None:
-                bookie_id = namings[0].bookie_id(event.bookie)
-                moments[bookie_id] = (*moments.get(bookie_id, ()), done)
+        # The connection resets the plan made, by bookie id, with when each was done; and its
+        # restarts with data, upgrades and downgrades alike.
+        done_here = [
+            (done, event)
+            for done, event in getattr(controller, "events_done", ())
+            if event.bookie in names.values()
+        ]
+        reset_ids = fault_moments(done_here, (FaultKind.RESET,), namings[0].bookie_id)
+        restart_ids = fault_moments(
+            done_here, [k for k in FaultKind if k.restarts_with_data], namings[0].bookie_id
+        )
         records = []
         for number, (ledger, naming, pipeline, (closed_at, close_error), end) in enumerate(
             zip(ledgers, namings, pipelines, closes, ends, strict=True)
@@ -772,7 +807,10 @@ __all__ = [
     "MAX_ENTRY_BYTES",
     "FaultSet",
     "WriterRole",
+    "fault_moments",
     "held_completions",
+    "payload",
+    "read_acknowledged",
     "smaller_writer_plans",
     "stored_entries",
     "writer_run_plans",

@@ -16,7 +16,7 @@ import abc
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from adapters.bookkeeper.client import BookieClient, V2BookieClient
@@ -24,7 +24,7 @@ from adapters.bookkeeper.entry import DigestType as WireDigestType
 from adapters.bookkeeper.entry import master_key, package_entry
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
-from adapters.cluster import BookieSettings, LedgerStorage, Node
+from adapters.cluster import Node
 from adapters.cluster.errors import ClusterError
 from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
 from adapters.installations.system import BookieChoice, choose_bookies
@@ -56,6 +56,7 @@ from conformance.targets.base import (
     TargetSnapshot,
     UnsupportedConfiguration,
 )
+from conformance.targets.bookie_settings import bookie_settings_for
 from model.bookkeeper.action_table import Phase, the_action
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest
@@ -64,6 +65,7 @@ PASSWORD = b"bkconform"
 KEY = master_key(PASSWORD)
 DIGEST = WireDigestType.CRC32
 T = TypeVar("T")
+__all__ = ["ClusterTarget", "bookie_settings_for", "resolve_bookies"]
 #: ClientCreatesLedger: the action a CreateLedger operation carries out (named in errors).
 _CREATES_LEDGER = the_action(phase=Phase.CREATE)
 
@@ -77,25 +79,6 @@ def resolve_bookies(chosen: BookieChoice | None) -> BookieChoice:
         return choose_bookies(progress=True)
     except ClusterError as exc:
         raise TargetError(f"no BookKeeper to run: {exc}", retriable=False) from exc
-
-
-def bookie_settings_for(cfg: ModelConfig, extra: Mapping[str, str]) -> BookieSettings:
-    """Bookie settings for the model's switches: limbo and fencing on unclean shutdown are the
-    bookies' data integrity checking (they come together; the model's switches may not)."""
-    if cfg.limbo_on_unclean_shutdown != cfg.fence_on_unclean_shutdown:
-        raise UnsupportedConfiguration(
-            "bookies put a ledger in limbo and fence it together (dataIntegrityChecking); "
-            "a cluster target cannot run limbo without fencing or the reverse"
-        )
-    integrity = cfg.limbo_on_unclean_shutdown
-    return BookieSettings(
-        # A real bookie refuses to boot with dataIntegrityChecking on any other storage
-        # ("Storage state only flags supported for DbLedgerStorage", 4.17.3).
-        ledger_storage=LedgerStorage.DB if integrity else LedgerStorage.SORTED,
-        data_integrity_checking=integrity,
-        stamp_missing_cookies=integrity,
-        extra=dict(extra),
-    )
 
 
 #: In configurations with crashes, finished examples' ledgers are deleted this many at a time.

@@ -15,11 +15,13 @@ stopped again on close).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 from collections.abc import Mapping
 from typing import Any
 
+from adapters.cluster.bookie_profiles import SUITE, LedgerStorage, SettingsProfile
 from adapters.cluster.container_engine import EnginePaths, ensure_engine, stop_service
 from adapters.cluster.container_images import (
     ImageBuilder,
@@ -40,7 +42,13 @@ from adapters.installations.system import (
     describe_reference_bookie,
 )
 from adapters.installations.zookeeper import ZooKeeperInstall
-from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
+from conformance.targets.base import UnsupportedConfiguration
+from conformance.targets.bookie_settings import (
+    bookie_settings_for,
+    describe_settings,
+    settings_record,
+)
+from conformance.targets.cluster_target import ClusterTarget, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
 #: The ``apache/bookkeeper`` tag of ``official=True`` when none is given.
@@ -67,13 +75,20 @@ class DockerTarget(ClusterTarget):
         zookeepers: int = 1,
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
+        ledger_storage: LedgerStorage | None = None,
+        settings_profile: SettingsProfile = SUITE,
+        planned_config: ModelConfig | None = None,
     ) -> None:
         """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved, and
         installed if need be, when first needed). Ignored with ``official``, which runs
         ``apache/bookkeeper:<official_version>``. ``zookeeper`` None: Debian's package; else
         that install (it must have a home directory: a release installed from Maven Central or
-        an unpacked distribution) in its own image."""
+        an unpacked distribution) in its own image. ``ledger_storage``, ``settings_profile``
+        and ``planned_config``: as the local target's."""
         super().__init__(request_timeout=request_timeout)
+        self.ledger_storage = ledger_storage
+        self.settings_profile = settings_profile
+        self.planned_config = planned_config
         if zookeeper is not None and (official or zookeeper.home is None):
             raise ValueError(
                 f"{zookeeper.describe()}: a ZooKeeper of your choice runs in a local image "
@@ -111,7 +126,9 @@ class DockerTarget(ClusterTarget):
         return images
 
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
-        settings = bookie_settings_for(cfg, self.bookie_extra)
+        settings = bookie_settings_for(
+            cfg, self.bookie_extra, profile=self.settings_profile, storage=self.ledger_storage
+        )
         setup = ensure_engine(self._paths, install=False)
         self._started_service = setup.started_pid is not None
         self._images = self._image_set(ImageBuilder(setup.engine, log=_build_progress))
@@ -140,7 +157,18 @@ class DockerTarget(ClusterTarget):
                 stop_service(self._paths)
 
     def system_under_test(self) -> SystemUnderTest:
-        """What runs (or will run: the tags of local images are computed without an engine)."""
+        """What runs (or will run: the tags of local images are computed without an engine),
+        and the bookies' settings."""
+        system = self._system_under_test()
+        if not self.official and self.bookies.home is None:
+            return system  # the reference bookie, a test double: no ledger storage to name
+        cfg = self._cfg or self.planned_config
+        return dataclasses.replace(
+            system,
+            bookie_settings=describe_settings(cfg, self.settings_profile, self.ledger_storage),
+        )
+
+    def _system_under_test(self) -> SystemUnderTest:
         images = self._images
         if images is None and self.official:
             images = official_images(self.official_version)
@@ -189,9 +217,15 @@ class DockerTarget(ClusterTarget):
 
     def describe(self) -> dict[str, str]:
         images = self._images
-        return {
+        described = {
             **super().describe(),
             "zookeeper_image": images.zookeeper if images else "unknown",
             "bookie_image": images.bookie if images else "unknown",
             "bookies": images.bookie_kind if images else "unknown",
         }
+        if self._cfg is not None and (self.official or self.bookies.home is not None):
+            with contextlib.suppress(UnsupportedConfiguration):  # open() refused it already
+                described.update(
+                    settings_record(self._cfg, self.settings_profile, self.ledger_storage)
+                )
+        return described

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster import LocalCluster, LocalClusterOptions
+from adapters.cluster.bookie_profiles import SUITE, LedgerStorage, SettingsProfile
 from adapters.cluster.errors import ClusterError, NodeStateError
 from adapters.cluster.provider import ClusterProvider
 from adapters.cluster.scratch import file_system_of
@@ -22,7 +23,13 @@ from adapters.installations.system import (
     SystemUnderTest,
 )
 from adapters.installations.zookeeper import ZooKeeperInstall
-from conformance.targets.cluster_target import ClusterTarget, bookie_settings_for, resolve_bookies
+from conformance.targets.base import UnsupportedConfiguration
+from conformance.targets.bookie_settings import (
+    bookie_settings_for,
+    describe_settings,
+    settings_record,
+)
+from conformance.targets.cluster_target import ClusterTarget, resolve_bookies
 from model.bookkeeper.config import ModelConfig
 
 
@@ -38,6 +45,9 @@ class LocalTarget(ClusterTarget):
         request_timeout: float = 10.0,
         bookie_extra: Mapping[str, str] | None = None,
         in_jvm_restarts: bool = True,
+        ledger_storage: LedgerStorage | None = None,
+        settings_profile: SettingsProfile = SUITE,
+        planned_config: ModelConfig | None = None,
     ) -> None:
         """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved,
         and installed if need be, when first needed). ``in_jvm_restarts``: a crash of a real
@@ -45,9 +55,16 @@ class LocalTarget(ClusterTarget):
         0.5 s, rather than killing the JVM and booting a new one, about 2 s
         (:mod:`adapters.cluster.bookie_host`; docs/adapters/cluster.md says what differs).
         ``zookeeper`` None: ``ZOOKEEPER_HOME``, else the default release
-        (:func:`~adapters.installations.zookeeper.locate_zookeeper`)."""
+        (:func:`~adapters.installations.zookeeper.locate_zookeeper`). ``ledger_storage``
+        (None: the profile's) and ``settings_profile``: the bookies' settings
+        (:mod:`conformance.targets.bookie_settings`); ``planned_config``: the configuration
+        the target will be opened with, if known, so that the system line says the storage
+        it runs before it is opened."""
         super().__init__(request_timeout=request_timeout)
         self.in_jvm_restarts = in_jvm_restarts
+        self.ledger_storage = ledger_storage
+        self.settings_profile = settings_profile
+        self.planned_config = planned_config
         self._bookies = bookies
         self.zookeeper = zookeeper
         self.bookie_extra = dict(bookie_extra or {})
@@ -73,7 +90,13 @@ class LocalTarget(ClusterTarget):
 
     def _start_cluster(self, cfg: ModelConfig) -> ClusterProvider:
         settings = dataclasses.replace(
-            bookie_settings_for(cfg, self.bookie_extra), in_jvm_restarts=self.in_jvm_restarts
+            bookie_settings_for(
+                cfg,
+                self.bookie_extra,
+                profile=self.settings_profile,
+                storage=self.ledger_storage,
+            ),
+            in_jvm_restarts=self.in_jvm_restarts,
         )
         self._local = LocalCluster(self._options(cfg.bookies, settings))
         self._local.start()
@@ -87,9 +110,18 @@ class LocalTarget(ClusterTarget):
         """What the target runs (or will run): nothing is started to tell."""
         cluster = self._local or LocalCluster(self._options(0))
         try:
-            return cluster.system_under_test()
+            system = cluster.system_under_test()
         except ClusterError as exc:  # no ZooKeeper to run: open() will say so too
-            return SystemUnderTest(self.bookies.describe(), MODEL_CLIENT, f"none found ({exc})")
+            system = SystemUnderTest(self.bookies.describe(), MODEL_CLIENT, f"none found ({exc})")
+        return dataclasses.replace(system, bookie_settings=self.describe_bookie_settings())
+
+    def describe_bookie_settings(self) -> str:
+        """``DbLedgerStorage, settings profile pulsar`` for real bookies; "" for the reference
+        bookie (a test double: it reads the keys, and has no ledger storage)."""
+        if self.bookies.home is None:
+            return ""
+        cfg = self._cfg or self.planned_config
+        return describe_settings(cfg, self.settings_profile, self.ledger_storage)
 
     def describe(self) -> dict[str, str]:
         implementation = self._local.bookie_implementation() if self._local else None
@@ -97,6 +129,11 @@ class LocalTarget(ClusterTarget):
             **super().describe(),
             "bookies": str(implementation.value if implementation else "unknown"),
         }
+        if self._cfg is not None and self.bookies.home is not None:
+            with contextlib.suppress(UnsupportedConfiguration):  # open() refused it already
+                described.update(
+                    settings_record(self._cfg, self.settings_profile, self.ledger_storage)
+                )
         if self._local is not None:
             # Where the bookies' journals and ZooKeeper's log are synced to (tmpfs or a disk):
             # what a step's time means depends on it.

@@ -19,13 +19,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.cluster.bookie_profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    STORAGE_CHOICES,
+    LedgerStorage,
+    SettingsProfile,
+    profile_named,
+    storage_named,
+)
 from adapters.cluster.errors import ClusterError
 from adapters.installations.system import BOOKIE_KINDS, BOOKKEEPER, REFERENCE, BookieChoice
 from adapters.installations.system import choose_bookies as choose_installed_bookies
 from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.refbookie.config import FAULTY_MODES
 from conformance.target_kinds import TARGET_KINDS
-from conformance.targets.base import Target
+from conformance.targets.base import Target, UnsupportedConfiguration
+from conformance.targets.bookie_settings import StorageChoice, choose_storage, settings_record
+from model.bookkeeper.config import ModelConfig
+
+#: The targets whose bookies the suite configures itself (the storage and profile apply).
+CONFIGURED_BOOKIES = ("local", "docker")
+
+
+def _verb(options: list[str], verb: str) -> str:
+    """``configures`` for one option, ``configure`` for several."""
+    return verb if len(options) > 1 else verb + "s"
 
 
 @dataclass(frozen=True)
@@ -83,8 +102,15 @@ class TargetSpec:
     #: ``local`` with the reference bookie: one of its deliberately wrong behaviours
     #: (``refbookie.faultyMode``), to prove that a search sees it; "none": correct.
     reference_faulty_mode: str = "none"
+    #: ``local`` and ``docker`` with real bookies: their ledger storage (``sorted`` or ``db``;
+    #: None: the settings profile's, DbLedgerStorage for a configuration with limbo) and
+    #: their settings profile (``suite``, ``bookkeeper``, ``pulsar``;
+    #: :mod:`adapters.cluster.bookie_profiles`).
+    ledger_storage: str | None = None
+    settings_profile: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
+        self._check_bookie_settings()
         if self.kind not in TARGET_KINDS:
             raise ValueError(f"unknown target {self.kind!r}: one of {', '.join(TARGET_KINDS)}")
         if self.bookie_kind not in BOOKIE_KINDS:
@@ -133,6 +159,70 @@ class TargetSpec:
                     "--reference-faulty-mode is the reference bookie's: it needs --target local "
                     "--bookie-kind reference"
                 )
+
+    def _check_bookie_settings(self) -> None:
+        if self.settings_profile not in PROFILES:
+            raise ValueError(
+                f"--settings-profile {self.settings_profile!r}: one of {', '.join(PROFILES)}"
+            )
+        if self.ledger_storage is not None and self.ledger_storage not in STORAGE_CHOICES:
+            raise ValueError(
+                f"--ledger-storage {self.ledger_storage!r}: one of {', '.join(STORAGE_CHOICES)}"
+            )
+        given = [
+            option
+            for option, value in (
+                ("--ledger-storage", self.ledger_storage is not None),
+                ("--settings-profile", self.settings_profile != DEFAULT_PROFILE),
+            )
+            if value
+        ]
+        if not given:
+            return
+        if self.kind not in CONFIGURED_BOOKIES:
+            why = "the model has no bookies" if self.kind == "model" else "its bookies are yours"
+            raise ValueError(
+                f"{' and '.join(given)} {_verb(given, 'configure')} the bookies the suite "
+                f"starts: --target local or docker (not {self.kind}: {why})"
+            )
+        if self.bookie_kind == REFERENCE:
+            raise ValueError(
+                f"{' and '.join(given)} {_verb(given, 'configure')} real BookKeeper bookies; "
+                "--bookie-kind reference runs the project's test double, which has no ledger "
+                "storage"
+            )
+
+    @property
+    def profile(self) -> SettingsProfile:
+        """The settings profile, as a value."""
+        return profile_named(self.settings_profile)
+
+    @property
+    def storage(self) -> LedgerStorage | None:
+        """The ledger storage asked (None: the profile's)."""
+        return None if self.ledger_storage is None else storage_named(self.ledger_storage)
+
+    def storage_for(self, cfg: ModelConfig) -> StorageChoice | None:
+        """The ledger storage ``cfg`` runs on this target (None where the suite does not
+        configure the bookies: the model, an external cluster, the reference bookie).
+        ValueError for a configuration the storage asked cannot run (limbo needs
+        DbLedgerStorage)."""
+        if self.kind not in CONFIGURED_BOOKIES or self.bookie_kind == REFERENCE:
+            return None
+        try:
+            return choose_storage(cfg, self.profile, self.storage)
+        except UnsupportedConfiguration as exc:
+            raise ValueError(str(exc)) from exc
+
+    def settings_record(self, cfg: ModelConfig | None) -> dict[str, str]:
+        """What ``results.json``'s ``target`` records of the bookies' settings (``{}`` where
+        the suite does not configure them); ValueError as :meth:`storage_for`."""
+        if self.kind not in CONFIGURED_BOOKIES or self.bookie_kind == REFERENCE:
+            return {}
+        try:
+            return settings_record(cfg, self.profile, self.storage)
+        except UnsupportedConfiguration as exc:
+            raise ValueError(str(exc)) from exc
 
     @classmethod
     def local(cls, bookies: BookieChoice, *, in_jvm_restarts: bool = True) -> TargetSpec:
@@ -192,8 +282,13 @@ class TargetSpec:
 
     # Building -------------------------------------------------------------------------------
 
-    def build(self) -> Target:
-        """A fresh, unopened target (ValueError for what cannot be built from the spec)."""
+    def build(self, config: ModelConfig | None = None) -> Target:
+        """A fresh, unopened target (ValueError for what cannot be built from the spec).
+        ``config``: the configuration it will be opened with, when known: the bookies' storage
+        is then checked against it now (:meth:`storage_for`), and the system line names it
+        before the target opens."""
+        if config is not None:
+            self.storage_for(config)
         if self.kind == "model":
             from conformance.targets.model_target import ModelTarget
 
@@ -208,6 +303,9 @@ class TargetSpec:
                 in_jvm_restarts=self.in_jvm_restarts,
                 request_timeout=self.request_timeout,
                 bookie_extra={"refbookie.faultyMode": faulty} if faulty != "none" else None,
+                ledger_storage=self.storage,
+                settings_profile=self.profile,
+                planned_config=config,
             )
         if self.kind == "docker":
             from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget
@@ -217,11 +315,17 @@ class TargetSpec:
                     official=True,
                     official_version=self.bookkeeper or OFFICIAL_BOOKKEEPER_VERSION,
                     request_timeout=self.request_timeout,
+                    ledger_storage=self.storage,
+                    settings_profile=self.profile,
+                    planned_config=config,
                 )
             return DockerTarget(
                 bookies=self.bookie_choice(),
                 zookeeper=self.zookeeper_install(),
                 request_timeout=self.request_timeout,
+                ledger_storage=self.storage,
+                settings_profile=self.profile,
+                planned_config=config,
             )
         from conformance.targets.external_target import ExternalTarget
 

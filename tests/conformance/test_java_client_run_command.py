@@ -108,7 +108,7 @@ class _RecordedRecovery(RecoveryRole):
         return defect1_record(reads_fence=_RecordedRecovery.reads_fence)
 
 
-def _system(home: Path, version: str, zookeeper: object = None) -> SystemUnderTest:
+def _system(home: Path, version: str, zookeeper: object = None, **_: object) -> SystemUnderTest:
     return SystemUnderTest("stand-in bookies", f"stand-in client {version}", "stand-in")
 
 

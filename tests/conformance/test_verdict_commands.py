@@ -21,7 +21,7 @@ SEARCH = ["--quiet", "--fresh", "--max-examples", "10", "--steps", "30", "--no-e
 def _lying(monkeypatch: pytest.MonkeyPatch, module: str, *lies: Lie) -> list[LyingTarget]:
     made: list[LyingTarget] = []
 
-    def factory(args: argparse.Namespace) -> Target:
+    def factory(args: argparse.Namespace, config: object = None) -> Target:
         made.append(LyingTarget(*lies))
         return made[-1]
 
@@ -165,7 +165,7 @@ def test_qualify_exit_codes(
     code: int,
     verdict: str,
 ) -> None:
-    monkeypatch.setattr(TargetSpec, "build", lambda self: LyingTarget(*lies))
+    monkeypatch.setattr(TargetSpec, "build", lambda self, config=None: LyingTarget(*lies))
     arguments = [
         "qualify", "--master", "none", "--shards", "2", "--configs", "fenced-recovery",
         "--max-examples", "5", "--steps", "20", "--seconds", "30", "--no-explore",

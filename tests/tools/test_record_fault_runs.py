@@ -16,7 +16,9 @@ def test_every_plan_is_a_valid_writer_plan_and_every_fault_kind_is_planned() -> 
         plan = WriterRunPlan(record_fault_runs.SHAPE, record_fault_runs.ENTRIES, schedule)
         assert WriterRunPlan.from_json(plan.to_json()) == plan, name
         kinds.update(event.kind for event in schedule.events)
-    assert kinds == set(FaultKind)
+    # Upgrades and downgrades name a release to restart from, which depends on the one the
+    # tool records with: the rolling scenarios record them (tools/record_rolling_runs.py).
+    assert kinds == {kind for kind in FaultKind if not kind.needs_release}
 
 
 def test_an_unknown_plan_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

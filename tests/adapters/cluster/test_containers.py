@@ -144,7 +144,7 @@ def test_partition_a_bookie_from_bookies_and_zookeeper_then_heal(
         asyncio.run(write())
 
         # ZooKeeper loses the bookie: its session expires and its registration goes. A poll:
-        # 30 s is over 6 times the bookie's 4 s session (BookieSettings.zk_session_timeout_ms).
+        # 30 s is over 6 times the bookie's 4 s session (BookieSettings.session_timeout_ms).
         deadline = time.monotonic() + 30
         while victim.id in cluster.registered_bookies() and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -45,7 +45,7 @@ def test_discovers_the_bookies_of_a_running_cluster(work_dir: Path) -> None:
             # Membership is read live: a crashed bookie disappears once its session expires.
             crashed = next(iter(expected.bookies))
             local.crash(Node.bookie(crashed))
-            # A poll: 20 s is 5 times the bookie's 4 s ZooKeeper session (zk_session_timeout_ms),
+            # A poll: 20 s is 5 times the bookie's 4 s ZooKeeper session (session_timeout_ms),
             # the longest its registration can outlive the crash.
             deadline = time.monotonic() + 20
             while crashed in external.endpoints().bookies:

@@ -78,6 +78,9 @@ def shard_row(
         "bookies": "model (no bookies)",
         "client": "model client (bkconform)",
         "zookeeper": "model (no ZooKeeper)",
+        "bookie_settings": None,
+        "ledger_storage": None,
+        "settings_profile": None,
         "worker": "here:1",
         "finished_at": "2026-01-01T00:00:00Z",
     }

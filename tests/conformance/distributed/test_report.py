@@ -237,7 +237,8 @@ def test_the_page_has_the_same_sections_tables_and_plots(tmp_path: Path) -> None
         '<td class="num">4</td><td class="num">1</td><td>divergence 1, undecided 1</td></tr>'
     ) in page
     assert (
-        '<tr><td class="num">2</td><td>fenced-recovery</td><td class="num">2</td><td>error</td>'
+        '<tr><td class="num">2</td><td>fenced-recovery</td><td></td><td class="num">2</td>'
+        "<td>error</td>"
         '<td><span class="undecided">undecided</span></td><td class="num">1</td>'
         '<td class="num">3</td><td class="num">3</td><td class="num">1.0</td>'
         '<td class="num">1.5</td><td class="num">2</td><td>here:1</td></tr>'

@@ -135,7 +135,7 @@ def _targets(monkeypatch: pytest.MonkeyPatch, *made: LyingTarget) -> list[LyingT
     """Each attempt builds the next of ``made``."""
     queue = list(made)
 
-    def build(self: TargetSpec) -> Target:
+    def build(self: TargetSpec, config: object = None) -> Target:
         return queue.pop(0)
 
     monkeypatch.setattr(TargetSpec, "build", build)

@@ -44,7 +44,7 @@ def _targets(monkeypatch: pytest.MonkeyPatch, *made: Target) -> list[Target]:
     """Each attempt builds the next of ``made``; a build beyond them fails the test."""
     queue = list(made)
 
-    def build(self: TargetSpec) -> Target:
+    def build(self: TargetSpec, config: object = None) -> Target:
         assert queue, "an attempt too many"
         return queue.pop(0)
 

@@ -97,7 +97,7 @@ def _targets(monkeypatch: pytest.MonkeyPatch, *made: Target) -> None:
     """Each attempt builds the next of ``made``; a build beyond them fails."""
     queue = list(made)
 
-    def build(self: TargetSpec) -> Target:
+    def build(self: TargetSpec, config: object = None) -> Target:
         if not queue:
             raise LookupError("no more targets")
         return queue.pop(0)

@@ -35,6 +35,7 @@ from conformance.javaclient.writer_story import (
 from conformance.verdict import Verdict
 
 RUNS = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fault-runs.jsonl.gz"
+ROLLING_RUNS = Path(__file__).parent / "recorded_runs" / "rolling-upgrade-runs.jsonl.gz"
 
 
 def _load() -> dict[str, tuple[WriterRunPlan, WriterRecord]]:
@@ -67,6 +68,12 @@ def test_every_fault_kind_has_a_recorded_run() -> None:
                 kinds.add(f"{side} {choice.action}")
             if choice.status is not None:
                 kinds.add(choice.status)
+    # Upgrades and downgrades: the rolling scenarios' runs (judged in test_upgrades.py).
+    with gzip.open(ROLLING_RUNS, "rt") as f:
+        for line in f:
+            plan = WriterRunPlan.from_json(json.loads(line)["plan"])
+            events = (*plan.schedule.events, *plan.before_recovery, *plan.after_recovery)
+            kinds.update(event.kind.value for event in events)
     assert {kind.value for kind in FaultKind} <= kinds
     assert set(FORGEABLE) <= kinds
     assert {"request drop", "answer drop", "request forge", "answer forge"} <= kinds

@@ -103,7 +103,7 @@ class _FakeCluster:
     def __init__(self, session_timeout_ms: int = 10) -> None:
         self.calls: list[str] = []
         self.options = SimpleNamespace(
-            bookie_settings=SimpleNamespace(zk_session_timeout_ms=session_timeout_ms)
+            bookie_settings=SimpleNamespace(session_timeout_ms=session_timeout_ms)
         )
 
     def crash(self, node: Any) -> None:
