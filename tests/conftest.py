@@ -108,6 +108,23 @@ def no_process_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     assert not described, f"the test session left processes behind: {described}"
 
 
+@pytest.fixture(autouse=True)
+def py4j_as_py4j_answers() -> Iterator[None]:
+    """A SparkContext patches py4j's ``get_return_value`` process-wide (pyspark's
+    ``install_exception_handler``) and leaves the patch when it stops; the patch then turns
+    every Java exception of our own gateways (the Java client's EFENCED, for one) into an
+    ``AssertionError`` (``SparkContext._jvm is None``). The Spark tests and the Java-client
+    tests share the cluster run's process: each test starts with py4j's own function."""
+    import sys
+
+    if "py4j.java_gateway" in sys.modules:
+        import py4j.java_gateway
+        import py4j.protocol
+
+        py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
+    yield
+
+
 @pytest.fixture(scope="session")
 def container_engine() -> Iterator[ContainerEngine]:
     """An answering container engine for the tests that run containers: set up here if

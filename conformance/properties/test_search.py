@@ -25,7 +25,9 @@ CONFIGURATIONS = {
         cfg,
         # A real bookie answers a fence read with its highest entry's LAC (docs/model.md).
         lac_of_highest_entry=True,
-    )
+        # With limbo, a restarted real bookie recovers a limbo ledger by itself (BP-46; from
+        # 4.18.0 as soon as it registers): the model has that client (docs/model.md).
+    ).with_bookies_recovering()
     for name, cfg in {
         # The TLC configuration the model's figures come from.
         "b2-wq2-aq1": ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),

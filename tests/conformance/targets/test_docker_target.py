@@ -18,8 +18,11 @@ from conformance.cli import build_parser
 from conformance.commands.options import target_from_args
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.docker_target import DockerTarget
+from tests.bookkeeper_fixtures import installed_home
 
 LIMBO = SCENARIOS["limbo-crash"]
+#: The release the scripted limbo story runs on real bookies (see the test below).
+SCRIPTED_LIMBO_RELEASE = "4.17.3"
 
 
 def _home(tmp_path: Path, version: str = "4.17.3") -> Path:
@@ -109,11 +112,19 @@ LIMBO_ANSWERS = [
 def test_limbo_crash_on_containers(
     container_engine: ContainerEngine, protected: bool, bookies: str
 ) -> None:
-    # bookkeeper: the default, choose_bookies() (the default version, installed if missing).
-    # With it and limbo, a race window: the story's recovery must come before the restarted
-    # bookie's data-integrity service closes the ledger itself (about 1 s: docs/findings/
-    # limbo-ledger-recovered-by-the-bookie.md). Reference bookies have no such service.
-    target = DockerTarget(bookies=BookieChoice.reference() if bookies == "reference" else None)
+    # bookkeeper: 4.17.3. With it and limbo, a race window: the story's recovery must come
+    # before the restarted bookie's data-integrity service closes the ledger itself (about 1 s:
+    # docs/findings/limbo-ledger-recovered-by-the-bookie.md). 4.18.0 starts that service's
+    # first check as the bookie registers (its start no longer sleeps 250 ms): the scripted
+    # story races it from the first moment, so it pins the release with the window; the
+    # searches judge 4.18.0's own recovery (bookie_recovers_limbo). Reference bookies have no
+    # such service.
+    chosen = (
+        BookieChoice.reference()
+        if bookies == "reference"
+        else BookieChoice.bookkeeper(installed_home(SCRIPTED_LIMBO_RELEASE))
+    )
+    target = DockerTarget(bookies=chosen)
     target.open(LIMBO.config(protected=protected))
     try:
         outcome = run_scenario(LIMBO, target, protected=protected)

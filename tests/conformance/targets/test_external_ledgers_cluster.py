@@ -65,9 +65,11 @@ class Cluster:
 
     def listledgers(self) -> list[int]:
         """``bookkeeper shell listledgers``: every ledger id BookKeeper lists."""
-        # "ledgerID: 7" up to 4.17; from 4.18.0 an slog attribute: "ledgerID {ledgerId=7}".
+        # "ledgerID: 7" up to 4.17; from 4.18.0 an slog attribute of ListLedgersCommand's
+        # "log entry" (release-4.18.0 printLedgerMetadata): "log entry {ledgerId=7}".
         listed = self.shell("listledgers")
-        return sorted(int(i) for i in re.findall(r"ledgerID(?:: |\s+\{ledgerId=)(\d+)", listed))
+        found = re.findall(r"(?:ledgerID: |log entry \{ledgerId=)(\d+)", listed)
+        return sorted(int(i) for i in found)
 
     def simpletest_ledger(self, log: Path) -> int:
         """A ledger BookKeeper's own client creates, unmarked: ``shell simpletest`` creates a
@@ -84,7 +86,9 @@ class Cluster:
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                found = re.search(r"Ledger ID: (\d+)", log.read_text(errors="replace"))
+                # "Ledger ID: 7" up to 4.17; 4.18.0: "Ledger ID {ledgerId=7}" (an slog attribute).
+                text = log.read_text(errors="replace")
+                found = re.search(r"Ledger ID(?:: |\s+\{ledgerId=)(\d+)", text)
                 if found:
                     # A few entries written; nothing below depends on them (only the ledger's
                     # existence is checked), so the fixed wait is no margin to hold.
