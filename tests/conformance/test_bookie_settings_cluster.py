@@ -21,6 +21,10 @@ from conformance.verdict import Verdict
 pytestmark = pytest.mark.cluster
 
 LIMBO_CRASH = SCENARIOS["limbo-crash"]
+#: The scripted limbo story's release: 4.17.3's restarted bookie recovers a limbo ledger about a
+#: second after it registers, 4.18.0's at once, before the story's own recovery (the script
+#: then ends undecided; tests/conformance/targets/test_docker_target.py says more).
+SCRIPTED_LIMBO_RELEASE = "4.17.3"
 
 
 def test_limbo_crash_on_db_with_bookkeeper_s_own_defaults(
@@ -28,6 +32,7 @@ def test_limbo_crash_on_db_with_bookkeeper_s_own_defaults(
 ) -> None:
     runs = tmp_path / "runs"
     argv = ["scenario", "limbo-crash", "--target", "local", "--runs-dir", str(runs)]
+    argv += ["--bookkeeper", SCRIPTED_LIMBO_RELEASE]
     assert main([*argv, "--ledger-storage", "db", "--settings-profile", "bookkeeper"]) == 0
     out = capsys.readouterr().out
     assert "; bookie settings: DbLedgerStorage, settings profile bookkeeper" in out
@@ -42,7 +47,12 @@ def test_limbo_crash_with_pulsar_s_settings_and_its_30_s_sessions() -> None:
     cfg = LIMBO_CRASH.config(protected=True)
     # A crash kills the bookie's JVM here (no in-JVM restart): its ZooKeeper session, and so
     # its registration, would outlive it by the profile's 30 s; the provider deletes it.
-    spec = TargetSpec(kind="local", settings_profile="pulsar", in_jvm_restarts=False)
+    spec = TargetSpec(
+        kind="local",
+        bookkeeper=SCRIPTED_LIMBO_RELEASE,
+        settings_profile="pulsar",
+        in_jvm_restarts=False,
+    )
     target = spec.build(cfg)
     assert isinstance(target, LocalTarget)
     target.open(cfg)
