@@ -9,6 +9,13 @@ directory gets Parquet datasets (steps/, findings/, shards/), aggregates.json, r
 report.html. Re-running with ``--run-dir`` of an earlier run resumes it: shards already in its
 Parquet output are skipped.
 
+Release matrix (--target local): --bookkeeper and --zookeeper each also take a comma-separated
+list of releases (``--bookkeeper 4.17.3,4.18.0 --zookeeper 3.8.4,3.9.3``). Every pair of the
+lists' cross product gets its own qualification, in bookkeeper-<r>/, zookeeper-<z>/ or
+bookkeeper-<r>-zookeeper-<z>/ of the run directory (each resumable on its own), and the run
+directory gets the matrix of their verdicts (results.json, report.html); its verdict is the
+worst of theirs. ``--client java`` has its own matrix (docs/javaclient-search.md).
+
 Exit codes: 0 = every configuration clean; 1 = a violation or a divergence; 2 = undecided (a
 shard in error, a target that could not be reached, bad options).
 """
@@ -40,6 +47,14 @@ from conformance.distributed.plan import (
     make_plan,
 )
 from conformance.distributed.qualification import PlanMismatch, run_qualification
+from conformance.distributed.release_matrix import (
+    pair_title,
+    release_label,
+    release_pairs,
+    release_row,
+    row_directory,
+    write_release_matrix,
+)
 from conformance.distributed.report import (
     ConfigurationEffort,
     configuration_efforts,
@@ -51,7 +66,6 @@ from conformance.distributed.shard import (
     ShardFaultError,
     parse_faults,
 )
-from conformance.distributed.zookeeper_matrix import write_zookeeper_matrix, zookeeper_row
 from conformance.rundir import new_run_dir, system_header
 from conformance.search.runner import PROFILES, SearchSettings
 from conformance.targets.base import system_under_test
@@ -166,38 +180,77 @@ def qualify_command(args: argparse.Namespace) -> int:
     if getattr(args, "client_bookkeeper", None):
         print("bkconform qualify: --client-bookkeeper needs --client java", file=sys.stderr)
         return EXIT_UNDECIDED
-    releases = [name.strip() for name in (args.zookeeper or "").split(",") if name.strip()]
-    if len(releases) != len(set(releases)):
+    bookkeepers = _releases(args.bookkeeper)
+    zookeepers = _releases(args.zookeeper)
+    for option, text, names in (
+        ("--bookkeeper", args.bookkeeper, bookkeepers),
+        ("--zookeeper", args.zookeeper, zookeepers),
+    ):
+        problem = _list_problem(names)
+        if problem is not None:
+            print(f"bkconform qualify: {option} {text} {problem}", file=sys.stderr)
+            return EXIT_UNDECIDED
+    if len(bookkeepers) <= 1 and len(zookeepers) <= 1:
+        return _qualify_once(args, args.run_dir)
+    if args.target != "local":
+        listed = " and ".join(
+            product
+            for product, names in (("BookKeeper", bookkeepers), ("ZooKeeper", zookeepers))
+            if len(names) > 1
+        )
         print(
-            f"bkconform qualify: --zookeeper {args.zookeeper} names a release twice",
+            f"bkconform qualify: a list of {listed} releases needs --target local",
             file=sys.stderr,
         )
         return EXIT_UNDECIDED
-    if len(releases) <= 1:
-        return _qualify_once(args, args.run_dir)
-    if args.target != "local":
-        print(
-            "bkconform qualify: a list of ZooKeeper releases needs --target local", file=sys.stderr
-        )
-        return EXIT_UNDECIDED
-    try:  # bad options are refused before anything is made
+    pairs = release_pairs(bookkeepers, zookeepers)
+    try:  # bad options are refused before anything is made, as the first row would read them
         _plan(args)
-        qualification_target(args)
+        qualification_target(_row_args(args, *pairs[0]))
     except (PlanError, ShardFaultError, ValueError) as exc:
         print(f"bkconform qualify: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
-    # One qualification per ZooKeeper release, each in its own directory (each resumable on
-    # its own), then the matrix of their verdicts.
-    run_dir = args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify")
+    # One qualification per release pair, each in its own directory (each resumable on its
+    # own), then the matrix of their verdicts.
+    run_dir = Path(args.run_dir or new_run_dir(args.runs_dir, args.target, "qualify"))
     rows = []
-    for release in releases:
-        print(f"== ZooKeeper {release}", flush=True)
-        one = argparse.Namespace(**{**vars(args), "zookeeper": release})
-        code = _qualify_once(one, Path(run_dir) / f"zookeeper-{release}")
-        rows.append(zookeeper_row(release, Path(run_dir) / f"zookeeper-{release}", code))
-    verdict = write_zookeeper_matrix(Path(run_dir), rows)
-    print(f"ZooKeeper matrix: {verdict}. Report: {Path(run_dir) / 'report.html'}")
+    for bookkeeper, zookeeper in pairs:
+        row_dir = run_dir / row_directory(bookkeeper, zookeeper)
+        print(f"== {pair_title(bookkeeper, zookeeper)}", flush=True)
+        code = _qualify_once(_row_args(args, bookkeeper, zookeeper), row_dir)
+        rows.append(release_row(bookkeeper, zookeeper, row_dir, code))
+    verdict = write_release_matrix(run_dir, rows)
+    print(f"Release matrix: {verdict}. Report: {run_dir / 'report.html'}")
     return verdict.exit_code
+
+
+def _releases(text: str | None) -> list[str]:
+    """``--bookkeeper``/``--zookeeper`` as a list: one name, or several comma-separated."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def _list_problem(names: Sequence[str]) -> str | None:
+    """Why a list of releases cannot be a matrix dimension (None when it can): a release
+    named twice, or two names that would share a row's directory."""
+    if len(names) != len(set(names)):
+        return "names a release twice"
+    labels: dict[str, str] = {}
+    for name in names:
+        other = labels.setdefault(release_label(name), name)
+        if other != name:
+            return f"names {other} and {name}, which would share the directory of a row"
+    return None
+
+
+def _row_args(
+    args: argparse.Namespace, bookkeeper: str | None, zookeeper: str | None
+) -> argparse.Namespace:
+    """The options of one row's qualification: the row's single releases in place of the
+    lists (a dimension that is no list, None, keeps the option as given)."""
+    row = {"bookkeeper": bookkeeper, "zookeeper": zookeeper}
+    return argparse.Namespace(
+        **{**vars(args), **{key: value for key, value in row.items() if value is not None}}
+    )
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, ...], Any]:

@@ -228,7 +228,7 @@ def test_a_qualification_over_two_zookeeper_releases_is_a_matrix_naming_both(
     argv += ["--shards", "1", "--configs", "fenced-recovery", "--run-dir", str(run_dir), *QUICK]
     assert main([*argv, "--zookeeper", "3.8.4,3.9.3"]) == 0
     out = capsys.readouterr().out
-    assert "== ZooKeeper 3.8.4" in out and "ZooKeeper matrix: clean" in out
+    assert "== ZooKeeper 3.8.4" in out and "Release matrix: clean" in out
     report = (run_dir / "report.html").read_text()
     for release in ("3.8.4", "3.9.3"):
         assert f"zookeeper: ZooKeeper {release}" in report
