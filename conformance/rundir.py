@@ -120,6 +120,15 @@ def write_json_atomically(path: Path, data: dict[str, Any], *, sort_keys: bool =
     temporary.replace(path)
 
 
+def add_to_results(run_dir: Path, key: str, value: Any) -> None:
+    """Add what a command learnt after its run ended (a report scenario's window, judged
+    from the finished record) to the run's final ``results.json``, atomically."""
+    path = run_dir / RESULTS
+    results = json.loads(path.read_text())
+    results[key] = value
+    write_json_atomically(path, results)
+
+
 class RunDirectoryWriter(ABC):
     """What every engine's run-directory writer shares (:class:`RunWriter` for BookKeeper,
     :class:`conformance.zab.rundir.ZabRunWriter` for Zab): it is a context manager, and leaving

@@ -359,7 +359,7 @@ def build_corpus(
 
     from conformance.distributed.plan import CONFIGURATIONS
     from conformance.search.danger import danger
-    from conformance.search.program import ExampleRun, encode_trace
+    from conformance.search.program import ExampleRun, bookies_own_steps_in, encode_trace
     from conformance.search.runner import SearchSettings, database_key, run_search
     from conformance.targets.model_target import ModelTarget
     from model.bookkeeper.explore import simulate_randomly
@@ -390,12 +390,17 @@ def build_corpus(
         cfg, seed=seed, depth=max_steps, walks=explorer_rounds, strategy="archive"
     )
     explorer: list[CorpusItem] = []
+    # As the search's corpus phase: a trace with the bookies' own steps is no example.
     if explored.violation is not None:
         trace = explored.violation.trace
-        if len(trace) - 1 <= max_steps:
+        if len(trace) - 1 <= max_steps and not bookies_own_steps_in(cfg, trace):
             choices = tuple(encode_trace(cfg, trace, max_steps))
             explorer.append(CorpusItem("explorer violation", choices, max_steps))
-    archive = [t for t in explored.archive or [] if 1 < len(t) <= max_steps + 1]
+    archive = [
+        t
+        for t in explored.archive or []
+        if 1 < len(t) <= max_steps + 1 and not bookies_own_steps_in(cfg, t)
+    ]
     # The search's own corpus order: the most dangerous corner first, then the deepest.
     archive.sort(key=lambda t: (-max(danger(cfg, s.state) for s in t), -len(t)))
     explorer += [

@@ -33,6 +33,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from adapters.bookkeeper.probe import bookie_answers
 from adapters.cluster import bookie_host
 from adapters.cluster.bookie_profiles import (
+    BOOKKEEPER,
     JOURNAL_FOR_WAITING_CLIENTS,
     SUITE,
     LedgerStorage,
@@ -149,6 +150,16 @@ class BookieSettings:
         if self.zk_session_timeout_ms is not None:
             return self.zk_session_timeout_ms
         return self.profile.zk_timeout_ms
+
+    @property
+    def checkpoint_interval_ms(self) -> int:
+        """``flushInterval`` in effect: how often each bookie's SyncThread checkpoints its
+        ledger storage (``extra``'s, else the profile's, else BookKeeper's default)."""
+        value = self.extra.get("flushInterval") or self.profile.value("flushInterval")
+        if value is None:
+            value = BOOKKEEPER.value("flushInterval")
+            assert value is not None  # BookKeeper's profile names every default it relies on
+        return int(value)
 
     @property
     def writes_journal_data(self) -> bool:

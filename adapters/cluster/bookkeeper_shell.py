@@ -24,27 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.cluster.errors import ClusterError
+from adapters.installations.bookkeeper import LOG4J2_XML
 
 #: A shell JVM reads a few znodes: a small heap is plenty, and leaves room on a busy machine.
 _SHELL_HEAP = "256m"
-#: The shell's console layout. From 4.18.0 the shell logs its results as structured attributes
-#: (slog ``.attr("metadata", ...)``: ``LedgerMetaDataCommand`` at release-4.18.0), which a
-#: pattern shows only with ``%X`` (the release's own conf/log4j2.xml has it; a pattern without
-#: it prints "ledgerID" and "log entry" with no ledger). Older releases log into the message;
-#: ``%X`` is then ``{}``.
-_LOG4J2_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
-<Configuration status="warn" name="bkconform-shell">
-  <Appenders>
-    <Console name="CONSOLE" target="SYSTEM_OUT">
-      <PatternLayout pattern="%d{ISO8601} %-5p [%t] %c{1} - %m %X%n"/>
-    </Console>
-  </Appenders>
-  <Loggers>
-    <Logger name="org.apache.zookeeper" level="WARN"/>
-    <Root level="INFO"><AppenderRef ref="CONSOLE"/></Root>
-  </Loggers>
-</Configuration>
-"""
 
 
 @dataclass(frozen=True)
@@ -81,8 +64,11 @@ def run_shell(
         "w", suffix=".conf", prefix="shell-", dir=work_dir, delete=False
     ) as conf:
         conf.write(f"metadataServiceUri={metadata_service_uri}\n")
+    # The installer's console layout, whatever the distribution's own file says (a release's
+    # may log to files): from 4.18.0 the shell's results are slog attributes
+    # (``LedgerMetaDataCommand`` at release-4.18.0), which only its ``%X`` shows.
     logging = work_dir / "shell-log4j2.xml"
-    logging.write_text(_LOG4J2_CONFIG)
+    logging.write_text(LOG4J2_XML)
     command = (str(script), "shell", *arguments)
     environment = {
         **os.environ,
@@ -113,7 +99,7 @@ def run_shell(
 
 
 #: ``ledgermetadata``'s line for the ledger, then the metadata's ``toString``: ``ledgerID: 150``
-#: up to 4.17, ``ledgerID {ledgerId=150}`` from 4.18.0 (an attribute, see ``_LOG4J2_CONFIG``).
+#: up to 4.17, ``ledgerID {ledgerId=150}`` from 4.18.0 (an attribute: the layout's ``%X``).
 _LEDGER_LINE = re.compile(r"ledgerID(?:: |\s+\{ledgerId=)(\d+)")
 _FIELD = re.compile(r"\b(state|lastEntryId|length|ensembleSize|writeQuorumSize|ackQuorumSize|"
                     r"digestType|formatVersion)=([A-Za-z0-9_\-]+)")  # fmt: skip

@@ -647,33 +647,8 @@ def _build(
             link_counts.append(linked.classes)
         return None
 
-    run_offline_first(
-        offline,
-        resolve,
-        lambda run, attempt: product.error(
-            explain_maven_failure(
-                product,
-                version,
-                run.output,
-                offline=attempt,
-                incomplete=run.incomplete,
-                environ=environ,
-                maven_repo=maven_repo,
-            )
-        ),
-        resolving=f"{product.coordinates}:{version}",
-        progress=progress,
-        incomplete=incomplete,
-    )
-    try:
-        artifacts = parse_listing(listing.read_text())
-    except OSError as exc:
-        raise product.error(
-            f"mvn succeeded but wrote no dependency list ({listing}): {exc}"
-        ) from exc
-    asked = dict(product.pom_values(version, artifacts)) if product.pom_values else {}
-    if asked and asked != {k: product.pom_defaults.get(k) for k in asked}:
-        pom.write_text(product.render_pom(version, asked))
+    def resolve_all(resolving: str) -> list[ListedArtifact]:
+        """Resolve the POM as written (offline first), checked complete: what it listed."""
         run_offline_first(
             offline,
             resolve,
@@ -688,11 +663,24 @@ def _build(
                     maven_repo=maven_repo,
                 )
             ),
-            resolving=f"{product.coordinates}:{version} ({', '.join(asked.values())})",
+            resolving=resolving,
             progress=progress,
             incomplete=incomplete,
         )
-        artifacts = parse_listing(listing.read_text())
+        try:
+            return parse_listing(listing.read_text())
+        except OSError as exc:
+            raise product.error(
+                f"mvn succeeded but wrote no dependency list ({listing}): {exc}"
+            ) from exc
+
+    artifacts = resolve_all(f"{product.coordinates}:{version}")
+    # A release may ask for other versions of what the install adds (ZooKeeper's logback, from
+    # its parent POM): then a second resolution with those, checked the same way.
+    asked = dict(product.pom_values(version, artifacts)) if product.pom_values else {}
+    if asked and asked != {k: product.pom_defaults.get(k) for k in asked}:
+        pom.write_text(product.render_pom(version, asked))
+        artifacts = resolve_all(f"{product.coordinates}:{version} ({', '.join(asked.values())})")
     # Byte copies of the jars ``incomplete`` found holding every required class: lib/ does.
     files = _copy_jars(product, staging, version, artifacts)
     product.add_files(staging, version)

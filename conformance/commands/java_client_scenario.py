@@ -39,7 +39,7 @@ from conformance.javaclient.scenario import (
 )
 from conformance.javaclient.session import RunUndecided
 from conformance.javaclient.story import SPEC_CONFIG, judge
-from conformance.rundir import RunWriter, new_run_dir, system_header
+from conformance.rundir import RESULTS, RunWriter, add_to_results, new_run_dir, system_header
 from conformance.verdict import Verdict
 from model.bookkeeper.render import sequence_diagram
 
@@ -288,6 +288,20 @@ def run_report_scenario(args: argparse.Namespace) -> int:
         print(f"  {line}")
     print(f"{report.source}: {said.says}")
     print(f"Verdict of the run: {outcome.verdict}. Run directory: {run_dir}")
+    if (run_dir / RESULTS).exists():
+        # What the run says of the report, for tables over releases and storages
+        # (tools/findings_table.py) to read rather than the console.
+        add_to_results(
+            run_dir,
+            "report_window",
+            {
+                "source": report.source,
+                "reached": reached,
+                "evidence": list(window.evidence) if window is not None else [],
+                "exit_code": said.exit_code,
+                "says": said.says,
+            },
+        )
     return said.exit_code
 
 

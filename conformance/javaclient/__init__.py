@@ -24,6 +24,8 @@ REPORT_SCENARIOS = (
     "bk-4651-java-client",
     "bk-4812-java-client",
     "fence-lost-on-restart-java-client",
+    "fence-lost-after-checkpoint-java-client",
+    "fence-lost-on-clean-restart-java-client",
     "throttle-stale-ensemble-java-client",
 )
 

@@ -278,10 +278,21 @@ class FaultKind(enum.Enum):
     UPGRADE = "upgrade"
     #: The same step back to an older release.
     DOWNGRADE = "downgrade"
+    #: The bookie stopped as an operator stops it (SIGTERM: BookKeeper's shutdown closes the
+    #: journal and flushes the ledger storage) and started again with its data, same release.
+    CLEAN_RESTART = "clean restart"
+    #: Nothing is done for one checkpoint interval of the bookies (``flushInterval``) and a
+    #: margin: each bookie's SyncThread has checkpointed its ledger storage since. What a
+    #: crash after it may lose differs from a crash before it (the lost fence, issue 47).
+    AWAIT_CHECKPOINT = "await checkpoint"
 
     @property
     def needs_bookie(self) -> bool:
-        return self not in (FaultKind.HOLD_METADATA, FaultKind.EXPIRE_SESSION)
+        return self not in (
+            FaultKind.HOLD_METADATA,
+            FaultKind.EXPIRE_SESSION,
+            FaultKind.AWAIT_CHECKPOINT,
+        )
 
     @property
     def needs_release(self) -> bool:
@@ -290,10 +301,16 @@ class FaultKind(enum.Enum):
 
     @property
     def restarts_with_data(self) -> bool:
-        """The bookie stops and starts again with its journal and ledgers: a restart, an
-        upgrade or a downgrade. The judges take all three alike (the release is the bookie's,
-        not the model's)."""
-        return self in (FaultKind.RESTART, FaultKind.UPGRADE, FaultKind.DOWNGRADE)
+        """The bookie stops and starts again with its journal and ledgers: a restart (killed or
+        stopped cleanly), an upgrade or a downgrade. The judges take them alike (the release
+        and the way it stopped are the bookie's, not the model's: the spec's restart keeps
+        what the bookie made durable)."""
+        return self in (
+            FaultKind.RESTART,
+            FaultKind.CLEAN_RESTART,
+            FaultKind.UPGRADE,
+            FaultKind.DOWNGRADE,
+        )
 
     @property
     def needs_duration(self) -> bool:

@@ -454,75 +454,121 @@ BK_4812 = ClientScenario(
 _SHAPE_FENCE_LOST = WriterShape(3, 2, 2)
 
 
-def _check_fence_lost(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
-    """Reached when the recovery fenced b3 while b3 held nothing of the ledger (its fence read
-    answered ``ENOENTRY``) and closed the ledger below e1, b3 was then restarted with its data,
-    and the writer's e1 reached b3 after that and was answered (by b2 as well, up after its
-    crash)."""
-    log = _Log(example, role)
-    record = example.record
-    takeover = record.takeover
-    if takeover is None or takeover.last_entry is None:
-        return Window(False, ("the recovery did not close the ledger",))
-    fenced_empty = log._first(
-        "b3",
-        -1,
-        lambda frame: (
-            frame.info.direction.value == "response"
-            and frame_kind(frame) is FrameKind.FENCE_READ
-            and frame.info.status is not None
-            and frame.info.status.name in ("ENOENTRY", "ENOLEDGER")
-        ),
-    )
-    closed = (takeover.returned_at, takeover.describe())
-    later = takeover.last_entry + 1
-    window = _in_order(
-        log.fault("crash b2"),
-        fenced_empty,
-        closed,
-        log.fault("restart b3"),
-        log.delivered_answer("b3", later, FrameKind.ADD),
-    )
-    answers = [log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3")]
-    outcome = next((o for o in record.outcomes if o.index == later), None)
-    evidence = window.evidence + tuple(a[1] for a in answers[:1] if a is not None)
-    if outcome is not None:
-        evidence += (f"{outcome.at or 0:.3f} callback: {outcome.describe()}",)
-    return Window(window.reached and all(a is not None for a in answers), evidence)
+def _fence_lost_check(
+    restart: FaultKind,
+) -> WindowCheck:
+    """The window of a lost fence whose bookie b3 restarts as ``restart`` says."""
+
+    def check(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
+        """Reached when the recovery fenced b3 while b3 held nothing of the ledger (its fence
+        read answered ``ENOENTRY``) and closed the ledger below e1, b3 was then restarted
+        with its data, and the writer's e1 reached b3 after that and was answered (by b2 as
+        well, up after its crash)."""
+        log = _Log(example, role)
+        record = example.record
+        takeover = record.takeover
+        if takeover is None or takeover.last_entry is None:
+            return Window(False, ("the recovery did not close the ledger",))
+        fenced_empty = log._first(
+            "b3",
+            -1,
+            lambda frame: (
+                frame.info.direction.value == "response"
+                and frame_kind(frame) is FrameKind.FENCE_READ
+                and frame.info.status is not None
+                and frame.info.status.name in ("ENOENTRY", "ENOLEDGER")
+            ),
+        )
+        closed = (takeover.returned_at, takeover.describe())
+        later = takeover.last_entry + 1
+        window = _in_order(
+            log.fault("crash b2"),
+            fenced_empty,
+            closed,
+            log.fault(f"{restart.value} b3"),
+            log.delivered_answer("b3", later, FrameKind.ADD),
+        )
+        answers = [log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3")]
+        outcome = next((o for o in record.outcomes if o.index == later), None)
+        evidence = window.evidence + tuple(a[1] for a in answers[:1] if a is not None)
+        if outcome is not None:
+            evidence += (f"{outcome.at or 0:.3f} callback: {outcome.describe()}",)
+        return Window(window.reached and all(a is not None for a in answers), evidence)
+
+    return check
 
 
-FENCE_LOST = ClientScenario(
-    "fence-lost-on-restart-java-client",
-    "a hypothesis read from BookieImpl's journal replay (4.17.3), issue 29",
-    "A fence on a bookie that holds none of the ledger's entries is lost when it restarts",
+_FENCE_LOST_STORY = (
     "E=3 WQ=AQ=2 on four bookies. The writer adds e0 (to b1, b2). b2 crashes; another client "
     "recovers the ledger: b1 answers its fence read, b3, which holds nothing of the ledger, "
     "answers NoSuchEntry (ReadLastConfirmedOp counts that towards the fencing quorum; the bookie "
     "fences the ledger in memory, but journals no master key for it, so replaying the journal "
     "drops the fence); the recovery writes e0 back (b4 replacing b2) and closes the ledger at "
-    "e0. b3 restarts with its data, b2 comes back. The writer's e1 goes to b2 and b3: b2 was "
-    "never fenced, b3 lost its fence, both accept it: e1 is acknowledged beyond the ledger's "
-    "end, with no bookie wiped.",
-    _SHAPE_FENCE_LOST,
-    WriterRunPlan(
+    "e0. {restart} b2 comes back. The writer's e1 goes to b2 and b3: b2 was never fenced; if "
+    "b3 lost its fence, both accept it: e1 is acknowledged beyond the ledger's end, with no "
+    "bookie wiped."
+)
+
+
+def _fence_lost(name: str, title: str, restart_story: str, *restart: FaultEvent) -> ClientScenario:
+    """The lost fence with b3's restart (and what comes before it) as ``restart`` says."""
+    return ClientScenario(
+        name,
+        "a hypothesis read from BookieImpl's journal replay (4.17.3), issue 29",
+        title,
+        _FENCE_LOST_STORY.format(restart=restart_story),
         _SHAPE_FENCE_LOST,
-        2,
-        origin="fence lost on restart (issue 29)",
-        recover_after=1,
-        recover_delay_ms=300,
-        before_recovery=(FaultEvent(FaultKind.CRASH, None, "b2"),),
-        after_recovery=(
-            FaultEvent(FaultKind.RESTART, None, "b3"),
-            FaultEvent(FaultKind.RESTART, None, "b2"),
+        WriterRunPlan(
+            _SHAPE_FENCE_LOST,
+            2,
+            origin="fence lost on restart (issue 29)",
+            recover_after=1,
+            recover_delay_ms=300,
+            before_recovery=(FaultEvent(FaultKind.CRASH, None, "b2"),),
+            after_recovery=(*restart, FaultEvent(FaultKind.RESTART, None, "b2")),
         ),
-    ),
-    _check_fence_lost,
+        _fence_lost_check(restart[-1].kind),
+    )
+
+
+#: b3 crashes before its next checkpoint (the finding as first shown).
+FENCE_LOST = _fence_lost(
+    "fence-lost-on-restart-java-client",
+    "A fence on a bookie that holds none of the ledger's entries is lost when it restarts",
+    "b3 is killed at once (before its SyncThread's next checkpoint) and restarts with its data;",
+    FaultEvent(FaultKind.RESTART, None, "b3"),
+)
+#: b3 crashes after its next checkpoint: is the fence in what the checkpoint made durable?
+FENCE_LOST_AFTER_CHECKPOINT = _fence_lost(
+    "fence-lost-after-checkpoint-java-client",
+    "The lost fence, with b3 killed after its ledger storage's next checkpoint",
+    "The bookies' checkpoint interval (flushInterval) passes, so b3's SyncThread has "
+    "checkpointed its ledger storage; then b3 is killed and restarts with its data;",
+    FaultEvent(FaultKind.AWAIT_CHECKPOINT),
+    FaultEvent(FaultKind.RESTART, None, "b3"),
+)
+#: b3 is stopped as an operator stops it: does a clean shutdown keep the fence?
+FENCE_LOST_ON_CLEAN_RESTART = _fence_lost(
+    "fence-lost-on-clean-restart-java-client",
+    "The lost fence, with b3 stopped cleanly (SIGTERM) and started again",
+    "b3 is stopped as an operator stops it (SIGTERM: BookKeeper's shutdown closes the journal "
+    "and flushes the ledger storage) and started again with its data;",
+    FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"),
 )
 
 #: The scenarios, by name (the names the command line knows, checked here).
 REPORTS: dict[str, ClientScenario] = {
     scenario.name: scenario
-    for scenario in (BK_3005, BK_4097, BK_4651, BK_4812, FENCE_LOST, THROTTLE)
+    for scenario in (
+        BK_3005,
+        BK_4097,
+        BK_4651,
+        BK_4812,
+        FENCE_LOST,
+        FENCE_LOST_AFTER_CHECKPOINT,
+        FENCE_LOST_ON_CLEAN_RESTART,
+        THROTTLE,
+    )
 }
 if tuple(REPORTS) != REPORT_SCENARIOS:
     raise ValueError(f"conformance.javaclient.REPORT_SCENARIOS must be {tuple(REPORTS)}")
@@ -586,6 +632,8 @@ __all__ = [
     "BK_4651",
     "BK_4812",
     "FENCE_LOST",
+    "FENCE_LOST_AFTER_CHECKPOINT",
+    "FENCE_LOST_ON_CLEAN_RESTART",
     "NOT_DECIDED",
     "REACHED_CLEAN",
     "REPORTS",

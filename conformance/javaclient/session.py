@@ -564,6 +564,13 @@ class SessionFaults:
             assert node is not None
             self._cluster.crash(node)
             self._restart(node)
+        elif kind is FaultKind.CLEAN_RESTART:
+            assert node is not None
+            return self._clean_restart(what, node)
+        elif kind is FaultKind.AWAIT_CHECKPOINT:
+            interval_ms = self._cluster.options.bookie_settings.checkpoint_interval_ms
+            time.sleep(interval_ms / 1000 + CHECKPOINT_MARGIN_S)
+            return f"{what}: {interval_ms} ms (flushInterval) + {CHECKPOINT_MARGIN_S:.0f} s waited"
         elif kind.needs_release:
             assert node is not None and event.release is not None
             return self._change_release(what, event, node)
@@ -606,6 +613,19 @@ class SessionFaults:
         done = self._cluster.restart_with_release(node, home)
         self._down.discard(node.id)
         self._session.wait_routed(self._down)
+        return f"{what}: {done.describe()}"
+
+    def _clean_restart(self, what: str, node: Node) -> str:
+        """The bookie stopped as an operator stops it and started again from its own
+        release, with its data; a stop that had to kill it is no clean restart (undecided)."""
+        home = self._cluster.bookie(node.id).bookkeeper_home
+        if home is None:
+            raise RunUndecided(f"{what}: the bookie runs no BookKeeper release to restart")
+        done = self._cluster.restart_with_release(node, home)
+        self._down.discard(node.id)
+        self._session.wait_routed(self._down)
+        if done.was_running and not done.stopped_cleanly:
+            raise RunUndecided(f"{what}: {done.describe()}: killed, so not a clean restart")
         return f"{what}: {done.describe()}"
 
     def _restart(self, node: Node) -> None:
@@ -694,6 +714,10 @@ def _releases_text(releases: Mapping[str, str]) -> str:
     """``p1 4.17.3, p2 4.18.0``."""
     return ", ".join(f"{name} {release}" for name, release in releases.items())
 
+
+#: Past one checkpoint interval, how long a waiting plan gives the checkpoint to finish (a
+#: SyncThread flush of the suite's small ledgers takes milliseconds).
+CHECKPOINT_MARGIN_S = 2.0
 
 #: Past a paused bookie's session timeout, how long its ZooKeeper server may take to expire
 #: the session (it expires sessions on its ticks) and the bookie to notice.

@@ -40,7 +40,7 @@ from conformance.search.choices import Chooser
 from conformance.search.danger import danger
 from conformance.targets.base import Target
 from model.bookkeeper.action_table import ALL_ACTIONS
-from model.bookkeeper.actions import Label, Transition, driven_successors
+from model.bookkeeper.actions import Label, Transition, bookie_internal, driven_successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import State
 from model.bookkeeper.swarm import LOSS_RATES
@@ -234,6 +234,13 @@ def encode(enabled: Sequence[Transition], swarm: Swarm, label: Label) -> list[in
 
 #: The swarm an encoded trace runs under: nothing switched off, losses possible.
 ENCODING_SWARM = Swarm(frozenset(), round(LOSS_RATES[-1] * 100))
+
+
+def bookies_own_steps_in(cfg: ModelConfig, trace: Sequence[Step[State, Label]]) -> bool:
+    """Whether ``trace`` has steps of the bookies' own (their recovery of a limbo ledger): no
+    example can make a bookie's service act, so such a trace cannot be encoded or replayed;
+    the judge observes those steps instead."""
+    return any(s.label is not None and bookie_internal(cfg, s.label) for s in trace)
 
 
 def encode_trace(

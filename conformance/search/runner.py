@@ -44,12 +44,18 @@ from conformance.search.choices import Chooser, DataChooser, RecordingChooser, R
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
 from conformance.search.portfolio import explore_portfolio
-from conformance.search.program import ExampleRun, encode_trace, race_proposals, run_example
+from conformance.search.program import (
+    ExampleRun,
+    bookies_own_steps_in,
+    encode_trace,
+    race_proposals,
+    run_example,
+)
 from conformance.search.verdict import SearchReport, SearchTally, conclude
 from conformance.targets.base import Target, supports_races
 from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
-from model.bookkeeper.actions import Label, bookie_internal
+from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import minimise
 from model.bookkeeper.records import State
@@ -333,10 +339,6 @@ class _Search:
         )
 
 
-def _bookies_own_steps_in(cfg: ModelConfig, trace: list[Step[State, Label]]) -> bool:
-    return any(s.label is not None and bookie_internal(cfg, s.label) for s in trace)
-
-
 def _failing(run: ExampleRun | None) -> bool:
     return run is not None and run.finding
 
@@ -426,7 +428,7 @@ def run_search(
             (
                 t
                 for t in archive
-                if 1 < len(t) <= search.max_steps + 1 and not _bookies_own_steps_in(cfg, t)
+                if 1 < len(t) <= search.max_steps + 1 and not bookies_own_steps_in(cfg, t)
             ),
             key=rank,
         )
@@ -538,7 +540,7 @@ def run_search(
             max_steps=search.explorer_steps,
         )
         state.explorer_steps += explored.steps
-        if explored.violation is not None and _bookies_own_steps_in(cfg, explored.violation.trace):
+        if explored.violation is not None and bookies_own_steps_in(cfg, explored.violation.trace):
             # The model breaks an invariant only with the bookies' own steps, which no example
             # can force on a target: whatever the target does, this run cannot say clean.
             state.error = (
@@ -570,7 +572,7 @@ def run_search(
     for _ in range(MINIMISE_ROUNDS if search.shrink else 0):
         if found is None or found.outcome.verdict is not Verdict.VIOLATION:
             break
-        if _bookies_own_steps_in(cfg, found.outcome.trace):
+        if bookies_own_steps_in(cfg, found.outcome.trace):
             break  # no shorter trace can force the bookies' own steps
         shorter = minimise(cfg, found.outcome.trace)
         if len(shorter) >= len(found.outcome.trace):

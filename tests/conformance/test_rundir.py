@@ -27,6 +27,7 @@ from conformance.rundir import (
     RESULTS,
     RUNNING,
     RunWriter,
+    add_to_results,
     read_history,
     read_results,
     story_steps,
@@ -311,3 +312,12 @@ def test_the_run_command_streams_and_finishes(
     assert len(lines) == results["steps_run"] == results["history"]["lines"]
     assert {line["phase"] for line in lines} == {"hypothesis"}
     assert results["history"]["examples"] >= results["examples"] >= 10
+
+
+def test_what_a_command_learns_after_the_run_is_added_to_its_final_results(tmp_path: Path) -> None:
+    (tmp_path / RESULTS).write_text(json.dumps({"state": "finished", "verdict": "violation"}))
+    add_to_results(tmp_path, "report_window", {"reached": True})
+    results = read_results(tmp_path)
+    assert results["report_window"] == {"reached": True}
+    assert results["verdict"] == "violation" and results["state"] == "finished"
+    assert not list(tmp_path.glob(".*.tmp"))  # written atomically, nothing left behind

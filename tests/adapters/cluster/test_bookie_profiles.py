@@ -291,3 +291,13 @@ def test_the_zoo_cfg_says_the_longest_session(tmp_path: Path) -> None:
             assert "maxSessionTimeout" not in config
         else:
             assert line in config.splitlines()
+
+
+def test_the_checkpoint_interval_is_the_profile_s_flush_interval_else_bookkeeper_s_default() -> (
+    None
+):
+    # The suite's profile leaves flushInterval to BookKeeper (10 s at 4.17.3 and 4.18.0).
+    assert BookieSettings().checkpoint_interval_ms == 10_000
+    assert BookieSettings(profile=profile_named("pulsar")).checkpoint_interval_ms == 60_000
+    overridden = BookieSettings(extra={"flushInterval": "3600000"})
+    assert overridden.checkpoint_interval_ms == 3_600_000

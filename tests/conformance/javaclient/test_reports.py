@@ -19,6 +19,8 @@ from conformance.javaclient.reports import (
     BK_4651,
     BK_4812,
     FENCE_LOST,
+    FENCE_LOST_AFTER_CHECKPOINT,
+    FENCE_LOST_ON_CLEAN_RESTART,
     NOT_DECIDED,
     REACHED_CLEAN,
     REPORTS,
@@ -194,6 +196,40 @@ def test_the_recorded_fence_lost_run_acknowledges_an_add_beyond_the_end_with_no_
         example, faults=tuple(f for f in example.faults if f[1] != "restart b3")
     )
     assert not window_of(FENCE_LOST, no_restart).reached
+    # The window of each variant needs its own restart of b3: a clean restart is not a crash.
+    assert window_of(FENCE_LOST_AFTER_CHECKPOINT, example).reached
+    assert not window_of(FENCE_LOST_ON_CLEAN_RESTART, example).reached
+    stopped = dataclasses.replace(
+        example,
+        faults=tuple(
+            (at, "clean restart b3: stopped (SIGTERM)" if what == "restart b3" else what)
+            for at, what in example.faults
+        ),
+    )
+    assert window_of(FENCE_LOST_ON_CLEAN_RESTART, stopped).reached
+    assert not window_of(FENCE_LOST, stopped).reached
+
+
+def test_the_lost_fence_variants_differ_only_in_b3_s_restart() -> None:
+    def b3_and_before(plan: WriterRunPlan) -> list[str]:
+        return [e.describe() for e in plan.after_recovery]
+
+    assert b3_and_before(FENCE_LOST.plan) == ["restart b3 as the client starts", _B2_BACK]
+    assert b3_and_before(FENCE_LOST_AFTER_CHECKPOINT.plan) == [
+        "await checkpoint as the client starts",
+        "restart b3 as the client starts",
+        _B2_BACK,
+    ]
+    assert b3_and_before(FENCE_LOST_ON_CLEAN_RESTART.plan) == [
+        "clean restart b3 as the client starts",
+        _B2_BACK,
+    ]
+    for variant in (FENCE_LOST_AFTER_CHECKPOINT, FENCE_LOST_ON_CLEAN_RESTART):
+        assert variant.plan.before_recovery == FENCE_LOST.plan.before_recovery
+        assert variant.plan.recover_after == FENCE_LOST.plan.recover_after
+
+
+_B2_BACK = "restart b2 as the client starts"
 
 
 def _split(violations: list[str]) -> tuple[list[str], list[str]]:

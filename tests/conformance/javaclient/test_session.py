@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from adapters.cluster.local import ReleaseRestart
 from adapters.javaclient import BookKeeperVersion
 from adapters.zkproxy import ExpiryOutcome, ExpiryRecord, SessionRecord
+from conformance.javaclient import session as session_module
 from conformance.javaclient.plans import FaultEvent, FaultKind
 from conformance.javaclient.session import (
     ClientSession,
@@ -162,6 +164,56 @@ def test_a_pause_of_another_bookie_is_still_undone() -> None:
     faults.execute(FaultEvent(FaultKind.RESTART, None, "b2"))
     faults.close()
     assert cluster.calls == ["pause bk1", "crash bk2", "restart bk2", "resume bk1"]
+
+
+class _ReleaseRestarts(_FakeCluster):
+    """A cluster whose bookies stop on SIGTERM with ``exit_code`` (-9: killed after it)."""
+
+    def __init__(self, exit_code: int) -> None:
+        super().__init__()
+        self.exit_code = exit_code
+        self.options.bookie_settings.checkpoint_interval_ms = 10
+
+    def bookie(self, bookie_id: str) -> Any:
+        return SimpleNamespace(bookkeeper_home=Path(f"/homes/{bookie_id}"))
+
+    def restart_with_release(self, node: Any, home: Path) -> ReleaseRestart:
+        self.calls.append(f"restart {node.id} from {home}")
+        return ReleaseRestart(node.id, "4.17.3", "4.17.3", True, self.exit_code, 0.3, 1.0)
+
+
+def _faults_on(cluster: _FakeCluster) -> SessionFaults:
+    session: Any = SimpleNamespace(
+        proxies={"p3": object()}, bookie_ids=["bk3"], wait_routed=lambda down: None
+    )
+    return SessionFaults(session, cluster=cluster, names={"p3": "b3"})  # type: ignore[arg-type]
+
+
+def test_a_clean_restart_stops_the_bookie_as_an_operator_does_and_says_how_it_stopped() -> None:
+    cluster = _ReleaseRestarts(exit_code=143)
+    done = _faults_on(cluster).execute(FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"))
+    # Its own release again, never a kill first (the fence must be flushed, if ever, here).
+    assert cluster.calls == ["restart bk3 from /homes/bk3"]
+    assert done.startswith("clean restart b3: bk3 4.17.3 -> 4.17.3: stopped (SIGTERM)")
+
+
+def test_a_clean_restart_that_had_to_kill_the_bookie_leaves_the_run_undecided() -> None:
+    faults = _faults_on(_ReleaseRestarts(exit_code=-9))
+    with pytest.raises(RunUndecided, match="killed, so not a clean restart"):
+        faults.execute(FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"))
+
+
+def test_awaiting_a_checkpoint_waits_the_bookies_flush_interval_and_a_margin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(session_module.time, "sleep", slept.append)
+    cluster = _ReleaseRestarts(exit_code=143)
+    cluster.options.bookie_settings.checkpoint_interval_ms = 60_000
+    done = _faults_on(cluster).execute(FaultEvent(FaultKind.AWAIT_CHECKPOINT))
+    assert slept == [60.0 + session_module.CHECKPOINT_MARGIN_S]
+    assert done.startswith("await checkpoint: 60000 ms (flushInterval)")
+    assert cluster.calls == []
 
 
 class _SessionsOf:
