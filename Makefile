@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test quick lint bench mutate clean
+.PHONY: run test quick lint bench mutate findings-table clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,6 +30,11 @@ mutate: $(VENV)/.installed
 	$(PY) tools/verdict_mutations.py --report runs/mutations
 	@if [ -x $(VENV)/bin/mutmut ]; then $(PY) tools/verdict_mutations.py --mutmut --report runs/mutations; \
 	else echo "mutmut is not installed (.venv/bin/pip install mutmut): skipped"; fi
+
+# Every finding judged again, each x release x ledger storage (about 30 minutes; not in CI):
+# runs/findings-table/table.md (docs/findings/findings-table.md).
+findings-table: $(VENV)/.installed
+	$(PY) tools/findings_table.py --out runs/findings-table
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/tox -e bench
