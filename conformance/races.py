@@ -42,6 +42,7 @@ from conformance.observations import Observation, differences, predicted
 from model.bookkeeper.action_table import Effect, spec_action
 from model.bookkeeper.actions import Transition, successors
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import BOOKIE_AS_IMPLEMENTED
 from model.bookkeeper.records import LOST, Message, State, bookie_name, client_name
 from model.bookkeeper.render import describe_message
 
@@ -55,14 +56,8 @@ MAX_RACE = 4
 #: the reference bookie's and real BookKeeper's are (``bkconform run``'s default): with the
 #: spec's (the last add's), a write-back of e1 after e2 leaves LAC 0 in the model and 1 on a
 #: correct bookie, a false divergence (issue 46).
-TWO_CLIENTS_TWO_ENTRIES = ModelConfig(
-    bookies=3,
-    clients=2,
-    write_quorum=3,
-    ack_quorum=2,
-    send_limit=2,
-    inflight_limit=2,
-    lac_of_highest_entry=True,
+TWO_CLIENTS_TWO_ENTRIES = BOOKIE_AS_IMPLEMENTED.apply(
+    ModelConfig(bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2)
 )
 
 

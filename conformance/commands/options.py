@@ -27,6 +27,7 @@ from conformance.target_kinds import TARGET_KINDS
 from conformance.targets.base import Target
 from conformance.targets.spec import AgentAddress, TargetSpec
 from model.bookkeeper.config import ConfigError, ModelConfig
+from model.bookkeeper.readings import bookie_reading
 
 CRASH_PHASES = ("open", "recovery", "closed")
 TARGETS = TARGET_KINDS
@@ -101,24 +102,26 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
             f"--crash takes phases from {','.join(CRASH_PHASES)}; "
             f"unknown: {','.join(sorted(unknown))}"
         )
-    return ModelConfig(
-        bookies=args.bookies,
-        clients=args.clients,
-        write_quorum=args.wq,
-        ack_quorum=args.aq,
-        ensemble_size=args.ensemble_size,
-        send_limit=args.send_limit,
-        inflight_limit=args.inflight_limit,
-        recovery_reads_fence=not args.no_recovery_read_fence,
-        recovery_starts_at_fragment=not args.no_recovery_fragment_fix,
-        max_crashes=args.max_crashes if phases else 0,
-        crash_when_open="open" in phases,
-        crash_in_recovery="recovery" in phases,
-        crash_when_closed="closed" in phases,
-        limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
-        fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
-        lac_of_highest_entry=not getattr(args, "spec_bookie_lac", False),
-    ).with_bookies_recovering()
+    reading = bookie_reading(spec_bookie_lac=getattr(args, "spec_bookie_lac", False))
+    return reading.apply(
+        ModelConfig(
+            bookies=args.bookies,
+            clients=args.clients,
+            write_quorum=args.wq,
+            ack_quorum=args.aq,
+            ensemble_size=args.ensemble_size,
+            send_limit=args.send_limit,
+            inflight_limit=args.inflight_limit,
+            recovery_reads_fence=not args.no_recovery_read_fence,
+            recovery_starts_at_fragment=not args.no_recovery_fragment_fix,
+            max_crashes=args.max_crashes if phases else 0,
+            crash_when_open="open" in phases,
+            crash_in_recovery="recovery" in phases,
+            crash_when_closed="closed" in phases,
+            limbo_on_unclean_shutdown=bool(phases) and not args.no_limbo,
+            fence_on_unclean_shutdown=bool(phases) and not args.no_fence_on_unclean_shutdown,
+        )
+    )
 
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:

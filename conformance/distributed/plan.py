@@ -18,7 +18,6 @@ Shards are numbered across the storages, in the order given.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -30,6 +29,7 @@ from conformance.search.runner import SearchSettings
 from conformance.targets.bookie_settings import has_limbo
 from model.bookkeeper import interleavings
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import BOOKIE_AS_IMPLEMENTED
 
 
 class PlanError(ConformanceError, ValueError):
@@ -48,11 +48,12 @@ def storage_refusal(configuration: str, storage: str) -> str | None:
 
 
 def as_real_bookies_run(cfg: ModelConfig) -> ModelConfig:
-    """A seed's configuration as real bookies run it: a bookie's LAC is its highest entry's
-    (``lac_of_highest_entry``, as ``bkconform run``'s default: a write-back of an older entry
-    leaves it, issue 30), and with limbo the bookies' own recovery client
-    (``bookie_recovers_limbo``, issue 46). The model target's bookie follows both switches."""
-    return dataclasses.replace(cfg, lac_of_highest_entry=True).with_bookies_recovering()
+    """A seed's configuration as real bookies run it (:data:`~.readings.BOOKIE_AS_IMPLEMENTED`,
+    as ``bkconform run``'s default): a bookie's LAC is its highest entry's
+    (``lac_of_highest_entry``: a write-back of an older entry leaves it, issue 30), and with
+    limbo the bookies' own recovery client (``bookie_recovers_limbo``, issue 46). The model
+    target's bookie follows both switches."""
+    return BOOKIE_AS_IMPLEMENTED.apply(cfg)
 
 
 #: Named configurations a qualification can cover: the constants, the switches (known defects

@@ -41,6 +41,7 @@ from conformance.javaclient.writer_role import (
     writer_run_plans,
 )
 from conformance.javaclient.writer_story import WriterRecord
+from model.bookkeeper.readings import FAILOVER
 
 #: What happens to a bookie between the recovery and the writer's next add.
 _REPLACEMENTS = (FaultKind.RESTART_EMPTY, FaultKind.RESTART, FaultKind.CRASH)
@@ -110,6 +111,9 @@ class FailoverRole(WriterRole):
     ``c2`` (see the module docstring)."""
 
     name = "both"
+    #: The fail-over's reading of the spec: its guidance (the writer's danger plans, explored
+    #: under it) and its judge (``judge_reading`` of a run with a recovery) take this one.
+    reading = FAILOVER
 
     def layout(self) -> SessionLayout:
         return dataclasses.replace(

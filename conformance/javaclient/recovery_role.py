@@ -58,6 +58,7 @@ from conformance.javaclient.story import SPEC_CONFIG, RecoveryRecord
 from conformance.javaclient.story import judge as judge_recovery
 from conformance.targets.cluster_target import DIGEST, KEY, PASSWORD
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import JAVA_RECOVERY
 
 # Generation -------------------------------------------------------------------------------
 
@@ -223,8 +224,8 @@ class RecoveryRole(Role[RecoveryPlan, RecoveryRecord]):
     name = "recovery"
     guidance_budget_s = 30.0
     records = RECOVERY_RECORDS
-    #: The model's story of a run and its verdict.
-    judge = staticmethod(judge_recovery)
+    #: The recovering client's reading of the spec: its guidance and its judge take this one.
+    reading = JAVA_RECOVERY
 
     def __init__(
         self,
@@ -259,8 +260,16 @@ class RecoveryRole(Role[RecoveryPlan, RecoveryRecord]):
     def guided_plans(self, seed: int, budget_s: float) -> list[RecoveryPlan]:
         # The model's recovery reads are unfenced: the counterexamples the client must resist.
         return model_guided_plans(
-            reads_fence=False, seed=seed, budget_s=budget_s, max_entries=self.max_entries
+            reads_fence=False,
+            seed=seed,
+            budget_s=budget_s,
+            max_entries=self.max_entries,
+            reading=self.reading,
         )
+
+    def judge(self, record: RecoveryRecord) -> Judgement:
+        """The model's story of a run and its verdict, under the role's reading."""
+        return judge_recovery(record, reading=self.reading)
 
     def smaller_plans(self, plan: RecoveryPlan) -> Iterator[RecoveryPlan]:
         return smaller_plans(plan)

@@ -37,6 +37,7 @@ from conformance.javaclient.session import (
 )
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import Reading
 
 
 class Plan(Protocol):
@@ -119,6 +120,9 @@ class Role(ABC, Generic[PlanT, RecordT]):
     guidance_budget_s: float = 30.0
     #: How the role's records are written and read back.
     records: RecordFormat[RecordT]
+    #: How the model reads the spec for this role (:mod:`model.bookkeeper.readings`): its
+    #: guidance proposes plans from it and its judge judges under it, the same object.
+    reading: Reading
 
     # -- the session -------------------------------------------------------------------------
 

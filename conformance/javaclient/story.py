@@ -55,6 +55,7 @@ from model.bookkeeper.action_table import Actor, Move, WriteEnd, add_answer, the
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, fencing_coverage, successors
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import JAVA_RECOVERY, Reading
 from model.bookkeeper.records import (
     ADD_ENTRY_REQUEST,
     DELIVERED,
@@ -729,13 +730,13 @@ def judge(
     record: RecoveryRecord,
     spec_cfg: ModelConfig = SPEC_CONFIG,
     *,
-    late_read_requests_processed: bool = True,
+    reading: Reading = JAVA_RECOVERY,
 ) -> Judgement:
-    """Replay ``record`` as the model's story and judge it (see the module docstring).
-    ``late_read_requests_processed=False`` judges with the spec's IgnoreFurtherReadResponses
-    as written (a decided read's requests still in flight are dropped, never fencing)."""
+    """Replay ``record`` as the model's story and judge it (see the module docstring), the
+    model read as ``reading`` (the recovering role's: :data:`~.readings.JAVA_RECOVERY`, which
+    its guidance shares)."""
     events = java_events(record.frames, record.deliveries, record.bookie_of_proxy, record.ledger_id)
-    first = _judge_events(record, spec_cfg, events, late_read_requests_processed)
+    first = _judge_events(record, spec_cfg, events, reading)
     if first.verdict is not Verdict.DIVERGENCE:
         return first
     # The client may have processed recovery-read answers delivered together on different
@@ -749,7 +750,7 @@ def judge(
             record,
             spec_cfg,
             reordered,
-            late_read_requests_processed,
+            reading,
             order_note="recovery-read answers delivered on different connections within "
             f"{CONCURRENT_AT_CLIENT_S * 1000:g} ms of each other taken "
             + ("errors first" if negatives_first else "entries first")
@@ -803,7 +804,7 @@ def _judge_events(
     record: RecoveryRecord,
     spec_cfg: ModelConfig,
     events: Sequence[JavaEvent],
-    late_read_requests_processed: bool,
+    reading: Reading,
     order_note: str | None = None,
 ) -> Judgement:
     fenced = recovery_reads_fenced(events)
@@ -815,9 +816,7 @@ def _judge_events(
             send_limit=max(spec_cfg.send_limit, acked + entries),
             inflight_limit=max(spec_cfg.inflight_limit, entries),
         )
-    cfg = java_recovery_config(
-        spec_cfg, fenced, late_read_requests_processed=late_read_requests_processed
-    )
+    cfg = java_recovery_config(spec_cfg, fenced, reading)
     story = RecoveryStory(cfg, spec_cfg)
     try:
         story.take(step(_CREATE, client=WRITER), request="w1 writes the metadata")
@@ -878,28 +877,16 @@ def _judge_events(
 
 
 def java_recovery_config(
-    spec_cfg: ModelConfig, fenced: bool | None, *, late_read_requests_processed: bool = True
+    spec_cfg: ModelConfig, fenced: bool | None, reading: Reading = JAVA_RECOVERY
 ) -> ModelConfig:
-    """``spec_cfg`` with the recovering client as the Java client is: its recovery reads fence
-    as its frames showed (``fenced``; None: it sent none, the spec's setting stays)."""
-    return dataclasses.replace(
-        spec_cfg,
-        recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
-        late_read_answers_ignored=True,
-        # A read the client no longer waits for still reaches its bookie (and fences it).
-        late_read_requests_processed=late_read_requests_processed,
-        # The Java client counts each entry's read errors on their own.
-        read_timeouts_per_entry=True,
-        # BookKeeper's recovery completes its write-backs from the LAC its fencing reads
-        # returned; the spec's recovery client never retires one above a LAC > 0 (docs/model.md).
-        lac_counts_as_confirmed=True,
-        # A real bookie answers a fence read with its highest entry's LAC.
-        lac_of_highest_entry=True,
-        # A resent write-back carries the LAC it was packaged with (PendingAddOp.toSend).
-        resends_carry_first_lac=True,
-        # A bookie takes adds as they arrive, not earliest entry first.
-        adds_in_arrival_order=True,
-    )
+    """``spec_cfg`` with the recovering client as the Java client is: read as ``reading``
+    (:data:`~.readings.JAVA_RECOVERY`: late read answers ignored and late read requests
+    processed, read errors counted per entry, write-backs completed from the recovered LAC,
+    the bookies' LAC their highest entry's, resends carrying their first LAC, adds taken as
+    they arrive; each switch's evidence is in the reading), its recovery reads fencing as its
+    frames showed (``fenced``; None: it sent none, the spec's setting stays)."""
+    fence = spec_cfg.recovery_reads_fence if fenced is None else fenced
+    return dataclasses.replace(reading.apply(spec_cfg), recovery_reads_fence=fence)
 
 
 def _fence_note(fenced: bool | None) -> str:

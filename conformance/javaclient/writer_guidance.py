@@ -52,6 +52,7 @@ from model.bookkeeper.action_table import (
 )
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import JAVA_WRITER, Reading
 from model.bookkeeper.records import ADD_ENTRY_REQUEST, State, bookie_name
 
 #: The model's one client, the writer.
@@ -190,14 +191,16 @@ def writer_guided_plans(
     entries: Sequence[int] = (2, 3, SEARCHED_ENTRIES),
     limit: int = 40,
     realizations: Sequence[Realization] = (Realization.DROP,),
+    reading: Reading = JAVA_WRITER,
 ) -> list[WriterRunPlan]:
     """Plans from the model's most dangerous writer interleavings (see the module
     docstring), each danger made by each of ``realizations``, at most ``limit``, exploring
-    for at most ``budget_s`` seconds in all."""
+    for at most ``budget_s`` seconds in all, the model read as ``reading``: the judge's (each
+    role passes its own)."""
     plans: list[tuple[int, int, int, WriterRunPlan]] = []
     per_shape = budget_s / max(1, len(entries))
     for count in entries:
-        cfg = writer_config(shape, count)
+        cfg = writer_config(shape, count, reading=reading)
         found: dict[frozenset[tuple[str, int]], int] = {}
         _explore(cfg, max_faults, time.monotonic() + per_shape, found)
         for lost, score in found.items():

@@ -88,6 +88,7 @@ from conformance.targets.cluster_target import PASSWORD
 from model.bookkeeper.action_table import Actor, Move, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import JAVA_WRITER
 
 #: A frame held until ``k`` other frames have passed is released at this fraction of the
 #: client's add timeout at the latest: such a hold delays and reorders, it never makes the
@@ -457,6 +458,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
     name = "writer"
     guidance_budget_s = 10.0
     records = WRITER_RECORDS
+    #: The writer's reading of the spec: its guidance's, and its judge's (``judge_reading``).
+    reading = JAVA_WRITER
     #: The model's story of a run and its verdict.
     judge = staticmethod(judge_writer)
 
@@ -534,7 +537,11 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             tuple(Realization) if self.faults is FaultSet.EXTENDED else (Realization.DROP,)
         )
         return writer_guided_plans(
-            self.shape, budget_s=budget_s, realizations=realizations, limit=40 * len(realizations)
+            self.shape,
+            budget_s=budget_s,
+            realizations=realizations,
+            limit=40 * len(realizations),
+            reading=self.reading,
         )
 
     def smaller_plans(self, plan: WriterRunPlan) -> Iterator[WriterRunPlan]:

@@ -79,7 +79,6 @@ from conformance.javaclient.story import (
     RECOVERY_KINDS,
     RecoverySteps,
     RecoveryStory,
-    java_recovery_config,
 )
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.observations import Observation
@@ -88,6 +87,7 @@ from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
 from model.bookkeeper.action_table import Phase as ProtocolPhase
 from model.bookkeeper.actions import Label, successors, writeset
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import FAILOVER, JAVA_WRITER, Reading
 from model.bookkeeper.records import (
     CLIENT_CLOSING,
     DELIVERED,
@@ -314,31 +314,34 @@ def _sent_no_earlier_than(record: WriterRecord, event: JavaEvent) -> float:
     return event.at
 
 
-def writer_config(shape: WriterShape, entries: int, clients: int = 1) -> ModelConfig:
+def writer_config(
+    shape: WriterShape, entries: int, clients: int = 1, reading: Reading = JAVA_WRITER
+) -> ModelConfig:
     """The model's configuration of a writer run (``clients=2``: a fail-over run, whose
-    recovering client is the model's ``c2``)."""
-    return ModelConfig(
-        bookies=shape.bookies,
-        clients=clients,
-        ensemble_size=shape.ensemble,
-        write_quorum=shape.write_quorum,
-        ack_quorum=shape.ack_quorum,
-        send_limit=entries,
-        inflight_limit=entries,
-        # BookKeeper's placement may bring back a bookie that failed before (one spare), and
-        # it replaces failed bookies a change at a time.
-        ensembles_may_repeat=True,
-        partial_ensemble_changes=True,
-        # An add the client timed out may still reach its bookie (held past the timeout, a
-        # paused or stalled bookie), and an answer from outside the entry's write set is
-        # dropped, as PendingAddOp does.
-        late_adds_after_timeout=True,
-        # A resend carries the LAC the add was packaged with (PendingAddOp.toSend).
-        resends_carry_first_lac=True,
-        # A bookie takes adds as they arrive: a later entry may reach a replacement before
-        # the resends of earlier ones (an add made as a change completes).
-        adds_in_arrival_order=True,
+    recovering client is the model's ``c2``), read as ``reading``: by default the writer's
+    (:data:`~.readings.JAVA_WRITER`: BookKeeper's placement may bring back a bookie that
+    failed before and replaces failed bookies a change at a time; an add the client timed
+    out may still reach its bookie, and an answer from outside the entry's write set is
+    dropped; a resend carries the LAC the add was packaged with; a bookie takes adds as they
+    arrive; each switch's evidence is in the reading)."""
+    return reading.apply(
+        ModelConfig(
+            bookies=shape.bookies,
+            clients=clients,
+            ensemble_size=shape.ensemble,
+            write_quorum=shape.write_quorum,
+            ack_quorum=shape.ack_quorum,
+            send_limit=entries,
+            inflight_limit=entries,
+        )
     )
+
+
+def judge_reading(record: WriterRecord) -> Reading:
+    """The reading ``record`` is judged under: the fail-over's (:data:`~.readings.FAILOVER`)
+    for a run with a second client's recovery, the writer's (:data:`~.readings.JAVA_WRITER`)
+    otherwise. The writer role's and the fail-over role's guidance take the same."""
+    return JAVA_WRITER if record.takeover is None else FAILOVER
 
 
 #: An ensemble change of the model's writer: the failed bookies and the new ensemble (masks).
@@ -2182,9 +2185,10 @@ def story_configs(
     """The model's configuration of ``record``'s story, and the spec's the recovering client's
     frames are checked against (a writer run has none: the two are the same).
 
-    A fail-over run's is the writer's with the recovering client ``c2``, under what its frames
-    reveal and what the Java client does, as the recovering role judges it
-    (:func:`~.story.judge`): recovery reads fence as observed; a decided read's late answers
+    A fail-over run's is the writer's with the recovering client ``c2``, read as
+    :func:`judge_reading` says (:data:`~.readings.FAILOVER`: the writer's reading, the
+    recovering role's, :func:`~.story.judge`'s, and the fenced writer's), under what its
+    frames reveal: recovery reads fence as observed; a decided read's late answers
     are ignored and its requests still reach their bookies; read errors count per entry;
     write-backs complete from the recovered LAC on; the writer closes the ledger when an add
     is fenced (``fenced_writer_closes``), once the answers queued before its close completed
@@ -2192,21 +2196,16 @@ def story_configs(
     that had its ack quorum (``completed_adds_ignore_fence``); and a bookie the plan wiped
     restarts empty (``BookieRestartsEmpty``, as many as it wiped). The spec's client reads
     with the fence."""
+    reading = judge_reading(record)
     if record.takeover is None:
-        cfg = writer_config(record.shape, record.entries)
+        cfg = writer_config(record.shape, record.entries, reading=reading)
         return cfg, cfg
     spec_cfg = writer_config(record.shape, record.entries, clients=2)
-    recovering = java_recovery_config(spec_cfg, recovery_reads_fenced(events))
+    fenced = recovery_reads_fenced(events)
     return (
         dataclasses.replace(
-            recovering,
-            # A fenced writer closes the ledger at its LAC, over the recovery's IN_RECOVERY,
-            # once the answers queued before its close have completed their adds.
-            fenced_writer_closes=True,
-            closing_writer_takes_answers=True,
-            # An EFENCED answer to an add that has its ack quorum changes nothing
-            # (PendingAddOp.writeComplete returns once its add is completed).
-            completed_adds_ignore_fence=True,
+            writer_config(record.shape, record.entries, clients=2, reading=reading),
+            recovery_reads_fence=spec_cfg.recovery_reads_fence if fenced is None else fenced,
             # The bookies the plan wiped restart empty (BookieRestartsEmpty): no fence, no
             # entries (BookKeeper's data integrity check is off by default: no limbo).
             max_crashes=len(record.wiped),
@@ -2317,6 +2316,7 @@ __all__ = [
     "add_fates",
     "judge",
     "judge_ledger",
+    "judge_reading",
     "metadata_write_set",
     "segments_text",
     "timeout_check_interval_s",

@@ -7,8 +7,6 @@ test, and a divergence is an answer the protocol does not allow.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from conformance.scenarios import SCENARIOS
@@ -16,18 +14,16 @@ from conformance.search.runner import SearchSettings, run_search
 from conformance.targets.base import Target
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import BOOKIE_AS_IMPLEMENTED
 from model.bookkeeper.render import sequence_diagram
 
 pytestmark = pytest.mark.conformance
 
 CONFIGURATIONS = {
-    name: dataclasses.replace(
-        cfg,
-        # A real bookie answers a fence read with its highest entry's LAC (docs/model.md).
-        lac_of_highest_entry=True,
-        # With limbo, a restarted real bookie recovers a limbo ledger by itself (BP-46; from
-        # 4.18.0 as soon as it registers): the model has that client (docs/model.md).
-    ).with_bookies_recovering()
+    # A real bookie answers a fence read with its highest entry's LAC, and with limbo a
+    # restarted real bookie recovers a limbo ledger by itself (BP-46; from 4.18.0 as soon as it
+    # registers): the model has that client (docs/model.md, Readings).
+    name: BOOKIE_AS_IMPLEMENTED.apply(cfg)
     for name, cfg in {
         # The TLC configuration the model's figures come from.
         "b2-wq2-aq1": ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),

@@ -30,7 +30,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings, target
@@ -159,25 +159,32 @@ class StepSink(Protocol):
         """The example ended (also when Hypothesis stopped it midway)."""
 
 
-#: Switches added to ModelConfig after the key's format was fixed: described only when on, so
-#: that every configuration without them keeps its key (and its saved findings).
-LATER_SWITCHES = frozenset(
+#: ModelConfig's fields when the key's format was fixed: always described.
+KEYED_FIELDS = frozenset(
     {
-        "lac_counts_as_confirmed",
-        "late_read_requests_processed",
-        "read_timeouts_per_entry",
-        "ensembles_may_repeat",
-        "partial_ensemble_changes",
-        "late_adds_after_timeout",
-        "fenced_writer_closes",
-        "closing_writer_takes_answers",
-        "completed_adds_ignore_fence",
-        "resends_carry_first_lac",
-        "adds_in_arrival_order",
-        "lac_of_highest_entry",
-        "bookie_recovers_limbo",
+        "bookies",
+        "clients",
+        "write_quorum",
+        "ack_quorum",
+        "send_limit",
+        "inflight_limit",
+        "ensemble_size",
+        "recovery_reads_fence",
+        "recovery_starts_at_fragment",
+        "max_crashes",
+        "crash_when_open",
+        "crash_in_recovery",
+        "crash_when_closed",
+        "limbo_on_unclean_shutdown",
+        "fence_on_unclean_shutdown",
+        "late_read_answers_ignored",
+        "effective_ensemble_size",
     }
 )
+#: Switches added to ModelConfig after the key's format was fixed (every field since, so that
+#: a new switch cannot be forgotten): described only when on, so that every configuration
+#: without them keeps its key (and its saved findings).
+LATER_SWITCHES = frozenset(f.name for f in fields(ModelConfig)) - KEYED_FIELDS
 
 
 def database_key(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 
 from model.errors import ModelError
 
@@ -15,7 +15,12 @@ class ConfigError(ModelError, ValueError):
 class ModelConfig:
     """The spec's CONSTANTS, plus switches.
 
-    Defaults are the spec as published (both defects fixed, no crashes).
+    Defaults are the spec as published (both defects fixed, no crashes). Which switches a
+    run turns on is a named *reading* of the spec (``model/bookkeeper/readings.py``: the
+    spec as TLC checks it, real bookies, the Java client in each role), applied with
+    ``Reading.apply``: outside the tests no other code sets a reading switch. The defects
+    (``recovery_reads_fence``, ``recovery_starts_at_fragment``) and the crash settings are
+    the run's own (``readings.RUN_SETTINGS``).
 
     Switches and their sources:
 
@@ -253,13 +258,6 @@ class ModelConfig:
             )
         object.__setattr__(self, "effective_ensemble_size", ensemble)
 
-    def with_bookies_recovering(self) -> ModelConfig:
-        """This configuration as it runs on real bookies: with limbo on, plus the bookies' own
-        recovery client (``bookie_recovers_limbo``, one client more); else unchanged."""
-        if not self.limbo_on_unclean_shutdown or self.bookie_recovers_limbo:
-            return self
-        return replace(self, clients=self.clients + 1, bookie_recovers_limbo=True)
-
     @property
     def internal_client(self) -> int | None:
         """The bookies' own recovery client (``bookie_recovers_limbo``: the last), or None."""
@@ -270,48 +268,23 @@ class ModelConfig:
         return self.effective_ensemble_size > self.write_quorum
 
     def describe(self) -> str:
-        """One line naming every constant and every switch that differs from the default."""
-        parts = [
-            f"Bookies={self.bookies}",
-            f"Clients={self.clients}",
-            f"E={self.effective_ensemble_size}",
-            f"WQ={self.write_quorum}",
-            f"AQ={self.ack_quorum}",
-            f"SendLimit={self.send_limit}",
-            f"InflightLimit={self.inflight_limit}",
-        ]
-        if not self.recovery_reads_fence:
-            parts.append("RecoveryReadsFence=FALSE")
-        if not self.recovery_starts_at_fragment:
-            parts.append("RecoveryStartsAtFragment=FALSE")
-        if self.late_read_answers_ignored:
-            parts.append("LateReadAnswersIgnored=TRUE")
-        if self.lac_counts_as_confirmed:
-            parts.append("LacCountsAsConfirmed=TRUE")
-        if self.late_read_requests_processed:
-            parts.append("LateReadRequestsProcessed=TRUE")
-        if self.read_timeouts_per_entry:
-            parts.append("ReadTimeoutsPerEntry=TRUE")
-        if self.ensembles_may_repeat:
-            parts.append("EnsemblesMayRepeat=TRUE")
-        if self.partial_ensemble_changes:
-            parts.append("PartialEnsembleChanges=TRUE")
-        if self.late_adds_after_timeout:
-            parts.append("LateAddsAfterTimeout=TRUE")
-        if self.fenced_writer_closes:
-            parts.append("FencedWriterCloses=TRUE")
-        if self.closing_writer_takes_answers:
-            parts.append("ClosingWriterTakesAnswers=TRUE")
-        if self.completed_adds_ignore_fence:
-            parts.append("CompletedAddsIgnoreFence=TRUE")
-        if self.resends_carry_first_lac:
-            parts.append("ResendsCarryFirstLac=TRUE")
-        if self.adds_in_arrival_order:
-            parts.append("AddsInArrivalOrder=TRUE")
-        if self.lac_of_highest_entry:
-            parts.append("LacOfHighestEntry=TRUE")
-        if self.bookie_recovers_limbo:
-            parts.append(f"BookieRecoversLimbo=TRUE(c{self.clients})")
+        """One line naming every constant and every switch that differs from the default.
+
+        Generated from the dataclass's fields, so that no switch is left out: the constants
+        first, then each other field that differs from its default in the fields' order
+        (``RecoveryReadsFence=FALSE``, ``LacOfHighestEntry=TRUE``, ...), then, with crashes,
+        the crash settings."""
+        parts = [f"{label}={getattr(self, name)}" for name, label in _CONSTANTS]
+        for f in fields(self):
+            if f.name in _DESCRIBED_APART or not f.init:
+                continue
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            shown = ("TRUE" if value else "FALSE") if isinstance(value, bool) else str(value)
+            if f.name == "bookie_recovers_limbo":
+                shown += f"(c{self.clients})"
+            parts.append(f"{_camel(f.name)}={shown}")
         if self.max_crashes:
             phases = [
                 name
@@ -328,3 +301,34 @@ class ModelConfig:
                 f"FenceOnUncleanShutdown={'on' if self.fence_on_unclean_shutdown else 'off'}"
             )
         return " ".join(parts)
+
+
+#: The constants :meth:`ModelConfig.describe` names first, always, with their TLA+ names.
+_CONSTANTS = (
+    ("bookies", "Bookies"),
+    ("clients", "Clients"),
+    ("effective_ensemble_size", "E"),
+    ("write_quorum", "WQ"),
+    ("ack_quorum", "AQ"),
+    ("send_limit", "SendLimit"),
+    ("inflight_limit", "InflightLimit"),
+)
+#: Fields :meth:`ModelConfig.describe` shows otherwise: the constants (``ensemble_size`` as
+#: ``E``), and the crash settings, shown together when there are crashes.
+_DESCRIBED_APART = frozenset(
+    {
+        *(name for name, _label in _CONSTANTS),
+        "ensemble_size",
+        "max_crashes",
+        "crash_when_open",
+        "crash_in_recovery",
+        "crash_when_closed",
+        "limbo_on_unclean_shutdown",
+        "fence_on_unclean_shutdown",
+    }
+)
+
+
+def _camel(name: str) -> str:
+    """``lac_of_highest_entry`` -> ``LacOfHighestEntry``."""
+    return "".join(word.capitalize() for word in name.split("_"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.bookkeeper.config import ModelConfig
+from model.bookkeeper.readings import SPEC_AS_INTENDED
 from model.bookkeeper.scripted import ScriptedStep, step
 
 ADD_ANSWERED = ("BookieSendsAddConfirmedResponse", "BookieSendsAddFencedResponse")
@@ -160,9 +161,9 @@ SEED_001 = Interleaving(
 # bookies), which decides nothing; b2's OK decides e1 present, w2 writes it back to both
 # bookies (a limbo bookie accepts recovery adds), finds no e2 and closes the ledger at e1.
 # Deciding on b1's answer while b2's is still in flight needs ``late_read_answers_ignored``
-# (what BookKeeper's client does; see ModelConfig): under TLC's reading of the spec a decision
-# waits until no other answer is in flight, and the seed loses b2's read to get there.
-_LIMBO_SCENARIO = {**_LIMBO_BASE, "late_read_answers_ignored": True}
+# (what BookKeeper's client does; see ModelConfig), the reading SPEC_AS_INTENDED: under TLC's
+# reading of the spec a decision waits until no other answer is in flight, and the seed loses
+# b2's read to get there.
 LIMBO_CRASH = Interleaving(
     name="limbo-crash",
     summary="seed 001: a bookie that lost its data answers recovery; limbo makes it say Unknown",
@@ -193,12 +194,14 @@ LIMBO_CRASH = Interleaving(
         step("ClientReceivesRecoveryReadResponse", client="c2", peer="b2"),
         step("RecoveryClientClosesLedger", client="c2"),
     ),
-    protected=ModelConfig(
-        **_LIMBO_SCENARIO,  # type: ignore[arg-type]
-        limbo_on_unclean_shutdown=True,
-        fence_on_unclean_shutdown=True,
+    protected=SPEC_AS_INTENDED.apply(
+        ModelConfig(
+            **_LIMBO_BASE,  # type: ignore[arg-type]
+            limbo_on_unclean_shutdown=True,
+            fence_on_unclean_shutdown=True,
+        )
     ),
-    unprotected=ModelConfig(**_LIMBO_SCENARIO),  # type: ignore[arg-type]
+    unprotected=SPEC_AS_INTENDED.apply(ModelConfig(**_LIMBO_BASE)),  # type: ignore[arg-type]
     invariant="NoDivergenceBetweenClientAndMetaData",
 )
 

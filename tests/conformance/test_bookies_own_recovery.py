@@ -19,6 +19,7 @@ from model.bookkeeper.bookie import BookieLedger
 from model.bookkeeper.config import ConfigError, ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.bookkeeper.interleavings import LIMBO_CRASH, LIMBO_CRASH_PREFIX, SEED_001
+from model.bookkeeper.readings import BOOKIE_AS_IMPLEMENTED
 from model.bookkeeper.records import STATUS_CLOSED, STATUS_NAMES, State, bookies_of
 from model.bookkeeper.scripted import ScriptedStep, step, take
 
@@ -260,9 +261,7 @@ def test_the_end_is_explained_by_what_the_bookies_did_after_the_last_step() -> N
 # The bookies' own steps taken earlier than the observation that shows them ---------------------
 
 #: ``qualify``'s limbo-crash configuration (two bookies, ack quorum 2, one add in flight).
-QUALIFY_CFG = dataclasses.replace(
-    SEED_001.protected, lac_of_highest_entry=True
-).with_bookies_recovering()
+QUALIFY_CFG = BOOKIE_AS_IMPLEMENTED.apply(SEED_001.protected)
 #: 4.18.0's ``make run`` (limbo-crash, shard 2): w2 recovers e1 and writes it back; b1, which
 #: confirmed the write-back, restarts empty, in limbo; then b2 takes the write-back.
 RECOVERED_THEN_CRASHED = (

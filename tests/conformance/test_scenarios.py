@@ -17,6 +17,7 @@ from conformance.engine import BOOKIES_OWN, Execution, Outcome
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.targets.local_target import LocalTarget
 from conformance.targets.model_target import ModelTarget
+from model.bookkeeper.readings import SPEC_AS_INTENDED
 from model.bookkeeper.scripted import take
 
 CASES = [(name, protected) for name in sorted(SCENARIOS) for protected in (True, False)]
@@ -167,7 +168,7 @@ def test_with_the_bookies_own_client_in_the_model_the_same_story_is_decided(
     # explains it by the bookies' own steps and the run ends clean (nothing was lost: e1 is on
     # both bookies, the ledger closed at e1).
     scenario = SCENARIOS["limbo-crash"]
-    cfg = scenario.config(protected=True).with_bookies_recovering()
+    cfg = SPEC_AS_INTENDED.plus("bookie_recovers_limbo").apply(scenario.config(protected=True))
     target = LocalTarget(work_dir=tmp_path / "cluster")
     target.open(cfg)
     try:

@@ -22,6 +22,7 @@ from conformance.javaclient.recording import (
 )
 from conformance.javaclient.story import SPEC_CONFIG, RecoveryRecord, judge
 from conformance.rundir import write_run
+from model.bookkeeper.readings import JAVA_RECOVERY
 from tests.conformance.javaclient.recorded import (
     FENCE,
     LogBuilder,
@@ -416,7 +417,8 @@ def test_a_read_answered_after_the_decision_still_fences_its_bookie() -> None:
 def test_without_late_read_requests_the_spec_drops_that_read() -> None:
     # The spec's IgnoreFurtherReadResponses drops the undelivered request too: b1 is never
     # fenced, and no model step refuses w1's add.
-    outcome = judge(late_fenced_read_record(), late_read_requests_processed=False).outcome
+    reading = JAVA_RECOVERY.without("late_read_requests_processed")
+    outcome = judge(late_fenced_read_record(), reading=reading).outcome
     assert outcome.verdict == "divergence"
     assert any("w1 adds e0 to b1" in d for d in outcome.divergences), outcome.divergences
 

@@ -10,16 +10,17 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import simulate_randomly
 from model.bookkeeper.interleavings import SEED_001
 from model.bookkeeper.invariants import no_divergence_between_client_and_metadata
+from model.bookkeeper.readings import BOOKIE_AS_IMPLEMENTED
 from model.bookkeeper.records import STATUS_CLOSED, STATUS_IN_RECOVERY, Fragment
 
-CFG = dataclasses.replace(SEED_001.protected, lac_of_highest_entry=True).with_bookies_recovering()
+CFG = BOOKIE_AS_IMPLEMENTED.apply(SEED_001.protected)
 
 
 def test_with_limbo_the_configuration_gets_the_bookies_own_client() -> None:
     assert (CFG.clients, CFG.internal_client) == (3, 2)
-    assert CFG.with_bookies_recovering() is CFG
-    plain = ModelConfig()
-    assert plain.with_bookies_recovering() is plain and plain.internal_client is None
+    assert BOOKIE_AS_IMPLEMENTED.apply(CFG) is CFG
+    plain = BOOKIE_AS_IMPLEMENTED.apply(ModelConfig())
+    assert plain.clients == ModelConfig().clients and plain.internal_client is None
     assert "BookieRecoversLimbo=TRUE(c3)" in CFG.describe()
 
 
