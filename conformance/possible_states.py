@@ -35,7 +35,7 @@ step the run took and is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from conformance.errors import ConformanceError
@@ -113,6 +113,37 @@ class InternalSearchExhausted(ConformanceError):
     """The bookies' own steps that could explain an observation are more than the bound."""
 
 
+def _internal_levels(
+    cfg: ModelConfig,
+    invariants: tuple[Invariant, ...],
+    possibles: Sequence[Possible],
+    counted: Callable[[], None],
+) -> Iterator[list[Possible]]:
+    """The possibilities the bookies' own steps (:func:`bookie_internal`) lead to from
+    ``possibles``, one list per number of steps (1, 2, ... up to :data:`MAX_INTERNAL_STEPS`),
+    breadth first, each state once (the first trace found to it), until no state is new.
+    None of those steps loses a message: the bookies' client talks to them directly, not
+    through anything a harness faults. ``counted`` is called for every new state (the
+    callers' bounds: it raises to stop)."""
+    seen = {p.state for p in possibles}
+    frontier = list(possibles)
+    for _depth in range(MAX_INTERNAL_STEPS):
+        following: list[Possible] = []
+        for possible in frontier:
+            for step in successors(cfg, possible.state):
+                if step.label.lost or not bookie_internal(cfg, step.label):
+                    continue
+                if step.state in seen:
+                    continue
+                seen.add(step.state)
+                counted()
+                following.append(possible.then(cfg, invariants, step))
+        if not following:
+            return
+        yield following
+        frontier = following
+
+
 def after_internal_steps(
     cfg: ModelConfig,
     invariants: tuple[Invariant, ...],
@@ -126,36 +157,30 @@ def after_internal_steps(
     sequence that explains the observation goes on from one of these (a fence that explains
     an EFENCED stays), and what the bookies did after it is searched again, from the states
     kept, when a later observation needs it; keeping every longer one would keep hundreds of
-    states that no answer has told apart yet. None of those steps loses a message: the
-    bookies' client talks to them directly, not through anything a harness faults.
+    states that no answer has told apart yet.
     :class:`InternalSearchExhausted` past :data:`MAX_INTERNAL_STATES` states or
     :data:`MAX_INTERNAL_STEPS` steps with states still new: the run then cannot decide."""
     if cfg.internal_client is None:
         return []
-    seen = {p.state for p in possibles}
-    frontier = list(possibles)
-    found: list[Possible] = []
-    for _depth in range(MAX_INTERNAL_STEPS):
-        following: list[Possible] = []
-        for possible in frontier:
-            for step in successors(cfg, possible.state):
-                if step.label.lost or not bookie_internal(cfg, step.label):
-                    continue
-                if step.state in seen:
-                    continue
-                seen.add(step.state)
-                if len(seen) > MAX_INTERNAL_STATES:
-                    raise InternalSearchExhausted(
-                        f"more than {MAX_INTERNAL_STATES} model states of the bookies' own steps"
-                    )
-                reached = possible.then(cfg, invariants, step)
-                if accept(reached):
-                    found.append(reached)
-                following.append(reached)
-        if found or not following:
+    states = len({p.state for p in possibles})
+
+    def counted() -> None:
+        nonlocal states
+        states += 1
+        if states > MAX_INTERNAL_STATES:
+            raise InternalSearchExhausted(
+                f"more than {MAX_INTERNAL_STATES} model states of the bookies' own steps"
+            )
+
+    depth = 0
+    for level in _internal_levels(cfg, invariants, possibles, counted):
+        depth += 1
+        found = [reached for reached in level if accept(reached)]
+        if found:
             return found
-        frontier = following
-    raise InternalSearchExhausted(f"the bookies' own steps go on past {MAX_INTERNAL_STEPS}")
+    if depth == MAX_INTERNAL_STEPS:
+        raise InternalSearchExhausted(f"the bookies' own steps go on past {MAX_INTERNAL_STEPS}")
+    return []
 
 
 def with_internal_steps_earlier(
@@ -182,31 +207,21 @@ def with_internal_steps_earlier(
     ``(-1, [])`` when none does. :class:`InternalSearchExhausted` past
     :data:`MAX_EARLIER_STATES` states of the bookies' steps in all."""
     visited = 0
+
+    def counted() -> None:
+        nonlocal visited
+        visited += 1
+        if visited > MAX_EARLIER_STATES:
+            raise InternalSearchExhausted(
+                f"more than {MAX_EARLIER_STATES} model states of the bookies' own steps "
+                "placed earlier"
+            )
+
     for k, before in enumerate(befores):
-        seen = {p.state for p in before}
-        frontier = list(before)
-        for _depth in range(MAX_INTERNAL_STEPS):
-            following: list[Possible] = []
-            for possible in frontier:
-                for step in successors(cfg, possible.state):
-                    if step.label.lost or not bookie_internal(cfg, step.label):
-                        continue
-                    if step.state in seen:
-                        continue
-                    seen.add(step.state)
-                    visited += 1
-                    if visited > MAX_EARLIER_STATES:
-                        raise InternalSearchExhausted(
-                            f"more than {MAX_EARLIER_STATES} model states of the bookies' own "
-                            "steps placed earlier"
-                        )
-                    following.append(possible.then(cfg, invariants, step))
-            if not following:
-                break
-            survivors = list(replay(following, k))
+        for level in _internal_levels(cfg, invariants, before, counted):
+            survivors = list(replay(level, k))
             if survivors:
                 return k, survivors
-            frontier = following
     return -1, []
 
 

@@ -16,12 +16,15 @@ A finding is the command that shows it (docs/findings/):
 
 Each run has its own directory under ``--out``; ``table.json`` and ``table.md`` (a table per
 finding: releases down, storages across) are written as cells finish, so that a run stopped
-midway keeps what it decided. Long (about 30 minutes for the default four releases and two
-storages): a ``make findings-table`` target, not part of CI.
+midway keeps what it decided; run again with the same ``--out``, it resumes: decided cells are
+kept, the others run again. A cell that decides nothing (a window not reached, a run in
+error) is run again up to ``--attempts`` runs in all, and says what each run said. Long
+(about 35 minutes for the default four releases and two storages): a ``make findings-table``
+target, not part of CI.
 
     python tools/findings_table.py [--releases 4.14.7,4.16.6,4.17.3,4.18.0]
         [--storages sorted,db] [--findings all|name,...] [--race-seconds 60]
-        [--shutdown-restarts 30] [--out runs/findings-table]
+        [--shutdown-restarts 30] [--attempts 2] [--out runs/findings-table]
 
 Exit 0 when every cell was decided (whatever the findings' verdicts), 2 when a cell could not
 be run or judged (bad options too).
@@ -62,6 +65,25 @@ class Finding:
     #: The storages it applies to, and why the others are not (empty: all).
     only_on: tuple[str, ...] = ()
     why_not: str = ""
+    #: The first release that has what it needs, and why the older ones do not ("": all).
+    since: str = ""
+    why_not_before: str = ""
+
+    def not_applicable(self, release: str, storage: str) -> str | None:
+        """Why the finding cannot be shown on this release and storage (None: it can)."""
+        if self.only_on and storage not in self.only_on:
+            return self.why_not
+        if self.since and _release_key(release) < _release_key(self.since):
+            return self.why_not_before
+        return None
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    """``4.16.6`` as (4, 16, 6); a directory or another name sorts after every release."""
+    try:
+        return tuple(int(part) for part in release.split("."))
+    except ValueError:
+        return (sys.maxsize,)
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -102,7 +124,8 @@ FINDINGS: tuple[Finding, ...] = (
     ),
     Finding(
         "fence-lost-after-checkpoint",
-        "The lost fence: b3 killed after its next checkpoint",
+        "The lost fence: b3 killed after flushInterval (DbLedgerStorage's next checkpoint; "
+        "SortedLedgerStorage has no periodic one)",
         "fence-lost-on-restart.md",
         "scenario",
         "fence-lost-after-checkpoint-java-client",
@@ -121,6 +144,9 @@ FINDINGS: tuple[Finding, ...] = (
         "shutdown",
         only_on=("db",),
         why_not="no data-integrity check: it runs on DbLedgerStorage only",
+        since="4.15.0",
+        why_not_before="no data-integrity check before 4.15.0 (bookie/datainteg/ is first in "
+        "release-4.15.0)",
     ),
     Finding(
         "races",
@@ -144,21 +170,34 @@ class Cell:
     detail: str
     seconds: float
     run_dir: str = ""
+    #: What the earlier runs of this cell said, when they decided nothing (a window not
+    #: reached, a run in error): a cell is run again until decided or out of attempts, and
+    #: its table cell shows them all (a hit rate, not a best of N).
+    earlier: tuple[str, ...] = ()
 
     @property
     def decided(self) -> bool:
         return self.verdict == "not applicable" or self.exit_code in (0, 1)
 
-    def text(self) -> str:
-        """``exit 1, violation, reached`` (what a table cell says)."""
+    def summary(self) -> str:
+        """``exit 1, violation, reached``: what this run said."""
         if self.verdict == "not applicable":
             return f"n/a: {self.detail}"
-        parts = [f"exit {self.exit_code}", self.verdict]
+        ended = "did not end" if self.exit_code is None else f"exit {self.exit_code}"
+        parts = [ended, self.verdict]
         if self.reached is not None:
             parts.append("reached" if self.reached else "NOT reached")
         if self.detail:
             parts.append(self.detail)
         return ", ".join(parts)
+
+    def text(self) -> str:
+        """What a table cell says: this run's summary, and the earlier runs'."""
+        text = self.summary()
+        if self.earlier:
+            runs = len(self.earlier) + 1
+            text += f" (run {runs} of {runs}; before: {'; '.join(self.earlier)})"
+        return text
 
 
 def _command(*words: str) -> list[str]:
@@ -208,8 +247,9 @@ def run_cell(
     finding: Finding, release: str, storage: str, out: Path, args: argparse.Namespace
 ) -> Cell:
     where = out / finding.key / f"{release}-{storage}"
-    if finding.only_on and storage not in finding.only_on:
-        return Cell(finding.key, release, storage, None, "not applicable", None, finding.why_not, 0)
+    why_not = finding.not_applicable(release, storage)
+    if why_not is not None:
+        return Cell(finding.key, release, storage, None, "not applicable", None, why_not, 0)
     started = time.monotonic()
     if finding.how == "scenario":
         command = _command(
@@ -276,8 +316,12 @@ def run_cell(
         races = re.search(r"^Races: (.*)\.$", output, re.MULTILINE)
         detail = races.group(1) if races else ""
     if code not in (0, 1):
-        error = results.get("error") or (output.strip().splitlines() or ["no output"])[-1]
-        detail = f"{detail}; {error}" if detail else str(error)
+        # A scenario whose window was not reached says so itself; anything else says why.
+        error = results.get("error") or (
+            "" if window else (output.strip().splitlines() or ["no output"])[-1]
+        )
+        if error:
+            detail = f"{detail}; {error}" if detail else str(error)
     return Cell(
         finding.key,
         release,
@@ -331,6 +375,15 @@ def write(out: Path, cells: Sequence[Cell], args: argparse.Namespace) -> None:
     (out / "table.md").write_text(markdown(cells, releases, storages))
 
 
+def read_cells(out: Path) -> list[Cell]:
+    """The cells of the table already in ``out`` (none when there is none)."""
+    try:
+        data = json.loads((out / "table.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [Cell(**{**c, "earlier": tuple(c.get("earlier", ()))}) for c in data.get("cells", [])]
+
+
 def _list(text: str) -> list[str]:
     return [word.strip() for word in text.split(",") if word.strip()]
 
@@ -347,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--race-seconds", type=int, default=60, help="per races cell")
     parser.add_argument("--shutdown-restarts", type=int, default=30, help="per shutdown cell")
     parser.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, help="per run (s)")
+    parser.add_argument(
+        "--attempts", type=int, default=2, help="runs of a cell until one decides (default 2)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "findings-table")
     args = parser.parse_args(argv)
     known = {f.key: f for f in FINDINGS}
@@ -362,19 +418,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    cells: list[Cell] = []
+    # A table already in --out is resumed: its decided cells are kept, the others run again
+    # (their earlier runs kept in the cell).
+    cells = {(c.finding, c.release, c.storage): c for c in read_cells(out)}
     for key in wanted:
         for release in args.releases:
             for storage in args.storages:
-                cell = run_cell(known[key], release, storage, out, args)
-                cells.append(cell)
-                print(
-                    f"{key} {release} {storage}: {cell.text()} ({cell.seconds:.0f} s)",
-                    flush=True,
-                )
-                write(out, cells, args)
+                before = cells.get((key, release, storage))
+                if before is not None and before.decided:
+                    continue
+                earlier = (*before.earlier, before.summary()) if before is not None else ()
+                for _attempt in range(args.attempts):
+                    cell = run_cell(known[key], release, storage, out, args)
+                    cell.earlier = earlier
+                    cells[(key, release, storage)] = cell
+                    print(
+                        f"{key} {release} {storage}: {cell.text()} ({cell.seconds:.0f} s)",
+                        flush=True,
+                    )
+                    write(out, list(cells.values()), args)
+                    if cell.decided:
+                        break
+                    earlier = (*earlier, cell.summary())
     print(f"\nTable: {out / 'table.md'}")
-    return 0 if all(c.decided for c in cells) else 2
+    return 0 if all(c.decided for c in cells.values()) else 2
 
 
 if __name__ == "__main__":

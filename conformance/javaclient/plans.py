@@ -282,8 +282,11 @@ class FaultKind(enum.Enum):
     #: journal and flushes the ledger storage) and started again with its data, same release.
     CLEAN_RESTART = "clean restart"
     #: Nothing is done for one checkpoint interval of the bookies (``flushInterval``) and a
-    #: margin: each bookie's SyncThread has checkpointed its ledger storage since. What a
-    #: crash after it may lose differs from a crash before it (the lost fence, issue 47).
+    #: margin. A DbLedgerStorage bookie's SyncThread checkpoints every ``flushInterval``, so
+    #: it has checkpointed since; SortedLedgerStorage has no periodic checkpoint (its
+    #: SyncThread is started only for DbLedgerStorage or entryLogPerLedger: BookieImpl at
+    #: release-4.17.3, lines 460-481), only when its memtable fills. What a crash after it
+    #: may lose differs from a crash before it (the lost fence, issue 47).
     AWAIT_CHECKPOINT = "await checkpoint"
 
     @property

@@ -462,8 +462,9 @@ def _fence_lost_check(
     def check(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
         """Reached when the recovery fenced b3 while b3 held nothing of the ledger (its fence
         read answered ``ENOENTRY``) and closed the ledger below e1, b3 was then restarted
-        with its data, and the writer's e1 reached b3 after that and was answered (by b2 as
-        well, up after its crash)."""
+        with its data, and the writer's e1 reached b3 after that and was answered: refused
+        (``EFENCED``: the fence held, the window reached and clean), or accepted and answered
+        by b2 as well (up after its crash), so that e1 could be acknowledged."""
         log = _Log(example, role)
         record = example.record
         takeover = record.takeover
@@ -488,12 +489,13 @@ def _fence_lost_check(
             log.fault(f"{restart.value} b3"),
             log.delivered_answer("b3", later, FrameKind.ADD),
         )
-        answers = [log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3")]
+        b2_answer, b3_answer = (log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3"))
+        held = b3_answer is not None and " -> EFENCED" in b3_answer[1]
         outcome = next((o for o in record.outcomes if o.index == later), None)
-        evidence = window.evidence + tuple(a[1] for a in answers[:1] if a is not None)
+        evidence = window.evidence + ((b2_answer[1],) if b2_answer is not None else ())
         if outcome is not None:
             evidence += (f"{outcome.at or 0:.3f} callback: {outcome.describe()}",)
-        return Window(window.reached and all(a is not None for a in answers), evidence)
+        return Window(window.reached and (held or b2_answer is not None), evidence)
 
     return check
 
@@ -542,8 +544,10 @@ FENCE_LOST = _fence_lost(
 FENCE_LOST_AFTER_CHECKPOINT = _fence_lost(
     "fence-lost-after-checkpoint-java-client",
     "The lost fence, with b3 killed after its ledger storage's next checkpoint",
-    "The bookies' checkpoint interval (flushInterval) passes, so b3's SyncThread has "
-    "checkpointed its ledger storage; then b3 is killed and restarts with its data;",
+    "The bookies' checkpoint interval (flushInterval) passes: on DbLedgerStorage b3's "
+    "SyncThread has checkpointed its ledger storage since (SortedLedgerStorage has no "
+    "periodic checkpoint: it waits for nothing there); then b3 is killed and restarts with "
+    "its data;",
     FaultEvent(FaultKind.AWAIT_CHECKPOINT),
     FaultEvent(FaultKind.RESTART, None, "b3"),
 )

@@ -110,3 +110,55 @@ def test_the_table_has_a_row_per_release_and_a_column_per_storage() -> None:
     assert "| 4.17.3 | exit 0, clean, 9 races | not run |" in text
     assert "| 4.18.0 | not run | exit 1, violation |" in text
     assert "### Races at the bookie" in text and "#3005" not in text
+
+
+def test_an_undecided_cell_runs_again_and_says_what_each_run_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = iter(
+        [
+            Cell("bk-3005", "4.18.0", "db", 2, "divergence", False, "", 1.0),
+            Cell("bk-3005", "4.18.0", "db", 1, "violation", True, "", 1.0),
+        ]
+    )
+    runs: list[str] = []
+
+    def run_cell(finding: object, release: str, storage: str, out: Path, args: object) -> Cell:
+        runs.append(storage)
+        return next(said)
+
+    monkeypatch.setattr(findings_table, "run_cell", run_cell)
+    argv = ["--findings", "bk-3005", "--releases", "4.18.0", "--storages", "db"]
+    assert findings_table.main([*argv, "--out", str(tmp_path)]) == 0
+    (cell,) = findings_table.read_cells(tmp_path)
+    assert cell.text() == (
+        "exit 1, violation, reached (run 2 of 2; before: exit 2, divergence, NOT reached)"
+    )
+    # Run again on the same --out, a decided cell is kept as it is.
+    assert findings_table.main([*argv, "--out", str(tmp_path)]) == 0
+    assert runs == ["db", "db"]
+
+
+def test_a_cell_still_undecided_after_its_attempts_leaves_the_table_undecided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run_cell(finding: object, release: str, storage: str, out: Path, args: object) -> Cell:
+        return Cell("races", release, storage, None, "undecided", None, "timed out", 1.0)
+
+    monkeypatch.setattr(findings_table, "run_cell", run_cell)
+    argv = ["--findings", "races", "--releases", "4.18.0", "--storages", "sorted"]
+    assert findings_table.main([*argv, "--attempts", "3", "--out", str(tmp_path)]) == 2
+    (cell,) = findings_table.read_cells(tmp_path)
+    assert len(cell.earlier) == 2 and not cell.decided
+    # Resumed: it runs again, its three earlier runs kept.
+    assert findings_table.main([*argv, "--attempts", "1", "--out", str(tmp_path)]) == 2
+    (cell,) = findings_table.read_cells(tmp_path)
+    assert len(cell.earlier) == 3 and cell.earlier[2] == "did not end, undecided, timed out"
+
+
+def test_the_shutdown_crash_needs_the_data_integrity_check_of_4_15_0_and_later() -> None:
+    finding = _BY_KEY["shutdown-crash"]
+    assert "before 4.15.0" in str(finding.not_applicable("4.14.7", "db"))
+    assert finding.not_applicable("4.16.6", "db") is None
+    assert finding.not_applicable("/opt/bookkeeper-master", "db") is None
+    assert "DbLedgerStorage only" in str(finding.not_applicable("4.18.0", "sorted"))

@@ -36,6 +36,11 @@ from conformance.verdict import Verdict
 
 RUNS = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fault-runs.jsonl.gz"
 ROLLING_RUNS = Path(__file__).parent / "recorded_runs" / "rolling-upgrade-runs.jsonl.gz"
+#: The lost fence's variants: a clean restart, a checkpoint awaited (judged in test_reports.py).
+FENCE_LOST_VARIANTS = tuple(
+    Path(__file__).parent / "recorded_runs" / f"bookkeeper-4.17.3-fence-lost-{variant}.json"
+    for variant in ("after-checkpoint", "on-clean-restart")
+)
 
 
 def _load() -> dict[str, tuple[WriterRunPlan, WriterRecord]]:
@@ -74,6 +79,9 @@ def test_every_fault_kind_has_a_recorded_run() -> None:
             plan = WriterRunPlan.from_json(json.loads(line)["plan"])
             events = (*plan.schedule.events, *plan.before_recovery, *plan.after_recovery)
             kinds.update(event.kind.value for event in events)
+    for path in FENCE_LOST_VARIANTS:
+        plan = WriterRunPlan.from_json(json.loads(path.read_text())["plan"])
+        kinds.update(e.kind.value for e in (*plan.before_recovery, *plan.after_recovery))
     assert {kind.value for kind in FaultKind} <= kinds
     assert set(FORGEABLE) <= kinds
     assert {"request drop", "answer drop", "request forge", "answer forge"} <= kinds

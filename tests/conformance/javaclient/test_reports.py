@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conformance.engine import Outcome
 from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
@@ -43,6 +45,17 @@ BK4097 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4097.js
 BK4812 = Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-bk-4812.json"
 FENCE_LOST_RUN = (
     Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fence-lost-on-restart.json"
+)
+AFTER_CHECKPOINT_RUN = (
+    Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fence-lost-after-checkpoint.json"
+)
+FENCE_HELD_RUN = (
+    Path(__file__).parent
+    / "recorded_runs"
+    / "bookkeeper-4.14.7-db-fence-held-on-clean-restart.json"
+)
+CLEAN_RESTART_RUN = (
+    Path(__file__).parent / "recorded_runs" / "bookkeeper-4.17.3-fence-lost-on-clean-restart.json"
 )
 
 
@@ -208,6 +221,50 @@ def test_the_recorded_fence_lost_run_acknowledges_an_add_beyond_the_end_with_no_
     )
     assert window_of(FENCE_LOST_ON_CLEAN_RESTART, stopped).reached
     assert not window_of(FENCE_LOST, stopped).reached
+
+
+@pytest.mark.parametrize(
+    ("path", "variant", "restart"),
+    [
+        (AFTER_CHECKPOINT_RUN, FENCE_LOST_AFTER_CHECKPOINT, "restart b3"),
+        (CLEAN_RESTART_RUN, FENCE_LOST_ON_CLEAN_RESTART, "clean restart b3: "),
+    ],
+)
+def test_on_4_17_3_sorted_the_fence_is_lost_after_a_checkpoint_and_on_a_clean_restart(
+    path: Path, variant: Any, restart: str
+) -> None:
+    # SortedLedgerStorage never writes the index of a ledger without entries, so neither its
+    # checkpoint nor its clean shutdown keeps the fence (docs/findings/fence-lost-on-restart.md).
+    _item, example = _recorded(path)
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.VIOLATION
+    assert any(
+        v.startswith("NoDivergenceBetweenClientAndMetaData") and "acknowledged e1" in v
+        for v in judgement.outcome.violations
+    )
+    window = window_of(variant, example)
+    assert window.reached, window.evidence
+    assert any(f"fault: {restart}" in line for line in window.evidence)
+    faults = [what for _at, what in example.faults]
+    if variant is FENCE_LOST_AFTER_CHECKPOINT:
+        waited = faults.index("await checkpoint: 10000 ms (flushInterval) + 2 s waited")
+        assert waited < faults.index("restart b3")
+    else:
+        assert "stopped (SIGTERM)" in faults[1] and "exit 143" in faults[1]
+
+
+def test_a_fence_that_held_reaches_the_window_and_is_clean() -> None:
+    # 4.14.7 on DbLedgerStorage, stopped cleanly: b3 refused the old writer's e1 (EFENCED).
+    # The interleaving happened and the bug did not show: reached and clean (exit 0), not
+    # "not reached" (exit 2), which would say nothing of the fence.
+    _item, example = _recorded(FENCE_HELD_RUN)
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.CLEAN
+    window = window_of(FENCE_LOST_ON_CLEAN_RESTART, example)
+    assert window.reached, window.evidence
+    assert any("ADD_ENTRY 0/1 -> EFENCED" in line for line in window.evidence)
+    said = report_verdict(FENCE_LOST_ON_CLEAN_RESTART, judgement.outcome, window)
+    assert said.exit_code == REACHED_CLEAN
 
 
 def test_the_lost_fence_variants_differ_only_in_b3_s_restart() -> None:

@@ -78,12 +78,21 @@ def test_an_upgrade_names_its_bookie_and_the_release_it_restarts_from() -> None:
 
 def test_upgrades_downgrades_and_restarts_are_restarts_with_data() -> None:
     with_data = {kind for kind in FaultKind if kind.restarts_with_data}
-    assert with_data == {FaultKind.RESTART, FaultKind.UPGRADE, FaultKind.DOWNGRADE}
+    assert with_data == {
+        FaultKind.RESTART,
+        FaultKind.CLEAN_RESTART,
+        FaultKind.UPGRADE,
+        FaultKind.DOWNGRADE,
+    }
     assert {kind for kind in FaultKind if kind.needs_release} == {
         FaultKind.UPGRADE,
         FaultKind.DOWNGRADE,
     }
     assert not FaultKind.UPGRADE.needs_duration and FaultKind.UPGRADE.needs_bookie
+    # Awaiting a checkpoint waits the bookies' own interval: no bookie, no duration of its own.
+    assert not FaultKind.AWAIT_CHECKPOINT.needs_bookie
+    assert not FaultKind.AWAIT_CHECKPOINT.needs_duration
+    assert not FaultKind.AWAIT_CHECKPOINT.restarts_with_data
 
 
 def test_the_record_takes_an_upgrade_among_the_restarts() -> None:
