@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -153,18 +153,18 @@ def _require_search(used_by: str) -> None:
 
 
 @pytest.fixture
-def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    """A fresh, unopened target as chosen by ``--bk-target``; closed after the test."""
+def bk_target_spec(request: pytest.FixtureRequest) -> Any:
+    """The :class:`~conformance.targets.spec.TargetSpec` ``--bk-target`` and its options name
+    (the same the CLI and the Spark shards build their targets from): a test takes its
+    configuration as the target's bookies store entries (``spec.as_stored(cfg)``)."""
     # Imported here, not at plugin load: the plugin loads in every pytest run of this
     # environment, and must not pull the adapters in before a test session asks for them.
     name = request.config.getoption("--bk-target")
     option = f"--bk-target {name}"
     specs = _load("conformance.targets.spec", option)
-    errors = _load("adapters.cluster.errors", option)
     home = request.config.getoption("--bk-bookkeeper-home")
     try:
-        # The same TargetSpec the CLI and the Spark shards build their targets from.
-        spec = specs.TargetSpec(
+        return specs.TargetSpec(
             kind=name,
             bookie_kind=request.config.getoption("--bk-bookie-kind"),
             bookkeeper=request.config.getoption("--bk-bookkeeper"),
@@ -172,7 +172,17 @@ def bk_target(request: pytest.FixtureRequest) -> Iterator[Target]:
             zookeeper=request.config.getoption("--bk-zk"),
             zookeeper_release=request.config.getoption("--bk-zookeeper"),
         )
-        target: Target = spec.build()
+    except ValueError as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from exc
+
+
+@pytest.fixture
+def bk_target(request: pytest.FixtureRequest, bk_target_spec: Any) -> Iterator[Target]:
+    """A fresh, unopened target as chosen by ``--bk-target``; closed after the test."""
+    option = f"--bk-target {request.config.getoption('--bk-target')}"
+    errors = _load("adapters.cluster.errors", option)
+    try:
+        target: Target = bk_target_spec.build()
     except (ValueError, errors.ClusterError) as exc:
         raise pytest.UsageError(f"{option}: {exc}") from exc
     try:

@@ -358,7 +358,11 @@ def markdown(cells: Sequence[Cell], releases: Sequence[str], storages: Sequence[
 
 
 def write(out: Path, cells: Sequence[Cell], args: argparse.Namespace) -> None:
-    releases, storages = args.releases, args.storages
+    """``table.json`` and ``table.md`` of every cell (a resumed table's too), releases in
+    release order, storages in the tool's."""
+    releases = sorted({*args.releases, *(c.release for c in cells)}, key=_release_key)
+    named = {*args.storages, *(c.storage for c in cells)}
+    storages = [s for s in STORAGES if s in named]
     (out / "table.json").write_text(
         json.dumps(
             {
@@ -440,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                     if cell.decided:
                         break
                     earlier = (*earlier, cell.summary())
+    write(out, list(cells.values()), args)
     print(f"\nTable: {out / 'table.md'}")
     return 0 if all(c.decided for c in cells.values()) else 2
 

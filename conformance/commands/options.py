@@ -434,6 +434,13 @@ def settings_record_from_args(args: argparse.Namespace, cfg: ModelConfig) -> dic
     return target_spec_from_args(args).settings_record(cfg)
 
 
+def stored_config_from_args(args: argparse.Namespace, cfg: ModelConfig) -> ModelConfig:
+    """``cfg`` as the options' target's bookies store an entry sent again
+    (:meth:`TargetSpec.as_stored`: SortedLedgerStorage keeps the first copy). ValueError as
+    :meth:`TargetSpec.storage_for`."""
+    return target_spec_from_args(args).as_stored(cfg)
+
+
 def target_from_args(args: argparse.Namespace, config: ModelConfig | None = None) -> Target:
     """A fresh, unopened target (ValueError for options that do not fit together, or, with
     ``config``, for a configuration the bookies' storage cannot run)."""

@@ -35,6 +35,7 @@ from conformance.commands.options import (
     config_from_args,
     search_overrides,
     settings_record_from_args,
+    stored_config_from_args,
     target_from_args,
 )
 from conformance.commands.zab_search import is_search_run, replay_run_dir
@@ -256,6 +257,7 @@ def run_command(args: argparse.Namespace) -> int:
             if args.random_config
             else config_from_args(args)
         )
+        cfg = stored_config_from_args(args, cfg)
         target = target_from_args(args, cfg)
         recorded = {"target": args.target, **settings_record_from_args(args, cfg)}
     except (ConfigError, ValueError) as exc:
@@ -498,6 +500,8 @@ def replay_command(args: argparse.Namespace) -> int:
             cfg, choices, max_steps = config_from_args(args), _blob(args.source), args.steps
             target_name = args.target or "model"
             races = bool(getattr(args, "races", False))
+            args.target = target_name
+            cfg = stored_config_from_args(args, cfg)
         args.target = target_name
         target = target_from_args(args, cfg)
         recorded = {"target": target_name, **settings_record_from_args(args, cfg)}

@@ -362,7 +362,10 @@ def _attempt(
 
     stalls_after_finding = [f for f in options.faults if f.kind == "hang-after-finding"]
     armed = False
-    target = LedgerRecorder(shard_target(shard, options).build(shard.config))
+    spec = shard_target(shard, options)
+    # The configuration as the shard's bookies store an entry sent again (their storage).
+    cfg = spec.as_stored(shard.config)
+    target = LedgerRecorder(spec.build(cfg))
     # On an external cluster, a finding's ledger is kept when the shard's others are deleted.
     ledgers = FindingLedgers(target.inner)
     system = system_under_test(target)
@@ -373,10 +376,10 @@ def _attempt(
                 log(f"injected hang of shard {shard.shard}, attempt {attempt}")
                 _sleep_until_timeout(armed)
             log(system_header(system))
-            target.open(shard.config)
+            target.open(cfg)
             log(f"target {target.name} open: {json.dumps(target.describe(), sort_keys=True)}")
             report = run_search(
-                shard.config, target, shard.settings, progress=log.progress, on_example=on_example
+                cfg, target, shard.settings, progress=log.progress, on_example=on_example
             )
             if report.finding is not None:
                 ledgers.keep(report.finding.run)

@@ -64,6 +64,7 @@ class ModelTarget:
                 self._bookies[op.request.bookie],
                 op.request,
                 lac_of_highest_entry=self._cfg.lac_of_highest_entry,
+                first_copy_kept=self._cfg.first_copy_kept,
             )
             return predicted(reply)
         if isinstance(op, CreateLedger):

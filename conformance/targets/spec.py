@@ -214,6 +214,23 @@ class TargetSpec:
         except UnsupportedConfiguration as exc:
             raise ValueError(str(exc)) from exc
 
+    def as_stored(self, cfg: ModelConfig) -> ModelConfig:
+        """``cfg`` as this target's bookies store an entry sent again (``first_copy_kept``):
+        SortedLedgerStorage keeps the first copy, whose LAC a fence read then answers; every
+        other storage, the reference bookie and the model keep the latest, as the spec does.
+        Only with ``lac_of_highest_entry`` (the spec's bookie LAC is the last add's whatever
+        it keeps). An external cluster's storage is not known: the spec's. ValueError as
+        :meth:`storage_for`."""
+        choice = self.storage_for(cfg)
+        keeps_first = (
+            choice is not None
+            and choice.storage is LedgerStorage.SORTED
+            and cfg.lac_of_highest_entry
+        )
+        if cfg.first_copy_kept == keeps_first:
+            return cfg
+        return dataclasses.replace(cfg, first_copy_kept=keeps_first)
+
     def settings_record(self, cfg: ModelConfig | None) -> dict[str, str]:
         """What ``results.json``'s ``target`` records of the bookies' settings (``{}`` where
         the suite does not configure them); ValueError as :meth:`storage_for`."""

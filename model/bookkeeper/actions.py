@@ -347,7 +347,13 @@ def _bookie_sends_add_confirmed_response(
     highest = ctx.cfg.lac_of_highest_entry
     if ctx.counts[msg] == LATE:
         lac = (
-            stored_lac(s.b_entries[b], s.b_lac[b], msg, of_highest_entry=True)
+            stored_lac(
+                s.b_entries[b],
+                s.b_lac[b],
+                msg,
+                of_highest_entry=True,
+                first_copy_kept=ctx.cfg.first_copy_kept,
+            )
             if highest
             else max(s.b_lac[b], msg.lac)
         )
@@ -360,7 +366,13 @@ def _bookie_sends_add_confirmed_response(
     # Taken out of entry order (adds_in_arrival_order), an add must not lower the LAC of the
     # higher entries the bookie holds: its LAC is its highest entry's, as BookKeeper's.
     highest = highest or ctx.cfg.adds_in_arrival_order
-    lac = stored_lac(s.b_entries[b], s.b_lac[b], msg, of_highest_entry=highest)
+    lac = stored_lac(
+        s.b_entries[b],
+        s.b_lac[b],
+        msg,
+        of_highest_entry=highest,
+        first_copy_kept=ctx.cfg.first_copy_kept,
+    )
     b_lac = (*s.b_lac[:b], lac, *s.b_lac[b + 1 :])
     again = ctx.cfg.ensembles_may_repeat
     for messages, delivered in processed_one_and_send_another(

@@ -66,13 +66,21 @@ def read_answer(msg: ReadRequest, entries: frozenset[Entry], limbo: bool) -> Rea
 
 
 def stored_lac(
-    entries: frozenset[Entry], lac: int, msg: AddEntryRequest, *, of_highest_entry: bool
+    entries: frozenset[Entry],
+    lac: int,
+    msg: AddEntryRequest,
+    *,
+    of_highest_entry: bool,
+    first_copy_kept: bool = False,
 ) -> int:
     """The bookie's LAC once it stores ``msg``'s entry. The spec's: the LAC the add carries.
     ``of_highest_entry`` (``lac_of_highest_entry``), BookKeeper's: the LAC its highest entry
     carries, which its fence read returns (the last entry), so an older entry written back
-    later leaves it as it was."""
-    if of_highest_entry and any(e.id > msg.entry.id for e in entries):
+    later leaves it as it was; with ``first_copy_kept`` (SortedLedgerStorage) the same entry
+    written again leaves it too."""
+    if of_highest_entry and any(
+        e.id > msg.entry.id or (first_copy_kept and e.id == msg.entry.id) for e in entries
+    ):
         return lac
     return msg.lac
 
@@ -82,11 +90,18 @@ def process(
     msg: AddEntryRequest | FenceRequest | ReadRequest,
     *,
     lac_of_highest_entry: bool = False,
+    first_copy_kept: bool = False,
 ) -> tuple[AddEntryResponse | FenceResponse | ReadResponse, BookieLedger]:
     """The bookie processes one request: its answer, and what it holds afterwards."""
     if isinstance(msg, AddEntryRequest):
         if accepts_add(ledger.fenced, msg):
-            lac = stored_lac(ledger.entries, ledger.lac, msg, of_highest_entry=lac_of_highest_entry)
+            lac = stored_lac(
+                ledger.entries,
+                ledger.lac,
+                msg,
+                of_highest_entry=lac_of_highest_entry,
+                first_copy_kept=first_copy_kept,
+            )
             stored = ledger._replace(entries=ledger.entries | {msg.entry}, lac=lac)
             return add_answer(msg, True), stored
         return add_answer(msg, False), ledger

@@ -158,6 +158,19 @@ class ModelConfig:
       4.17.3 (``bkconform run --races``): b3 held e1 and e2 (LAC 1), the recovery wrote e1
       (LAC 0) back to it, and its fence read answered LAC 1 where the spec says 0. ``bkconform
       run`` turns it on (``--spec-bookie-lac``: off).
+    - ``first_copy_kept`` (default False; with ``lac_of_highest_entry``). What a bookie keeps
+      of an entry it is sent again (a recovery's write-back of an entry it holds): the spec's
+      bookie takes the latest copy's LAC. SortedLedgerStorage keeps the first copy
+      (``EntryMemTable.internalAdd``: ``kvmap.putIfAbsent``, release-4.14.7 to 4.18.0), and a
+      fence read answers the highest entry's copy in the memtable: the first copy's LAC.
+      DbLedgerStorage (``WriteCache.put`` overwrites) and the reference bookie keep the latest,
+      as the spec does. True: a bookie that holds the entry keeps its LAC. Not a reading of
+      the spec but the bookies' storage: set by the target from the ledger storage its bookies
+      run (``TargetSpec.as_stored``). Both storages answer from their newest in-memory
+      generation, so a checkpoint between the two copies and the fence read may answer
+      otherwise (a limit: docs/model.md). Found by the race search on real 4.14.7, 4.16.6
+      and 4.17.3 bookies on SortedLedgerStorage (issue 47's findings table): a write-back of
+      e2 with LAC 0 after the writer's e2 with LAC 1, then a fence read answered LAC 1.
     - ``bookie_recovers_limbo`` (default False; needs ``limbo_on_unclean_shutdown`` and two
       clients or more). BP-46's data-integrity service: a bookie that restarted with the ledger
       in limbo recovers it by itself, through the bookie's internal client (BookKeeper's
@@ -205,6 +218,7 @@ class ModelConfig:
     adds_in_arrival_order: bool = False
     lac_of_highest_entry: bool = False
     bookie_recovers_limbo: bool = False
+    first_copy_kept: bool = False
     # Derived in __post_init__; not a constant of the spec.
     effective_ensemble_size: int = field(init=False, repr=False, compare=False)
 

@@ -147,6 +147,8 @@ RUN_SETTINGS: Mapping[str, str] = {
     "crash_when_closed": "a fault the run injects",
     "limbo_on_unclean_shutdown": "the bookies' data-integrity setting for crashes (BP-46)",
     "fence_on_unclean_shutdown": "the bookies' data-integrity setting for crashes (BP-46)",
+    "first_copy_kept": "the bookies' ledger storage (SortedLedgerStorage keeps an entry's first "
+    "copy): set by the target from the storage its bookies run",
     "effective_ensemble_size": "derived from the constants",
 }
 

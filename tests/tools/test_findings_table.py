@@ -9,6 +9,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,3 +163,20 @@ def test_the_shutdown_crash_needs_the_data_integrity_check_of_4_15_0_and_later()
     assert finding.not_applicable("4.16.6", "db") is None
     assert finding.not_applicable("/opt/bookkeeper-master", "db") is None
     assert "DbLedgerStorage only" in str(finding.not_applicable("4.18.0", "sorted"))
+
+
+def test_a_table_resumed_for_one_finding_keeps_every_cell_in_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run_cell(finding: Any, release: str, storage: str, out: Path, args: object) -> Cell:
+        return Cell(finding.key, release, storage, 0, "clean", None, "", 1.0)
+
+    monkeypatch.setattr(findings_table, "run_cell", run_cell)
+    first = ["--findings", "races", "--releases", "4.16.6,4.18.0", "--out", str(tmp_path)]
+    assert findings_table.main(first) == 0
+    again = ["--findings", "bk-3005", "--releases", "4.17.3", "--storages", "db"]
+    assert findings_table.main([*again, "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "table.md").read_text()
+    assert "| 4.16.6 | exit 0, clean | exit 0, clean |" in table  # the first run's cells
+    assert "| 4.17.3 | not run | exit 0, clean |" in table.split("### #3005")[1]
+    assert table.index("| 4.16.6 |") < table.index("| 4.17.3 |") < table.index("| 4.18.0 |")

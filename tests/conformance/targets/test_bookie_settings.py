@@ -146,3 +146,21 @@ def test_a_local_target_names_its_bookies_settings_before_it_opens(tmp_path: Pat
     # The reference bookie, a test double, has no ledger storage to name.
     reference = LocalTarget(bookies=BookieChoice.reference(), planned_config=LIMBO)
     assert reference.system_under_test().bookie_settings == ""
+
+
+def test_a_sorted_storage_keeps_the_first_copy_of_an_entry_sent_again(tmp_path: Path) -> None:
+    # SortedLedgerStorage's memtable keeps an entry's first copy, and a fence read answers its
+    # LAC; DbLedgerStorage, the reference bookie and the model keep the latest (the spec's).
+    home = str(distribution(tmp_path / "bk", "4.18.0"))
+    local = TargetSpec(kind="local", bookkeeper_home=home)
+    assert local.as_stored(PLAIN).first_copy_kept  # the suite's profile runs sorted
+    assert not local.as_stored(LIMBO).first_copy_kept  # limbo runs db
+    on_db = dataclasses.replace(local, ledger_storage="db")
+    assert not on_db.as_stored(PLAIN).first_copy_kept
+    assert not TargetSpec(kind="model").as_stored(PLAIN).first_copy_kept
+    reference = TargetSpec(kind="local", bookie_kind="reference")
+    assert not reference.as_stored(PLAIN).first_copy_kept
+    # Only where the bookie's LAC is its highest entry's: the spec's is the last add's anyway.
+    spec_lac = dataclasses.replace(PLAIN, lac_of_highest_entry=False)
+    assert not local.as_stored(spec_lac).first_copy_kept
+    assert local.as_stored(local.as_stored(PLAIN)) == local.as_stored(PLAIN)

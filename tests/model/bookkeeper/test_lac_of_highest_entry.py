@@ -38,6 +38,26 @@ def test_an_older_entry_leaves_the_lac_of_the_highest() -> None:
     assert stored_lac(frozenset({E1, E2}), 1, again, of_highest_entry=True) == 0
 
 
+def test_a_storage_that_keeps_the_first_copy_keeps_its_lac() -> None:
+    # The race search on real SortedLedgerStorage bookies: the writer's e2 (LAC 1), then a
+    # recovery's write-back of e2 (LAC 0), then a fence read answered LAC 1 (the memtable
+    # keeps the first copy). DbLedgerStorage keeps the latest: LAC 0, the spec's.
+    again = WRITE_BACK._replace(entry=E2, lac=0)
+    held = frozenset({E1, E2})
+    assert stored_lac(held, 1, again, of_highest_entry=True, first_copy_kept=True) == 1
+    assert stored_lac(held, 1, again, of_highest_entry=True, first_copy_kept=False) == 0
+    # A new highest entry still brings its own LAC, and an older one leaves it either way.
+    newer = AddEntryRequest(ADD_ENTRY_REQUEST, 0, 0, Entry(3, 3), 2, False)
+    assert stored_lac(held, 1, newer, of_highest_entry=True, first_copy_kept=True) == 2
+    assert stored_lac(held, 1, WRITE_BACK, of_highest_entry=True, first_copy_kept=True) == 1
+    ledger = BookieLedger(entries=held, lac=1)
+    fence = FenceRequest(FENCE_REQUEST, 0, 1)
+    for first, lac in ((True, 1), (False, 0)):
+        _added, after = process(ledger, again, lac_of_highest_entry=True, first_copy_kept=first)
+        answer, _fenced = process(after, fence, lac_of_highest_entry=True)
+        assert answer.lac == lac  # type: ignore[union-attr]
+
+
 def test_the_model_target_s_bookie_answers_the_fence_read_with_the_highest_entry_s_lac() -> None:
     ledger = BookieLedger(entries=frozenset({E1, E2}), lac=1)
     fence = FenceRequest(FENCE_REQUEST, 0, 1)
