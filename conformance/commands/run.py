@@ -20,7 +20,10 @@ import argparse
 import dataclasses
 import functools
 import random
+import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -49,6 +52,7 @@ from conformance.rundir import (
     read_results,
     system_header,
 )
+from conformance.search import runner as search_runner
 from conformance.search.choices import from_blob
 from conformance.search.configurations import SeededChooser, draw_configuration
 from conformance.search.portfolio import MAX_DEFAULT_WORKERS, default_workers
@@ -214,28 +218,37 @@ def _settings(args: argparse.Namespace) -> SearchSettings:
 
 
 class _ProgressLine:
-    """Progress on long runs: one line, rewritten in place on a terminal."""
+    """Progress on long runs (:meth:`SearchProgress.describe`): one line, rewritten in place
+    on a terminal while a phase lasts and the line fits; each phase's last line stays."""
 
     def __init__(self, out: TextIO, quiet: bool) -> None:
         self.out = out
         self.quiet = quiet
         self.terminal = out.isatty()
+        self._open: str | None = None  # the phase of the line rewritten in place
 
     def __call__(self, p: SearchProgress) -> None:
         if self.quiet:
             return
-        line = (
-            f"  [{p.phase}] {p.examples} examples, {p.steps} steps, "
-            f"{p.steps_per_second:,.0f} steps/s, {p.findings} findings, {p.elapsed:.0f} s"
-        )
-        if self.terminal:
-            print("\r" + line.ljust(78), end="", file=self.out, flush=True)
-        else:
+        line = "  " + p.describe(rate=True)
+        if not self.terminal:
             print(line, file=self.out, flush=True)
+            return
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        if self._open is not None and self._open != p.phase:
+            print(file=self.out)  # the phase before keeps its last line
+            self._open = None
+        if len(line) <= width:
+            print("\r" + line.ljust(width), end="", file=self.out, flush=True)
+            self._open = p.phase
+        else:  # too long to rewrite in place: a line of its own
+            print("\r" + line, file=self.out, flush=True)
+            self._open = None
 
     def done(self) -> None:
-        if self.terminal and not self.quiet:
+        if self._open is not None:
             print(file=self.out)
+            self._open = None
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -304,7 +317,7 @@ def run_command(args: argparse.Namespace) -> int:
             )
             if report.finding is not None:
                 ledgers.keep(report.finding.run)
-            hits = _race_hits(cfg, target, report, search, args.race_attempts)
+            hits = _race_hits(cfg, target, report, search, args.race_attempts, progress=progress)
             described = target.describe()
         except TargetError as exc:
             failure = exc
@@ -333,16 +346,24 @@ def _race_hits(
     report: SearchReport,
     search: SearchSettings,
     attempts: int,
+    *,
+    progress: Callable[[SearchProgress], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[int, int] | None:
     """A race is a probability: the finding's example replayed ``attempts`` times, each
     raced request sent up to :data:`RACE_JITTER_S` later than the finding's offset (the
     attempt's own random draw, seeded by its number), and how many of them gave its verdict
-    again (None: no finding with a race, or no attempts)."""
+    again (None: no finding with a race, or no attempts). ``progress``: the ``replays``
+    phase, when the first starts, then at least every ``PROGRESS_INTERVAL_S`` seconds (the
+    search's elapsed time goes on from its end)."""
     finding = report.finding
     if finding is None or finding.run.outcome.races is None or attempts <= 0:
         return None
     hits = 0
+    beat = None if progress is None else _ReplaysProgress(progress, report, attempts, clock)
     for attempt in range(attempts):
+        if beat is not None:
+            beat.attempt(attempt)
         jitter = functools.partial(random.Random(attempt).uniform, 0.0, RACE_JITTER_S)
         again = replay_choices(
             cfg,
@@ -351,9 +372,56 @@ def _race_hits(
             max_steps=search.max_steps,
             races=search.races,
             race_jitter=jitter,
+            on_record=None if beat is None else beat.step,
         )
         hits += again.outcome.verdict is finding.run.outcome.verdict
     return hits, attempts
+
+
+class _ReplaysProgress:
+    """The progress of a finding's replays: a report when an attempt starts if none was made
+    for ``PROGRESS_INTERVAL_S``, and as often while its steps run."""
+
+    def __init__(
+        self,
+        progress: Callable[[SearchProgress], None],
+        report: SearchReport,
+        attempts: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self.progress = progress
+        self.report = report
+        self.attempts = attempts
+        self.clock = clock
+        self.started = clock()
+        self.interval = search_runner.PROGRESS_INTERVAL_S
+        self.done = 0
+        self.steps = 0
+        self._last: float | None = None
+
+    def attempt(self, number: int) -> None:
+        self.done = number
+        self._maybe_report()
+
+    def step(self, _record: object) -> None:
+        self.steps += 1
+        self._maybe_report()
+
+    def _maybe_report(self) -> None:
+        now = self.clock()
+        if self._last is not None and now - self._last < self.interval:
+            return
+        self._last = now
+        self.progress(
+            SearchProgress(
+                "replays",
+                self.done,
+                self.steps,
+                self.report.elapsed + now - self.started,
+                1,
+                examples_left=self.attempts - self.done,
+            )
+        )
 
 
 def reap_leftovers() -> None:

@@ -247,10 +247,7 @@ class _Log:
     def progress(self, p: SearchProgress) -> None:
         if p.elapsed - self._last_progress >= 5.0:
             self._last_progress = p.elapsed
-            self(
-                f"[{p.phase}] {p.examples} examples, {p.steps} steps, "
-                f"{p.findings} findings, {p.elapsed:.0f} s"
-            )
+            self(p.describe())
 
     @property
     def text(self) -> str:

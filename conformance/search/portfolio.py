@@ -13,6 +13,11 @@ lowest worker). Each worker is deterministic for its seed, and the one with the 
 always reaches them, so the finding depends on the seed and the number of workers, not on
 which process ran faster (but for the time budget, as for one explorer). One worker is the
 explorer as it was, step for step.
+
+While they run, every worker writes its counts (rounds, model steps, archived cells) to shared
+memory once a round, and the search's process tells ``progress`` the portfolio's counts
+(:class:`ExplorerProgress`) after each round of its own worker and at each look while it waits
+for the others: a search that explores for half an hour says so as it goes (issue 48).
 """
 
 from __future__ import annotations
@@ -55,6 +60,68 @@ def default_workers() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, MAX_DEFAULT_WORKERS))
+
+
+@dataclass(frozen=True)
+class ExplorerProgress:
+    """The portfolio's counts so far, read while it runs: every worker's rounds and model
+    steps, worker 0's archived cells (the corpus a cluster search replays), how many workers
+    are still exploring, and each worker's step bound (None: bounded by time)."""
+
+    workers: int
+    running: int
+    walks: int
+    steps: int
+    cells: int
+    max_steps: int | None = None
+
+    def describe(self) -> str:
+        """``2 workers running, 10,432 walks, 198,233 model steps, 1,204 cells``."""
+        plural = "s" if self.workers > 1 else ""
+        if self.running == self.workers:
+            running = f"{self.workers} worker{plural} running"
+        elif self.running:
+            running = f"{self.running} of {self.workers} workers running"
+        else:
+            running = f"{self.workers} worker{plural} done"
+        steps = f"{self.steps:,}"
+        if self.max_steps is not None:
+            steps += f" of {self.max_steps * self.workers:,}"
+        return f"{running}, {self.walks:,} walks, {steps} model steps, {self.cells:,} cells"
+
+
+class _Counts:
+    """Every worker's counts in shared memory: each worker writes its own slots, once a
+    round (no lock: one writer a slot; a reader may see one worker's counts a round late)."""
+
+    _SLOTS = 4  # rounds, steps, cells, done
+
+    def __init__(self, context: Any, workers: int, max_steps: int | None) -> None:
+        self.workers = workers
+        self.max_steps = max_steps
+        self._values = context.Array("q", self._SLOTS * workers, lock=False)
+
+    def record(self, worker: int, walks: int, steps: int, cells: int) -> None:
+        at = self._SLOTS * worker
+        self._values[at] = walks
+        self._values[at + 1] = steps
+        self._values[at + 2] = cells
+
+    def finish(self, worker: int, result: SimulationResult[State, Label]) -> None:
+        self.record(worker, result.walks, result.steps, result.cells or 0)
+        self._values[self._SLOTS * worker + 3] = 1
+
+    def snapshot(self) -> ExplorerProgress:
+        values = self._values[:]
+        slots = range(0, len(values), self._SLOTS)
+        return ExplorerProgress(
+            workers=self.workers,
+            running=sum(1 for at in slots if not values[at + 3]),
+            walks=sum(values[at] for at in slots),
+            steps=sum(values[at + 1] for at in slots),
+            cells=values[2],
+            max_steps=self.max_steps,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,6 +170,7 @@ def _explore(
     depth: int,
     bound: _Bound,
     should_stop: Callable[[], bool],
+    on_round: Callable[[int, int, int], None],
 ) -> SimulationResult[State, Label]:
     result = simulate_randomly(
         cfg,
@@ -112,6 +180,7 @@ def _explore(
         strategy="archive",
         should_stop=should_stop,
         steps_allowed=bound.get,
+        on_round=on_round,
     )
     if result.violation is not None:
         bound.lower(result.steps)
@@ -127,13 +196,23 @@ def _serve(
     bound: _Bound,
     stop: Any,
     should_stop: Callable[[], bool],
+    counts: _Counts,
 ) -> None:
-    """A worker process: explore, then send a WorkerReport (an error as its text)."""
+    """A worker process: explore (its counts in ``counts`` once a round), then send a
+    WorkerReport (an error as its text)."""
     # Ctrl-C reaches the whole process group: the search's process stops its workers (the
     # stop event, then a kill), and a worker's own KeyboardInterrupt would only print a trace.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        result = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop())
+        result = _explore(
+            cfg,
+            seed,
+            depth,
+            bound,
+            lambda: stop.is_set() or should_stop(),
+            lambda walks, steps, cells: counts.record(worker, walks, steps, cells),
+        )
+        counts.finish(worker, result)
         finding = (
             None
             if result.violation is None
@@ -154,9 +233,13 @@ class _Helper:
     process: ForkProcess
     conn: Connection
 
-    def collect(self, should_stop: Callable[[], bool], stop: Any) -> WorkerReport:
-        """Wait for this worker's report, telling it to stop when ``should_stop()``."""
+    def collect(
+        self, should_stop: Callable[[], bool], stop: Any, waiting: Callable[[], None]
+    ) -> WorkerReport:
+        """Wait for this worker's report, telling it to stop when ``should_stop()``;
+        ``waiting()`` at each look (the progress reports of the wait)."""
         while not self.conn.poll(_POLL_S):
+            waiting()
             if should_stop():
                 stop.set()
             if not self.process.is_alive() and not self.conn.poll(0):
@@ -187,12 +270,15 @@ def explore_portfolio(
     workers: int,
     should_stop: Callable[[], bool] = lambda: False,
     max_steps: int | None = None,
+    progress: Callable[[ExplorerProgress], None] | None = None,
 ) -> SimulationResult[State, Label]:
     """Run ``workers`` archive explorers (see the module docstring) until one finds a
     violation (and the others have taken as many steps), ``should_stop()``, or each has taken
     ``max_steps`` (a round started before goes to its end: seeded, the same steps each time).
     The result's steps and walks are every worker's; its cells and archive worker 0's; its
-    violation the portfolio's finding."""
+    violation the portfolio's finding. ``progress``: the counts so far, after each round of
+    worker 0 and at each look (every few hundredths of a second) while the others finish; it
+    decides itself how often to report them."""
     if workers < 1:
         raise ValueError(f"the explorer needs at least one worker, not {workers}")
     context = multiprocessing.get_context("fork")
@@ -200,6 +286,16 @@ def explore_portfolio(
         raise ValueError(f"the explorer needs at least one step, not {max_steps}")
     bound = _Bound(context, UNBOUNDED if max_steps is None else max_steps)
     stop = context.Event()
+    counts = _Counts(context, workers, max_steps)
+
+    def tell() -> None:
+        if progress is not None:
+            progress(counts.snapshot())
+
+    def own_round(walks: int, steps: int, cells: int) -> None:
+        counts.record(0, walks, steps, cells)
+        tell()
+
     helpers: list[_Helper] = []
     try:
         for worker in range(1, workers):
@@ -215,6 +311,7 @@ def explore_portfolio(
                     bound,
                     stop,
                     should_stop,
+                    counts,
                 ),
                 name=f"bkconform-explorer-{worker}",
                 daemon=True,  # never outlives the search's process
@@ -222,10 +319,11 @@ def explore_portfolio(
             process.start()
             theirs.close()
             helpers.append(_Helper(worker, process, ours))
-        own = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop())
+        own = _explore(cfg, seed, depth, bound, lambda: stop.is_set() or should_stop(), own_round)
+        counts.finish(0, own)
         if own.violation is None and should_stop():
             stop.set()
-        reports = [helper.collect(should_stop, stop) for helper in helpers]
+        reports = [helper.collect(should_stop, stop, tell) for helper in helpers]
     finally:
         stop.set()
         for helper in helpers:

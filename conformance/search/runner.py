@@ -20,6 +20,12 @@ Phases, in order, while the time budget lasts:
    misbehave, or diverge from the model) and shrinks it to a minimal example.
 
 Deterministic for a seed, but for the time budget, which only decides when to stop.
+
+Progress: whatever phase runs, ``progress`` hears of it at least every
+:data:`PROGRESS_INTERVAL_S` seconds (once a second while steps run on the target): the phase,
+its counts, the findings so far and the budget left (:meth:`SearchProgress.describe`); in the
+explorer phase the explorer's own counts too, also while the search's process waits for its
+workers in other processes. The CLI prints these lines; a Spark shard logs them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Protocol
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings, target
@@ -43,7 +49,7 @@ from conformance.races import RaceTally
 from conformance.search.choices import Chooser, DataChooser, RecordingChooser, ReplayChooser
 from conformance.search.choices import to_bytes as choices_bytes
 from conformance.search.danger import danger
-from conformance.search.portfolio import explore_portfolio
+from conformance.search.portfolio import ExplorerProgress, explore_portfolio
 from conformance.search.program import (
     ExampleRun,
     bookies_own_steps_in,
@@ -65,6 +71,14 @@ from model.search.bfs import Step
 #: actions, pinned there), so that old database entries are never misread.
 PROGRAM_VERSION = ENCODING_VERSION
 MINIMISE_ROUNDS = 3
+#: The longest a search goes without a progress report, whatever it is doing (s): the
+#: heartbeat of the explorer, the corpus's preparation, shrinking (issue 48: a search that
+#: explored for 15 minutes in silence looked hung). Read when a search starts (tests set it).
+PROGRESS_INTERVAL_S = 10.0
+#: While steps run on the target, a report at most this often (s).
+STEP_PROGRESS_S = 1.0
+#: The phases a finding is shrunk in by Hypothesis: reported as ``shrink`` once one is found.
+_SHRUNK_IN = frozenset({"hypothesis", "corpus"})
 
 
 @dataclass(frozen=True)
@@ -138,15 +152,62 @@ PROFILES: dict[str, SearchSettings] = {
 
 @dataclass
 class SearchProgress:
+    """Where a search is: its phase (``replay``, ``hypothesis``, ``explorer``, ``corpus``,
+    ``shrink``, ``minimise``; ``replays`` for a finding's replays after the search), the
+    examples and steps run on the target, the time since it started, its findings, and what
+    is left of its budget."""
+
     phase: str
     examples: int
     steps: int
     elapsed: float
     findings: int
+    #: The search's time budget (s; None: unbounded).
+    budget: float | None = None
+    #: The examples the phase may still run (None: the phase is bounded by time alone).
+    examples_left: int | None = None
+    #: When (``elapsed``) the phase ends at the latest, before the budget does (the explorer
+    #: on a cluster target: half of the time left).
+    phase_until: float | None = None
+    #: The explorer's counts, in the explorer phase.
+    explorer: ExplorerProgress | None = None
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def time_left(self) -> float | None:
+        """The seconds left of the budget (0 once spent; None: unbounded)."""
+        return None if self.budget is None else max(0.0, self.budget - self.elapsed)
+
+    def left(self) -> list[str]:
+        """What is left of the budget, in words (nothing when no budget was told)."""
+        left = []
+        if self.examples_left is not None:
+            left.append(f"{self.examples_left} examples")
+        if self.phase_until is not None:
+            left.append(f"{max(0.0, self.phase_until - self.elapsed):.0f} s for the {self.phase}")
+        if self.budget is not None:
+            left.append(f"{self.time_left:.0f} s of {self.budget:g} s")
+            if self.time_left == 0 and self.phase in ("shrink", "minimise"):
+                left[-1] += " (a finding is shrunk all the same)"
+        return left
+
+    def describe(self, *, rate: bool = False) -> str:
+        """``[explorer] 50 examples, 372 steps, 0 findings, 16 s; left: 1784 s of 1800 s;
+        explorer: 2 workers running, 10,432 walks, 198,233 model steps, 1,204 cells``
+        (``rate``: the target's steps per second after the steps)."""
+        line = f"[{self.phase}] {self.examples} examples, {self.steps} steps"
+        if rate:
+            line += f", {self.steps_per_second:,.0f} steps/s"
+        line += f", {self.findings} findings, {self.elapsed:.0f} s"
+        left = self.left()
+        if left:
+            line += "; left: " + ", ".join(left)
+        if self.explorer is not None:
+            line += "; explorer: " + self.explorer.describe()
+        return line
 
 
 class StepSink(Protocol):
@@ -243,6 +304,15 @@ class _Search:
         #: What the bookies did on their own in every example (None: no such actor).
         self.bookies_own = BookiesOwnTally() if cfg.internal_client is not None else None
         self._last_progress = 0.0
+        self._last_report: SearchProgress | None = None
+        #: The longest the search goes without a report (s; the module's, when it started).
+        self.interval = PROGRESS_INTERVAL_S
+        #: The examples count at which the phase ends (None: bounded by time alone).
+        self.examples_until: int | None = None
+        #: When (elapsed) the phase ends at the latest, before the budget (the explorer's).
+        self.phase_until: float | None = None
+        #: The explorer's latest counts (reported in the explorer phase).
+        self.explorer: ExplorerProgress | None = None
 
     def elapsed(self) -> float:
         return self.clock() - self.started
@@ -257,16 +327,66 @@ class _Search:
 
     def count_step(self) -> None:
         self.steps += 1
-        if self.progress is not None and self.clock() - self._last_progress >= 1.0:
-            self._last_progress = self.clock()
-            self.report()
-
-    def report(self) -> None:
         if self.progress is not None:
-            found = 1 if self.first_found else 0
-            self.progress(
-                SearchProgress(self.phase, self.examples, self.steps, self.elapsed(), found)
-            )
+            now = self.clock()
+            if now - self._last_progress >= min(STEP_PROGRESS_S, self.interval):
+                self.report(now)
+
+    def heartbeat(self) -> None:
+        """A report, if none was made for ``interval`` seconds: called wherever the search
+        may spend long without running a step on the target."""
+        if self.progress is not None:
+            now = self.clock()
+            if now - self._last_progress >= self.interval:
+                self.report(now)
+
+    def explorer_progress(self, counts: ExplorerProgress) -> None:
+        """The explorer's counts, told after each of its rounds and while it waits."""
+        self.explorer = counts
+        self.heartbeat()
+
+    def shown_phase(self) -> str:
+        """The phase as reported: ``shrink`` once Hypothesis shrinks a finding."""
+        if self.shrinking and self.search.shrink and self.phase in _SHRUNK_IN:
+            return "shrink"
+        return self.phase
+
+    def _progress(self, now: float) -> SearchProgress:
+        phase = self.shown_phase()
+        examples_left = (
+            None
+            if self.examples_until is None or phase == "shrink"
+            else max(0, self.examples_until - self.examples)
+        )
+        return SearchProgress(
+            phase,
+            self.examples,
+            self.steps,
+            now - self.started,
+            1 if self.first_found else 0,
+            budget=self.search.time_budget,
+            examples_left=examples_left,
+            phase_until=self.phase_until,
+            explorer=self.explorer if self.phase == "explorer" else None,
+        )
+
+    def report(self, now: float | None = None) -> None:
+        if self.progress is None:
+            return
+        now = self.clock() if now is None else now
+        report = self._progress(now)
+        self._last_progress, self._last_report = now, report
+        self.progress(report)
+
+    def report_if_changed(self) -> None:
+        """A report, unless the last one said the same but for the time (the search's last
+        word, after the explorer's own, on the model)."""
+        if self.progress is None:
+            return
+        now = self.clock()
+        last = self._last_report
+        if last is None or replace(last, elapsed=0.0) != replace(self._progress(now), elapsed=0.0):
+            self.report(now)
 
     def example(self, draw: Callable[..., Any]) -> ExampleRun | None:
         """One example on the target, its choices drawn by Hypothesis; None when the search
@@ -285,6 +405,7 @@ class _Search:
         return self._run(ReplayChooser(choices, strict=False))
 
     def _run(self, chooser: Chooser) -> ExampleRun:
+        self.heartbeat()  # Hypothesis's own work between examples, shrinking above all
         recorder = RecordingChooser(chooser)
         # Client libraries of the target (kazoo's retry jitter) use the global random
         # generator; Hypothesis forbids strategies to change it, and nothing of the example's
@@ -455,6 +576,8 @@ def run_search(
             if search.corpus_until_time_is_up(target_.name)
             else fitting[: search.max_examples]
         )
+        state.examples_until = state.examples + len(races) + len(corpus)
+        state.report()
         proposals = itertools.chain(
             races,
             (encode_trace(cfg, trace, search.max_steps, races=search.races) for trace in corpus),
@@ -482,6 +605,7 @@ def run_search(
         return None
 
     def idle() -> bool:
+        state.heartbeat()  # asked while the corpus's races are sought in the model
         return state.idle()
 
     def keep(run: ExampleRun | None) -> ExampleRun | None:
@@ -492,10 +616,13 @@ def run_search(
     found = None
     if any(True for _ in db.fetch(key)):
         state.phase = "replay"
+        state.report()
         found = run_find((Phase.reuse,), seeded=False)
     if found is None and not state.idle():
         state.phase = "hypothesis"
         first = state.examples
+        state.examples_until = first + search.max_examples
+        state.report()
         # Bounded: a restart follows an interruption, and each takes examples to happen.
         for restart in range(search.max_examples):
             interrupted = state.interruptions
@@ -514,6 +641,7 @@ def run_search(
                 break
             if state.examples - first >= search.max_examples:
                 break
+        state.examples_until = None
         if state.interruptions:
             notes.append(
                 f"Hypothesis stopped {state.interruptions} time(s) when a replay took another "
@@ -522,7 +650,6 @@ def run_search(
             )
     if found is None and state.error is None and search.explore and not state.out_of_time():
         state.phase = "explorer"
-        state.report()
         # On a real cluster the explorer gets half of what is left; its archive of distinct
         # corners is then replayed on the cluster (below).
         on_model = target_.name == "model"
@@ -532,6 +659,8 @@ def run_search(
             if remaining is None or on_model or search.explorer_steps is not None
             else state.elapsed() + remaining / 2
         )
+        state.phase_until = explorer_until
+        state.report()
 
         def explorer_done() -> bool:
             return state.out_of_time() or (
@@ -545,8 +674,20 @@ def run_search(
             workers=search.explorer_workers,
             should_stop=explorer_done,
             max_steps=search.explorer_steps,
+            progress=state.explorer_progress,
         )
         state.explorer_steps += explored.steps
+        # Its last word: every worker's counts, done.
+        state.explorer = ExplorerProgress(
+            search.explorer_workers,
+            0,
+            explored.walks,
+            explored.steps,
+            explored.cells or 0,
+            search.explorer_steps,
+        )
+        state.report()
+        state.phase_until = None
         if explored.violation is not None and bookies_own_steps_in(cfg, explored.violation.trace):
             # The model breaks an invariant only with the bookies' own steps, which no example
             # can force on a target: whatever the target does, this run cannot say clean.
@@ -561,6 +702,7 @@ def run_search(
             state.first_found = ("explorer", state.elapsed(), len(trace) - 1)
             state.phase = "shrink"
             state.shrinking = True
+            state.report()
             found = propose(trace)
             if found is None and state.error is None:
                 # The model broke an invariant and the replay did not: whatever the target
@@ -585,11 +727,12 @@ def run_search(
         if len(shorter) >= len(found.outcome.trace):
             break
         state.phase = "minimise"
+        state.examples_until = None
         again = propose(shorter)
         if again is None or len(again.outcome.steps) >= len(found.outcome.steps):
             break
         found = again
-    state.report()
+    state.report_if_changed()  # the search's last word
     tally = SearchTally(
         state.examples,
         state.steps,

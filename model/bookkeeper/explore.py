@@ -24,6 +24,7 @@ from model.search.memo import remembering
 from model.search.minimise import minimise_trace
 from model.search.simulation import (
     PolicyFactory,
+    RoundHook,
     SimulationResult,
     replay_walk,
 )
@@ -86,6 +87,7 @@ def simulate_randomly(
     strategy: str = "archive",
     should_stop: Callable[[], bool] = lambda: False,
     steps_allowed: Callable[[], int] | None = None,
+    on_round: RoundHook | None = None,
 ) -> SimulationResult[State, Label]:
     """Seeded random simulation until a violation or the budget ends.
 
@@ -93,7 +95,8 @@ def simulate_randomly(
     cells (``model.search.archive``); ``swarm``: whole walks with the swarm policy;
     ``uniform``: whole walks choosing uniformly among successors, as TLC's simulation does.
     ``walks`` counts rounds for ``archive``; ``steps_allowed``: its step bound
-    (:func:`~model.search.archive.explore_archive`).
+    (:func:`~model.search.archive.explore_archive`); ``on_round(rounds, steps, cells)``: the
+    counts so far, told before each round (or walk), for the caller's progress reports.
     """
     init, step, check = init_state(cfg), _successors(cfg), _check(cfg, invariants_for(cfg))
     return simulate_with(
@@ -108,6 +111,7 @@ def simulate_randomly(
         walks=walks,
         should_stop=should_stop,
         steps_allowed=steps_allowed,
+        on_round=on_round,
         # The latest state of a cell, not the first: the first to reach a recovery's read
         # phase has often lost the writer's add that Defect 1 needs still in flight.
         keep_latest=strategy == "archive",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from model.search.bfs import Step, Violation
-from model.search.simulation import PolicyFactory, SimulationResult
+from model.search.simulation import PolicyFactory, RoundHook, SimulationResult
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -46,6 +46,7 @@ def explore_archive(
     should_stop: Callable[[], bool] = lambda: False,
     steps_allowed: Callable[[], int] | None = None,
     keep_latest: bool = False,
+    on_round: RoundHook | None = None,
 ) -> SimulationResult[S, L]:
     """Restart short walks from archived cells until a violation, ``rounds``, or ``should_stop``.
 
@@ -53,7 +54,8 @@ def explore_archive(
     portfolio of explorers stops the others at the steps its first finding took: a round
     started may still find a violation a few steps beyond, which the portfolio discards).
     ``keep_latest``: a cell keeps the latest state that reached it, not the first (see the
-    module docstring).
+    module docstring). ``on_round(rounds, steps, cells)``, told before each round (and
+    before ``should_stop`` is asked): the counts so far, for a caller's progress reports.
     """
     rng = random.Random(seed)
     first: list[Step[S, L]] = [Step(None, init)]
@@ -65,6 +67,8 @@ def explore_archive(
     done = 0
     steps = 0
     while rounds is None or done < rounds:
+        if on_round is not None:
+            on_round(done, steps, len(cells))
         if should_stop() or (steps_allowed is not None and steps >= steps_allowed()):
             break
         trace = archive[cells[rng.randrange(len(cells))]]

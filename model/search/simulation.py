@@ -27,6 +27,9 @@ class WalkPolicy(Protocol[L_contra]):
 
 
 PolicyFactory = Callable[[random.Random], WalkPolicy[L]]
+#: Told before each walk (or the archive's round): the walks (rounds) done, the steps taken and
+#: the cells archived (0 outside the archive); a caller's progress reports, never the search's.
+RoundHook = Callable[[int, int, int], None]
 
 
 class UniformPolicy:
@@ -84,12 +87,16 @@ def simulate(
     walks: int | None,
     policy: PolicyFactory[L],
     should_stop: Callable[[], bool] = lambda: False,
+    on_walk: RoundHook | None = None,
 ) -> SimulationResult[S, L]:
-    """Run walks until one violates an invariant, ``walks`` are done, or ``should_stop()``."""
+    """Run walks until one violates an invariant, ``walks`` are done, or ``should_stop()``
+    (``on_walk(walks, steps, 0)``: the counts, told before each walk)."""
     master = random.Random(seed)
     done = 0
     steps = 0
     while walks is None or done < walks:
+        if on_walk is not None:
+            on_walk(done, steps, 0)
         if should_stop():
             break
         walk_seed = master.getrandbits(64)

@@ -12,7 +12,13 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from model.search.archive import explore_archive
-from model.search.simulation import PolicyFactory, SimulationResult, simulate, uniform_policy
+from model.search.simulation import (
+    PolicyFactory,
+    RoundHook,
+    SimulationResult,
+    simulate,
+    uniform_policy,
+)
 
 S = TypeVar("S", bound=Hashable)
 L = TypeVar("L")
@@ -34,12 +40,14 @@ def simulate_with(
     should_stop: Callable[[], bool] = lambda: False,
     steps_allowed: Callable[[], int] | None = None,
     keep_latest: bool = False,
+    on_round: RoundHook | None = None,
 ) -> SimulationResult[S, L]:
     """Seeded random simulation with ``strategy`` until a violation or the budget ends
     (ValueError for an unknown strategy). ``cell``: the spec's coarse abstraction of a state,
     for the archive; ``swarm``: the spec's swarm policy; ``steps_allowed``, ``keep_latest``:
     the archive's step bound and which state a cell keeps
-    (:func:`~model.search.archive.explore_archive`; the other strategies take neither)."""
+    (:func:`~model.search.archive.explore_archive`; the other strategies take neither);
+    ``on_round(rounds, steps, cells)``: the counts before each round or walk, for progress."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     if steps_allowed is not None and strategy != "archive":
@@ -57,6 +65,7 @@ def simulate_with(
             should_stop=should_stop,
             steps_allowed=steps_allowed,
             keep_latest=keep_latest,
+            on_round=on_round,
         )
     policy: PolicyFactory[L] = swarm if strategy == "swarm" else uniform_policy
     return simulate(
@@ -68,4 +77,5 @@ def simulate_with(
         walks=walks,
         policy=policy,
         should_stop=should_stop,
+        on_walk=on_round,
     )

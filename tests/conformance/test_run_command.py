@@ -180,3 +180,106 @@ def test_a_race_finding_is_replayed_at_jittered_send_times(
     jitters, again = again, jitters
     command._race_hits(None, None, report, search, 3)  # type: ignore[arg-type]
     assert jitters == again  # seeded by the attempt's number: the same replays again
+
+
+def test_a_finding_s_replays_report_their_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After the search, the replays of a race finding (issue 48): a report when the first
+    # starts, then one whenever the interval passed (here 10 s of a fake clock: 4 s a step).
+    from types import SimpleNamespace
+
+    from conformance.commands import run as command
+    from conformance.races import RaceTally
+    from conformance.search import runner
+    from conformance.search.runner import SearchProgress, SearchSettings
+
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 10.0)
+    now = [100.0]
+
+    def replay(cfg: object, target: object, choices: list[int], **kwargs: object) -> object:
+        for _ in range(3):
+            now[0] += 4.0
+            kwargs["on_record"](None)  # type: ignore[operator]
+        return SimpleNamespace(outcome=SimpleNamespace(verdict="divergence"))
+
+    monkeypatch.setattr(command, "replay_choices", replay)
+    finding = SimpleNamespace(
+        choices=[1],
+        run=SimpleNamespace(outcome=SimpleNamespace(races=RaceTally(), verdict="divergence")),
+    )
+    report = SimpleNamespace(finding=finding, elapsed=30.0)
+    told: list[SearchProgress] = []
+    search = SearchSettings(races=True)
+    hits = command._race_hits(  # type: ignore[arg-type]
+        None, None, report, search, 3, progress=told.append, clock=lambda: now[0]
+    )
+    assert hits == (3, 3)
+    assert [(p.phase, p.examples, p.steps, p.elapsed, p.examples_left) for p in told] == [
+        ("replays", 0, 0, 30.0, 3),
+        ("replays", 0, 3, 42.0, 3),
+        ("replays", 1, 6, 54.0, 2),
+        ("replays", 2, 9, 66.0, 1),
+    ]
+    assert told[-1].describe() == (
+        "[replays] 2 examples, 9 steps, 1 findings, 66 s; left: 1 examples"
+    )
+
+
+class _Terminal:
+    """A terminal's output: what it shows, line by line (carriage returns rewrite a line)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def shown(self) -> list[str]:
+        return [line.rsplit("\r", 1)[-1].rstrip() for line in self.text.split("\n")]
+
+
+def test_progress_lines_say_what_is_left_and_keep_each_phase_s_last_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import os
+
+    from conformance.commands import run as command
+    from conformance.search.portfolio import ExplorerProgress
+    from conformance.search.runner import SearchProgress
+
+    hypothesis = [SearchProgress("hypothesis", n, 10 * n, 1.0 + n, 0, budget=60.0) for n in (1, 2)]
+    explorer = SearchProgress(
+        "explorer", 2, 20, 13.0, 0, budget=60.0, explorer=ExplorerProgress(2, 2, 5, 50, 4)
+    )
+    piped = io.StringIO()
+    line = command._ProgressLine(piped, quiet=False)
+    for p in [*hypothesis, explorer]:
+        line(p)
+    line.done()
+    assert piped.getvalue().splitlines() == [
+        "  [hypothesis] 1 examples, 10 steps, 5 steps/s, 0 findings, 2 s; left: 58 s of 60 s",
+        "  [hypothesis] 2 examples, 20 steps, 7 steps/s, 0 findings, 3 s; left: 57 s of 60 s",
+        "  [explorer] 2 examples, 20 steps, 2 steps/s, 0 findings, 13 s; left: 47 s of 60 s; "
+        "explorer: 2 workers running, 5 walks, 50 model steps, 4 cells",
+    ]
+    terminal = _Terminal()
+    monkeypatch.setattr(command.shutil, "get_terminal_size", lambda: os.terminal_size((100, 24)))
+    line = command._ProgressLine(terminal, quiet=False)  # type: ignore[arg-type]
+    for p in [*hypothesis, explorer, explorer]:
+        line(p)
+    line.done()
+    # The hypothesis phase's last line stays; the explorer's lines, too long to rewrite in
+    # place, each have their own.
+    shown = [s for s in terminal.shown() if s]
+    assert shown == [
+        "  [hypothesis] 2 examples, 20 steps, 7 steps/s, 0 findings, 3 s; left: 57 s of 60 s",
+        "  " + explorer.describe(rate=True),
+        "  " + explorer.describe(rate=True),
+    ]

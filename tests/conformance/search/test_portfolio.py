@@ -9,6 +9,7 @@ import pytest
 
 from conformance.search import portfolio
 from conformance.search.portfolio import (
+    ExplorerProgress,
     WorkerFinding,
     explore_portfolio,
     first_finding,
@@ -18,6 +19,7 @@ from model.bookkeeper.explore import simulate_randomly
 from model.bookkeeper.interleavings import DEFECT_1
 from model.bookkeeper.invariants import invariants_for, violated
 from model.search.bfs import Violation
+from model.search.simulation import SimulationResult
 
 CFG = DEFECT_1.unprotected
 #: A seed whose own explorer finds Defect 1 quickly (25,465 model steps).
@@ -122,3 +124,57 @@ def test_a_step_bound_ends_the_explorer_after_the_same_steps_each_time() -> None
 def test_a_step_bound_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one step"):
         explore_portfolio(CFG, seed=SEED, depth=60, workers=1, max_steps=0)
+
+
+# Progress (issue 48): the portfolio's counts while it runs
+
+
+def test_progress_is_told_the_counts_after_every_round_of_its_own_worker() -> None:
+    told: list[ExplorerProgress] = []
+    found = explore_portfolio(
+        DEFECT_1.protected, seed=SEED, depth=60, workers=1, max_steps=500, progress=told.append
+    )
+    assert len(told) >= found.walks  # once before each round
+    assert all(p.workers == 1 and p.max_steps == 500 for p in told)
+    assert [p.walks for p in told] == sorted(p.walks for p in told)
+    assert told[0].steps == 0 and 0 < told[-1].steps <= found.steps
+    assert told[-1].running == 1 and told[-1].cells > 1
+
+
+def test_the_wait_for_the_other_workers_reports_their_counts_as_they_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Worker 0 is done at once; worker 1, in its own process, takes six rounds of 50 ms: the
+    # search's process reports while it waits, with worker 1's counts as they grow.
+    def explorer(cfg, *, seed, on_round, should_stop, **kwargs):  # type: ignore[no-untyped-def]
+        if seed == SEED:
+            on_round(0, 0, 1)
+            return SimulationResult(1, 5, cells=1, archive=[])
+        for done in range(6):
+            on_round(done, 10 * done, 2)
+            time.sleep(0.05)
+        return SimulationResult(6, 60, cells=2, archive=[])
+
+    monkeypatch.setattr(portfolio, "simulate_randomly", explorer)
+    told: list[ExplorerProgress] = []
+    found = explore_portfolio(CFG, seed=SEED, depth=60, workers=2, progress=told.append)
+    assert (found.walks, found.steps) == (7, 65)
+    waiting = [p for p in told if p.running == 1]
+    assert len(waiting) >= 3  # a look every 50 ms for 300 ms
+    assert all(p.workers == 2 for p in waiting)
+    assert waiting[-1].steps > waiting[0].steps  # worker 1's steps, read as they grow
+    assert waiting[-1].walks >= 1 + 4
+    assert waiting[0].describe().startswith("1 of 2 workers running, ")
+    assert not multiprocessing.active_children()
+
+
+def test_the_explorer_counts_in_words() -> None:
+    assert (
+        ExplorerProgress(2, 2, 10_432, 198_233, 1_204).describe()
+        == "2 workers running, 10,432 walks, 198,233 model steps, 1,204 cells"
+    )
+    assert (
+        ExplorerProgress(4, 3, 5, 1_000, 7, max_steps=2_000).describe()
+        == "3 of 4 workers running, 5 walks, 1,000 of 8,000 model steps, 7 cells"
+    )
+    assert ExplorerProgress(1, 0, 5, 60, 3).describe().startswith("1 worker done, 5 walks")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import types
+from typing import Any
 
 import pytest
 from hypothesis.database import InMemoryExampleDatabase
@@ -15,9 +16,11 @@ from conformance.observations import Observation
 from conformance.operations import Deliver, FreshLedger, Operation
 from conformance.scenarios import SCENARIOS, run_scenario
 from conformance.search import runner
+from conformance.search.portfolio import ExplorerProgress
 from conformance.search.program import ExampleRun
 from conformance.search.runner import (
     PROFILES,
+    SearchProgress,
     SearchReport,
     SearchSettings,
     replay_choices,
@@ -27,6 +30,7 @@ from conformance.search.verdict import Finding
 from conformance.targets.base import TargetError
 from conformance.targets.model_target import ModelTarget
 from model.bookkeeper.config import ModelConfig
+from model.search.simulation import SimulationResult
 
 CI = PROFILES["ci"]
 DEFECT_1 = SCENARIOS["defect1-fencing"]
@@ -251,6 +255,74 @@ def test_the_corpus_replays_the_archive_while_the_budget_lasts() -> None:
     assert phases.count("corpus") > 2 * search.max_examples
 
 
+def test_every_phase_reports_at_least_once_an_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The corpus search above, its progress heard: with a heartbeat every 50 ms of the
+    # search's clock (a millisecond a read), no phase goes longer without a report (issue 48:
+    # 15 minutes of the explorer in silence looked hung), and each report says what is left.
+    interval = 0.05
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", interval)
+    cfg = DEFECT_1.config(protected=True)
+    target = _Honest(cfg)
+    target.open(cfg)
+    search = SearchSettings(max_examples=5, max_steps=40, seed=1, time_budget=3.0)
+    ticks = itertools.count()
+    reports: list[SearchProgress] = []
+    report = run_search(
+        cfg, target, search, progress=reports.append, clock=lambda: next(ticks) / 1000
+    )
+    assert report.verdict == "clean"
+    phases = [r.phase for r in reports]
+    assert phases[0] == "hypothesis" and phases[-1] == "corpus"
+    assert {"hypothesis", "explorer", "corpus"} == set(phases)
+    gaps = [b.elapsed - a.elapsed for a, b in itertools.pairwise(reports)]
+    assert max(gaps) <= interval + 0.005
+    explorer = [r for r in reports if r.phase == "explorer"]
+    assert len(explorer) > 10 and all(r.explorer for r in explorer[1:])
+    assert (
+        [r.explorer.steps for r in explorer[1:]]
+        == sorted(  # type: ignore[union-attr]
+            r.explorer.steps  # type: ignore[union-attr]
+            for r in explorer[1:]
+        )
+    )
+    # The explorer's half of the time left, and the whole budget's, as they run out.
+    line = explorer[len(explorer) // 2].describe()
+    assert "s for the explorer, " in line and " s of 3 s; explorer: 1 worker running" in line
+    assert all(r.budget == 3.0 and r.time_left is not None for r in reports)
+    assert reports[0].examples_left == 5  # the hypothesis phase: its examples
+    corpus = [r for r in reports if r.phase == "corpus"]
+    assert corpus[0].examples_left is not None and corpus[0].examples_left > 0
+
+
+def test_the_search_reports_while_it_waits_for_the_explorer_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The explorer's workers in other processes: the search's process, waiting, is told their
+    # counts every 50 ms of its own (here: every second of a fake clock) and reports them
+    # every interval.
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 10.0)
+    now = [0.0]
+
+    def explore(*args: object, progress: Any, should_stop: Any, **kwargs: object) -> Any:
+        while not should_stop():
+            now[0] += 1.0
+            progress(ExplorerProgress(2, 1, int(now[0]), 100 * int(now[0]), 3))
+        return SimulationResult(40, 4000, cells=3, archive=[])
+
+    monkeypatch.setattr("conformance.search.runner.explore_portfolio", explore)
+    cfg = DEFECT_1.config(protected=True)
+    search = SearchSettings(max_examples=1, max_steps=5, time_budget=35.0, explorer_workers=2)
+    reports: list[SearchProgress] = []
+    run_search(cfg, ModelTarget(cfg), search, progress=reports.append, clock=lambda: now[0])
+    explorer = [r for r in reports if r.phase == "explorer"]
+    assert [r.elapsed for r in explorer] == [0.0, 10.0, 20.0, 30.0, 35.0]
+    assert explorer[2].describe() == (
+        "[explorer] 1 examples, 1 steps, 0 findings, 20 s; left: 15 s of 35 s; "
+        "explorer: 1 of 2 workers running, 20 walks, 2,000 model steps, 3 cells"
+    )
+    assert explorer[-1].explorer == ExplorerProgress(2, 0, 40, 4000, 3)
+
+
 def test_a_target_that_fails_makes_the_search_undecided_not_clean() -> None:
     cfg = DEFECT_1.config(protected=True)
     target = _BrokenTarget(cfg)
@@ -288,7 +360,11 @@ def test_an_explorer_finding_that_does_not_replay_is_undecided(
     assert story.verdict == "violation"
 
     explored = types.SimpleNamespace(
-        steps=len(story.trace), violation=types.SimpleNamespace(trace=story.trace), archive=[]
+        walks=1,
+        steps=len(story.trace),
+        cells=None,
+        violation=types.SimpleNamespace(trace=story.trace),
+        archive=[],
     )
     monkeypatch.setattr(
         "conformance.search.runner.explore_portfolio", lambda *args, **kwargs: explored

@@ -17,6 +17,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.engine import Outcome, StepRecord
 from conformance.search import runner
+from conformance.search.portfolio import ExplorerProgress
 from conformance.search.program import ExampleRun, Swarm
 from conformance.search.runner import (
     SearchProgress,
@@ -208,8 +209,8 @@ def test_a_report_gives_phase_counts_elapsed_time_and_no_finding() -> None:
     state.examples, state.steps, state.phase = 3, 40, "corpus"
     state.report()
     assert reports == [
-        SearchProgress("hypothesis", 0, 0, 2.0, 0),
-        SearchProgress("corpus", 3, 40, 2.0, 0),
+        SearchProgress("hypothesis", 0, 0, 2.0, 0, budget=10.0),
+        SearchProgress("corpus", 3, 40, 2.0, 0, budget=10.0),
     ]
 
 
@@ -232,6 +233,82 @@ def test_steps_are_counted_and_reported_at_most_once_a_second() -> None:
     # At 1.0: a second since the (zero) start of reporting; then 2.0, 3.0 and 4.5.
     assert [(r.steps, r.elapsed) for r in reports] == [(1, 0.0), (3, 1.0), (5, 2.0), (6, 3.5)]
     assert {r.phase for r in reports} == {"hypothesis"}
+
+
+def test_a_heartbeat_reports_only_once_the_interval_passed_without_a_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 10.0)
+    clock = FakeClock(100.0)
+    reports: list[SearchProgress] = []
+    state = new_search(clock, reports.append, budget=60.0)
+    state.phase = "explorer"
+    state.report()  # the phase's start, at 0 s
+    for now in (101.0, 105.0, 109.9, 110.0, 112.0, 119.0, 120.5):
+        clock.now = now
+        state.heartbeat()
+    assert [r.elapsed for r in reports] == [0.0, 10.0, 20.5]
+    # A step's report (once a second) counts: the next heartbeat is due 10 s after it.
+    clock.now = 125.0
+    state.count_step()
+    clock.now = 134.0
+    state.heartbeat()
+    clock.now = 135.0
+    state.heartbeat()
+    assert [r.elapsed for r in reports[3:]] == [25.0, 35.0]
+
+
+def test_a_heartbeat_line_names_the_phase_its_counts_and_the_budget_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 0.5)
+    clock = FakeClock()
+    reports: list[SearchProgress] = []
+    state = new_search(clock, reports.append, budget=1800.0)
+    state.phase, state.examples, state.steps = "explorer", 50, 372
+    state.phase_until = 900.0
+    clock.now = 16.0
+    state.explorer_progress(ExplorerProgress(2, 2, 10_432, 198_233, 1_204))
+    (report,) = reports
+    assert report.time_left == 1784.0
+    assert report.describe() == (
+        "[explorer] 50 examples, 372 steps, 0 findings, 16 s; left: 884 s for the explorer, "
+        "1784 s of 1800 s; explorer: 2 workers running, 10,432 walks, 198,233 model steps, "
+        "1,204 cells"
+    )
+    # Only the explorer phase carries the explorer's counts.
+    state.phase, state.phase_until, state.examples_until = "corpus", None, 80
+    clock.now = 17.0
+    state.heartbeat()
+    assert reports[-1].describe(rate=True) == (
+        "[corpus] 50 examples, 372 steps, 22 steps/s, 0 findings, 17 s; "
+        "left: 30 examples, 1783 s of 1800 s"
+    )
+
+
+def test_once_a_finding_is_shrunk_the_phase_says_so_and_spent_time_is_not_its_bound() -> None:
+    clock = FakeClock()
+    reports: list[SearchProgress] = []
+    state = new_search(clock, reports.append, budget=10.0)
+    state.examples_until = 4
+    state.shrinking = True
+    clock.now = 12.0
+    state.report()
+    assert reports[-1].describe() == (
+        "[shrink] 0 examples, 0 steps, 0 findings, 12 s; "
+        "left: 0 s of 10 s (a finding is shrunk all the same)"
+    )
+    state.phase = "replay"  # no shrinking there: Hypothesis only replays the database
+    state.report()
+    assert reports[-1].phase == "replay" and reports[-1].examples_left == 4
+
+
+def test_without_a_budget_a_line_is_as_it_always_was() -> None:
+    # The shards' logs (conformance/distributed/shard.py) and their tests read these.
+    assert (
+        SearchProgress("hypothesis", 3, 40, 5.0, 1).describe()
+        == "[hypothesis] 3 examples, 40 steps, 1 findings, 5 s"
+    )
 
 
 def test_steps_are_counted_without_a_progress_callback() -> None:

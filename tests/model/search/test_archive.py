@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from model.search.archive import explore_archive
 from model.search.simulation import simulate, uniform_policy
 
@@ -83,3 +85,34 @@ def test_a_cell_keeps_its_first_state_or_with_keep_latest_its_latest() -> None:
         assert result.archive is not None and len(result.archive) == 2
         kept = result.archive[1][-1].state
         assert kept == (arrivals[-1] if keep_latest else arrivals[0])
+
+
+def test_each_round_and_each_walk_is_told_the_counts_so_far() -> None:
+    # A caller's progress reports (issue 48): the counts before each round, as they grow.
+    told: list[tuple[int, int, int]] = []
+    found = explore_archive(
+        (0, False),
+        trap,
+        lambda s: [],
+        cell=lambda s: s,
+        seed=3,
+        policy=uniform_policy,
+        rounds=40,
+        on_round=lambda *counts: told.append(counts),
+    )
+    assert [rounds for rounds, _, _ in told] == list(range(40))
+    assert told[0] == (0, 0, 1)
+    assert all(a[1] <= b[1] and a[2] <= b[2] for a, b in itertools.pairwise(told))
+    assert told[-1][1] <= found.steps and found.cells is not None and told[-1][2] <= found.cells
+    walked: list[tuple[int, int, int]] = []
+    simulate(
+        (0, False),
+        trap,
+        lambda s: [],
+        seed=3,
+        depth=10,
+        walks=5,
+        policy=uniform_policy,
+        on_walk=lambda *counts: walked.append(counts),
+    )
+    assert [(walks, cells) for walks, _, cells in walked] == [(w, 0) for w in range(5)]
