@@ -96,6 +96,12 @@ PLANS: dict[str, FrameSchedule] = {
     "restart at a request": FrameSchedule(
         events=(_event(FaultKind.RESTART, _request("b2", 1), "b2"),)
     ),
+    "clean restart at a request": FrameSchedule(
+        events=(_event(FaultKind.CLEAN_RESTART, _request("b2", 1), "b2"),)
+    ),
+    # The bookies' checkpoint interval passes before the client starts (nothing else changes:
+    # what a checkpoint decides shows in the lost-fence scenarios, recorded apart).
+    "await a checkpoint first": FrameSchedule(events=(_event(FaultKind.AWAIT_CHECKPOINT),)),
     "restart empty after an answer": FrameSchedule(
         events=(_event(FaultKind.RESTART_EMPTY, _answer("b2", 0), "b2"),)
     ),
