@@ -226,6 +226,15 @@ MUTATIONS = (
         "the bookies' recovery right after a restart is searched only where it shows (4.18.0)",
     ),
     Mutation(
+        "end-read-once-while-the-bookies-act",
+        "conformance/engine.py",
+        "        for _ in range(END_SETTLE_READS):\n",
+        "        for _ in range(0):\n",
+        ("tests/conformance/test_bookies_own_recovery.py",),
+        "the end is compared as first read while the bookies' own recovery still runs (a torn "
+        "snapshot: make run's false divergence on 4.18.0, limbo-crash)",
+    ),
+    Mutation(
         "bookies-own-steps-earlier-always-explain",
         "conformance/engine.py",
         "            found = [p for p in possibles if accept(p)]\n",

@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from conformance.engine import BOOKIES_OWN, Execution
+from conformance.engine import BOOKIES_OWN, END_SETTLE_PAUSE_S, Execution
 from conformance.observations import Observation
 from conformance.operations import Operation, WriteMetadata
-from conformance.targets.base import MetadataChangedOutside, MetadataSeen
+from conformance.targets.base import MetadataChangedOutside, MetadataSeen, TargetSnapshot
 from conformance.targets.model_target import ModelTarget
 from conformance.verdict import Verdict
 from model.bookkeeper.actions import bookie_internal, driven_successors, init_state, successors
@@ -256,6 +256,57 @@ def test_the_end_is_explained_by_what_the_bookies_did_after_the_last_step() -> N
     assert outcome.steps[-1].action == BOOKIES_OWN
     # b1's limbo shows in no entry: the fewest steps that explain the end leave it there.
     assert {p.state.b_limbo[0] for p in execution.possible} == {True}
+
+
+class TornFirstSnapshot(SelfRecovering):
+    """A cluster whose end is read while the bookies' own recovery still runs: the first
+    snapshot reads a bookie before the recovery's write-back reached it and the metadata after
+    the close (4.18.0's ``make run``, limbo-crash); the next ones read the settled end."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        self.snapshots = 0
+
+    def snapshot(self, cfg: ModelConfig) -> TargetSnapshot:
+        self.snapshots += 1
+        settled = super().snapshot(cfg)
+        if self.snapshots > 1:
+            return settled
+        torn = {bookie: set() for bookie in settled.entries}
+        return dataclasses.replace(settled, entries=torn)
+
+
+def test_the_end_is_read_again_until_the_bookies_own_steps_have_settled() -> None:
+    target = TornFirstSnapshot(CFG)
+    execution = _crashed(target)
+    waited: list[float] = []
+    execution._sleep = waited.append
+    target.act_on_their_own(execution.state, (*OWN_RECOVERY, LEAVES_LIMBO))
+    outcome = execution.finish()
+    # The torn end (no bookie holding anything of a closed ledger) was read again: the settled
+    # one, read twice alike, is what the bookies' steps explain.
+    assert outcome.verdict is Verdict.CLEAN, outcome.divergences
+    assert target.snapshots == 3 and waited == [END_SETTLE_PAUSE_S] * 2
+    # Compared as it was read, the torn end is a divergence no step explains.
+    torn = TornFirstSnapshot(CFG)
+    again = _crashed(torn)
+    torn.act_on_their_own(again.state, (*OWN_RECOVERY, LEAVES_LIMBO))
+    torn.snapshots = 0
+    first = torn.snapshot(CFG)
+    assert first.entries and not any(first.entries.values())
+    assert again._compare_end(first) is None and again.divergences
+
+
+def test_an_end_that_matches_or_no_bookies_own_client_is_read_once() -> None:
+    target = TornFirstSnapshot(CFG)
+    plain = Execution(dataclasses.replace(CFG, bookie_recovers_limbo=False, clients=2), target)
+    plain._sleep = lambda _s: pytest.fail("no wait without the bookies' own client")
+    assert plain._final_snapshot() is not None and target.snapshots == 1
+    # With them: an end a state still possible is, as first read, is not read again.
+    settled = SelfRecovering(CFG)
+    execution = _crashed(settled)
+    execution._sleep = lambda _s: pytest.fail("an end that matches is not read again")
+    assert execution.finish().verdict is Verdict.CLEAN
 
 
 # The bookies' own steps taken earlier than the observation that shows them ---------------------
