@@ -744,13 +744,21 @@ class Execution:
         record.observed = observed.as_dict()
         return observed
 
-    def _compare_end(self, snapshot: TargetSnapshot) -> None:
-        """The target's end against every state still possible: one that matches explains it
-        (it becomes the primary); none: the primary's differences are the divergences."""
+    def _matching_possible(self, snapshot: TargetSnapshot) -> int | None:
+        """The index of the first state still possible that is ``snapshot`` (None: none is)."""
         for n, possible in enumerate(self.possible):
             if not state_differences(self.cfg, possible.state, snapshot):
-                self.possible = [possible, *self.possible[:n], *self.possible[n + 1 :]]
-                return
+                return n
+        return None
+
+    def _compare_end(self, snapshot: TargetSnapshot, matching: int | None) -> None:
+        """The target's end against every state still possible: one that matches
+        (``matching``, from :meth:`_matching_possible`) explains it (it becomes the primary);
+        none: the primary's differences are the divergences."""
+        if matching is not None:
+            n = matching
+            self.possible = [self.possible[n], *self.possible[:n], *self.possible[n + 1 :]]
+            return
         if self.cfg.internal_client is not None:
             # The bookies may have gone on by themselves after the last step (recovered the
             # ledger, left limbo): the end is explained if their steps reach it.
@@ -770,7 +778,7 @@ class Execution:
                 return
         self.divergences.extend(state_differences(self.cfg, self.state, snapshot))
 
-    def _final_snapshot(self) -> TargetSnapshot | None:
+    def _final_snapshot(self) -> tuple[TargetSnapshot, int | None] | None:
         """The target's end. A snapshot reads the bookies and the metadata side by side, not at
         one instant; with the bookies' own recovery still running (4.18.0 starts it as a bookie
         starts, in the background) a read of a bookie may come before its write-back lands and
@@ -778,31 +786,36 @@ class Execution:
         in ``make run``'s limbo-crash on 4.18.0). So where the bookies act on their own and no
         state still possible is the end as read, it is read again until two reads in a row
         agree (at most :data:`END_SETTLE_READS` more, :data:`END_SETTLE_PAUSE_S` apart); still
-        moving, the last is compared. An end that matches is never read twice."""
+        moving, the last is compared. An end that matches is never read twice. With the end,
+        the index of the state still possible that matches it (None: none does)."""
         assert self.target is not None
         snapshot = self.target.snapshot(self.cfg)
-        if snapshot is None or self.cfg.internal_client is None:
-            return snapshot
-        if any(not state_differences(self.cfg, p.state, snapshot) for p in self.possible):
-            return snapshot
+        if snapshot is None:
+            return None
+        matching = self._matching_possible(snapshot)
+        if matching is not None or self.cfg.internal_client is None:
+            return snapshot, matching
         for _ in range(END_SETTLE_READS):
             self._sleep(END_SETTLE_PAUSE_S)
             again = self.target.snapshot(self.cfg)
-            if again == snapshot:
-                return again
+            if again is None or again == snapshot:
+                return snapshot, None  # the same end as before (or no other): none matched it
             snapshot = again
-        return snapshot
+            matching = self._matching_possible(snapshot)
+            if matching is not None:
+                return snapshot, matching
+        return snapshot, matching
 
     def finish(self, note: str | None = None) -> Outcome:
         """Compare the target's final state with the model's and give the verdict."""
         if self.target is not None and not self.error and not self.divergences:
             try:
-                snapshot = self._final_snapshot()
+                end = self._final_snapshot()
             except TargetError as exc:
                 self.error, self.failure = str(exc), exc
-                snapshot = None
-            if snapshot is not None:
-                self._compare_end(snapshot)
+                end = None
+            if end is not None:
+                self._compare_end(*end)
         verdict = run_verdict(
             violations=bool(self.violations),
             divergences=bool(self.divergences),
