@@ -1,5 +1,10 @@
 """The asyncio proxy for ONE bookie: listen, forward frame by frame, apply rules, log.
 
+Listening, connections, the pumps, live rules and the log's waits are
+:mod:`adapters.proxycore`'s; this module is what BookKeeper adds: its frames' codec and
+describer, the actions of :mod:`.policy` (each frame scheduled on its own, below), forged
+answers, and the connection faults.
+
 Every method here runs on the proxy's event loop (not thread-safe); :mod:`.group` runs proxies
 on a background loop and gives synchronous code a thread-safe facade with bounded waits.
 
@@ -18,29 +23,25 @@ Besides frames, a proxy acts on connections: it resets them all
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import itertools
 import logging
 import socket
-import struct
 import time
 from dataclasses import dataclass, field
-from typing import cast
 
 from adapters.bookkeeper.errors import FrameTooLarge
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from adapters.bookkeeper.status import StatusCode
-from adapters.loop_thread import listen, wait_server_closed
-from adapters.netproxy.errors import InvalidPolicy, NotHeld, ProxyClosed, ProxyStartError
+from adapters.netproxy.errors import (
+    PROXY_ERRORS,
+    InvalidPolicy,
+    NotHeld,
+    ProxyClosed,
+    ProxyStartError,
+)
 from adapters.netproxy.forge import forged_payload, unforgeable
 from adapters.netproxy.frames import Direction, FrameDescriber, FrameInfo, describe_response
-from adapters.netproxy.log import (
-    ConnectionRecord,
-    DeliveryRecord,
-    FrameLog,
-    FrameRecord,
-)
+from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
 from adapters.netproxy.policy import (
     Action,
     Delay,
@@ -53,80 +54,58 @@ from adapters.netproxy.policy import (
     Reorder,
     Rule,
 )
+from adapters.proxycore.codec import Codec
+from adapters.proxycore.connection import Connection
+from adapters.proxycore.pending import Pending
+from adapters.proxycore.rules import LiveRule, RuleBook
+from adapters.proxycore.server import (
+    DEFAULT_CONNECT_TIMEOUT,
+    ProxyServer,
+    Route,
+    Sides,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONNECT_TIMEOUT = 5.0
-_READ_CHUNK = 256 * 1024
-_HIGH_WATER = 4 * 1024 * 1024
-_DRAIN_TIMEOUT = 10.0
 _LISTEN_BACKLOG = 100
-# SO_LINGER on, 0 s: close() sends an RST and drops unsent data, as a reset connection does.
-_LINGER_RESET = struct.pack("ii", 1, 0)
+_SIDES = Sides("client", "bookie", "bookie")
 
 
-class _Connection:
-    """One client connection and its upstream connection to the bookie."""
+def frame_codec(max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> Codec[bytes]:
+    """BookKeeper frames, for the proxy core: payloads without their length prefix."""
+    return Codec(lambda: FrameDecoder(max_frame_size), (FrameTooLarge,), "frame length")
+
+
+class _Connection(Connection):
+    """One client connection, its upstream connection to the bookie, and its describer."""
 
     def __init__(
         self, connection_id: int, proxy: str, client: asyncio.StreamWriter, peer: str
     ) -> None:
-        self.id = connection_id
-        self.proxy = proxy
-        self.client = client
-        # StreamWriter types its transport as write-only; a socket's is a full Transport, whose
-        # reading side a stall pauses.
-        self.client_transport = cast(asyncio.Transport, client.transport)
-        self.upstream: asyncio.StreamWriter | None = None
-        self.describer = FrameDescriber()
         self.record = ConnectionRecord(connection_id, proxy, peer, time.monotonic())
-        self.closed = False
-
-    def writer_for(self, direction: Direction) -> asyncio.StreamWriter | None:
-        return self.upstream if direction is Direction.REQUEST else self.client
-
-    def close(self, error: str | None = None, *, reset: bool = False) -> None:
-        """Close both sides: an orderly FIN after unsent data, or with ``reset`` an RST at once
-        (unsent data dropped; the peers read ECONNRESET)."""
-        if self.closed:
-            return
-        self.closed = True
-        self.record.closed_at = time.monotonic()
-        if error is not None and self.record.error is None:
-            self.record.error = error
-        for writer in (self.client, self.upstream):
-            if writer is None:
-                continue
-            if reset:
-                sock = writer.get_extra_info("socket")
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
-                writer.transport.abort()
-            else:
-                writer.close()
+        super().__init__(connection_id, client, self.record)
+        self.proxy = proxy
+        self.describer = FrameDescriber()
 
 
-@dataclass
-class _Pending:
-    """A frame not yet sent (delayed or held)."""
-
-    record: FrameRecord
-    raw: bytes
-    connection: _Connection
-    timer: asyncio.TimerHandle | None = None
+#: A frame not yet sent (delayed or held).
+_Pending = Pending[FrameRecord, _Connection]
 
 
-@dataclass
-class _LiveRule:
-    rule_id: int
-    rule: Rule
-    remaining: int | None
+@dataclass(eq=False)
+class _LiveRule(LiveRule[Rule]):
+    """A rule, and for a Reorder the frames it has collected so far."""
+
     batch: list[_Pending] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
 
+    def cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
-class ProxyCore:
+
+class ProxyCore(ProxyServer[bytes, _Connection]):
     """A TCP proxy in front of one bookie, on the running event loop.
 
     ::
@@ -150,22 +129,23 @@ class ProxyCore:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
+        super().__init__(
+            frame_codec(max_frame_size), who=f"proxy {name}",
+            errors=PROXY_ERRORS, sides=_SIDES,
+            connect_timeout=connect_timeout,
+        )  # fmt: skip
         self.name = name
         self.target_host = target_host
         self.target_port = target_port
         self.listen_host = listen_host
         self.max_frame_size = max_frame_size
-        self.connect_timeout = connect_timeout
         self.log = frame_log
+        self._route = Route(target_host, target_port)
         self._listen_port = listen_port
         self._server: asyncio.Server | None = None
-        self._connections: dict[int, _Connection] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._rules: list[_LiveRule] = []
-        self._rule_ids = itertools.count(1)
+        self._rules: RuleBook[_LiveRule] = RuleBook()
         self._held: dict[int, _Pending] = {}
         self._delayed: dict[int, _Pending] = {}
-        self._closed = False
         self._port: int | None = None
         # Refusing connections: the listening socket is closed and a bound, non-listening
         # placeholder keeps its address (so the port stays ours and connects are refused).
@@ -192,49 +172,26 @@ class ProxyCore:
     async def start(self) -> None:
         if self._server is not None or self._closed:
             raise ProxyStartError(f"proxy {self.name} was already started")
-        self._server = await listen(
-            self._accept, self.listen_host, self._listen_port,
-            limit=_READ_CHUNK, error=ProxyStartError, who=f"proxy {self.name}",
-        )  # fmt: skip
+        self._server = await self._listen(self.listen_host, self._listen_port, self._route)
         listening = self._server.sockets
         self._port = int(listening[0].getsockname()[1])
         if len(listening) == 1:  # an address literal, as every caller here passes
             self._listen_family = socket.AddressFamily(listening[0].family)
             self._listen_sockaddr = listening[0].getsockname()
 
-    async def close(self) -> None:
-        """Stop listening, close every connection, cancel timers; held frames are not sent."""
-        if self._closed:
-            return
-        self._closed = True
+    def _on_close(self) -> None:
+        """Cancel timers; held and delayed frames are not sent."""
         if self._refuse_timer is not None:
             self._refuse_timer.cancel()
             self._refuse_timer = None
         if self._placeholder is not None:
             self._placeholder.close()
             self._placeholder = None
-        if self._server is not None:
-            self._server.close()
-        for connection in list(self._connections.values()):
-            connection.close()
         for pending in [*self._held.values(), *self._delayed.values()]:
             self._cancel(pending, "proxy closed")
         self._held.clear()
         self._delayed.clear()
-        for live in self._rules:
-            if live.timer is not None:
-                live.timer.cancel()
-        self._rules.clear()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await wait_server_closed(self._server)
-
-    @property
-    def open_connections(self) -> int:
-        return sum(1 for c in self._connections.values() if not c.closed)
+        self.clear_rules()
 
     # -- rules ------------------------------------------------------------------------------
 
@@ -243,30 +200,24 @@ class ProxyCore:
         if not isinstance(rule, Rule):
             raise InvalidPolicy(f"add_rule takes a Rule, not {rule!r}")
         self._check_open()
-        rule_id = next(self._rule_ids)
         remaining = rule.action.count if isinstance(rule.action, Reorder) else rule.times
-        self._rules.append(_LiveRule(rule_id, rule, remaining))
-        return rule_id
+        return self._rules.add(lambda rule_id: _LiveRule(rule_id, rule, remaining)).rule_id
 
     def remove_rule(self, rule_id: int) -> bool:
         """Remove a rule; frames a Reorder rule already holds stay held. False if unknown."""
-        for index, live in enumerate(self._rules):
-            if live.rule_id == rule_id:
-                del self._rules[index]
-                if live.timer is not None:
-                    live.timer.cancel()
-                return True
-        return False
+        live = self._rules.remove(rule_id)
+        if live is None:
+            return False
+        live.cancel_timer()
+        return True
 
     def clear_rules(self) -> None:
-        for live in self._rules:
-            if live.timer is not None:
-                live.timer.cancel()
-        self._rules.clear()
+        for live in self._rules.clear():
+            live.cancel_timer()
 
     def rules(self) -> list[tuple[int, Rule, int | None]]:
         """``(rule id, rule, frames it still applies to)`` for each live rule, in order."""
-        return [(live.rule_id, live.rule, live.remaining) for live in self._rules]
+        return self._rules.listing()
 
     # -- held frames ------------------------------------------------------------------------
 
@@ -275,10 +226,7 @@ class ProxyCore:
 
     def release(self, frame_id: int) -> bool:
         """Send a held frame now; False if its connection closed meanwhile (frame lost)."""
-        pending = self._held.pop(frame_id, None)
-        if pending is None:
-            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
-        self._forget_from_batches(pending)
+        pending = self._take_held(frame_id)
         return self._deliver(pending)
 
     def release_matching(self, match: FrameMatch) -> list[int]:
@@ -290,11 +238,7 @@ class ProxyCore:
 
     def discard(self, frame_id: int) -> None:
         """Never send a held frame (it becomes a dropped message)."""
-        pending = self._held.pop(frame_id, None)
-        if pending is None:
-            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
-        self._forget_from_batches(pending)
-        self._cancel(pending, "discarded")
+        self._cancel(self._take_held(frame_id), "discarded")
 
     def forge(self, frame_id: int, status: StatusCode) -> bool:
         """Answer the client with ``status`` in place of a held frame (see :class:`Forge`).
@@ -311,9 +255,18 @@ class ProxyCore:
         why = unforgeable(pending.record.info)
         if why is not None:
             raise InvalidPolicy(f"proxy {self.name} cannot forge frame {frame_id}: {why}")
-        del self._held[frame_id]
-        self._forget_from_batches(pending)
-        return self._forge(pending, status, None)
+        return self._forge(self._take_held(frame_id), status, None)
+
+    def _take_held(self, frame_id: int) -> _Pending:
+        """The held frame, no longer held (nor in a Reorder's batch, nor timed)."""
+        pending = self._held.pop(frame_id, None)
+        if pending is None:
+            raise NotHeld(f"proxy {self.name} holds no frame {frame_id}")
+        pending.cancel_timer()
+        for live in self._rules.live:
+            if pending in live.batch:
+                live.batch.remove(pending)
+        return pending
 
     # -- connection faults --------------------------------------------------------------------
 
@@ -380,82 +333,25 @@ class ProxyCore:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ProxyClosed(f"proxy {self.name} is closed")
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        peer = writer.get_extra_info("peername")
-        connection = _Connection(
-            self.log.next_connection_id(), self.name, writer, f"{peer[0]}:{peer[1]}"
-        )
-        self._connections[connection.id] = connection
+    def _new_connection(self, client: asyncio.StreamWriter, peer: str, route: Route) -> _Connection:
+        connection = _Connection(self.log.next_connection_id(), self.name, client, peer)
         self.log.add_connection(connection.record)
+        return connection
+
+    def _on_accepted(self, connection: _Connection) -> None:
         if self._stalled:
             self._apply_stall(connection)
-        try:
-            if self._closed:
-                connection.close("proxy closed")
-                return
-            try:
-                async with asyncio.timeout(self.connect_timeout):
-                    up_reader, connection.upstream = await asyncio.open_connection(
-                        self.target_host, self.target_port, limit=_READ_CHUNK
-                    )
-            except (OSError, TimeoutError) as exc:
-                detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-                connection.close(
-                    f"cannot reach bookie {self.target_host}:{self.target_port}: {detail}"
-                )
-                return
-            await asyncio.gather(
-                self._pump(connection, Direction.REQUEST, reader),
-                self._pump(connection, Direction.RESPONSE, up_reader),
-            )
-        finally:
-            connection.close()
-            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
-                async with asyncio.timeout(1.0):
-                    await writer.wait_closed()
-            self._tasks.discard(task)
 
-    async def _pump(
-        self, connection: _Connection, direction: Direction, reader: asyncio.StreamReader
-    ) -> None:
-        decoder = FrameDecoder(self.max_frame_size)
-        source = "client" if direction is Direction.REQUEST else "bookie"
-        try:
-            while not connection.closed:
-                data = await reader.read(_READ_CHUNK)
-                if not data:
-                    connection.close()
-                    return
-                if direction is Direction.REQUEST and self._stalled:
-                    # The StreamReader resumes a transport it paused itself once read() drains
-                    # its buffer, which would undo a stall: pause again before the loop reads.
-                    connection.client_transport.pause_reading()
-                try:
-                    payloads = decoder.feed(data)
-                except FrameTooLarge as exc:
-                    log.warning("proxy %s conn %d: %s", self.name, connection.id, exc)
-                    connection.close(f"malformed frame length from the {source}: {exc}")
-                    return
-                for payload in payloads:
-                    self._on_frame(connection, direction, payload)
-                writer = connection.writer_for(direction)
-                if writer is not None and writer.transport.get_write_buffer_size() > _HIGH_WATER:
-                    async with asyncio.timeout(_DRAIN_TIMEOUT):
-                        await writer.drain()
-        except (ConnectionError, OSError, TimeoutError) as exc:
-            connection.close(f"{source} side failed: {exc!r}")
+    def _on_read(self, connection: _Connection, to_server: bool) -> None:
+        if to_server and self._stalled:
+            # The StreamReader resumes a transport it paused itself once read() drains its
+            # buffer, which would undo a stall: pause again before the loop reads.
+            connection.client_transport.pause_reading()
 
     # -- frames -----------------------------------------------------------------------------
 
-    def _on_frame(self, connection: _Connection, direction: Direction, payload: bytes) -> None:
-        if direction is Direction.REQUEST:
+    def _on_unit(self, connection: _Connection, to_server: bool, payload: bytes) -> None:
+        if to_server:
             info = connection.describer.request(payload)
         else:
             info = connection.describer.response(payload)
@@ -465,6 +361,7 @@ class ProxyCore:
             self.name, connection.id, info, len(payload), _decision(action),
             None if live is None else live.rule_id, payload=payload,
         )  # fmt: skip
+        # The bytes as they came: the codec hands out the payload, the prefix is its length.
         pending = _Pending(record, encode_frame(payload), connection)
         if isinstance(action, Forward):
             self._deliver(pending)
@@ -490,16 +387,17 @@ class ProxyCore:
             connection.close(f"disconnected by rule {record.rule_id} on {info.describe()}")
 
     def _match(self, info: FrameInfo) -> _LiveRule | None:
-        for index, live in enumerate(self._rules):
-            if live.rule.match.matches(info):
-                if isinstance(live.rule.action, Forge) and unforgeable(info) is not None:
-                    continue  # nothing to forge: the next rule decides (Forge's docstring)
-                if live.remaining is not None:
-                    live.remaining -= 1
-                    if live.remaining == 0 and not isinstance(live.rule.action, Reorder):
-                        del self._rules[index]
-                return live
-        return None
+        def applies(live: _LiveRule) -> bool:
+            # A Forge rule passes over a frame with nothing to forge: the next rule decides
+            # (Forge's docstring).
+            action = live.rule.action
+            forgeable = not isinstance(action, Forge) or unforgeable(info) is None
+            return live.rule.match.matches(info) and forgeable
+
+        # A Reorder rule with no frames left still holds its batch until it flushes.
+        return self._rules.first(
+            applies, keep_spent=lambda live: isinstance(live.rule.action, Reorder)
+        )
 
     def _hold(self, pending: _Pending, release_after: float | None) -> None:
         self._held[pending.record.frame_id] = pending
@@ -523,30 +421,20 @@ class ProxyCore:
             self._flush_batch(live, tuple(action.order))
 
     def _flush_batch(self, live: _LiveRule, order: tuple[int, ...] | None) -> None:
-        if live.timer is not None:
-            live.timer.cancel()
-            live.timer = None
+        live.cancel_timer()
         batch, live.batch = live.batch, []
-        with contextlib.suppress(ValueError):
-            self._rules.remove(live)
+        self._rules.discard(live)
         chosen = batch if order is None else [batch[index] for index in order]
         for pending in chosen:
             if self._held.pop(pending.record.frame_id, None) is not None:
                 self._deliver(pending)
-
-    def _forget_from_batches(self, pending: _Pending) -> None:
-        if pending.timer is not None:
-            pending.timer.cancel()
-        for live in self._rules:
-            if pending in live.batch:
-                live.batch.remove(pending)
 
     def _deliver_delayed(self, pending: _Pending) -> None:
         self._delayed.pop(pending.record.frame_id, None)
         self._deliver(pending)
 
     def _deliver(self, pending: _Pending) -> bool:
-        writer = pending.connection.writer_for(pending.record.info.direction)
+        writer = pending.connection.writer(pending.record.info.direction is Direction.REQUEST)
         now = time.monotonic()
         if pending.connection.closed or writer is None or writer.is_closing():
             self.log.add_delivery(
@@ -608,8 +496,7 @@ class ProxyCore:
         task = asyncio.get_running_loop().create_task(
             self._listen_again_logged(), name=f"netproxy-{self.name}-accept"
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._track(task)
 
     async def _listen_again_logged(self) -> None:
         try:
@@ -641,7 +528,7 @@ class ProxyCore:
         if placeholder is not None:
             placeholder.close()  # the listener holds the port now
         try:
-            server = await asyncio.start_server(self._accept, sock=listener, limit=_READ_CHUNK)
+            server = await self._serve(listener, self._route)
         except BaseException:
             listener.close()
             raise
@@ -660,8 +547,7 @@ class ProxyCore:
             transport.resume_reading()
 
     def _cancel(self, pending: _Pending, reason: str) -> None:
-        if pending.timer is not None:
-            pending.timer.cancel()
+        pending.cancel_timer()
         self.log.add_delivery(
             DeliveryRecord(pending.record.frame_id, time.monotonic(), False, reason)
         )

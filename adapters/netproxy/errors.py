@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adapters.errors import AdapterError
+from adapters.loop_thread import LoopThreadErrors
 
 
 class NetProxyError(AdapterError):
@@ -32,6 +33,10 @@ class NotHeld(NetProxyError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "frame not held"
+
+
+#: What the proxy's loop and its core raise when closed, timed out, or not started.
+PROXY_ERRORS = LoopThreadErrors(ProxyClosed, ProxyTimeout, ProxyStartError)
 
 
 class RoutingError(NetProxyError):

@@ -21,9 +21,9 @@ from collections.abc import Iterable
 
 from adapters.bookkeeper.framing import DEFAULT_MAX_FRAME_SIZE
 from adapters.bookkeeper.status import StatusCode
-from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
+from adapters.loop_thread import LoopThread, LoopThreadFacade
 from adapters.netproxy.core import DEFAULT_CONNECT_TIMEOUT, ProxyCore
-from adapters.netproxy.errors import ProxyClosed, ProxyStartError, ProxyTimeout
+from adapters.netproxy.errors import PROXY_ERRORS, ProxyClosed, ProxyStartError
 from adapters.netproxy.log import ConnectionRecord, DeliveryRecord, FrameLog, FrameRecord
 from adapters.netproxy.policy import Action, FrameMatch, Rule
 
@@ -48,7 +48,7 @@ class ProxyGroup(LoopThreadFacade):
         super().__init__(
             LoopThread(
                 "netproxy-loop",
-                LoopThreadErrors(ProxyClosed, ProxyTimeout, ProxyStartError),
+                PROXY_ERRORS,
                 "the proxy group",
             ),
             call_timeout=call_timeout,

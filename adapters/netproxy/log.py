@@ -7,14 +7,14 @@ the proxies' event loop; :mod:`.group` hands out copies.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.netproxy.errors import ProxyTimeout
 from adapters.netproxy.frames import FrameInfo
 from adapters.netproxy.policy import FrameMatch
+from adapters.proxycore.records import DeliveryRecord, RecordLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +43,6 @@ class FrameRecord:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DeliveryRecord:
-    """What finally happened to a frame: sent (``delivered``) or not, and why not.
-
-    Reasons: ``drop``, ``disconnect``, ``discarded``, ``connection closed``, ``proxy closed``,
-    ``forged <STATUS>`` (the client got a forged answer instead, logged as its own frame).
-    """
-
-    frame_id: int
-    at: float
-    delivered: bool
-    reason: str | None = None
-
-
 @dataclass(slots=True)
 class ConnectionRecord:
     """One client connection through a proxy; ``error`` says why it closed, if abnormally."""
@@ -74,28 +60,27 @@ class ConnectionRecord:
         )
 
 
-class FrameLog:
-    """Frames, deliveries and connections, in arrival order (event-loop confined)."""
+class FrameLog(RecordLog[FrameRecord, ConnectionRecord]):
+    """Frames, deliveries and connections, in arrival order (event-loop confined).
+
+    A frame's delivery is what finally happened to it (:class:`DeliveryRecord`, keyed by frame
+    id; its ``frame_id`` is its ``record_id``): reasons ``drop``, ``disconnect``,
+    ``discarded``, ``connection closed``, ``proxy closed``, ``forged <STATUS>`` (the client got
+    a forged answer instead, logged as its own frame).
+    """
 
     def __init__(self) -> None:
-        self.frames: list[FrameRecord] = []
-        self.deliveries: dict[int, DeliveryRecord] = {}
-        self.connections: list[ConnectionRecord] = []
+        super().__init__()
         #: Keep every frame's payload (bytes after the length prefix) from now on, in
         #: :attr:`payloads`. Off by default: a search's session logs thousands of entries, and
         #: only a capture of whole frames (``bkconform encodings``) needs the bytes.
         self.keeps_payloads = False
         #: Frame id -> its payload, for the frames logged while :attr:`keeps_payloads` was on.
         self.payloads: dict[int, bytes] = {}
-        self._frame_ids = itertools.count(1)
-        self._connection_ids = itertools.count(1)
-        self._waiters: list[tuple[str | None, FrameMatch, int, asyncio.Future[FrameRecord]]] = []
 
-    def next_connection_id(self) -> int:
-        return next(self._connection_ids)
-
-    def add_connection(self, record: ConnectionRecord) -> None:
-        self.connections.append(record)
+    @property
+    def frames(self) -> list[FrameRecord]:
+        return self.records
 
     def add_frame(
         self,
@@ -109,64 +94,47 @@ class FrameLog:
         forged_from: int | None = None,
         payload: bytes | None = None,
     ) -> FrameRecord:
-        record = FrameRecord(
-            next(self._frame_ids), proxy, connection_id, time.monotonic(), info, size, decision,
-            rule_id, forged_from,
-        )  # fmt: skip
-        self.frames.append(record)
-        if self.keeps_payloads and payload is not None:
-            self.payloads[record.frame_id] = payload
-        if self._waiters:
-            self._wake(record)
-        return record
+        def make(frame_id: int) -> FrameRecord:
+            record = FrameRecord(
+                frame_id, proxy, connection_id, time.monotonic(), info, size, decision, rule_id,
+                forged_from,
+            )  # fmt: skip
+            # Kept before the record is added: a waiter woken by it may ask for its payload.
+            if self.keeps_payloads and payload is not None:
+                self.payloads[frame_id] = payload
+            return record
 
-    def add_delivery(self, record: DeliveryRecord) -> None:
-        self.deliveries[record.frame_id] = record
+        return self.add(make)
 
     @property
     def last_frame_id(self) -> int:
-        return self.frames[-1].frame_id if self.frames else 0
+        return self.last_id
 
     def find(
         self, match: FrameMatch, *, proxy: str | None = None, since: int = 0
     ) -> FrameRecord | None:
         """The first frame after frame id ``since`` that ``match`` matches (at ``proxy``)."""
-        for record in self.frames:
-            if record.frame_id > since and _fits(record, proxy, match):
-                return record
-        return None
+        return self.find_record(_fits(proxy, match), since)
 
     async def wait_for(
         self, match: FrameMatch, *, timeout: float, proxy: str | None = None, since: int = 0
     ) -> FrameRecord:
         """:meth:`find`, waiting up to ``timeout`` seconds for such a frame to arrive."""
-        found = self.find(match, proxy=proxy, since=since)
-        if found is not None:
-            return found
-        future: asyncio.Future[FrameRecord] = asyncio.get_running_loop().create_future()
-        waiter = (proxy, match, since, future)
-        self._waiters.append(waiter)
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
+
+        def timed_out(later: int) -> ProxyTimeout:
             where = f" at proxy {proxy}" if proxy else ""
-            raise ProxyTimeout(
+            return ProxyTimeout(
                 f"no frame matching {match} arrived{where} within {timeout}s "
-                f"(frames after #{since}: {sum(1 for f in self.frames if f.frame_id > since)})"
-            ) from None
-        finally:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+                f"(frames after #{since}: {later})"
+            )
 
-    def _wake(self, record: FrameRecord) -> None:
-        for proxy, match, since, future in list(self._waiters):
-            if not future.done() and record.frame_id > since and _fits(record, proxy, match):
-                future.set_result(record)
+        return await self.wait_for_record(
+            _fits(proxy, match), since=since, timeout=timeout, timed_out=timed_out
+        )
 
 
-def _fits(record: FrameRecord, proxy: str | None, match: FrameMatch) -> bool:
-    return (proxy is None or record.proxy == proxy) and match.matches(record.info)
+def _fits(proxy: str | None, match: FrameMatch) -> Callable[[FrameRecord], bool]:
+    return lambda record: (proxy is None or record.proxy == proxy) and match.matches(record.info)
 
 
 __all__ = ["ConnectionRecord", "DeliveryRecord", "FrameLog", "FrameRecord"]

@@ -1,6 +1,10 @@
 """The asyncio proxy between ZooKeeper clients and one ZooKeeper server: listen, forward
 packet by packet, hold requests by rule, log, expire sessions, reset connections.
 
+Listening, connections, the pumps, live rules, the in-order lane and the log's waits are
+:mod:`adapters.proxycore`'s; this module is what ZooKeeper's client protocol adds: its packets'
+codec and conversation, holds with pings that overtake, sessions and their expiry.
+
 Every method here runs on the proxy's event loop (not thread-safe); :mod:`.proxy` runs the
 core on a background loop and gives synchronous code a thread-safe facade with bounded waits.
 
@@ -17,79 +21,54 @@ bytes are the original packets', never re-encoded.
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
-import itertools
-import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import cast
 
-from adapters.loop_thread import listen, wait_server_closed
+from adapters.proxycore.connection import Connection
+from adapters.proxycore.pending import Lane, Pending
+from adapters.proxycore.records import DeliveryRecord
+from adapters.proxycore.rules import LiveRule, RuleBook
+from adapters.proxycore.server import (
+    DEFAULT_CONNECT_TIMEOUT,
+    ProxyServer,
+    Route,
+    Sides,
+)
 from adapters.zkproxy.codes import Op
 from adapters.zkproxy.conversation import Conversation
 from adapters.zkproxy.errors import (
+    PROXY_ERRORS,
     InvalidRule,
-    MalformedPacket,
     NoSession,
     NotHeld,
     ZkProxyClosed,
     ZkProxyStartError,
 )
 from adapters.zkproxy.expiry import close_session
-from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE, PacketSplitter, frame
+from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE, frame, packet_codec
 from adapters.zkproxy.log import (
     ConnectionRecord,
-    DeliveryRecord,
     ExpiryRecord,
     PacketLog,
     PacketRecord,
     SessionRecord,
 )
-from adapters.zkproxy.packets import ConnectRequest, ConnectResponse, Direction, PacketInfo
+from adapters.zkproxy.packets import ConnectRequest, ConnectResponse, PacketInfo
 from adapters.zkproxy.rules import Hold, Rule
 
-log = logging.getLogger(__name__)
-
-DEFAULT_CONNECT_TIMEOUT = 5.0
-_READ_CHUNK = 256 * 1024
-_HIGH_WATER = 4 * 1024 * 1024
-_DRAIN_TIMEOUT = 10.0
+_SIDES = Sides("client", "server", "ZooKeeper")
 
 
-@dataclass(eq=False)
-class _Pending:
-    """A client packet not sent yet: held, or queued behind a held one."""
-
-    record: PacketRecord
-    raw: bytes
-    connection: _Connection
-    #: The hold keeping it (None: released, or never held and only queued).
-    hold: Hold | None = None
-    timer: asyncio.TimerHandle | None = None
-
-    @property
-    def is_ping(self) -> bool:
-        return self.record.info.op is Op.PING
-
-    def cancel_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-
-class _Connection:
-    """One client connection, its upstream connection to the server, and its send queue."""
+class _Connection(Connection):
+    """One client connection, its upstream connection, and its requests not sent yet."""
 
     def __init__(self, connection_id: int, client: asyncio.StreamWriter, peer: str) -> None:
-        self.id = connection_id
-        self.client = client
-        self.upstream: asyncio.StreamWriter | None = None
-        self.conversation = Conversation()
         self.record = ConnectionRecord(connection_id, peer, time.monotonic())
+        super().__init__(connection_id, client, self.record)
+        self.conversation = Conversation()
         #: Client packets not sent yet, in arrival order; when not empty its head is held.
-        self.queue: collections.deque[_Pending] = collections.deque()
-        self.closed = False
+        self.requests: Lane[PacketRecord, _Connection] = Lane()
 
     @property
     def session_ids(self) -> set[int]:
@@ -103,14 +82,14 @@ class _Connection:
         return found
 
 
-@dataclass
-class _LiveRule:
-    rule_id: int
-    rule: Rule
-    remaining: int | None
+_Pending = Pending[PacketRecord, _Connection]
 
 
-class ZkProxyCore:
+def _is_ping(pending: _Pending) -> bool:
+    return pending.record.info.op is Op.PING
+
+
+class ZkProxyCore(ProxyServer[bytes, _Connection]):
     """A TCP proxy in front of one ZooKeeper server, on the running event loop.
 
     ::
@@ -133,67 +112,38 @@ class ZkProxyCore:
         max_packet_size: int = DEFAULT_MAX_PACKET_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
+        super().__init__(
+            packet_codec(max_packet_size), who="the ZooKeeper proxy",
+            errors=PROXY_ERRORS, sides=_SIDES,
+            connect_timeout=connect_timeout,
+        )  # fmt: skip
         self.target_host = target_host
         self.target_port = target_port
         self.listen_host = listen_host
         self.max_packet_size = max_packet_size
-        self.connect_timeout = connect_timeout
         self.log = packet_log
         self._listen_port = listen_port
-        self._server: asyncio.Server | None = None
-        self._connections: dict[int, _Connection] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._rules: list[_LiveRule] = []
-        self._rule_ids = itertools.count(1)
+        self._rules: RuleBook[LiveRule[Rule]] = RuleBook()
         self._held: dict[int, _Pending] = {}
         #: Sessions being expired, with the reconnection handshakes held meanwhile.
         self._expiring: dict[int, list[int]] = {}
-        self._closed = False
 
     # -- lifecycle --------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        if self._server is None or not self._server.sockets:
+        if not self._servers or not self._servers[0].sockets:
             raise ZkProxyClosed("the ZooKeeper proxy is not listening")
-        return int(self._server.sockets[0].getsockname()[1])
+        return int(self._servers[0].sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        if self._server is not None or self._closed:
+        if self._servers or self._closed:
             raise ZkProxyStartError("the ZooKeeper proxy was already started")
-        self._server = await listen(
-            self._accept, self.listen_host, self._listen_port,
-            limit=_READ_CHUNK, error=ZkProxyStartError, who="the ZooKeeper proxy",
-        )  # fmt: skip
+        route = Route(self.target_host, self.target_port)
+        await self._listen(self.listen_host, self._listen_port, route)
 
-    async def close(self) -> None:
-        """Stop listening, close every connection, cancel timers; held requests are not sent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._server is not None:
-            self._server.close()
-        for connection in list(self._connections.values()):
-            self._close_connection(connection, None, lost="proxy closed")
+    def _on_close(self) -> None:
         self._rules.clear()
-        # Closed transports end their connections' tasks a loop turn or two later; cancel only
-        # what is still running after that (a cancelled connection task is noise on 3.11).
-        tasks = list(self._tasks)
-        if tasks:
-            _, running = await asyncio.wait(tasks, timeout=2.0)
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-        if self._server is not None:
-            await wait_server_closed(self._server)
-
-    @property
-    def open_connections(self) -> int:
-        return sum(1 for c in self._connections.values() if not c.closed)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ZkProxyClosed("the ZooKeeper proxy is closed")
 
     # -- rules ------------------------------------------------------------------------------
 
@@ -202,34 +152,21 @@ class ZkProxyCore:
         if not isinstance(rule, Rule):
             raise InvalidRule(f"add_rule takes a Rule, not {rule!r}")
         self._check_open()
-        rule_id = next(self._rule_ids)
-        self._rules.append(_LiveRule(rule_id, rule, rule.times))
-        return rule_id
+        return self._rules.add(lambda rule_id: LiveRule(rule_id, rule, rule.times)).rule_id
 
     def remove_rule(self, rule_id: int) -> bool:
         """Remove a rule (requests it holds stay held); False if there is no such rule."""
-        for index, live in enumerate(self._rules):
-            if live.rule_id == rule_id:
-                del self._rules[index]
-                return True
-        return False
+        return self._rules.remove(rule_id) is not None
 
     def clear_rules(self) -> None:
         self._rules.clear()
 
     def rules(self) -> list[tuple[int, Rule, int | None]]:
         """``(rule id, rule, requests it still applies to)`` for each live rule, in order."""
-        return [(live.rule_id, live.rule, live.remaining) for live in self._rules]
+        return self._rules.listing()
 
-    def _match(self, info: PacketInfo) -> _LiveRule | None:
-        for index, live in enumerate(self._rules):
-            if live.rule.match.matches(info):
-                if live.remaining is not None:
-                    live.remaining -= 1
-                    if live.remaining == 0:
-                        del self._rules[index]
-                return live
-        return None
+    def _match(self, info: PacketInfo) -> LiveRule[Rule] | None:
+        return self._rules.first(lambda live: live.rule.match.matches(info))
 
     # -- held requests ----------------------------------------------------------------------
 
@@ -240,7 +177,7 @@ class ZkProxyCore:
     def queued(self) -> list[PacketRecord]:
         """Every client packet not sent yet, held or waiting behind a held one, per
         connection in arrival order."""
-        return [p.record for c in self._connections.values() for p in c.queue]
+        return [p.record for c in self._connections.values() for p in c.requests.queue]
 
     def release(self, record_id: int) -> list[int]:
         """Release a held request. Returns the record ids this sent, in order: the request
@@ -328,103 +265,32 @@ class ZkProxyCore:
 
     # -- connections ------------------------------------------------------------------------
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        peer = writer.get_extra_info("peername")
-        connection = _Connection(self.log.next_connection_id(), writer, f"{peer[0]}:{peer[1]}")
-        self._connections[connection.id] = connection
+    def _new_connection(self, client: asyncio.StreamWriter, peer: str, route: Route) -> _Connection:
+        connection = _Connection(self.log.next_connection_id(), client, peer)
         self.log.add_connection(connection.record)
-        try:
-            if self._closed:
-                self._close_connection(connection, "proxy closed")
-                return
-            try:
-                async with asyncio.timeout(self.connect_timeout):
-                    up_reader, connection.upstream = await asyncio.open_connection(
-                        self.target_host, self.target_port, limit=_READ_CHUNK
-                    )
-            except (OSError, TimeoutError) as exc:
-                detail = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-                self._close_connection(
-                    connection,
-                    f"cannot reach ZooKeeper {self.target_host}:{self.target_port}: {detail}",
-                )
-                return
-            await asyncio.gather(
-                self._pump(connection, Direction.REQUEST, reader),
-                self._pump(connection, Direction.REPLY, up_reader),
-            )
-        except asyncio.CancelledError:
-            # Only close() cancels, and only a connection that outlived it: end quietly (the
-            # server's done-callback would report a cancelled connection task as an error).
-            if not self._closed:
-                raise
-        finally:
-            self._close_connection(connection, None)
-            with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
-                async with asyncio.timeout(1.0):
-                    await writer.wait_closed()
-            self._tasks.discard(task)
+        return connection
 
-    async def _pump(
-        self, connection: _Connection, direction: Direction, reader: asyncio.StreamReader
-    ) -> None:
-        splitter = PacketSplitter(self.max_packet_size)
-        source = "client" if direction is Direction.REQUEST else "server"
-        try:
-            while not connection.closed:
-                data = await reader.read(_READ_CHUNK)
-                if not data:
-                    self._close_connection(connection, None)
-                    return
-                try:
-                    payloads = splitter.feed(data)
-                except MalformedPacket as exc:
-                    log.warning("zkproxy conn %d: %s", connection.id, exc)
-                    self._close_connection(connection, f"malformed packet from the {source}: {exc}")
-                    return
-                for payload in payloads:
-                    if connection.closed:
-                        return
-                    if direction is Direction.REQUEST:
-                        self._on_request(connection, payload)
-                    else:
-                        self._on_reply(connection, payload)
-                writer = connection.client if direction is Direction.REPLY else connection.upstream
-                if writer is not None and writer.transport.get_write_buffer_size() > _HIGH_WATER:
-                    async with asyncio.timeout(_DRAIN_TIMEOUT):
-                        await writer.drain()
-        except (ConnectionError, OSError, TimeoutError) as exc:
-            self._close_connection(connection, f"{source} side failed: {exc!r}")
-
-    def _close_connection(
-        self, connection: _Connection, error: str | None, *, lost: str = "connection closed"
-    ) -> None:
-        """Close both sides; the requests it still queues are logged as never delivered."""
-        if connection.closed:
-            return
-        connection.closed = True
-        connection.record.closed_at = time.monotonic()
-        if error is not None and connection.record.error is None:
-            connection.record.error = error
+    def _on_closed(self, connection: _Connection, lost: str) -> None:
+        """The requests it still queues are logged as never delivered."""
         now = time.monotonic()
-        for pending in connection.queue:
-            pending.cancel_timer()
+        for pending in connection.requests.drain():
             self._held.pop(pending.record.record_id, None)
             self.log.add_delivery(DeliveryRecord(pending.record.record_id, now, False, lost))
-        connection.queue.clear()
-        for writer in (connection.client, connection.upstream):
-            if writer is not None:
-                writer.close()
 
     # -- packets ----------------------------------------------------------------------------
+
+    def _on_unit(self, connection: _Connection, to_server: bool, unit: bytes) -> None:
+        if connection.closed:
+            return  # the rest of a chunk read before the connection closed
+        if to_server:
+            self._on_request(connection, unit)
+        else:
+            self._on_reply(connection, unit)
 
     def _on_request(self, connection: _Connection, payload: bytes) -> None:
         info = connection.conversation.request(payload)
         hold, rule_id, decision = self._hold_for(info)
-        head = connection.queue[0] if connection.queue else None
+        head = connection.requests.head
         behind = None if head is None else head.record.record_id
         overtake = False
         if hold is None and head is not None:
@@ -438,7 +304,7 @@ class ZkProxyCore:
         if hold is None and (head is None or overtake):
             self._send(pending)
             return
-        connection.queue.append(pending)
+        connection.requests.queue.append(pending)
         if hold is not None:
             pending.hold = hold
             self._held[record.record_id] = pending
@@ -491,45 +357,41 @@ class ZkProxyCore:
 
     def _flush(self, connection: _Connection) -> list[int]:
         """Send the queue's head while it is not held; returns the record ids sent."""
-        sent = []
-        while connection.queue and connection.queue[0].hold is None:
-            pending = connection.queue.popleft()
-            pending.cancel_timer()
-            if self._send(pending):
-                sent.append(pending.record.record_id)
+        sent = [p.record.record_id for p in connection.requests.ready() if self._send(p)]
         self._schedule_pings(connection)
         return sent
 
     def _schedule_pings(self, connection: _Connection) -> None:
         """Give each queued ping its deadline under the hold now at the head: ``ping_wait``
         seconds after the ping arrived, it overtakes."""
-        if not connection.queue or connection.closed:
+        head = connection.requests.head
+        if head is None or connection.closed:
             return
-        head = connection.queue[0]
         wait = _ping_wait(head)
         if wait is None:
             return
         loop = asyncio.get_running_loop()
-        for pending in list(connection.queue):
-            if pending.is_ping and pending.hold is None and pending.timer is None:
+        for pending in list(connection.requests.queue):
+            if _is_ping(pending) and pending.hold is None and pending.timer is None:
                 delay = max(0.0, pending.record.at + wait - time.monotonic())
                 pending.timer = loop.call_later(delay, self._overtake, pending)
 
     def _overtake(self, pending: _Pending) -> None:
         pending.timer = None
         connection = pending.connection
-        if connection.closed or pending not in connection.queue or not connection.queue:
+        queue = connection.requests.queue
+        if connection.closed or pending not in queue or not queue:
             return
-        head = connection.queue[0]
+        head = queue[0]
         if head is pending:
             return
-        connection.queue.remove(pending)
+        queue.remove(pending)
         self._send(pending, f"overtook #{head.record.record_id}")
 
 
 def _ping_wait(head: _Pending) -> float | None:
     """How long a ping may wait behind ``head`` (a held request, by the queue's invariant)."""
-    return 0.0 if head.hold is None else head.hold.ping_wait
+    return 0.0 if head.hold is None else cast(Hold, head.hold).ping_wait
 
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "ZkProxyCore"]

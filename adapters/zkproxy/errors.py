@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adapters.errors import AdapterError
+from adapters.loop_thread import LoopThreadErrors
 
 
 class ZkProxyError(AdapterError):
@@ -39,6 +40,10 @@ class NotHeld(ZkProxyError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "request not held"
+
+
+#: What the proxies' loops and cores raise when closed, timed out, or not started.
+PROXY_ERRORS = LoopThreadErrors(ZkProxyClosed, ZkProxyTimeout, ZkProxyStartError)
 
 
 class NoSession(ZkProxyError):

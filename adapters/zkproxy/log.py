@@ -8,12 +8,12 @@ proxy's event loop; :mod:`.proxy` hands out copies.
 
 from __future__ import annotations
 
-import asyncio
 import enum
-import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from adapters.proxycore.records import DeliveryRecord, RecordLog
 from adapters.zkproxy.errors import ZkProxyTimeout
 from adapters.zkproxy.packets import PacketInfo
 from adapters.zkproxy.rules import ZkMatch
@@ -48,18 +48,6 @@ class PacketRecord:
             f"#{self.record_id} c{self.connection_id} {self.info.direction.value} "
             f"{self.info.describe()} ({self.decision})"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryRecord:
-    """When a client request was finally sent to the server (``delivered``), or why it never
-    was (its connection closed, the proxy closed). Replies are forwarded as they arrive and
-    have no delivery record."""
-
-    record_id: int
-    at: float
-    delivered: bool
-    reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -116,25 +104,19 @@ class ExpiryRecord:
     closed_connections: tuple[int, ...]
 
 
-class PacketLog:
-    """Packets, deliveries, connections, sessions and expiries, in arrival order
+class PacketLog(RecordLog[PacketRecord, ConnectionRecord]):
+    """Packets, deliveries (of client requests: replies are forwarded as they arrive and have
+    no delivery record), connections, sessions and expiries, in arrival order
     (event-loop confined)."""
 
     def __init__(self) -> None:
-        self.packets: list[PacketRecord] = []
-        self.deliveries: dict[int, DeliveryRecord] = {}
-        self.connections: list[ConnectionRecord] = []
+        super().__init__()
         self.sessions: list[SessionRecord] = []
         self.expiries: list[ExpiryRecord] = []
-        self._record_ids = itertools.count(1)
-        self._connection_ids = itertools.count(1)
-        self._waiters: list[tuple[ZkMatch, int, asyncio.Future[PacketRecord]]] = []
 
-    def next_connection_id(self) -> int:
-        return next(self._connection_ids)
-
-    def add_connection(self, record: ConnectionRecord) -> None:
-        self.connections.append(record)
+    @property
+    def packets(self) -> list[PacketRecord]:
+        return self.records
 
     def add_packet(
         self,
@@ -147,17 +129,19 @@ class PacketLog:
         behind: int | None = None,
         answers: int | None = None,
     ) -> PacketRecord:
-        record = PacketRecord(
-            next(self._record_ids), connection_id, time.monotonic(), info, size, decision,
-            rule_id, behind, answers,
-        )  # fmt: skip
-        self.packets.append(record)
-        if self._waiters:
-            self._wake(record)
-        return record
-
-    def add_delivery(self, record: DeliveryRecord) -> None:
-        self.deliveries[record.record_id] = record
+        return self.add(
+            lambda record_id: PacketRecord(
+                record_id,
+                connection_id,
+                time.monotonic(),
+                info,
+                size,
+                decision,
+                rule_id,
+                behind,
+                answers,
+            )
+        )
 
     def add_session(self, record: SessionRecord) -> None:
         self.sessions.append(record)
@@ -167,48 +151,32 @@ class PacketLog:
 
     @property
     def last_record_id(self) -> int:
-        return self.packets[-1].record_id if self.packets else 0
+        return self.last_id
 
     def select(self, match: ZkMatch | None = None, since: int = 0) -> list[PacketRecord]:
         """Every packet after record id ``since`` that ``match`` matches (all: no match)."""
-        return [
-            record
-            for record in self.packets
-            if record.record_id > since and (match is None or match.matches(record.info))
-        ]
+        return self.records_after(since, None if match is None else _fits(match))
 
     def find(self, match: ZkMatch, since: int = 0) -> PacketRecord | None:
         """The first packet after record id ``since`` that ``match`` matches."""
-        for record in self.packets:
-            if record.record_id > since and match.matches(record.info):
-                return record
-        return None
+        return self.find_record(_fits(match), since)
 
     async def wait_for(self, match: ZkMatch, *, timeout: float, since: int = 0) -> PacketRecord:
         """:meth:`find`, waiting up to ``timeout`` seconds for such a packet to arrive."""
-        found = self.find(match, since)
-        if found is not None:
-            return found
-        future: asyncio.Future[PacketRecord] = asyncio.get_running_loop().create_future()
-        waiter = (match, since, future)
-        self._waiters.append(waiter)
-        try:
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            later = sum(1 for record in self.packets if record.record_id > since)
-            raise ZkProxyTimeout(
+
+        def timed_out(later: int) -> ZkProxyTimeout:
+            return ZkProxyTimeout(
                 f"no packet matching {match.describe()} arrived within {timeout}s "
                 f"(packets after #{since}: {later})"
-            ) from None
-        finally:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+            )
 
-    def _wake(self, record: PacketRecord) -> None:
-        for match, since, future in list(self._waiters):
-            if not future.done() and record.record_id > since and match.matches(record.info):
-                future.set_result(record)
+        return await self.wait_for_record(
+            _fits(match), since=since, timeout=timeout, timed_out=timed_out
+        )
+
+
+def _fits(match: ZkMatch) -> Callable[[PacketRecord], bool]:
+    return lambda record: match.matches(record.info)
 
 
 __all__ = [

@@ -19,9 +19,9 @@ packets and expiries take their own timeout); nothing here blocks forever.
 
 from __future__ import annotations
 
-from adapters.loop_thread import LoopThread, LoopThreadErrors, LoopThreadFacade
+from adapters.loop_thread import LoopThread, LoopThreadFacade
 from adapters.zkproxy.core import DEFAULT_CONNECT_TIMEOUT, ZkProxyCore
-from adapters.zkproxy.errors import ZkProxyClosed, ZkProxyStartError, ZkProxyTimeout
+from adapters.zkproxy.errors import PROXY_ERRORS, ZkProxyClosed
 from adapters.zkproxy.framing import DEFAULT_MAX_PACKET_SIZE
 from adapters.zkproxy.log import (
     ConnectionRecord,
@@ -61,7 +61,7 @@ class ZooKeeperProxy(LoopThreadFacade):
         super().__init__(
             LoopThread(
                 "zkproxy-loop",
-                LoopThreadErrors(ZkProxyClosed, ZkProxyTimeout, ZkProxyStartError),
+                PROXY_ERRORS,
                 "the ZooKeeper proxy",
             ),
             call_timeout=call_timeout,

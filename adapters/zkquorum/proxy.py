@@ -16,6 +16,10 @@ its sender died sending is never delivered) and kills its sender there; a restar
 is that crash, then a start by the caller (a start takes seconds: never on the proxy's
 thread). A function that raises is kept in :meth:`QuorumProxy.errors`.
 
+Listening, connections, the pumps, live rules, the in-order lanes and the record log's waits
+are :mod:`adapters.proxycore`'s; this module is what the quorum adds: its links, its codec
+(:class:`~.packets.QuorumStream`), the actions below and ``at_match``.
+
 A held packet holds its direction of its connection (TCP keeps order, and so does Zab): later
 packets wait behind it and go out in order once it is released. A dropped packet is never
 forwarded (whole records: the receiver's stream still parses). The forwarded bytes are the
@@ -25,34 +29,37 @@ original ones, never re-encoded. Every wait is bounded.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import enum
-import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from adapters.loop_thread import (
-    LoopThread,
-    LoopThreadErrors,
-    LoopThreadFacade,
-    listen,
-    wait_server_closed,
+from adapters.loop_thread import LoopThread, LoopThreadFacade
+from adapters.proxycore.codec import Codec
+from adapters.proxycore.connection import Connection
+from adapters.proxycore.pending import Lane, Pending
+from adapters.proxycore.records import RecordLog
+from adapters.proxycore.rules import LiveRule, RuleBook
+from adapters.proxycore.server import (
+    DEFAULT_CONNECT_TIMEOUT,
+    ProxyServer,
+    Route,
+    Sides,
 )
 from adapters.zkproxy.errors import (
+    PROXY_ERRORS,
     MalformedPacket,
     NotHeld,
     ZkProxyClosed,
-    ZkProxyStartError,
     ZkProxyTimeout,
 )
 from adapters.zkquorum.packets import Frame, QuorumPacket, QuorumStream
 
-DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_CALL_TIMEOUT = 10.0
-_READ_CHUNK = 256 * 1024
-_LIMIT = 4 * 1024 * 1024
+_SIDES = Sides("learner", "leader", "server")
+#: Quorum frames with the bytes they were made of, a raw snapshot's chunks included.
+QUORUM_CODEC: Codec[tuple[Frame, bytes]] = Codec(QuorumStream, (MalformedPacket,), "quorum packet")
 
 
 class Direction(enum.Enum):
@@ -139,54 +146,56 @@ class QuorumRecord:
 AtMatch = Callable[["QuorumRecord"], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Rule:
-    rule_id: int
     match: QuorumMatch
     action: Action
-    remaining: int | None
     delay_s: float = 0.0
     at_match: AtMatch | None = None
 
 
-@dataclass(eq=False)
-class _Half:
-    """One direction of one connection: its writer and what waits to be written (a held
-    packet and every packet after it, in order; not empty only while something is held)."""
+class _Connection(Connection):
+    """A learner's connection to a server on one link, and per direction what waits to be
+    written: in order behind a held packet (its lane), or held aside (``REORDER``: the
+    stream goes on without it)."""
 
-    writer: asyncio.StreamWriter
-    queue: collections.deque[tuple[QuorumRecord, bytes]] = field(default_factory=collections.deque)
-    #: Packets held aside (``REORDER``): the stream goes on without them.
-    aside: dict[int, tuple[QuorumRecord, bytes]] = field(default_factory=dict)
+    def __init__(self, connection_id: int, link: QuorumLink, client: asyncio.StreamWriter):
+        super().__init__(connection_id, client, None)
+        self.link = link
+        self.lanes: dict[Direction, Lane[QuorumRecord, _Connection]] = {
+            d: Lane() for d in Direction
+        }
+        self.aside: dict[Direction, dict[int, _Pending]] = {d: {} for d in Direction}
+        #: A rule cut it: the packets after the cut one in what was read are never delivered.
+        self.cut = False
 
 
-class QuorumProxyCore:
+_Pending = Pending[QuorumRecord, _Connection]
+
+
+class QuorumProxyCore(ProxyServer[tuple[Frame, bytes], _Connection]):
     """The proxy on the running loop (not thread-safe; :class:`QuorumProxy` is the facade)."""
 
     def __init__(self, host: str = "127.0.0.1", connect_timeout: float = DEFAULT_CONNECT_TIMEOUT):
+        super().__init__(
+            QUORUM_CODEC, who="the quorum proxy", sides=_SIDES, connect_timeout=connect_timeout,
+            errors=PROXY_ERRORS,
+            # Drain after every chunk read (a server's quorum traffic is paced by its peer).
+            high_water=-1,
+        )  # fmt: skip
         self.host = host
-        self.connect_timeout = connect_timeout
-        self.records: list[QuorumRecord] = []
-        self._ids = itertools.count(1)
-        self._connections = itertools.count(1)
-        self._rules: list[_Rule] = []
-        self._rule_ids = itertools.count(1)
-        self._servers: list[asyncio.Server] = []
-        self._halves: dict[int, _Half] = {}  # by held record id
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._waiters: list[tuple[QuorumMatch, asyncio.Future[QuorumRecord], int]] = []
+        self.log: RecordLog[QuorumRecord, None] = RecordLog()
+        self._rules: RuleBook[LiveRule[_Rule]] = RuleBook()
+        self._held: dict[int, _Pending] = {}
         #: What ``at_match`` functions raised: (the record, the exception's text).
-        self.errors: list[tuple[int, str]] = []
+        self.errors_at_match: list[tuple[int, str]] = []
+
+    @property
+    def records(self) -> list[QuorumRecord]:
+        return self.log.records
 
     async def add_link(self, link: QuorumLink, target: tuple[str, int]) -> int:
-        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self._serve(link, target, reader, writer)
-
-        server = await listen(
-            accept, self.host, 0, limit=_LIMIT, error=ZkProxyStartError, who="the quorum proxy"
-        )
-        self._servers.append(server)
+        server = await self._listen(self.host, 0, Route(target[0], target[1], link))
         port: int = server.sockets[0].getsockname()[1]
         return port
 
@@ -200,9 +209,8 @@ class QuorumProxyCore:
     ) -> int:
         if action is Action.DELAY and not delay_s > 0:
             raise ValueError(f"a delay needs a positive delay_s, got {delay_s}")
-        rule = _Rule(next(self._rule_ids), match, action, count, delay_s, at_match)
-        self._rules.append(rule)
-        return rule.rule_id
+        rule = _Rule(match, action, delay_s, at_match)
+        return self._rules.add(lambda rule_id: LiveRule(rule_id, rule, count)).rule_id
 
     def clear_rules(self) -> None:
         self._rules.clear()
@@ -216,212 +224,118 @@ class QuorumProxyCore:
         self._let_go(record_id, "discarded")
 
     def _let_go(self, record_id: int, state: str) -> None:
-        half = self._halves.pop(record_id, None)
-        if half is not None and record_id in half.aside:
-            aside, raw = half.aside.pop(record_id)
-            aside.state = state
-            if state == "released":
-                if half.queue:  # behind what an in-order hold keeps
-                    half.queue.append((aside, raw))
-                elif not half.writer.is_closing():
-                    half.writer.write(raw)
-            return
-        queued = half.queue if half is not None else ()
-        record = next((r for r, _raw in queued if r.record_id == record_id), None)
-        if half is None or record is None or record.state != "held":
+        pending = self._held.pop(record_id, None)
+        if pending is None:
             raise NotHeld(f"quorum packet #{record_id} is not held")
-        record.state = state
-        self._flush(half)
+        pending.cancel_timer()
+        pending.hold = None
+        pending.record.state = state
+        connection, direction = pending.connection, pending.record.direction
+        lane = connection.lanes[direction]
+        if connection.aside[direction].pop(record_id, None) is not None:
+            if state == "released":
+                if lane.must_wait():  # behind what an in-order hold keeps
+                    lane.queue.append(pending)
+                else:
+                    self._write(pending)
+            return
+        self._flush(lane)
 
     def _release_if_held(self, record_id: int) -> None:
         with contextlib.suppress(NotHeld):
             self.release(record_id)
 
     def held(self) -> list[QuorumRecord]:
-        found = [r for half in self._halves.values() for r, _raw in half.queue]
-        found += [r for half in self._halves.values() for r, _raw in half.aside.values()]
-        unique = {r.record_id: r for r in found if r.state == "held"}
-        return [unique[key] for key in sorted(unique)]
-
-    def wait_for(self, match: QuorumMatch, since: int) -> asyncio.Future[QuorumRecord]:
-        future: asyncio.Future[QuorumRecord] = asyncio.get_running_loop().create_future()
-        for record in self.records[since:]:
-            if match.matches(record.link, record.direction, record.frame):
-                future.set_result(record)
-                return future
-        self._waiters.append((match, future, since))
-        return future
-
-    async def close(self) -> None:
-        for server in self._servers:
-            server.close()
-        for server in self._servers:
-            await wait_server_closed(server)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        # Close every socket now, while the loop still runs (its peers see the end at once).
-        for writer in self._writers:
-            writer.close()
-        closing = [asyncio.ensure_future(writer.wait_closed()) for writer in self._writers]
-        if closing:
-            await asyncio.wait(closing, timeout=1.0)
-            for future in closing:
-                if future.done() and not future.cancelled():
-                    future.exception()  # a reset peer: already gone, nothing to report
-                else:
-                    future.cancel()
-        self._writers.clear()
-        for half in self._halves.values():
-            for record, _raw in [*half.queue, *half.aside.values()]:
-                if record.state in ("held", "queued"):
-                    record.state = "lost"
+        return [self._held[key].record for key in sorted(self._held)]
 
     # -- one connection ------------------------------------------------------------------------
 
-    async def _serve(
-        self,
-        link: QuorumLink,
-        target: tuple[str, int],
-        learner_reader: asyncio.StreamReader,
-        learner_writer: asyncio.StreamWriter,
-    ) -> None:
-        connection = next(self._connections)
-        self._writers.add(learner_writer)
-        try:
-            async with asyncio.timeout(self.connect_timeout):
-                leader_reader, leader_writer = await asyncio.open_connection(*target, limit=_LIMIT)
-        except (OSError, TimeoutError):
-            learner_writer.close()
-            return  # the learner sees a refused connection, as without the proxy
-        self._writers.add(leader_writer)
-        to_leader, to_learner = _Half(leader_writer), _Half(learner_writer)
-        pumps = [
-            asyncio.create_task(
-                self._pump(link, connection, Direction.TO_LEADER, learner_reader, to_leader)
-            ),
-            asyncio.create_task(
-                self._pump(link, connection, Direction.TO_LEARNER, leader_reader, to_learner)
-            ),
-        ]
-        for task in pumps:
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in pumps:
-                task.cancel()
-            for writer in (learner_writer, leader_writer):
-                writer.close()
-                self._writers.discard(writer)
-            for half in (to_leader, to_learner):
-                for record, _raw in [*half.queue, *half.aside.values()]:
-                    if record.state in ("held", "queued"):
-                        record.state = "lost"
-                    self._halves.pop(record.record_id, None)
-                half.queue.clear()
-                half.aside.clear()
+    def _new_connection(self, client: asyncio.StreamWriter, peer: str, route: Route) -> _Connection:
+        return _Connection(self.log.next_connection_id(), route.label, client)
 
-    async def _pump(
-        self,
-        link: QuorumLink,
-        connection: int,
-        direction: Direction,
-        reader: asyncio.StreamReader,
-        half: _Half,
-    ) -> None:
-        stream = QuorumStream()
-        while True:
-            chunk = await reader.read(_READ_CHUNK)
-            if not chunk:
-                return
-            try:
-                frames = stream.feed(chunk)
-            except MalformedPacket:
-                return  # not quorum traffic we can follow: close, as a broken peer would
-            cut = False
-            for frame, raw in frames:
-                record = QuorumRecord(
-                    next(self._ids),
-                    link,
-                    connection,
-                    direction,
-                    frame,
-                    len(raw),
-                    time.monotonic(),
-                    raw=raw if isinstance(frame, QuorumPacket) else b"",
-                )
-                self.records.append(record)
-                if cut:  # sent after the cut one: logged, never delivered
-                    record.state = "cut"
-                else:
-                    cut = self._decide(record, raw, half)
-                self._notify(record)
-            if cut:
-                return  # _serve closes both ways
-            with contextlib.suppress(ConnectionError):
-                await half.writer.drain()
+    def _on_closed(self, connection: _Connection, lost: str) -> None:
+        for direction in Direction:
+            waiting = [*connection.lanes[direction].drain(), *connection.aside[direction].values()]
+            connection.aside[direction].clear()
+            for pending in waiting:
+                pending.cancel_timer()
+                if pending.record.state in ("held", "queued"):
+                    pending.record.state = "lost"
+                self._held.pop(pending.record.record_id, None)
 
-    def _decide(self, record: QuorumRecord, raw: bytes, half: _Half) -> bool:
-        """Forward, hold, drop... the packet by the first rule that matches; True when the
-        connection is to be cut here."""
-        for rule in self._rules:
-            if rule.remaining == 0 or not rule.match.matches(
-                record.link, record.direction, record.frame
-            ):
-                continue
-            if rule.remaining is not None:
-                rule.remaining -= 1
-            if rule.at_match is not None:
-                try:
-                    rule.at_match(record)
-                except Exception as exc:  # kept for the caller (errors()); the pump goes on
-                    self.errors.append((record.record_id, f"{type(exc).__name__}: {exc}"))
-            if rule.action is Action.DROP:
-                record.state = "dropped"
-                return False
-            if rule.action is Action.CUT:
-                record.state = "cut"
-                return True
-            record.state = "held"
-            self._halves[record.record_id] = half
-            if rule.action is Action.REORDER:
-                half.aside[record.record_id] = (record, raw)
-                return False
-            half.queue.append((record, raw))
-            if rule.action is Action.DELAY:
-                loop = asyncio.get_running_loop()
-                loop.call_later(rule.delay_s, self._release_if_held, record.record_id)
-            return False
-        if half.queue:
-            record.state = "queued"  # behind a held packet: order is kept
-            half.queue.append((record, raw))
-            return False
-        half.writer.write(raw)
-        return False
+    def _on_unit(self, connection: _Connection, to_server: bool, unit: tuple[Frame, bytes]) -> None:
+        frame, raw = unit
+        direction = Direction.TO_LEADER if to_server else Direction.TO_LEARNER
+        record = self.log.add(
+            lambda record_id: QuorumRecord(
+                record_id,
+                connection.link,
+                connection.id,
+                direction,
+                frame,
+                len(raw),
+                time.monotonic(),
+                raw=raw if isinstance(frame, QuorumPacket) else b"",
+            )
+        )
+        if connection.cut:  # sent after the cut one: logged, never delivered
+            record.state = "cut"
+        else:
+            self._decide(_Pending(record, raw, connection))
 
-    def _flush(self, half: _Half) -> None:
-        """Write what waits at the head of ``half`` up to the next packet still held."""
-        while half.queue and half.queue[0][0].state != "held":
-            record, raw = half.queue.popleft()
-            if record.state == "queued":
-                record.state = "forwarded"
-            if record.state != "discarded" and not half.writer.is_closing():
-                half.writer.write(raw)
-
-    def _notify(self, record: QuorumRecord) -> None:
-        still = []
-        for match, future, since in self._waiters:
-            if future.done():
-                continue
-            if record.record_id > since and match.matches(
-                record.link, record.direction, record.frame
-            ):
-                future.set_result(record)
+    def _decide(self, pending: _Pending) -> None:
+        """Forward, hold, drop... the packet by the first rule that matches; a cut closes its
+        connection."""
+        record, connection = pending.record, pending.connection
+        lane = connection.lanes[record.direction]
+        live = self._rules.first(
+            lambda live: live.rule.match.matches(record.link, record.direction, record.frame)
+        )
+        if live is None:
+            if lane.must_wait():
+                record.state = "queued"  # behind a held packet: order is kept
+                lane.queue.append(pending)
             else:
-                still.append((match, future, since))
-        self._waiters = still
+                self._write(pending)
+            return
+        rule = live.rule
+        if rule.at_match is not None:
+            try:
+                rule.at_match(record)
+            except Exception as exc:  # kept for the caller (errors()); the pump goes on
+                self.errors_at_match.append((record.record_id, f"{type(exc).__name__}: {exc}"))
+        if rule.action is Action.DROP:
+            record.state = "dropped"
+            return
+        if rule.action is Action.CUT:
+            record.state = "cut"
+            connection.cut = True
+            self._close_connection(connection, f"cut by rule {live.rule_id} at #{record.record_id}")
+            return
+        record.state = "held"
+        pending.hold = rule.action
+        self._held[record.record_id] = pending
+        if rule.action is Action.REORDER:
+            connection.aside[record.direction][record.record_id] = pending
+            return
+        lane.queue.append(pending)
+        if rule.action is Action.DELAY:
+            pending.timer = asyncio.get_running_loop().call_later(
+                rule.delay_s, self._release_if_held, record.record_id
+            )
+
+    def _flush(self, lane: Lane[QuorumRecord, _Connection]) -> None:
+        """Write what waits at the head of ``lane`` up to the next packet still held."""
+        for pending in lane.ready():
+            if pending.record.state == "queued":
+                pending.record.state = "forwarded"
+            if pending.record.state != "discarded":
+                self._write(pending)
+
+    def _write(self, pending: _Pending) -> None:
+        writer = pending.connection.writer(pending.record.direction is Direction.TO_LEADER)
+        if writer is not None and not writer.is_closing():
+            writer.write(pending.raw)
 
 
 class QuorumProxy(LoopThreadFacade):
@@ -433,7 +347,7 @@ class QuorumProxy(LoopThreadFacade):
         super().__init__(
             LoopThread(
                 "zkquorum-loop",
-                LoopThreadErrors(ZkProxyClosed, ZkProxyTimeout, ZkProxyStartError),
+                PROXY_ERRORS,
                 "the quorum proxy",
             ),
             call_timeout=call_timeout,
@@ -476,7 +390,7 @@ class QuorumProxy(LoopThreadFacade):
     def errors(self) -> list[tuple[int, str]]:
         """What ``at_match`` functions raised: (record id, the exception)."""
         core = self._require()
-        return self._call(lambda: list(core.errors))
+        return self._call(lambda: list(core.errors_at_match))
 
     def clear_rules(self) -> None:
         core = self._require()
@@ -508,18 +422,14 @@ class QuorumProxy(LoopThreadFacade):
     def wait_for(self, match: QuorumMatch, timeout: float, *, since: int = 0) -> QuorumRecord:
         core = self._require()
 
-        async def wait() -> QuorumRecord:
-            future = core.wait_for(match, since)
-            try:
-                async with asyncio.timeout(timeout):
-                    return await future
-            except TimeoutError:
-                future.cancel()
-                raise ZkProxyTimeout(
-                    f"no quorum packet matching {match} within {timeout:g} s"
-                ) from None
+        def timed_out(later: int) -> ZkProxyTimeout:
+            return ZkProxyTimeout(f"no quorum packet matching {match} within {timeout:g} s")
 
-        return self._run(wait(), timeout + self.call_timeout)
+        def fits(record: QuorumRecord) -> bool:
+            return match.matches(record.link, record.direction, record.frame)
+
+        wait = core.log.wait_for_record(fits, since=since, timeout=timeout, timed_out=timed_out)
+        return self._run(wait, timeout + self.call_timeout)
 
 
 __all__ = [
