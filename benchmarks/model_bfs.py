@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from types import FrameType
 
-from conformance.parallel_bfs import ParallelBreadthFirst
-from conformance.spill import spilling
+from conformance.exploration.parallel_bfs import ParallelBreadthFirst
+from conformance.exploration.spill import spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.search.bfs import Progress

@@ -1,7 +1,8 @@
 """JaCoCo installations: the agent and command-line jars from Maven Central in a per-user cache.
 
 The coverage of the real BookKeeper client (``conformance/javaclient/coverage.py``) runs the
-client's JVM with JaCoCo's agent and reads its execution data with JaCoCo's CLI. Both jars come
+client's JVM with JaCoCo's agent (``adapters/javaclient/jacoco_agent.py``) and reads its
+execution data with JaCoCo's CLI (``adapters/javaclient/jacoco_cli.py``). Both jars come
 from Maven Central through the machine's ``mvn``, like a BookKeeper release
 (:mod:`adapters.installations.bookkeeper`), into ``$BKCONFORM_HOME/jacoco/<version>/``
 (default ``~/.bkconform``)::

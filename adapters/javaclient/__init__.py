@@ -2,8 +2,9 @@
 
 Modules: ``errors`` (typed errors, BKException codes), ``distribution`` (a BookKeeper
 distribution's version and classpath), ``gateway`` (the JVM: start, calls with deadlines, kill
-by PID), ``client`` (``BookKeeper`` and ``LedgerHandle`` operations). See
-docs/adapters/javaclient.md.
+by PID), ``client`` (``BookKeeper`` and ``LedgerHandle`` operations), ``jacoco_agent``,
+``jacoco_exec``, ``jacoco_cli`` (JaCoCo's agent in the client's JVM, its execution data, its
+CLI's report). See docs/adapters/javaclient.md.
 """
 
 from adapters.javaclient.client import (

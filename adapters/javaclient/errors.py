@@ -34,6 +34,11 @@ class JavaCallTimeout(JavaClientError, TimeoutError):
     retriable = True
 
 
+class JacocoError(JavaClientError):
+    """JaCoCo could not give the client's execution data or its report: no agent in the JVM,
+    unreadable exec data, unreadable class files, or the JaCoCo CLI failed."""
+
+
 class JavaException(JavaClientError):
     """A Java exception that is not a BookKeeper ``BKException``."""
 
@@ -174,6 +179,7 @@ __all__ = [
     "BKWriteOnReadOnlyBookie",
     "BKZooKeeperError",
     "DistributionError",
+    "JacocoError",
     "JavaCallTimeout",
     "JavaClientError",
     "JavaException",

@@ -17,26 +17,30 @@ from typing import Any, TextIO
 
 from conformance.commands.model_check import (
     EXIT_UNDECIDED,
+    CheckedModel,
     add_search_options,
-    run_exhaustive,
-    run_simulation,
-    search_mode,
-    simulation_refused,
+    run_model_check,
 )
 from conformance.commands.options import add_model_options, config_from_args
-from conformance.parallel_bfs import ParallelBreadthFirst
-from conformance.spill import spilling
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ConfigError, ModelConfig
-from model.bookkeeper.explore import check_exhaustively, simulate_randomly
+from model.bookkeeper.explore import explorable
 from model.bookkeeper.invariants import invariants_for
 from model.bookkeeper.records import State
 from model.bookkeeper.render import numbered_trace, sequence_diagram
-from model.search.bfs import Violation
 
 # Seen states are 64-bit fingerprints (~100 bytes each) and levels past two million states
 # are spilled to disk, so the default cap is about memory for the fingerprints alone.
 DEFAULT_MAX_STATES = 100_000_000
+
+#: The BookKeeper spec, as ``model check`` runs it.
+BOOKKEEPER: CheckedModel[ModelConfig, State, Label] = CheckedModel(
+    command="model check",
+    explorable=explorable,
+    symmetry_over="",
+    numbered_trace=numbered_trace,
+    sequence_diagram=sequence_diagram,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -69,70 +73,11 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         cfg = config_from_args(args)
     except ConfigError as exc:
-        print(f"bkconform model check: bad configuration: {exc}", file=sys.stderr)
+        print(f"bkconform {BOOKKEEPER.command}: bad configuration: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     print(f"Model: {cfg.describe()}", file=out)
     print(
         "Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)),
         file=out,
     )
-    if simulation_refused(args, "model check"):
-        return EXIT_UNDECIDED
-    if args.simulate:
-        return _simulate(cfg, args, out)
-    return _exhaustive(cfg, args, out)
-
-
-def _exhaustive(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
-    return run_exhaustive(
-        lambda progress: check_exhaustively(
-            cfg,
-            symmetry=args.symmetry,
-            max_states=args.max_states or None,
-            progress=progress,
-            new_level=spilling(workers=args.workers),
-            search=ParallelBreadthFirst(args.workers),
-        ),
-        mode=search_mode("" if args.symmetry else None, args.workers),
-        quiet=args.quiet,
-        out=out,
-        print_violation=lambda violation: _print_violation(cfg, violation, out),
-    )
-
-
-def _simulate(cfg: ModelConfig, args: argparse.Namespace, out: TextIO) -> int:
-    return run_simulation(
-        lambda should_stop: simulate_randomly(
-            cfg,
-            seed=args.seed,
-            depth=args.depth,
-            walks=args.walks,
-            strategy=args.strategy,
-            should_stop=should_stop,
-        ),
-        strategy=args.strategy,
-        seed=args.seed,
-        depth=args.depth,
-        walks=args.walks,
-        seconds=args.seconds if args.seconds is not None else 300.0,
-        out=out,
-        print_violation=lambda violation: _print_violation(cfg, violation, out),
-    )
-
-
-def _print_violation(cfg: ModelConfig, violation: Violation[State, Label], out: TextIO) -> None:
-    names = ", ".join(violation.invariants)
-    steps = len(violation.trace) - 1
-    print(f"\nInvariant violated: {names}", file=out)
-    print(f"Trace ({steps} steps, {len(violation.trace)} states):", file=out)
-    print(numbered_trace(cfg, violation.trace), file=out)
-    print("\nSequence diagram (paste into https://sequencediagram.org/):\n", file=out)
-    print(
-        sequence_diagram(
-            cfg,
-            violation.trace,
-            title=f"{names} ({cfg.describe()})",
-            final_note=f"VIOLATED: {names}",
-        ),
-        file=out,
-    )
+    return run_model_check(BOOKKEEPER, cfg, args, out)

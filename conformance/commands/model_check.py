@@ -1,22 +1,30 @@
-"""What ``bkconform model check`` and ``bkconform zab model check`` print of a breadth-first
-search or a random simulation, and the exit code they give, whichever spec is searched."""
+"""What ``bkconform model check`` and ``bkconform zab model check`` share: their search options,
+how they run a spec's breadth-first search or random simulation (each spec one
+:class:`CheckedModel` value), what they print of it, and the exit code they give, whichever spec
+is searched."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TextIO, TypeVar
 
+from conformance.exploration.parallel_bfs import ParallelBreadthFirst
+from conformance.exploration.spill import spilling
 from conformance.verdict import Verdict
-from model.search.bfs import Progress, SearchResult, Violation
+from model.search.bfs import Progress, SearchResult, Step, Violation
+from model.search.explorable import Explorable, check_exhaustively, minimise, simulate_randomly
 from model.search.simulation import SimulationResult
 from model.search.strategies import STRATEGIES
 
 EXIT_OK = Verdict.CLEAN.exit_code
 EXIT_VIOLATION = Verdict.VIOLATION.exit_code
 EXIT_UNDECIDED = Verdict.UNDECIDED.exit_code
+#: A simulation's time budget when the command names none.
+DEFAULT_SIMULATION_SECONDS = 300.0
 
 
 def add_search_options(
@@ -182,3 +190,119 @@ def run_simulation(
         print(f"Minimised from {before} to {len(violation.trace) - 1} steps.", file=out)
     print_violation(violation)
     return EXIT_VIOLATION
+
+
+class Configuration(Protocol):
+    """A spec's configuration, as the commands print it."""
+
+    def describe(self) -> str: ...
+
+
+C = TypeVar("C", bound=Configuration)
+S = TypeVar("S", bound=Hashable)
+L = TypeVar("L")
+C_contra = TypeVar("C_contra", bound=Configuration, contravariant=True)
+
+
+class SequenceDiagram(Protocol[C_contra, S, L]):
+    """A spec's trace in sequencediagram.org syntax (its ``render.sequence_diagram``)."""
+
+    def __call__(
+        self,
+        cfg: C_contra,
+        trace: Sequence[Step[S, L]],
+        *,
+        title: str | None = None,
+        final_note: str | None = None,
+    ) -> str: ...
+
+
+@dataclass(frozen=True)
+class CheckedModel(Generic[C, S, L]):
+    """A spec as a model-check command runs it: ``command``, the command's name in its messages
+    (``"model check"``); ``explorable`` binds the spec to a configuration for the explorers;
+    ``symmetry_over`` completes "with symmetry reduction" in the first line of a breadth-first
+    search (``""``, ``" over servers"``); ``numbered_trace`` and ``sequence_diagram`` print a
+    violating trace; ``minimise_option``: the command has ``--minimise`` (shorten a simulated
+    violation before printing it)."""
+
+    command: str
+    explorable: Callable[[C], Explorable[S, L]]
+    symmetry_over: str
+    numbered_trace: Callable[[C, Sequence[Step[S, L]]], str]
+    sequence_diagram: SequenceDiagram[C, S, L]
+    minimise_option: bool = False
+
+
+def run_model_check(
+    model: CheckedModel[C, S, L], cfg: C, args: argparse.Namespace, out: TextIO
+) -> int:
+    """The search the options ask for, of ``model`` under ``cfg``: a random simulation
+    (``--simulate``), or else the breadth-first search; its exit code."""
+    if simulation_refused(args, model.command):
+        return EXIT_UNDECIDED
+    if args.simulate:
+        return _simulate(model, cfg, args, out)
+    return _exhaustive(model, cfg, args, out)
+
+
+def _exhaustive(model: CheckedModel[C, S, L], cfg: C, args: argparse.Namespace, out: TextIO) -> int:
+    return run_exhaustive(
+        lambda progress: check_exhaustively(
+            model.explorable(cfg),
+            symmetry=args.symmetry,
+            max_states=args.max_states or None,
+            progress=progress,
+            new_level=spilling(workers=args.workers),
+            search=ParallelBreadthFirst(args.workers),
+        ),
+        mode=search_mode(model.symmetry_over if args.symmetry else None, args.workers),
+        quiet=args.quiet,
+        out=out,
+        print_violation=lambda violation: print_violation(model, cfg, violation, out),
+    )
+
+
+def _simulate(model: CheckedModel[C, S, L], cfg: C, args: argparse.Namespace, out: TextIO) -> int:
+    def shortened(found: Violation[Any, Any]) -> Violation[Any, Any]:
+        return Violation(found.invariants, minimise(model.explorable(cfg), found.trace))
+
+    return run_simulation(
+        lambda should_stop: simulate_randomly(
+            model.explorable(cfg),
+            strategy=args.strategy,
+            seed=args.seed,
+            depth=args.depth,
+            walks=args.walks,
+            should_stop=should_stop,
+        ),
+        strategy=args.strategy,
+        seed=args.seed,
+        depth=args.depth,
+        walks=args.walks,
+        seconds=args.seconds if args.seconds is not None else DEFAULT_SIMULATION_SECONDS,
+        out=out,
+        print_violation=lambda violation: print_violation(model, cfg, violation, out),
+        minimise=shortened if model.minimise_option and args.minimise else None,
+    )
+
+
+def print_violation(
+    model: CheckedModel[C, S, L], cfg: C, violation: Violation[S, L], out: TextIO
+) -> None:
+    """The violated invariants, the numbered trace and its sequence diagram."""
+    names = ", ".join(violation.invariants)
+    steps = len(violation.trace) - 1
+    print(f"\nInvariant violated: {names}", file=out)
+    print(f"Trace ({steps} steps, {len(violation.trace)} states):", file=out)
+    print(model.numbered_trace(cfg, violation.trace), file=out)
+    print("\nSequence diagram (paste into https://sequencediagram.org/):\n", file=out)
+    print(
+        model.sequence_diagram(
+            cfg,
+            violation.trace,
+            title=f"{names} ({cfg.describe()})",
+            final_note=f"VIOLATED: {names}",
+        ),
+        file=out,
+    )

@@ -19,23 +19,28 @@ from typing import Any, TextIO
 
 from conformance.commands.model_check import (
     EXIT_UNDECIDED,
+    CheckedModel,
     add_search_options,
-    run_exhaustive,
-    run_simulation,
-    search_mode,
-    simulation_refused,
+    run_model_check,
 )
-from conformance.parallel_bfs import ParallelBreadthFirst
-from conformance.spill import spilling
-from model.search.bfs import Violation
 from model.zab.protocol.actions import Label
 from model.zab.protocol.config import NAIVE_READINGS, ConfigError, ZabConfig
-from model.zab.protocol.explore import check_exhaustively, minimise, simulate_randomly
+from model.zab.protocol.explore import explorable
 from model.zab.protocol.invariants import invariants_for
 from model.zab.protocol.records import State
 from model.zab.protocol.render import numbered_trace, sequence_diagram
 
 DEFAULT_MAX_STATES = 100_000_000
+
+#: The Zab spec, as ``zab model check`` runs it (with ``--minimise``).
+ZAB: CheckedModel[ZabConfig, State, Label] = CheckedModel(
+    command="zab model check",
+    explorable=explorable,
+    symmetry_over=" over servers",
+    numbered_trace=numbered_trace,
+    sequence_diagram=sequence_diagram,
+    minimise_option=True,
+)
 
 
 def _bound(text: str) -> int | None:
@@ -131,74 +136,10 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         cfg = config_from_args(args)
     except ConfigError as exc:
-        print(f"bkconform zab model check: bad configuration: {exc}", file=sys.stderr)
+        print(f"bkconform {ZAB.command}: bad configuration: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     print(f"Model: {cfg.describe()}", file=out)
     for number in sorted(cfg.naive):
         print(f"Naive reading {number}: {NAIVE_READINGS[number]}", file=out)
     print("Invariants: " + ", ".join(inv.name for inv in invariants_for(cfg)), file=out)
-    if simulation_refused(args, "zab model check"):
-        return EXIT_UNDECIDED
-    if args.simulate:
-        return _simulate(cfg, args, out)
-    return _exhaustive(cfg, args, out)
-
-
-def _exhaustive(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
-    return run_exhaustive(
-        lambda progress: check_exhaustively(
-            cfg,
-            symmetry=args.symmetry,
-            max_states=args.max_states or None,
-            progress=progress,
-            new_level=spilling(workers=args.workers),
-            search=ParallelBreadthFirst(args.workers),
-        ),
-        mode=search_mode(" over servers" if args.symmetry else None, args.workers),
-        quiet=args.quiet,
-        out=out,
-        print_violation=lambda violation: _print_violation(cfg, violation, out),
-    )
-
-
-def _simulate(cfg: ZabConfig, args: argparse.Namespace, out: TextIO) -> int:
-    return run_simulation(
-        lambda should_stop: simulate_randomly(
-            cfg,
-            seed=args.seed,
-            depth=args.depth,
-            walks=args.walks,
-            strategy=args.strategy,
-            should_stop=should_stop,
-        ),
-        strategy=args.strategy,
-        seed=args.seed,
-        depth=args.depth,
-        walks=args.walks,
-        seconds=args.seconds,
-        out=out,
-        print_violation=lambda violation: _print_violation(cfg, violation, out),
-        minimise=(
-            (lambda found: Violation(found.invariants, minimise(cfg, found.trace)))
-            if args.minimise
-            else None
-        ),
-    )
-
-
-def _print_violation(cfg: ZabConfig, violation: Violation[State, Label], out: TextIO) -> None:
-    names = ", ".join(violation.invariants)
-    steps = len(violation.trace) - 1
-    print(f"\nInvariant violated: {names}", file=out)
-    print(f"Trace ({steps} steps, {len(violation.trace)} states):", file=out)
-    print(numbered_trace(cfg, violation.trace), file=out)
-    print("\nSequence diagram (paste into https://sequencediagram.org/):\n", file=out)
-    print(
-        sequence_diagram(
-            cfg,
-            violation.trace,
-            title=f"{names} ({cfg.describe()})",
-            final_note=f"VIOLATED: {names}",
-        ),
-        file=out,
-    )
+    return run_model_check(ZAB, cfg, args, out)

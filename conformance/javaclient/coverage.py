@@ -1,21 +1,16 @@
 """Coverage of the real BookKeeper client, measured with JaCoCo (issue 29).
 
-The client's JVM runs with JaCoCo's agent (:func:`jvm_agent_flag`; the jars are installed from
-Maven Central by :mod:`adapters.installations.jacoco`). The session keeps one JVM for many
-examples and kills it with SIGKILL, so the agent's own dump at exit never happens: the
-execution data is read through the agent's runtime API in the same JVM, over py4j
-(:func:`dump`: ``RT.getAgent().getExecutionData(reset)``), once per example, with a reset so
-that each dump is that example's alone.
-
-Execution data is JaCoCo's exec format: a probe array per loaded class. It is read, merged
-(the union of the probes, exactly as JaCoCo merges) and written here in Python
-(:class:`ExecData`, :func:`merge_exec`), so the run's cumulative data costs no JVM. Lines and
-branches need the class files' analysis, which only JaCoCo does: :func:`coverage_of` runs
-JaCoCo's CLI (``java -jar jacococli.jar report``, bounded) on the classes of the release's
+The client's JVM runs with JaCoCo's agent and its execution data is dumped once per example
+(:mod:`adapters.javaclient.jacoco_agent`; the jars are installed from Maven Central by
+:mod:`adapters.installations.jacoco`). That data, JaCoCo's exec format, is read and merged in
+Python (:mod:`adapters.javaclient.jacoco_exec`), so the run's cumulative data costs no JVM.
+Lines and branches need the class files' analysis, which only JaCoCo does: :func:`coverage_of`
+runs JaCoCo's CLI (:mod:`adapters.javaclient.jacoco_cli`) on the classes of the release's
 ``bookkeeper-server`` jar that the coverage is about, and reads its XML into a
 :class:`ClientCoverage`: line and branch counters per :data:`UNITS` (the source files of
 ``LedgerHandle``, ``PendingAddOp``, ``LedgerRecoveryOp``, ``ReadLastConfirmedOp``, and the
-ensemble change) and in total.
+ensemble change) and in total. This module is what the coverage is about and what it means:
+the units, the tracked classes, the report, what is new.
 
 Counters are not mergeable (two examples covering 3 of 4 branches of one line may cover all
 four together): merging is done on the execution data, and a :class:`ClientCoverage` is
@@ -36,43 +31,35 @@ costs no CLI run.
     hypothesis.target(new.score, label="new client coverage")
     results["client_coverage"] = tracker.total.as_dict()
     (run_dir / "jacoco.exec").write_bytes(tracker.exec_bytes)
+
+(``jvm_agent_flag``, ``dump`` and ``reset`` are :mod:`adapters.javaclient.jacoco_agent`'s.)
 """
 
 from __future__ import annotations
 
-import io
-import re
 import shutil
-import struct
-import subprocess
 import tempfile
 import xml.etree.ElementTree as ElementTree
-import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py4j.java_gateway import JavaClass
-
 from adapters.installations.jacoco import JacocoInstallation
-from adapters.installations.java import find_java
 from adapters.javaclient.distribution import distribution_version
-from adapters.javaclient.gateway import JvmGateway
+from adapters.javaclient.jacoco_cli import DEFAULT_CLI_TIMEOUT, extract_classes, run_report
+from adapters.javaclient.jacoco_exec import ExecData
 from conformance.errors import ConformanceError
 
-#: What the agent instruments: the client's packages (``*`` matches dots too, so
-#: ``client.api`` and ``client.impl`` are in). Nothing else pays the probes' cost.
-DEFAULT_INCLUDES = "org.apache.bookkeeper.client.*"
-#: The CLI analyses a few dozen classes: about 0.3 s; the bound is for a machine under load.
-DEFAULT_CLI_TIMEOUT = 120.0
 #: The package every tracked class is in (JVM form).
 PACKAGE = "org/apache/bookkeeper/client"
 
 
 class CoverageError(ConformanceError):
-    """Coverage could not be measured: no agent in the JVM, unreadable execution data, class
-    files that are not the ones the JVM ran, or the JaCoCo CLI failed."""
+    """Coverage could not be measured: JaCoCo's XML report does not parse, or the distribution
+    has no ``bookkeeper-server`` jar. (JaCoCo's own failures, an agent missing from the JVM,
+    unreadable execution data, the CLI failing, are :class:`adapters.javaclient.errors.JacocoError`,
+    a Java-client error, an infrastructure error as this is.)"""
 
 
 # -- what is measured ---------------------------------------------------------------------------
@@ -142,260 +129,6 @@ def is_tracked_class(name: str) -> bool:
     one of :data:`TRACKED_SOURCES`' (a class's source is its top-level class's, here)."""
     package, _, simple = name.rpartition("/")
     return package == PACKAGE and simple.split("$", 1)[0] in _TRACKED_TOP_CLASSES
-
-
-# -- the agent ----------------------------------------------------------------------------------
-
-
-def jvm_agent_flag(
-    jacoco: JacocoInstallation, destfile: Path | None = None, *, includes: str = DEFAULT_INCLUDES
-) -> str:
-    """The ``-javaagent:`` flag for the client's JVM (``JvmOptions.extra_flags``).
-
-    Without ``destfile`` the agent writes nothing (``output=none``): the data is read with
-    :func:`dump`. With it, the agent appends to ``destfile`` at a clean JVM exit; the session
-    kills its JVM, so that file is written only if the JVM exits on its own.
-    """
-    if not jacoco.agent_jar.is_file():
-        raise CoverageError(f"the JaCoCo agent {jacoco.agent_jar} is missing: reinstall JaCoCo")
-    options = [f"includes={includes}"]
-    if destfile is None:
-        options.append("output=none")
-    else:
-        if any(mark in str(destfile) for mark in ",="):
-            # The agent splits its options on commas and equal signs, quoting nothing.
-            raise CoverageError(
-                f"JaCoCo's agent cannot take a destfile with ',' or '=': {destfile}"
-            )
-        options += [f"destfile={destfile}", "output=file", "append=true", "dumponexit=true"]
-    return f"-javaagent:{jacoco.agent_jar}={','.join(options)}"
-
-
-def _runtime(gateway: JvmGateway) -> Any:
-    found = gateway.jvm.org.jacoco.agent.rt.RT
-    if not isinstance(found, JavaClass):  # py4j makes an unknown name a package, silently
-        raise CoverageError(
-            "the client's JVM runs without the JaCoCo agent: start it with jvm_agent_flag(...) "
-            "in JvmOptions.extra_flags"
-        )
-    return found.getAgent()
-
-
-def dump(gateway: JvmGateway, *, reset: bool = True, timeout: float | None = None) -> bytes:
-    """The agent's execution data now, in the exec format (``reset``: and zero its probes, so
-    that the next dump holds only what ran after this one). Bounded by ``timeout`` (default the
-    gateway's call timeout)."""
-    return gateway.call(
-        lambda: bytes(_runtime(gateway).getExecutionData(reset)),
-        timeout=timeout,
-        what="JaCoCo dump",
-    )
-
-
-def reset(gateway: JvmGateway, *, timeout: float | None = None) -> None:
-    """Zero the agent's probes (what ran so far is no example's: the client's start-up)."""
-    gateway.call(lambda: _runtime(gateway).reset(), timeout=timeout, what="JaCoCo reset")
-
-
-# -- execution data -----------------------------------------------------------------------------
-
-_BLOCK_HEADER = 0x01
-_BLOCK_SESSION = 0x10
-_BLOCK_CLASS = 0x11
-_MAGIC = 0xC0C0
-#: The exec format of JaCoCo 0.7.5 and later (0.8.x included).
-_FORMAT_VERSION = 0x1007
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """A dump's session: the agent's id, when the probes were last reset and when dumped (ms)."""
-
-    id: str
-    start: int
-    dump: int
-
-
-@dataclass(frozen=True)
-class ClassProbes:
-    """One class's probes: JaCoCo's class id (a CRC64 of the class file), its name, and for
-    each probe (a point of its control flow) whether it ran."""
-
-    id: int
-    name: str
-    probes: tuple[bool, ...]
-
-    @property
-    def hits(self) -> int:
-        return sum(self.probes)
-
-
-@dataclass(frozen=True)
-class ExecData:
-    """A JaCoCo exec file's content: its sessions and its classes' probes (merged by id)."""
-
-    sessions: tuple[SessionInfo, ...] = ()
-    classes: Mapping[int, ClassProbes] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, data: bytes) -> ExecData:
-        """Read exec bytes (several dumps one after another too, as ``append=true`` writes
-        them); a class met twice is merged. :class:`CoverageError` if it is no exec data."""
-        reader = _Reader(data)
-        sessions: list[SessionInfo] = []
-        classes: dict[int, ClassProbes] = {}
-        first = True
-        while not reader.done():
-            block = reader.byte()
-            if first and block != _BLOCK_HEADER:
-                raise CoverageError("not JaCoCo execution data (no exec header)")
-            first = False
-            if block == _BLOCK_HEADER:
-                magic, version = reader.char(), reader.char()
-                if magic != _MAGIC:
-                    raise CoverageError(f"not JaCoCo execution data (magic {magic:#06x})")
-                if version != _FORMAT_VERSION:
-                    raise CoverageError(
-                        f"JaCoCo exec format {version:#06x}, expected {_FORMAT_VERSION:#06x} "
-                        "(JaCoCo 0.7.5 or later)"
-                    )
-            elif block == _BLOCK_SESSION:
-                sessions.append(SessionInfo(reader.utf(), reader.long(), reader.long()))
-            elif block == _BLOCK_CLASS:
-                probes = ClassProbes(reader.long(), reader.utf(), reader.booleans())
-                known = classes.get(probes.id)
-                classes[probes.id] = probes if known is None else _union(known, probes)
-            else:
-                raise CoverageError(f"unknown block {block:#04x} in JaCoCo execution data")
-        return cls(tuple(sessions), classes)
-
-    def to_bytes(self) -> bytes:
-        """The exec bytes (what JaCoCo's CLI reads), classes without hits left out as JaCoCo
-        leaves them out."""
-        out = io.BytesIO()
-        out.write(struct.pack(">BHH", _BLOCK_HEADER, _MAGIC, _FORMAT_VERSION))
-        for session in self.sessions:
-            out.write(bytes([_BLOCK_SESSION]) + _utf(session.id))
-            out.write(struct.pack(">qq", session.start, session.dump))
-        for probes in sorted(self.classes.values(), key=lambda c: c.name):
-            if probes.hits:
-                out.write(bytes([_BLOCK_CLASS]) + struct.pack(">q", probes.id) + _utf(probes.name))
-                out.write(_booleans(probes.probes))
-        return out.getvalue()
-
-    def merged(self, other: ExecData) -> ExecData:
-        """The union of both: every session, and each class's probes OR-ed."""
-        classes = dict(self.classes)
-        for class_id, probes in other.classes.items():
-            known = classes.get(class_id)
-            classes[class_id] = probes if known is None else _union(known, probes)
-        return ExecData((*self.sessions, *other.sessions), classes)
-
-    def hits(self, which: Callable[[str], bool] = is_tracked_class) -> int:
-        """Probes that ran, in the classes ``which`` selects (by JVM name)."""
-        return sum(probes.hits for probes in self.classes.values() if which(probes.name))
-
-    def new_hits(self, other: ExecData, which: Callable[[str], bool] = is_tracked_class) -> int:
-        """Probes of ``which``'s classes that ran in ``other`` and not in this data."""
-        found = 0
-        for class_id, probes in other.classes.items():
-            if not which(probes.name):
-                continue
-            known = self.classes.get(class_id)
-            if known is None:
-                found += probes.hits
-            else:
-                known = _union(known, probes)  # checks they agree
-                found += known.hits - self.classes[class_id].hits
-        return found
-
-
-def merge_exec(*dumps: bytes) -> bytes:
-    """Several dumps' exec bytes merged into one (sessions kept, probes OR-ed)."""
-    merged = ExecData()
-    for data in dumps:
-        merged = merged.merged(ExecData.parse(data))
-    return merged.to_bytes()
-
-
-def _union(known: ClassProbes, other: ClassProbes) -> ClassProbes:
-    if known.name != other.name or len(known.probes) != len(other.probes):
-        raise CoverageError(
-            f"execution data of class id {known.id:016x} disagrees: {known.name} with "
-            f"{len(known.probes)} probes and {other.name} with {len(other.probes)}"
-        )
-    return ClassProbes(
-        known.id, known.name, tuple(a or b for a, b in zip(known.probes, other.probes, strict=True))
-    )
-
-
-class _Reader:
-    """Java's ``DataInput`` plus JaCoCo's compact varint and boolean arrays."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._at = 0
-
-    def done(self) -> bool:
-        return self._at >= len(self._data)
-
-    def take(self, count: int) -> bytes:
-        if self._at + count > len(self._data):
-            raise CoverageError("JaCoCo execution data ends in the middle of a block")
-        chunk = self._data[self._at : self._at + count]
-        self._at += count
-        return chunk
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def char(self) -> int:
-        value: int = struct.unpack(">H", self.take(2))[0]
-        return value
-
-    def long(self) -> int:
-        value: int = struct.unpack(">q", self.take(8))[0]
-        return value
-
-    def utf(self) -> str:
-        # Java's modified UTF-8: the same as UTF-8 for the class names and ids written here.
-        return self.take(self.char()).decode("utf-8", errors="surrogateescape")
-
-    def varint(self) -> int:
-        value, shift = 0, 0
-        while True:
-            byte = self.byte()
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    def booleans(self) -> tuple[bool, ...]:
-        count = self.varint()
-        packed = self.take((count + 7) // 8)
-        return tuple(bool(packed[i // 8] >> (i % 8) & 1) for i in range(count))
-
-
-def _utf(text: str) -> bytes:
-    encoded = text.encode("utf-8", errors="surrogateescape")
-    return struct.pack(">H", len(encoded)) + encoded
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(0x80 | (value & 0x7F))
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _booleans(values: tuple[bool, ...]) -> bytes:
-    packed = bytearray((len(values) + 7) // 8)
-    for index, value in enumerate(values):
-        if value:
-            packed[index // 8] |= 1 << (index % 8)
-    return _varint(len(values)) + bytes(packed)
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -597,65 +330,6 @@ def server_jar(bookkeeper_home: Path) -> Path:
     raise CoverageError(f"{bookkeeper_home} has no bookkeeper-server-{version} jar")
 
 
-def extract_classes(jar: Path, dest: Path, which: Callable[[str], bool] = is_tracked_class) -> Path:
-    """The class files ``which`` selects, copied from ``jar`` under ``dest`` (the CLI analyses
-    these alone: about 0.3 s, where the whole server jar takes 4 s). Returns ``dest``."""
-    try:
-        with zipfile.ZipFile(jar) as archive:
-            for entry in archive.namelist():
-                if entry.endswith(".class") and which(entry.removesuffix(".class")):
-                    archive.extract(entry, dest)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise CoverageError(f"cannot read the class files of {jar}: {exc}") from exc
-    dest.mkdir(parents=True, exist_ok=True)
-    return dest
-
-
-_MISMATCH = re.compile(r"Execution data for class (\S+) does not match")
-
-
-def run_report(
-    exec_path: Path,
-    classfiles: Path,
-    xml_path: Path,
-    jacoco: JacocoInstallation,
-    *,
-    java: str | None = None,
-    timeout: float = DEFAULT_CLI_TIMEOUT,
-) -> str:
-    """``java -jar <cli> report <exec> --classfiles <classfiles> --xml <xml_path>`` (bounded);
-    the XML's text. :class:`CoverageError` if it fails, times out, or finds the class files are
-    not those the JVM ran (JaCoCo would count those classes as never run)."""
-    command = [
-        java or find_java(),
-        "-jar", str(jacoco.cli_jar), "report", str(exec_path),
-        "--classfiles", str(classfiles), "--xml", str(xml_path), "--name", "bkconform",
-    ]  # fmt: skip
-    try:
-        ran = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CoverageError(f"JaCoCo's CLI did not finish within {timeout:.0f}s (killed)") from exc
-    except OSError as exc:
-        raise CoverageError(f"JaCoCo's CLI could not start: {exc}") from exc
-    said = ran.stdout + ran.stderr
-    if ran.returncode != 0:
-        tail = "\n".join(said.strip().splitlines()[-10:])
-        raise CoverageError(f"JaCoCo's CLI failed (exit {ran.returncode}):\n{tail}")
-    mismatched = _MISMATCH.findall(said)
-    if mismatched:
-        raise CoverageError(
-            f"the class files {classfiles} are not the ones the client's JVM ran "
-            f"({', '.join(sorted(mismatched)[:3])} differ): use the same release's "
-            "bookkeeper-server jar"
-        )
-    try:
-        return xml_path.read_text()
-    except OSError as exc:
-        raise CoverageError(f"JaCoCo's CLI wrote no XML report: {exc}") from exc
-
-
 def coverage_of(
     exec_data: bytes | Path,
     classfiles: Path,
@@ -679,7 +353,7 @@ def coverage_of(
         if classfiles.is_file():
             classes = where / "classes"
             shutil.rmtree(classes, ignore_errors=True)
-            classfiles = extract_classes(classfiles, classes)
+            classfiles = extract_classes(classfiles, classes, is_tracked_class)
         xml = run_report(exec_path, classfiles, where / "coverage.xml", jacoco, java=java,
                          timeout=timeout)  # fmt: skip
         return parse_report(xml)
@@ -713,7 +387,7 @@ class CoverageTracker:
         if measure is None:
             classes = classfiles
             if classfiles.is_file():  # extracted once, not at every report
-                classes = extract_classes(classfiles, work_dir / "classes")
+                classes = extract_classes(classfiles, work_dir / "classes", is_tracked_class)
 
             def measure(data: bytes) -> ClientCoverage:
                 return coverage_of(
@@ -740,7 +414,7 @@ class CoverageTracker:
     def add(self, exec_bytes: bytes) -> NewCoverage:
         """Merge one example's execution data; what it covered for the first time."""
         example = ExecData.parse(exec_bytes)
-        probes = self.data.new_hits(example)
+        probes = self.data.new_hits(example, is_tracked_class)
         self.examples += 1
         if probes == 0:
             self.data = self.data.merged(example)
@@ -755,29 +429,18 @@ class CoverageTracker:
 
 
 __all__ = [
-    "DEFAULT_CLI_TIMEOUT",
-    "DEFAULT_INCLUDES",
     "ENSEMBLE_CHANGE",
     "TRACKED_SOURCES",
     "UNITS",
-    "ClassProbes",
     "ClientCoverage",
     "Counter",
     "CoverageError",
     "CoverageTracker",
-    "ExecData",
     "NewCoverage",
-    "SessionInfo",
     "Unit",
     "UnitCoverage",
     "coverage_of",
-    "dump",
-    "extract_classes",
     "is_tracked_class",
-    "jvm_agent_flag",
-    "merge_exec",
     "parse_report",
-    "reset",
-    "run_report",
     "server_jar",
 ]

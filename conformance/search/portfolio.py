@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkProcess
 from typing import Any
 
-from conformance.worker_processes import end_worker
+from conformance.exploration.worker_processes import end_worker
 from model.bookkeeper.actions import Label
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import simulate_randomly

@@ -1,4 +1,5 @@
-"""The BookKeeper spec bound to the generic explorers: exhaustive search and simulation."""
+"""The BookKeeper spec bound to the generic explorers (``model.search.explorable``): exhaustive
+search and simulation."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from model.bookkeeper.invariants import Invariant, invariants_for, violated
 from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import swarm_policy
 from model.bookkeeper.symmetry import canonical_fingerprint
+from model.search import explorable as explorers
 from model.search.bfs import (
     BreadthFirst,
     Level,
@@ -20,15 +22,9 @@ from model.search.bfs import (
     Step,
     breadth_first,
 )
+from model.search.explorable import Explorable
 from model.search.memo import remembering
-from model.search.minimise import minimise_trace
-from model.search.simulation import (
-    PolicyFactory,
-    RoundHook,
-    SimulationResult,
-    replay_walk,
-)
-from model.search.strategies import simulate_with
+from model.search.simulation import PolicyFactory, RoundHook, SimulationResult
 
 
 def _successors(cfg: ModelConfig) -> Callable[[State], list[tuple[Label, State]]]:
@@ -45,6 +41,37 @@ def _check(cfg: ModelConfig, invariants: tuple[Invariant, ...]) -> Callable[[Sta
     return check
 
 
+def _symmetry(cfg: ModelConfig) -> Callable[[], Callable[[State], Hashable]]:
+    def canonical() -> Callable[[State], Hashable]:
+        if cfg.bookie_recovers_limbo:
+            raise ConfigError(
+                "symmetry treats every client alike; with bookie_recovers_limbo the last client "
+                "is the bookies' own, which acts only on limbo: search without symmetry"
+            )
+        return remembering(lambda state: canonical_fingerprint(cfg, state))
+
+    return canonical
+
+
+def explorable(
+    cfg: ModelConfig, invariants: tuple[Invariant, ...] | None = None
+) -> Explorable[State, Label]:
+    """The spec under ``cfg`` as the explorers take it, checking ``invariants`` (default: the
+    configuration's). An archive cell keeps its latest state, not its first: the first to reach
+    a recovery's read phase has often lost the writer's add that Defect 1 needs still in
+    flight."""
+    return Explorable(
+        initial=init_state(cfg),
+        successors=_successors(cfg),
+        check=_check(cfg, invariants if invariants is not None else invariants_for(cfg)),
+        symmetry=_symmetry(cfg),
+        cell=progress_cell,
+        swarm=swarm_policy,
+        event_of=event_of,
+        archive_keeps_latest=True,
+    )
+
+
 def check_exhaustively(
     cfg: ModelConfig,
     *,
@@ -58,23 +85,14 @@ def check_exhaustively(
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC does (optionally with symmetry
     reduction over bookies and clients)."""
-    canonical: Callable[[State], Hashable] | None = None
-    if symmetry and cfg.bookie_recovers_limbo:
-        raise ConfigError(
-            "symmetry treats every client alike; with bookie_recovers_limbo the last client is "
-            "the bookies' own, which acts only on limbo: search without symmetry"
-        )
-    if symmetry:
-        canonical = remembering(lambda state: canonical_fingerprint(cfg, state))
-    return search(
-        init_state(cfg),
-        _successors(cfg),
-        _check(cfg, invariants if invariants is not None else invariants_for(cfg)),
-        canonical=canonical,
+    return explorers.check_exhaustively(
+        explorable(cfg, invariants),
+        symmetry=symmetry,
         max_states=max_states,
         max_depth=max_depth,
         progress=progress,
         new_level=new_level,
+        search=search,
     )
 
 
@@ -98,23 +116,15 @@ def simulate_randomly(
     (:func:`~model.search.archive.explore_archive`); ``on_round(rounds, steps, cells)``: the
     counts so far, told before each round (or walk), for the caller's progress reports.
     """
-    init, step, check = init_state(cfg), _successors(cfg), _check(cfg, invariants_for(cfg))
-    return simulate_with(
-        strategy,
-        init,
-        step,
-        check,
-        cell=progress_cell,
-        swarm=swarm_policy,
+    return explorers.simulate_randomly(
+        explorable(cfg),
+        strategy=strategy,
         seed=seed,
         depth=depth,
         walks=walks,
         should_stop=should_stop,
         steps_allowed=steps_allowed,
         on_round=on_round,
-        # The latest state of a cell, not the first: the first to reach a recovery's read
-        # phase has often lost the writer's add that Defect 1 needs still in flight.
-        keep_latest=strategy == "archive",
     )
 
 
@@ -122,14 +132,7 @@ def replay(
     cfg: ModelConfig, *, walk_seed: int, depth: int, policy: PolicyFactory[Label] = swarm_policy
 ) -> tuple[list[Step[State, Label]], list[str]]:
     """Replay one simulated walk from the seed a simulation reported."""
-    return replay_walk(
-        init_state(cfg),
-        _successors(cfg),
-        _check(cfg, invariants_for(cfg)),
-        walk_seed=walk_seed,
-        depth=depth,
-        policy=policy,
-    )
+    return explorers.replay(explorable(cfg), walk_seed=walk_seed, depth=depth, policy=policy)
 
 
 #: Label details that name a choice (kept in an event) rather than a result (left out).
@@ -158,4 +161,4 @@ def event_of(label: Label) -> Hashable:
 def minimise(cfg: ModelConfig, trace: list[Step[State, Label]]) -> list[Step[State, Label]]:
     """A shorter trace that still breaks an invariant, by causal deletion
     (``model.search.minimise``)."""
-    return minimise_trace(trace, _successors(cfg), event_of, _check(cfg, invariants_for(cfg)))
+    return explorers.minimise(explorable(cfg), trace)

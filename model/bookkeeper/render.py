@@ -30,6 +30,7 @@ from model.bookkeeper.records import (
     format_bookies,
 )
 from model.search.bfs import Step
+from model.search.numbered_trace import numbered_trace as numbered_steps
 
 
 def writer_name(cid: int) -> str:
@@ -120,13 +121,9 @@ def describe_state(cfg: ModelConfig, s: State) -> list[str]:
 
 def numbered_trace(cfg: ModelConfig, trace: Sequence[Step[State, Label]]) -> str:
     """The trace as numbered steps, with the final state spelled out."""
-    lines = [f"Configuration: {cfg.describe()}"]
-    for number, step in enumerate(trace[1:], start=1):
-        assert step.label is not None
-        lines.append(f"{number:3d}. {describe_step(step.label)}")
-    lines.append("Final state:")
-    lines.extend("     " + line for line in describe_state(cfg, trace[-1].state))
-    return "\n".join(lines)
+    return numbered_steps(
+        cfg.describe(), trace, describe_step, lambda state: describe_state(cfg, state)
+    )
 
 
 class Arrow(NamedTuple):

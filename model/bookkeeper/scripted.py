@@ -19,7 +19,7 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import FENCE_REQUEST, READ_REQUEST, State
 from model.bookkeeper.render import describe_step
 from model.search.bfs import Step
-from model.search.scripted import ScriptError, replay_script, take_named
+from model.search.scripted import ScriptError, names_any, replay_script, take_named
 
 
 def _index(name: str, prefix: str) -> int:
@@ -124,7 +124,7 @@ def take(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> Transition:
 
 def enabled(cfg: ModelConfig, state: State, scripted: ScriptedStep) -> bool:
     """Whether ``scripted`` names at least one successor of ``state``."""
-    return any(scripted.matches(t.label) for t in successors(cfg, state))
+    return names_any(successors(cfg, state), scripted)
 
 
 def run_script(

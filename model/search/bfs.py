@@ -102,8 +102,8 @@ def fingerprint_function(canonical: Canonical[S] | None) -> Callable[[S], int]:
 
 class BreadthFirst(Protocol):
     """A breadth-first search with ``breadth_first``'s signature: ``breadth_first`` itself, or
-    one that spreads the work (``conformance.parallel_bfs``). Explorers take one, so that the
-    model stays free of processes."""
+    one that spreads the work (``conformance.exploration.parallel_bfs``). Explorers take one, so
+    that the model stays free of processes."""
 
     def __call__(
         self,
@@ -146,8 +146,8 @@ def breadth_first(
     is level 1); such a search is complete for that horizon only.
 
     ``new_level`` makes the storage of each level (default: in memory). A caller may keep
-    large levels on disk, as TLC keeps its queue (``conformance.spill``); memory then holds
-    only the fingerprints.
+    large levels on disk, as TLC keeps its queue (``conformance.exploration.spill``); memory then
+    holds only the fingerprints.
     """
     fingerprint = fingerprint_function(canonical)
     root = fingerprint(init)

@@ -51,6 +51,11 @@ def take_named(options: Sequence[T], scripted: Named[L], describe: Callable[[L],
     raise ScriptError(f"{scripted} {verdict}; enabled steps:\n  {listing}")
 
 
+def names_any(options: Sequence[Labelled[L, object]], scripted: Named[L]) -> bool:
+    """Whether ``scripted`` names at least one of ``options`` (a state's successors)."""
+    return any(scripted.matches(t.label) for t in options)
+
+
 def replay_script(
     start: S,
     take: Callable[[S, Named[L]], Labelled[L, S]],

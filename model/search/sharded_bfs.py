@@ -1,5 +1,5 @@
 """Breadth-first search split into shards by fingerprint: the deterministic core of the
-multi-process search (``conformance.parallel_bfs`` runs each shard in a worker process).
+multi-process search (``conformance.exploration.parallel_bfs`` runs each shard in a worker process).
 
 Each shard owns the fingerprints ``fp % shards == index``: their part of the seen set. States
 stay in the shard that generated them; only fingerprints, keys and ranks travel. A level is

@@ -1,12 +1,13 @@
-"""The Zab spec bound to the generic explorers (``model.search``): breadth-first search with
-fingerprints (and symmetry over servers), seeded simulation, archive-guided simulation and
-causal minimisation of a violating trace."""
+"""The Zab spec bound to the generic explorers (``model.search.explorable``): breadth-first
+search with fingerprints (and symmetry over servers), seeded simulation, archive-guided
+simulation and causal minimisation of a violating trace."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Sequence
 
+from model.search import explorable as explorers
 from model.search.bfs import (
     BreadthFirst,
     Level,
@@ -16,15 +17,9 @@ from model.search.bfs import (
     Step,
     breadth_first,
 )
+from model.search.explorable import Explorable
 from model.search.memo import remembering
-from model.search.minimise import minimise_trace
-from model.search.simulation import (
-    PolicyFactory,
-    SimulationResult,
-    replay_walk,
-    uniform_policy,
-)
-from model.search.strategies import simulate_with
+from model.search.simulation import PolicyFactory, SimulationResult, uniform_policy
 from model.zab.protocol.actions import ACTIONS, Label, initial_state, successors
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.invariants import Invariant, invariants_for, violated
@@ -50,6 +45,22 @@ def check_function(
     return check
 
 
+def explorable(
+    cfg: ZabConfig, invariants: tuple[Invariant, ...] | None = None
+) -> Explorable[State, Label]:
+    """The spec under ``cfg`` as the explorers take it, checking ``invariants`` (default: the
+    configuration's); its symmetry is over servers."""
+    return Explorable(
+        initial=initial_state(cfg),
+        successors=successor_function(cfg),
+        check=check_function(cfg, invariants),
+        symmetry=lambda: remembering(canonical_fingerprint),
+        cell=progress_cell,
+        swarm=swarm_policy,
+        event_of=event_of,
+    )
+
+
 def check_exhaustively(
     cfg: ZabConfig,
     *,
@@ -64,16 +75,15 @@ def check_exhaustively(
 ) -> SearchResult[State, Label]:
     """Breadth-first search of every reachable state, as TLC's model checking does
     (optionally with symmetry reduction over servers)."""
-    return search(
-        initial_state(cfg),
-        successor_function(cfg),
-        check_function(cfg, invariants),
-        canonical=remembering(canonical_fingerprint) if symmetry else None,
+    return explorers.check_exhaustively(
+        explorable(cfg, invariants),
+        symmetry=symmetry,
         max_states=max_states,
         max_depth=max_depth,
         progress=progress,
         progress_every=progress_every,
         new_level=new_level,
+        search=search,
     )
 
 
@@ -134,14 +144,9 @@ def simulate_randomly(
     ``SwarmPolicy``; ``archive``: short swarm walks restarted from an archive of coarse cells
     (``walks`` then counts rounds).
     """
-    init, step, check = initial_state(cfg), successor_function(cfg), check_function(cfg)
-    return simulate_with(
-        strategy,
-        init,
-        step,
-        check,
-        cell=progress_cell,
-        swarm=swarm_policy,
+    return explorers.simulate_randomly(
+        explorable(cfg),
+        strategy=strategy,
         seed=seed,
         depth=depth,
         walks=walks,
@@ -153,14 +158,7 @@ def replay(
     cfg: ZabConfig, *, walk_seed: int, depth: int, policy: PolicyFactory[Label] = uniform_policy
 ) -> tuple[list[Step[State, Label]], list[str]]:
     """Replay one simulated walk from the walk seed a simulation reported."""
-    return replay_walk(
-        initial_state(cfg),
-        successor_function(cfg),
-        check_function(cfg),
-        walk_seed=walk_seed,
-        depth=depth,
-        policy=policy,
-    )
+    return explorers.replay(explorable(cfg), walk_seed=walk_seed, depth=depth, policy=policy)
 
 
 def event_of(label: Label) -> Hashable:
@@ -173,4 +171,4 @@ def event_of(label: Label) -> Hashable:
 
 def minimise(cfg: ZabConfig, trace: list[Step[State, Label]]) -> list[Step[State, Label]]:
     """A shorter trace that still breaks an invariant, by causal deletion."""
-    return minimise_trace(trace, successor_function(cfg), event_of, check_function(cfg))
+    return explorers.minimise(explorable(cfg), trace)

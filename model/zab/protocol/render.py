@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Sequence
 
 from model.search.bfs import Step
+from model.search.numbered_trace import numbered_trace as numbered_steps
 from model.zab.protocol.actions import Label
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.records import (
@@ -105,13 +106,7 @@ def describe_state(s: State) -> list[str]:
 
 def numbered_trace(cfg: ZabConfig, trace: Sequence[Step[State, Label]]) -> str:
     """The trace as numbered steps, with the final state spelled out."""
-    lines = [f"Configuration: {cfg.describe()}"]
-    for number, step in enumerate(trace[1:], start=1):
-        assert step.label is not None
-        lines.append(f"{number:3d}. {describe_step(step.label)}")
-    lines.append("Final state:")
-    lines.extend("     " + line for line in describe_state(trace[-1].state))
-    return "\n".join(lines)
+    return numbered_steps(cfg.describe(), trace, describe_step, describe_state)
 
 
 def _notes(label: Label, before: State, after: State) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model.search.bfs import Step
-from model.search.scripted import ScriptError, replay_script, take_named
+from model.search.scripted import ScriptError, names_any, replay_script, take_named
 from model.zab.protocol.actions import Label, Transition, initial_state, successors
 from model.zab.protocol.config import ZabConfig
 from model.zab.protocol.records import State
@@ -54,7 +54,7 @@ def take(cfg: ZabConfig, state: State, scripted: ScriptedStep) -> Transition:
 
 def enabled(cfg: ZabConfig, state: State, scripted: ScriptedStep) -> bool:
     """Whether ``scripted`` names a successor of ``state``."""
-    return any(scripted.matches(t.label) for t in successors(cfg, state))
+    return names_any(successors(cfg, state), scripted)
 
 
 def run_script(

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.installations.jacoco import JacocoInstallation
+
 JAVA_SOURCES = Path(__file__).parent / "java"
 
 
@@ -25,3 +27,13 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert compiled.returncode == 0, compiled.stderr
     return out
+
+
+@pytest.fixture
+def fake_jacoco(tmp_path: Path) -> JacocoInstallation:
+    """A JaCoCo installation whose jars are placeholders (nothing here runs them)."""
+    install = JacocoInstallation("0.8.15", tmp_path / "jacoco", "t")
+    install.home.mkdir()
+    install.agent_jar.write_bytes(b"PK")
+    install.cli_jar.write_bytes(b"PK")
+    return install

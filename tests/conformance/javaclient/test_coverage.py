@@ -1,11 +1,10 @@
-"""Coverage of the real client: JaCoCo's exec format read, merged and written in Python; its XML
-report read into units; what is new; the agent's flag; the tracker (fast, no JVM); the CLI's
-errors with a fake ``java``; and the real client of the default release under the agent,
-against real bookies (cluster)."""
+"""Coverage of the real client: the tracked classes; JaCoCo's XML report read into units; what is
+new; the tracked class files given to the CLI (a fake ``java``); the tracker (fast, no JVM); and
+the real client of the default release under the agent, against real bookies (cluster).
+JaCoCo's exec format, agent flag and CLI are tested in tests/adapters/javaclient/."""
 
 from __future__ import annotations
 
-import struct
 import sys
 import zipfile
 from pathlib import Path
@@ -13,105 +12,27 @@ from pathlib import Path
 import pytest
 
 from adapters.installations.jacoco import JacocoInstallation
+from adapters.javaclient.errors import JacocoError
+from adapters.javaclient.jacoco_agent import jvm_agent_flag
+from adapters.javaclient.jacoco_exec import ClassProbes, ExecData, merge_exec
 from conformance.javaclient.coverage import (
     ENSEMBLE_CHANGE,
-    ClassProbes,
     ClientCoverage,
     Counter,
     CoverageError,
     CoverageTracker,
-    ExecData,
     NewCoverage,
-    SessionInfo,
     UnitCoverage,
-    extract_classes,
+    coverage_of,
     is_tracked_class,
-    jvm_agent_flag,
-    merge_exec,
     parse_report,
-    run_report,
 )
 
 LH = "org/apache/bookkeeper/client/LedgerHandle"
 PAO = "org/apache/bookkeeper/client/PendingAddOp"
 
 
-def header() -> bytes:
-    return bytes([0x01, 0xC0, 0xC0, 0x10, 0x07])
-
-
-# -- the exec format ----------------------------------------------------------------------------
-
-
-def test_exec_bytes_are_jacocos_format() -> None:
-    """Written by hand from JaCoCo's ExecutionDataWriter: header, session, class (id, name,
-    varint probe count, probes packed lowest bit first)."""
-    probes = (True, False, True, True, False, False, False, False, True)
-    data = ExecData(
-        (SessionInfo("vm-1", 5, 7),),
-        {0x1234: ClassProbes(0x1234, "a/B", probes), 9: ClassProbes(9, "a/C", (False,))},
-    )
-    expected = (
-        header()
-        + bytes([0x10, 0, 4]) + b"vm-1" + struct.pack(">qq", 5, 7)
-        + bytes([0x11]) + struct.pack(">q", 0x1234) + bytes([0, 3]) + b"a/B"
-        + bytes([9, 0b00001101, 0b00000001])
-    )  # fmt: skip
-    assert data.to_bytes() == expected  # a/C has no hits: left out, as JaCoCo does
-    parsed = ExecData.parse(expected)
-    assert parsed.sessions == data.sessions
-    assert parsed.classes == {0x1234: data.classes[0x1234]}
-
-
-def test_a_long_probe_array_has_a_multi_byte_count() -> None:
-    probes = tuple(i % 3 == 0 for i in range(300))
-    data = ExecData((), {1: ClassProbes(1, LH, probes)})
-    raw = data.to_bytes()
-    assert raw[len(header()) + 1 + 8 + 2 + len(LH) :][:2] == bytes([0xAC, 0x02])  # 300
-    assert ExecData.parse(raw) == data
-
-
-def test_dumps_one_after_another_merge() -> None:
-    first = ExecData((SessionInfo("s1", 1, 2),), {1: ClassProbes(1, LH, (True, False, False))})
-    second = ExecData(
-        (SessionInfo("s2", 3, 4),),
-        {1: ClassProbes(1, LH, (False, False, True)), 2: ClassProbes(2, PAO, (True,))},
-    )
-    # append=true writes dumps one after another, each with its header
-    both = ExecData.parse(first.to_bytes() + second.to_bytes())
-    assert [s.id for s in both.sessions] == ["s1", "s2"]
-    assert both.classes[1].probes == (True, False, True)
-    assert ExecData.parse(merge_exec(first.to_bytes(), second.to_bytes())) == both
-    assert first.merged(second) == both
-    assert both.hits() == 3
-    assert first.new_hits(second) == 2 and both.new_hits(second) == 0
-    # only the tracked classes count
-    other = ExecData((), {3: ClassProbes(3, "org/apache/bookkeeper/client/BookKeeper", (True,))})
-    assert first.new_hits(other) == 0 and other.hits() == 0
-
-
-@pytest.mark.parametrize(
-    ("raw", "message"),
-    [
-        (b"\x11garbage", "no exec header"),
-        (bytes([0x01, 0xCA, 0xFE, 0x10, 0x07]), "magic 0xcafe"),
-        (bytes([0x01, 0xC0, 0xC0, 0x10, 0x06]), "exec format 0x1006"),
-        (header() + bytes([0x10, 0, 9]) + b"vm", "ends in the middle"),
-        (header() + bytes([0x42]), "unknown block 0x42"),
-    ],
-)
-def test_bad_exec_data_is_a_clear_error(raw: bytes, message: str) -> None:
-    with pytest.raises(CoverageError, match=message):
-        ExecData.parse(raw)
-
-
-def test_disagreeing_data_of_one_class_is_refused() -> None:
-    one = ExecData((), {1: ClassProbes(1, LH, (True,))})
-    other = ExecData((), {1: ClassProbes(1, LH, (True, False))})
-    with pytest.raises(CoverageError, match="disagrees"):
-        one.merged(other)
-    with pytest.raises(CoverageError, match="disagrees"):
-        one.new_hits(other)
+# -- what is tracked ----------------------------------------------------------------------------
 
 
 def test_tracked_classes() -> None:
@@ -235,7 +156,7 @@ def test_new_coverage_is_the_growth_of_the_merged_counters() -> None:
     assert new.as_dict()["units"]["PendingAddOp"] == [2, 0]
 
 
-# -- the agent's flag, the class files ----------------------------------------------------------
+# -- the class files and the CLI ----------------------------------------------------------------
 
 
 @pytest.fixture
@@ -247,90 +168,35 @@ def fake_jacoco(tmp_path: Path) -> JacocoInstallation:
     return install
 
 
-def test_the_agent_flag(fake_jacoco: JacocoInstallation, tmp_path: Path) -> None:
-    agent = fake_jacoco.agent_jar
-    assert jvm_agent_flag(fake_jacoco) == (
-        f"-javaagent:{agent}=includes=org.apache.bookkeeper.client.*,output=none"
-    )
-    dest = tmp_path / "run" / "jacoco.exec"
-    assert jvm_agent_flag(fake_jacoco, dest, includes="a.*") == (
-        f"-javaagent:{agent}=includes=a.*,destfile={dest},output=file,append=true,dumponexit=true"
-    )
-    with pytest.raises(CoverageError, match="cannot take a destfile"):
-        jvm_agent_flag(fake_jacoco, tmp_path / "a,b.exec")
-    agent.unlink()
-    with pytest.raises(CoverageError, match="is missing"):
-        jvm_agent_flag(fake_jacoco)
+FAKE_JAVA = """\
+#!{python}
+import sys
+from pathlib import Path
+args = sys.argv[1:]
+Path(args[args.index("--xml") + 1]).write_text({report!r})
+"""
 
 
-def test_the_tracked_class_files_are_extracted(tmp_path: Path) -> None:
+def test_the_cli_reports_on_the_tracked_class_files(
+    fake_jacoco: JacocoInstallation, tmp_path: Path
+) -> None:
+    """coverage_of extracts the tracked classes of the server jar, runs the CLI on them (a fake
+    java writing REPORT) and reads its report into units."""
+    java = tmp_path / "java"
+    java.write_text(FAKE_JAVA.format(python=sys.executable, report=REPORT))
+    java.chmod(0o755)
     jar = tmp_path / "server.jar"
     with zipfile.ZipFile(jar, "w") as archive:
         for name in [f"{LH}.class", f"{LH}$1.class", f"{LH}Adv.class", f"{PAO}.class", "x.txt"]:
             archive.writestr(name, b"\xca\xfe")
-    out = extract_classes(jar, tmp_path / "classes")
-    found = sorted(str(p.relative_to(out)) for p in out.rglob("*.class"))
-    assert found == [f"{LH}$1.class", f"{LH}.class", f"{PAO}.class"]
-    with pytest.raises(CoverageError, match="cannot read the class files"):
-        extract_classes(tmp_path / "x.txt", tmp_path / "none")
-
-
-# -- the CLI's errors (a fake java) -------------------------------------------------------------
-
-FAKE_JAVA = """\
-#!{python}
-import os, sys, time
-from pathlib import Path
-args = sys.argv[1:]
-mode = os.environ["FAKE_JAVA_MODE"]
-if mode == "hang":
-    time.sleep(60)
-if mode == "fail":
-    print("Exception in thread main java.io.FileNotFoundException: x.exec", file=sys.stderr)
-    sys.exit(1)
-if mode == "mismatch":
-    print("[WARN] Execution data for class", {lh!r}, "does not match.")
-if mode != "no-xml":
-    Path(args[args.index("--xml") + 1]).write_text({report!r})
-"""
-
-
-@pytest.mark.parametrize(
-    ("mode", "message"),
-    [
-        ("fail", r"CLI failed \(exit 1\):\nException in thread main"),
-        ("mismatch", "not the ones the client's JVM ran .*LedgerHandle differ"),
-        ("no-xml", "wrote no XML report"),
-        ("hang", r"did not finish within 1s \(killed\)"),
-    ],
-)
-def test_the_cli_s_failures_are_clear(
-    fake_jacoco: JacocoInstallation,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: str,
-    message: str,
-) -> None:
-    java = tmp_path / "java"
-    java.write_text(FAKE_JAVA.format(python=sys.executable, report=REPORT, lh=LH))
-    java.chmod(0o755)
-    monkeypatch.setenv("FAKE_JAVA_MODE", mode)
-    with pytest.raises(CoverageError, match=message):
-        run_report(
-            tmp_path / "a.exec", tmp_path, tmp_path / "r.xml", fake_jacoco, java=str(java),
-            timeout=1.0,
-        )  # fmt: skip
-
-
-def test_the_cli_s_report_is_returned(
-    fake_jacoco: JacocoInstallation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    java = tmp_path / "java"
-    java.write_text(FAKE_JAVA.format(python=sys.executable, report=REPORT, lh=LH))
-    java.chmod(0o755)
-    monkeypatch.setenv("FAKE_JAVA_MODE", "ok")
-    xml = run_report(tmp_path / "a.exec", tmp_path, tmp_path / "r.xml", fake_jacoco, java=str(java))
-    assert parse_report(xml) == parse_report(REPORT)
+    data = ExecData((), {1: ClassProbes(1, LH, (True,))}).to_bytes()
+    work = tmp_path / "work"
+    found = coverage_of(data, jar, fake_jacoco, java=str(java), work_dir=work)
+    assert found == parse_report(REPORT)
+    assert (work / "coverage.exec").read_bytes() == data
+    classes = work / "classes"
+    extracted = sorted(str(p.relative_to(classes)) for p in classes.rglob("*.class"))
+    assert extracted == [f"{LH}$1.class", f"{LH}.class", f"{PAO}.class"]
 
 
 # -- the tracker --------------------------------------------------------------------------------
@@ -345,7 +211,7 @@ def test_the_tracker_measures_only_when_a_tracked_probe_is_new(
     def measure(raw: bytes) -> ClientCoverage:
         data = ExecData.parse(raw)
         measured.append(data)
-        hits = data.hits()
+        hits = data.hits(is_tracked_class)
         unit = UnitCoverage("LedgerHandle", Counter(hits, 10 - hits))
         return ClientCoverage((unit,), UnitCoverage("total", unit.lines))
 
@@ -374,7 +240,7 @@ def test_the_tracker_measures_what_came_before_once(
     calls: list[int] = []
 
     def measure(raw: bytes) -> ClientCoverage:
-        hits = ExecData.parse(raw).hits()
+        hits = ExecData.parse(raw).hits(is_tracked_class)
         calls.append(hits)
         unit = UnitCoverage("LedgerHandle", Counter(hits, 0))
         return ClientCoverage((unit,), unit)
@@ -403,7 +269,8 @@ def test_the_real_client_s_coverage(tmp_path: Path, bookkeeper_home: Path) -> No
         JvmGateway,
         JvmOptions,
     )
-    from conformance.javaclient.coverage import coverage_of, dump, reset, server_jar
+    from adapters.javaclient.jacoco_agent import dump, reset
+    from conformance.javaclient.coverage import server_jar
 
     jacoco = install()
     jar = server_jar(bookkeeper_home)
@@ -438,6 +305,6 @@ def test_the_real_client_s_coverage(tmp_path: Path, bookkeeper_home: Path) -> No
     # A JVM without the agent says so.
     with (
         JvmGateway(JvmOptions(log_path=tmp_path / "plain.log")) as plain,
-        pytest.raises(CoverageError, match="without the JaCoCo agent"),
+        pytest.raises(JacocoError, match="without the JaCoCo agent"),
     ):
         dump(plain)

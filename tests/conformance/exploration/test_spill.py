@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from conformance.spill import SpillingLevel, spilling
+from conformance.exploration.spill import SpillingLevel, spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.search.bfs import breadth_first

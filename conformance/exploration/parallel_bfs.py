@@ -26,7 +26,7 @@ from multiprocessing.context import ForkProcess
 from typing import Any, TypeVar
 
 from conformance.errors import ConformanceError
-from conformance.worker_processes import end_worker
+from conformance.exploration.worker_processes import end_worker
 from model.search.bfs import (
     Check,
     Level,

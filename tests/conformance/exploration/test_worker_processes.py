@@ -1,4 +1,4 @@
-"""Ending a search's forked workers (conformance/worker_processes.py)."""
+"""Ending a search's forked workers (conformance/exploration/worker_processes.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from conformance import worker_processes
-from conformance.worker_processes import end_worker
+from conformance.exploration import worker_processes
+from conformance.exploration.worker_processes import end_worker
 
 
 def _linger(seconds: float) -> None:

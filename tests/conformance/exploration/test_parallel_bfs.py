@@ -10,8 +10,8 @@ import signal
 
 import pytest
 
-from conformance.parallel_bfs import ParallelBreadthFirst, ParallelSearchError
-from conformance.spill import spilling
+from conformance.exploration.parallel_bfs import ParallelBreadthFirst, ParallelSearchError
+from conformance.exploration.spill import spilling
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import check_exhaustively
 from model.search.bfs import breadth_first
