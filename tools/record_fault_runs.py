@@ -38,10 +38,10 @@ from adapters.javaclient import distribution_version
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.plans import (
     DROP,
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
+    PlannedFault,
     forge,
     hold,
     hold_for,
@@ -68,8 +68,8 @@ def _answer(bookie: str, entry: int) -> FrameKey:
 
 def _event(
     kind: FaultKind, at: FrameKey | None = None, bookie: str | None = None, ms: int = 0
-) -> FaultEvent:
-    return FaultEvent(kind, at, bookie, ms)
+) -> PlannedFault:
+    return PlannedFault(kind, at, bookie, ms)
 
 
 #: Name -> the schedule of the run (every fault kind at least once).

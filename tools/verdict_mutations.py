@@ -269,8 +269,8 @@ MUTATIONS = (
     Mutation(
         "unapplied-schedule-judged",
         "conformance/javaclient/search.py",
-        "        if run.unapplied is not None:\n",
-        "        if False:\n",
+        "        return run.unapplied\n",
+        "        return None\n",
         ("tests/conformance/javaclient/test_search.py",),
         "a Java client schedule that was not applied is judged as if it had been",
     ),
@@ -319,10 +319,10 @@ MUTATIONS = (
     # The Java client under search (issue 15).
     Mutation(
         "java-search-nothing-ran-clean",
-        "conformance/javaclient/search.py",
+        "conformance/live/search.py",
         "        if self.errors or self.examples == 0 or self.verdicts[Verdict.UNDECIDED]:\n",
         "        if self.errors or self.verdicts[Verdict.UNDECIDED]:\n",
-        ("tests/conformance/javaclient/test_search.py",),
+        ("tests/conformance/javaclient/test_search.py", "tests/conformance/live/test_search.py"),
         "a Java-client search that ran no example (budget spent) is clean",
     ),
     Mutation(
@@ -760,10 +760,10 @@ MUTATIONS = (
     ),
     Mutation(
         "zab-resume-failure-suppressed",
-        "conformance/zab/faults.py",
-        '                self.errors.append(f"resume {name} while healing: {exc}")\n',
+        "conformance/live/faults.py",
+        "                self.errors.append(failure)\n",
         "                pass\n",
-        ("tests/conformance/zab/test_faults.py",),
+        ("tests/conformance/zab/test_faults.py", "tests/conformance/live/test_faults.py"),
         "a server left paused after the run goes unrecorded",
     ),
     # The Java-client judges' readings of issue 46.

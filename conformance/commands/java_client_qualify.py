@@ -2,8 +2,9 @@
 
 The same search (``bkconform run --client java``) against each release: bookies and Java client
 of that release, every release installed from Maven Central first (once, here), in each role
-asked (``--roles recovery,writer``; the writer in each of ``--writer-shapes``, default 3/2/2
-and 2/1/1; a writer of a release before 4.12 is a "not applicable" cell). One shard per
+asked (``--roles recovery,writer,both``; each role names its own columns: the writer and the
+fail-over ``both`` in each of ``--writer-shapes``, default 3/2/2 and 2/1/1; a role a release's
+client cannot play, such as a writer before 4.12, is a "not applicable" cell). One shard per
 release, column and seed (``--shards`` per release, seeds from ``--seed`` on), each with
 ``--seconds`` of search, on Spark (``--master local[2]``, the default) or here
 (``--master none``). The run directory gets ``java_shards.jsonl`` (a row per shard),
@@ -38,8 +39,8 @@ from adapters.javaclient import distribution_version
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
 from conformance.commands.options import storages_from_text
 from conformance.distributed.java_matrix import (
+    DEFAULT_ROLES,
     MATRIX_FILE,
-    ROLE,
     MatrixError,
     matrix,
     matrix_verdict,
@@ -122,7 +123,7 @@ def java_qualify_command(args: argparse.Namespace) -> int:
                 "--crash-time-share weighs the model client's configurations that crash "
                 "bookies; --client java plans its own cells, each with --seconds"
             )
-        roles = _names(getattr(args, "roles", None)) or [ROLE]
+        roles = _names(getattr(args, "roles", None)) or list(DEFAULT_ROLES)
         shapes = [
             WriterShape.parse(text) for text in _names(getattr(args, "writer_shapes", None))
         ] or list(DEFAULT_SHAPES)

@@ -4,7 +4,9 @@ The Java client of every example is the one of the BookKeeper release named by
 ``--bookkeeper`` (installed from Maven Central on first use), against bookies of the same
 release on a local cluster, each behind a frame proxy (:mod:`conformance.javaclient`), in the
 role ``--role`` names (:mod:`conformance.javaclient.roles`: ``recovery``, it recovers a ledger
-w1 left open; ``writer``, it writes a ledger of ``--ensemble``/``--wq``/``--aq``). Every other
+w1 left open; ``writer``, it writes a ledger of ``--ensemble``/``--wq``/``--aq``; ``both``, that
+writer and a second client recovering its ledger), built by the role's class from the command's
+settings (each role refuses what it cannot run). Every other
 example is a plan the model's explorer proposes (``--no-explore`` turns that off), the rest come
 from Hypothesis' generator. The first violation (else the first divergence) is shrunk on the
 cluster and written as the run's story.
@@ -37,7 +39,12 @@ from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home
 from conformance.commands.options import bookie_settings_from_args, zookeeper_from_args
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.role import Role
-from conformance.javaclient.roles import ROLE_NAMES, role_named, role_of_plan
+from conformance.javaclient.roles import (
+    DEFAULT_ROLE,
+    ROLE_NAMES,
+    role_from_settings,
+    role_of_plan,
+)
 from conformance.javaclient.run import (
     SearchRunOptions,
     SearchRunResult,
@@ -45,8 +52,6 @@ from conformance.javaclient.run import (
     replay_run,
     search_run,
 )
-from conformance.javaclient.writer_plans import WriterShape
-from conformance.javaclient.writer_role import FaultSet
 from conformance.rundir import FINISHED, new_run_dir, read_results
 from conformance.verdict import Verdict
 
@@ -56,8 +61,6 @@ ROLES = ROLE_NAMES
 #: The budget when neither --seconds nor --max-examples is given.
 DEFAULT_SECONDS = 300.0
 DEFAULT_MAX_EXAMPLES = 10_000
-#: The recovering role's configuration, as the model options name it.
-_RECOVERY_SHAPE = (3, 3, 2, 3, 2)
 
 
 def check_run_arguments(args: argparse.Namespace) -> Path:
@@ -83,32 +86,29 @@ def _refuse_switches(args: argparse.Namespace) -> None:
 
 
 def role_from_args(args: argparse.Namespace) -> Role[Any, Any]:
-    """The role ``--role`` names, the writer's ledger from ``--ensemble``/``--wq``/``--aq``
-    (E defaults to WQ); the recovering role runs Defect 1's configuration only."""
-    name = getattr(args, "role", "recovery")
-    if name == "recovery":
-        shape = (args.ensemble_size or args.wq, args.wq, args.aq, args.bookies, args.clients)
-        if shape != _RECOVERY_SHAPE:
-            raise CannotRun(
-                "--client java --role recovery runs E=WQ=3, AQ=2 on 3 bookies with 2 clients "
-                "(w1 and the Java client); got "
-                f"E={shape[0]} WQ={shape[1]} AQ={shape[2]}, {shape[3]} bookies, "
-                f"{shape[4]} clients"
-            )
-        if getattr(args, "java_faults", None) == FaultSet.EXTENDED.value:
-            raise CannotRun(
-                "--role recovery draws the fates of the recovering client's requests only; "
-                "--java-faults extended is for --role writer"
-            )
-        return role_named(name)
-    chosen = getattr(args, "java_faults", None)
+    """The role ``--role`` names, built by its class from the command's settings
+    (:func:`role_settings_from_args`); :class:`CannotRun` for settings it refuses."""
+    settings = role_settings_from_args(args)
     try:
-        faults = None if chosen is None else FaultSet(chosen)
-        return role_named(
-            name, WriterShape(args.ensemble_size or args.wq, args.wq, args.aq), faults
-        )
+        return role_from_settings(settings)
     except PlanError as exc:
-        raise CannotRun(f"--role {name}: {exc}") from exc
+        raise CannotRun(f"--role {settings['role']}: {exc}") from exc
+
+
+def role_settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """What the command line says of the role, in :meth:`Role.settings`' terms: its name, the
+    ledger ``--ensemble``/``--wq``/``--aq`` (E defaults to WQ), the model's ``--bookies`` and
+    ``--clients``, and ``--java-faults`` when given. Each role takes what it can and refuses
+    what it cannot run."""
+    settings: dict[str, Any] = {
+        "role": getattr(args, "role", DEFAULT_ROLE),
+        "shape": f"{args.ensemble_size or args.wq}/{args.wq}/{args.aq}",
+        "bookies": args.bookies,
+        "clients": args.clients,
+    }
+    if getattr(args, "java_faults", None) is not None:
+        settings["faults"] = args.java_faults
+    return settings
 
 
 def run_java_client_search(args: argparse.Namespace) -> int:
@@ -290,5 +290,6 @@ __all__ = [
     "check_run_arguments",
     "replay_java_run",
     "role_from_args",
+    "role_settings_from_args",
     "run_java_client_search",
 ]

@@ -101,15 +101,17 @@ def register(subparsers: Any) -> None:
     )
     qualify.add_argument(
         "--roles",
+        "--role",
+        dest="roles",
         default=None,
         help="with --client java: the Java client's roles, comma-separated, from recovery, "
-        "writer (default recovery)",
+        "writer, both (default recovery); --role is the same option, as run spells it",
     )
     qualify.add_argument(
         "--writer-shapes",
         default=None,
-        help="with --client java --roles ...,writer: the writer's ledger shapes E/WQ/AQ, "
-        "comma-separated (default 3/2/2,2/1/1)",
+        help="with --client java --roles ...,writer or both: the writer's ledger shapes "
+        "E/WQ/AQ[+SPARES], comma-separated (default 3/2/2,2/1/1)",
     )
     qualify.add_argument(
         "--configs",

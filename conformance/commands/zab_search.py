@@ -143,6 +143,8 @@ def _outcome_json(outcome: ScheduleOutcome) -> dict[str, Any]:
         "quorum_trace": outcome.trace.summary() if outcome.trace else None,
         "seconds": round(outcome.seconds, 1),
         "steps": [step.describe() for step in outcome.schedule],
+        # The crashes and restarts the steps injected, as the fault injector recorded them.
+        "faults": [event.to_json() for event in outcome.faults],
     }
 
 
@@ -231,6 +233,9 @@ def _search(
         shrink=not args.no_shrink,
         on_example=progress,
         on_shrink=shrinking,
+        # A schedule's run takes many seconds: the search says what it is doing at least
+        # every 10 s all the same.
+        progress=lambda report: print(f"  {report.describe()}", file=out, flush=True),
     )
     shapes = dict(sorted(found.shapes.items()))
     print(

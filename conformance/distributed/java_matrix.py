@@ -37,20 +37,22 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from adapters.cluster.bookie_profiles import DEFAULT_PROFILE, profile_named, storage_named
 from adapters.cluster.bookies import BookieSettings
+from adapters.javaclient import BookKeeperVersion
 from conformance.distributed.schema import RowStatus, from_storage, to_storage
 from conformance.errors import ConformanceError
-from conformance.javaclient.writer_plans import DEFAULT_SHAPES, FIRST_WRITER_RELEASE, WriterShape
+from conformance.javaclient.plans import PlanError
+from conformance.javaclient.roles import DEFAULT_ROLE, role_class, role_from_settings
+from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
 from conformance.verdict import SEVERITY, Verdict, worst
 
-ROLE = "recovery"
-CONFIGURATION = "E3-WQ3-AQ2"
-WRITER_ROLE = "writer"
+#: The roles a matrix runs when none are named.
+DEFAULT_ROLES: tuple[str, ...] = (DEFAULT_ROLE,)
 SHARDS_FILE = "java_shards.jsonl"
 MATRIX_FILE = "matrix.json"
 
@@ -82,6 +84,9 @@ class JavaShard:
     #: (``--client-bookkeeper``; "" and None: the bookies' release, ``version``).
     client_version: str = ""
     client_home: str | None = None
+    #: What builds the shard's role (:meth:`Role.settings`' terms: the writer's ledger
+    #: shape...), as the role's column gave it.
+    role_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def cell(self) -> tuple[str, str, str, str, str, str]:
         return (
@@ -100,60 +105,58 @@ class JavaShard:
         return BookieSettings(ledger_storage=storage or profile.ledger_storage, profile=profile)
 
 
-def writer_configuration(shape: WriterShape) -> str:
-    return f"E{shape.ensemble}-WQ{shape.write_quorum}-AQ{shape.ack_quorum}"
+@dataclass(frozen=True)
+class Column:
+    """A column of the matrix: a role in one configuration, as the role's class names it, and
+    the settings that build the role for it."""
+
+    role: str
+    configuration: str
+    settings: Mapping[str, Any]
+
+    def refusal(self, client: str) -> str | None:
+        """Why the Java client of release ``client`` cannot play this column's role (None: it
+        can): the role's own word."""
+        return role_from_settings(self.settings).refusal(BookKeeperVersion.parse(client))
 
 
-def shape_of(configuration: str) -> WriterShape:
-    """``"E3-WQ2-AQ2"`` -> the writer's shape."""
-    try:
-        e, w, a = (int(part.lstrip("EWQA")) for part in configuration.split("-"))
-    except ValueError as exc:
-        raise MatrixError(f"not a configuration like E3-WQ2-AQ2: {configuration!r}") from exc
-    return WriterShape(e, w, a)
-
-
-def _columns(roles: Sequence[str], writer_shapes: Sequence[WriterShape]) -> list[tuple[str, str]]:
-    columns: list[tuple[str, str]] = []
+def columns(roles: Sequence[str], writer_shapes: Sequence[WriterShape]) -> list[Column]:
+    """The columns of ``roles``, each role's own (a writer's: one per ledger shape)."""
+    found: list[Column] = []
     for role in roles:
-        if role == ROLE:
-            columns.append((ROLE, CONFIGURATION))
-        elif role == WRITER_ROLE:
-            if not writer_shapes:
-                raise MatrixError("the writer role needs at least one shape (--writer-shapes)")
-            columns += [(WRITER_ROLE, writer_configuration(shape)) for shape in writer_shapes]
-        else:
-            raise MatrixError(f"no role {role!r}: the matrix runs {ROLE} and {WRITER_ROLE}")
-    return columns
+        try:
+            named = role_class(role).matrix_columns(writer_shapes)
+        except PlanError as exc:
+            raise MatrixError(str(exc)) from exc
+        found += [
+            Column(role, configuration, settings) for configuration, settings in named.items()
+        ]
+    return found
 
 
 def not_applicable(
     releases: Mapping[str, Path],
     *,
-    roles: Sequence[str] = (ROLE,),
+    roles: Sequence[str] = DEFAULT_ROLES,
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
     clients: Mapping[str, Path] | None = None,
 ) -> dict[tuple[str, str, str], str]:
-    """(release, configuration, role) -> why it has no shard: a writer whose client (the
-    release's own, or with ``clients`` each of them) cannot be routed through the proxies."""
+    """(release, configuration, role) -> why it has no shard: a role the client (the
+    release's own, or with ``clients`` each of them) cannot play, in the role's words (a
+    writer's client that cannot be routed through the proxies)."""
     out = {}
     for version in releases:
-        for role, configuration in _columns(roles, writer_shapes):
-            old = [
-                client
+        for column in columns(roles, writer_shapes):
+            refused = {
+                client: why
                 for client in (clients or {version: Path()})
-                if _release_key(client) < _release_key(FIRST_WRITER_RELEASE)
-            ]
-            if role == WRITER_ROLE and old:
-                of = f" (client {', '.join(old)})" if clients else ""
-                out[(version, configuration, role)] = (
-                    f"not applicable{of}: a writer run needs BookKeeper >= {FIRST_WRITER_RELEASE}"
-                )
+                if (why := column.refusal(client)) is not None
+            }
+            if refused:
+                of = f" (client {', '.join(refused)})" if clients else ""
+                first = next(iter(refused.values()))
+                out[(version, column.configuration, column.role)] = f"not applicable{of}: {first}"
     return out
-
-
-def _writer_refused(client: str, role: str) -> bool:
-    return role == WRITER_ROLE and _release_key(client) < _release_key(FIRST_WRITER_RELEASE)
 
 
 def plan_matrix(
@@ -163,17 +166,18 @@ def plan_matrix(
     seed: int,
     seconds: float,
     max_examples: int = 10_000,
-    roles: Sequence[str] = (ROLE,),
+    roles: Sequence[str] = DEFAULT_ROLES,
     writer_shapes: Sequence[WriterShape] = DEFAULT_SHAPES,
     zookeepers: Mapping[str, Path] | None = None,
     ledger_storages: Sequence[str] = (),
     settings_profile: str = "",
     clients: Mapping[str, Path] | None = None,
 ) -> list[JavaShard]:
-    """One shard per release x ZooKeeper release x ledger storage x (role, configuration) x
-    seed: the recovering role runs E=WQ=3 AQ=2 (what its search runs), the writer role each of
-    ``writer_shapes``; a writer of a release before 4.12 gets no shard
-    (:func:`not_applicable`). ``zookeepers``: version -> directory (None: the default one).
+    """One shard per release x ZooKeeper release x ledger storage x column x seed: each role's
+    columns are its own (:func:`columns`: the recovering role runs E=WQ=3 AQ=2, what its
+    search runs; the writer and the fail-over (``both``) each of ``writer_shapes``); a role the
+    release's client cannot play gets no shard (:func:`not_applicable`: a writer of a release
+    before 4.12). ``zookeepers``: version -> directory (None: the default one).
     ``ledger_storages``: ``sorted``, ``db`` (none: the settings profile's);
     ``settings_profile``: the bookies' (""; the suite's). ``clients``: the Java client's
     releases, version -> directory, each on each release's bookies (None: each release's own
@@ -200,14 +204,14 @@ def plan_matrix(
     ] or [("", None)]
     for version, home in releases.items():
         for zk_version, zk_home in zookeeper_releases:
-            for storage, (client, client_home), (role, configuration) in (
+            for storage, (client, client_home), column in (
                 (x, c, column)
                 for x in ledger_storages or [""]
                 for c in client_releases
-                for column in _columns(roles, writer_shapes)
+                for column in columns(roles, writer_shapes)
             ):
-                if (version, configuration, role) in skipped or (
-                    client and _writer_refused(client, role)
+                if (version, column.configuration, column.role) in skipped or (
+                    client and column.refusal(client) is not None
                 ):
                     continue
                 for n in range(seeds_per_release):
@@ -216,8 +220,8 @@ def plan_matrix(
                             len(shards),
                             version,
                             str(home),
-                            role,
-                            configuration,
+                            column.role,
+                            column.configuration,
                             seed + n,
                             seconds,
                             max_examples,
@@ -227,6 +231,7 @@ def plan_matrix(
                             settings_profile,
                             client,
                             client_home,
+                            dict(column.settings),
                         )
                     )
     if not shards:
@@ -242,9 +247,8 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     """Run one shard: its own cluster of the release, its search; never raises (an error, or a
     search that could not decide, is the row's ``status`` ``error`` with its ``error``, and its
     verdict undecided)."""
-    # Imported here: Spark workers load the JVM adapter only when they run a Java shard.
+    # Imported here: the search (and ZooKeeper's installations) load only where a shard runs.
     from adapters.installations.zookeeper import locate_zookeeper
-    from conformance.javaclient.roles import role_named
     from conformance.javaclient.run import SearchRunOptions, search_run
 
     shard_dir = run_dir / "shards" / str(shard.index)
@@ -256,12 +260,12 @@ def execute_java_shard(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
     row["ledger_storage"] = settings.ledger_storage.short_name
     row["settings_profile"] = settings.profile.name
     try:
-        shape = shape_of(shard.configuration) if shard.role == WRITER_ROLE else None
+        role = role_from_settings({**shard.role_settings, "role": shard.role})
         result = search_run(
             SearchRunOptions(
                 Path(shard.home),
                 shard_dir,
-                role_named(shard.role, shape),
+                role,
                 zookeeper=None if shard.zookeeper is None else locate_zookeeper(shard.zookeeper),
                 seed=shard.seed,
                 seconds=shard.seconds,
@@ -598,13 +602,13 @@ def _client_coverage_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 __all__ = [
-    "CONFIGURATION",
+    "DEFAULT_ROLES",
     "MATRIX_FILE",
-    "ROLE",
     "SHARDS_FILE",
-    "WRITER_ROLE",
+    "Column",
     "JavaShard",
     "MatrixError",
+    "columns",
     "execute_java_shard",
     "matrix",
     "matrix_verdict",
@@ -612,6 +616,4 @@ __all__ = [
     "plan_matrix",
     "render_matrix_report",
     "run_matrix",
-    "shape_of",
-    "writer_configuration",
 ]

@@ -39,7 +39,7 @@ from adapters.netproxy import (
 from adapters.netproxy.policy import FrameMatch
 from conformance.errors import ConformanceError
 from conformance.javaclient.observed import FrameKind, frame_kind, pairing_key
-from conformance.javaclient.plans import FORWARD, FaultEvent, FrameKey, FrameSchedule
+from conformance.javaclient.plans import FORWARD, FrameKey, FrameSchedule, PlannedFault
 
 #: How long the controller's threads may take to stop, and a fault to take effect.
 FAULT_TIMEOUT_S = 60.0
@@ -64,7 +64,7 @@ def key_of(
 class FaultExecutor(Protocol):
     """Carries out the faults of a run that are not a frame's fate (a session provides it)."""
 
-    def execute(self, event: FaultEvent) -> str:
+    def execute(self, event: PlannedFault) -> str:
         """Carry out ``event`` (blocking until it has taken effect; a fault with a duration
         is undone after it by the executor); what was done. Raises when it cannot be done."""
 
@@ -136,14 +136,14 @@ class ScheduleController:
         #: ``(when, what)`` of each fault carried out (``time.monotonic()``, when it was done).
         self.faults: list[tuple[float, str]] = []
         #: ``(when it was done, the event)`` of each fault carried out, as plan data.
-        self.events_done: list[tuple[float, FaultEvent]] = []
+        self.events_done: list[tuple[float, PlannedFault]] = []
         self._seen: set[FrameKey] = set()
         self._decided: set[int] = set()
         self._holding: dict[int, _Held] = {}
         self._request_kinds: dict[tuple[str, int, object], FrameKind] = {}
         self._rules: list[tuple[BookieProxy, int]] = []
         self._pending_events = list(schedule.events)
-        self._events: queue.Queue[tuple[FaultEvent, threading.Event] | None] = queue.Queue()
+        self._events: queue.Queue[tuple[PlannedFault, threading.Event] | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fault_thread: threading.Thread | None = None
@@ -191,7 +191,7 @@ class ScheduleController:
             except Exception as exc:
                 self.errors.append(f"undoing the faults failed: {exc!r}")
 
-    def carry_out(self, events: Sequence[FaultEvent]) -> None:
+    def carry_out(self, events: Sequence[PlannedFault]) -> None:
         """Carry out ``events`` now, one after another, on the fault thread (after any fault a
         frame set off before them: two faults are never carried out at once); recorded as the
         frames' faults are. :class:`FaultsFailed` if one failed or took too long."""

@@ -30,7 +30,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.javaclient.plans import FaultEvent, FaultKind
+from conformance.javaclient.plans import FaultKind, PlannedFault
 from conformance.javaclient.role import Example
 from conformance.javaclient.session import SessionLayout
 from conformance.javaclient.writer_plans import MAX_DELAY_MS, WriterRunPlan
@@ -73,16 +73,16 @@ def failover_plans(draw: st.DrawFn, role: FailoverRole) -> WriterRunPlan:
     )
     recover_after = draw(st.integers(1, plan.entries))
     delay_ms = draw(st.one_of(st.just(0), st.integers(50, MAX_RECOVER_DELAY_MS)))
-    after: tuple[FaultEvent, ...] = ()
-    before: tuple[FaultEvent, ...] = ()
+    after: tuple[PlannedFault, ...] = ()
+    before: tuple[PlannedFault, ...] = ()
     if recover_after < plan.entries and role.faults is FaultSet.EXTENDED:
         bookies = st.sampled_from(role.shape.names)
         # A bookie the recovery finds down (it may come back after it).
-        down = st.builds(FaultEvent, st.just(FaultKind.CRASH), st.none(), bookies)
+        down = st.builds(PlannedFault, st.just(FaultKind.CRASH), st.none(), bookies)
         before = tuple(draw(st.lists(down, max_size=1)))
         # Bookies replaced while the writer is idle (#4812): restarted with or without their
         # data at their address, or gone.
-        replaced = st.builds(FaultEvent, st.sampled_from(_REPLACEMENTS), st.none(), bookies)
+        replaced = st.builds(PlannedFault, st.sampled_from(_REPLACEMENTS), st.none(), bookies)
         after = tuple(draw(st.lists(replaced, max_size=2, unique_by=lambda e: e.bookie)))
     return dataclasses.replace(
         with_takeover(plan, recover_after, delay_ms),

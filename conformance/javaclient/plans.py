@@ -326,7 +326,7 @@ class FaultKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class FaultEvent:
+class PlannedFault:
     """One fault at a chosen point of the run: when the frame ``at`` has reached a proxy (a
     request from the client, or with ``at.answer`` the bookie's answer leaving the bookie), or
     with ``at`` None as the client starts its part. An upgrade or a downgrade names the
@@ -383,7 +383,7 @@ class FaultEvent:
         }
 
     @classmethod
-    def from_json(cls, item: Mapping[str, Any], bookies: Iterable[str]) -> FaultEvent:
+    def from_json(cls, item: Mapping[str, Any], bookies: Iterable[str]) -> PlannedFault:
         names = set(bookies)
         try:
             kind = FaultKind(item["fault"])
@@ -404,7 +404,7 @@ class FaultEvent:
         )
 
 
-def releases_named(events: Iterable[FaultEvent]) -> tuple[str, ...]:
+def releases_named(events: Iterable[PlannedFault]) -> tuple[str, ...]:
     """The releases ``events`` restart bookies from (upgrades and downgrades), each once, in
     order: what a run installs before it starts."""
     named: dict[str, None] = {}
@@ -427,13 +427,13 @@ def searched_frames(writer: WriterPlan) -> tuple[FrameKey, ...]:
 @dataclass(frozen=True)
 class FrameSchedule:
     """What the proxies and the harness do during the client's part of a run: a decision per
-    frame (named by meaning), and the faults at chosen points (:class:`FaultEvent`)."""
+    frame (named by meaning), and the faults at chosen points (:class:`PlannedFault`)."""
 
     decisions: Mapping[FrameKey, Choice] = field(default_factory=dict)
-    events: tuple[FaultEvent, ...] = ()
+    events: tuple[PlannedFault, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "events", tuple(sorted(self.events, key=FaultEvent.sort_key)))
+        object.__setattr__(self, "events", tuple(sorted(self.events, key=PlannedFault.sort_key)))
 
     def choice(self, key: FrameKey) -> Choice:
         return self.decisions.get(key, FORWARD)
@@ -454,7 +454,7 @@ class FrameSchedule:
         """The same events with other frame decisions."""
         return FrameSchedule(dict(decisions), self.events)
 
-    def without_events(self, *gone: FaultEvent) -> FrameSchedule:
+    def without_events(self, *gone: PlannedFault) -> FrameSchedule:
         return FrameSchedule(self.decisions, tuple(e for e in self.events if e not in gone))
 
     def restricted(self, keep: Callable[[FrameKey], bool]) -> FrameSchedule:
@@ -496,11 +496,11 @@ class FrameSchedule:
     ) -> FrameSchedule:
         names = tuple(bookies)
         decisions: dict[FrameKey, Choice] = {}
-        events: list[FaultEvent] = []
+        events: list[PlannedFault] = []
         try:
             for item in data:
                 if "fault" in item:
-                    events.append(FaultEvent.from_json(item, names))
+                    events.append(PlannedFault.from_json(item, names))
                 else:
                     key = FrameKey.from_json(item, names)
                     decisions[key] = Choice.from_json(item)
@@ -598,11 +598,11 @@ __all__ = [
     "FORGEABLE",
     "FORWARD",
     "Choice",
-    "FaultEvent",
     "FaultKind",
     "FrameKey",
     "FrameSchedule",
     "PlanError",
+    "PlannedFault",
     "RecoveryPlan",
     "WriterAdd",
     "WriterPlan",

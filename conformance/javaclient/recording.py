@@ -24,6 +24,7 @@ from conformance.javaclient.plans import WriterPlan
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterShape
 from conformance.javaclient.writer_story import Takeover, WriterRecord
+from conformance.live.faults import FaultEvent
 
 FORMAT = 1
 
@@ -109,6 +110,17 @@ def deliveries_from_json(data: Iterable[Mapping[str, Any]]) -> dict[int, Deliver
     return {d["id"]: DeliveryRecord(d["id"], d["at"], d["delivered"], d["reason"]) for d in data}
 
 
+def faults_to_json(faults: Sequence[FaultEvent]) -> dict[str, Any]:
+    """A record's ``faults`` key: every fault the run injected and healed (none: no key, as
+    the records written before faults were kept)."""
+    return {"faults": [event.to_json() for event in faults]} if faults else {}
+
+
+def faults_from_json(data: Mapping[str, Any]) -> tuple[FaultEvent, ...]:
+    """A record's faults back (none in a record written before faults were kept)."""
+    return tuple(FaultEvent.from_json(item) for item in data.get("faults", ()))
+
+
 def record_to_json(record: RecoveryRecord) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -124,6 +136,7 @@ def record_to_json(record: RecoveryRecord) -> dict[str, Any]:
         "closed_last_entry": record.closed_last_entry,
         "java_error": record.java_error,
         "recovered_at": record.recovered_at,
+        **faults_to_json(record.faults),
     }
 
 
@@ -146,6 +159,7 @@ def record_from_json(data: dict[str, Any]) -> RecoveryRecord:
             closed_last_entry=data["closed_last_entry"],
             java_error=data["java_error"],
             recovered_at=data["recovered_at"],
+            faults=faults_from_json(data),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client run: {exc!r}") from exc
@@ -231,6 +245,7 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
         **(
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
+        **faults_to_json(record.faults),
         # The other ledgers of the run: their own records, the frames (shared) left out.
         **(
             {"others": [_without_frames(writer_record_to_json(o)) for o in record.others]}
@@ -289,6 +304,7 @@ def writer_record_from_json(
             resets=_resets(data.get("resets", ())),
             restarts=_resets(data.get("restarts", ())),
             takeover=_takeover(data.get("takeover")),
+            faults=faults_from_json(data),
             others=tuple(
                 writer_record_from_json(
                     {**other, "frames": data["frames"], "deliveries": data["deliveries"]},

@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from hypothesis import strategies as st
 
@@ -56,6 +56,7 @@ from conformance.javaclient.session import (
 )
 from conformance.javaclient.story import SPEC_CONFIG, RecoveryRecord
 from conformance.javaclient.story import judge as judge_recovery
+from conformance.javaclient.writer_role import FaultSet
 from conformance.targets.cluster_target import DIGEST, KEY, PASSWORD
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.readings import JAVA_RECOVERY
@@ -253,6 +254,40 @@ class RecoveryRole(Role[RecoveryPlan, RecoveryRecord]):
 
     def describe(self) -> str:
         return "recovering"
+
+    #: Defect 1's ledger, the one every recovery run has: E=WQ=3 AQ=2 on 3 bookies, and 2
+    #: clients (w1 and the Java client), as the model's options and the matrix name it.
+    SHAPE = f"{SPEC_CONFIG.bookies}/{SPEC_CONFIG.write_quorum}/{SPEC_CONFIG.ack_quorum}"
+    CONFIGURATION = (
+        f"E{SPEC_CONFIG.bookies}-WQ{SPEC_CONFIG.write_quorum}-AQ{SPEC_CONFIG.ack_quorum}"
+    )
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
+        """The recovering role; :class:`PlanError` for settings it cannot run: a ``shape``
+        (E/WQ/AQ), ``bookies`` or ``clients`` other than Defect 1's, or ``faults`` other than
+        requests' (its search draws the fates of the recovering client's requests only)."""
+        shape = str(settings.get("shape", cls.SHAPE))
+        bookies = int(settings.get("bookies", SPEC_CONFIG.bookies))
+        clients = int(settings.get("clients", SPEC_CONFIG.clients))
+        if (shape, bookies, clients) != (cls.SHAPE, SPEC_CONFIG.bookies, SPEC_CONFIG.clients):
+            raise PlanError(
+                f"the recovering role runs E=WQ=3, AQ=2 on 3 bookies with 2 clients (w1 and the "
+                f"Java client); got E/WQ/AQ {shape}, {bookies} bookies, {clients} clients"
+            )
+        faults = settings.get("faults")
+        if faults is not None and faults != FaultSet.REQUESTS.value:
+            raise PlanError(
+                f"the recovering role draws the fates of its client's requests only "
+                f"(--java-faults {FaultSet.REQUESTS.value}); got --java-faults {faults}"
+            )
+        return cls()
+
+    @classmethod
+    def matrix_columns(cls, shapes: Sequence[object]) -> dict[str, dict[str, Any]]:
+        """The role's one column in the version matrix (its ledger is Defect 1's, whatever
+        ledger shapes the writers are asked for): its configuration's name -> its settings."""
+        return {cls.CONFIGURATION: {"role": cls.name}}
 
     def plans(self) -> st.SearchStrategy[RecoveryPlan]:
         return generated_plans(self.max_entries)

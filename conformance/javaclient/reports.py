@@ -24,10 +24,10 @@ from conformance.javaclient import REPORT_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.observed import FORGED, FrameKind, frame_kind
 from conformance.javaclient.plans import (
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
+    PlannedFault,
     forge,
     hold_for,
 )
@@ -192,7 +192,7 @@ BK_3005 = ClientScenario(
         4,
         FrameSchedule(
             {answer_key("b1", 0): hold_for(1500), answer_key("b2", 3): forge("EIO")},
-            (FaultEvent(FaultKind.HOLD_METADATA, answer_key("b2", 3), None, _HOLD_ZK_3005_MS),),
+            (PlannedFault(FaultKind.HOLD_METADATA, answer_key("b2", 3), None, _HOLD_ZK_3005_MS),),
         ),
         origin="apache/bookkeeper#3005",
     ),
@@ -254,14 +254,14 @@ BK_4097 = ClientScenario(
         7,
         FrameSchedule(
             events=(
-                FaultEvent(FaultKind.PAUSE, None, "b1", 3000),
-                FaultEvent(FaultKind.HOLD_METADATA, None, None, _HOLD_ZK_4097_MS),
+                PlannedFault(FaultKind.PAUSE, None, "b1", 3000),
+                PlannedFault(FaultKind.HOLD_METADATA, None, None, _HOLD_ZK_4097_MS),
                 # The failed bookies crash (they start again when the run ends, so what they
                 # stored is read back): a bookie failed by a forged error stays registered, and
                 # once replaced the client's placement may pick it again for another position
                 # (seen: b4 moved to b3's place), which decides whether e2 is readable.
-                FaultEvent(FaultKind.CRASH, add_key("b3", 5), "b3"),
-                FaultEvent(FaultKind.CRASH, add_key("b4", 6), "b4"),
+                PlannedFault(FaultKind.CRASH, add_key("b3", 5), "b3"),
+                PlannedFault(FaultKind.CRASH, add_key("b4", 6), "b4"),
             ),
         ),
         origin="apache/bookkeeper#4097",
@@ -315,7 +315,11 @@ THROTTLE = ClientScenario(
         4,
         FrameSchedule(
             {answer_key("b2", 1): forge("EIO")},
-            (FaultEvent(FaultKind.HOLD_METADATA, answer_key("b2", 1), None, _HOLD_ZK_THROTTLE_MS),),
+            (
+                PlannedFault(
+                    FaultKind.HOLD_METADATA, answer_key("b2", 1), None, _HOLD_ZK_THROTTLE_MS
+                ),
+            ),
         ),
         origin="throttle hypothesis (issue 29)",
     ),
@@ -381,8 +385,8 @@ BK_4651 = ClientScenario(
         8,
         FrameSchedule(
             events=(
-                FaultEvent(FaultKind.STALL, None, "b1", _STALL_4651_MS),
-                FaultEvent(FaultKind.STALL, None, "b2", _STALL_4651_MS),
+                PlannedFault(FaultKind.STALL, None, "b1", _STALL_4651_MS),
+                PlannedFault(FaultKind.STALL, None, "b2", _STALL_4651_MS),
             ),
         ),
         origin="apache/bookkeeper#4651",
@@ -442,8 +446,8 @@ BK_4812 = ClientScenario(
         recover_after=1,
         recover_delay_ms=500,
         after_recovery=(
-            FaultEvent(FaultKind.RESTART_EMPTY, None, "b1"),
-            FaultEvent(FaultKind.RESTART_EMPTY, None, "b2"),
+            PlannedFault(FaultKind.RESTART_EMPTY, None, "b1"),
+            PlannedFault(FaultKind.RESTART_EMPTY, None, "b2"),
         ),
     ),
     _check_4812,
@@ -512,7 +516,9 @@ _FENCE_LOST_STORY = (
 )
 
 
-def _fence_lost(name: str, title: str, restart_story: str, *restart: FaultEvent) -> ClientScenario:
+def _fence_lost(
+    name: str, title: str, restart_story: str, *restart: PlannedFault
+) -> ClientScenario:
     """The lost fence with b3's restart (and what comes before it) as ``restart`` says."""
     return ClientScenario(
         name,
@@ -526,8 +532,8 @@ def _fence_lost(name: str, title: str, restart_story: str, *restart: FaultEvent)
             origin="fence lost on restart (issue 29)",
             recover_after=1,
             recover_delay_ms=300,
-            before_recovery=(FaultEvent(FaultKind.CRASH, None, "b2"),),
-            after_recovery=(*restart, FaultEvent(FaultKind.RESTART, None, "b2")),
+            before_recovery=(PlannedFault(FaultKind.CRASH, None, "b2"),),
+            after_recovery=(*restart, PlannedFault(FaultKind.RESTART, None, "b2")),
         ),
         _fence_lost_check(restart[-1].kind),
     )
@@ -538,7 +544,7 @@ FENCE_LOST = _fence_lost(
     "fence-lost-on-restart-java-client",
     "A fence on a bookie that holds none of the ledger's entries is lost when it restarts",
     "b3 is killed at once (before its SyncThread's next checkpoint) and restarts with its data;",
-    FaultEvent(FaultKind.RESTART, None, "b3"),
+    PlannedFault(FaultKind.RESTART, None, "b3"),
 )
 #: b3 crashes after its next checkpoint: is the fence in what the checkpoint made durable?
 FENCE_LOST_AFTER_CHECKPOINT = _fence_lost(
@@ -548,8 +554,8 @@ FENCE_LOST_AFTER_CHECKPOINT = _fence_lost(
     "SyncThread has checkpointed its ledger storage since (SortedLedgerStorage has no "
     "periodic checkpoint: it waits for nothing there); then b3 is killed and restarts with "
     "its data;",
-    FaultEvent(FaultKind.AWAIT_CHECKPOINT),
-    FaultEvent(FaultKind.RESTART, None, "b3"),
+    PlannedFault(FaultKind.AWAIT_CHECKPOINT),
+    PlannedFault(FaultKind.RESTART, None, "b3"),
 )
 #: b3 is stopped as an operator stops it: does a clean shutdown keep the fence?
 FENCE_LOST_ON_CLEAN_RESTART = _fence_lost(
@@ -557,7 +563,7 @@ FENCE_LOST_ON_CLEAN_RESTART = _fence_lost(
     "The lost fence, with b3 stopped cleanly (SIGTERM) and started again",
     "b3 is stopped as an operator stops it (SIGTERM: BookKeeper's shutdown closes the journal "
     "and flushes the ledger storage) and started again with its data;",
-    FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"),
+    PlannedFault(FaultKind.CLEAN_RESTART, None, "b3"),
 )
 
 #: The scenarios, by name (the names the command line knows, checked here).

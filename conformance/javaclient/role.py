@@ -2,12 +2,14 @@
 
 Everything a Java-client run does is the same for every role (the session of
 :mod:`.session`, the frame controller of :mod:`.controller`, the search and shrinking of
-:mod:`.search`, the run directory of :mod:`.run`) except what a role says here: the session it
-needs (a :class:`~.session.SessionLayout`), the plans Hypothesis draws and the model proposes,
-how a plan is carried out on a session (what the client is asked to do, and what is read back
+the kernel, :mod:`conformance.live.search`, through :mod:`.search`, the run directory of
+:mod:`.run`) except what a role says here: the session it needs (a
+:class:`~.session.SessionLayout`), the plans Hypothesis draws and the model proposes, how a
+plan is carried out on a session (what the client is asked to do, and what is read back
 afterwards), how the record of a run is judged, how a plan is made smaller, and how its record
-is written and told. The recovering client (:mod:`.recovery_role`) and the writer
-(:mod:`.writer_role`) are the two roles today; :mod:`.roles` names them.
+is written and told (with every fault the run injected: :meth:`Role.with_faults`). The
+recovering client (:mod:`.recovery_role`) and the writer (:mod:`.writer_role`) are the two
+roles today; :mod:`.roles` names them.
 
 Plans and records are plain data (Jepsen's operations): a plan can be generated, shrunk,
 recorded in a run directory and replayed; a record can be judged again offline.
@@ -16,6 +18,7 @@ recorded in a run directory and replayed; a record can be judged again offline.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from conformance.javaclient.session import (
     model_bookie_names,
     routing_refusal,
 )
+from conformance.live.faults import FaultEvent
 from conformance.verdict import Verdict
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.readings import Reading
@@ -71,6 +75,9 @@ class Record(Protocol):
 
     @property
     def deliveries(self) -> Mapping[int, DeliveryRecord]: ...
+
+    @property
+    def faults(self) -> tuple[FaultEvent, ...]: ...
 
 
 PlanT = TypeVar("PlanT", bound=Plan)
@@ -179,6 +186,11 @@ class Role(ABC, Generic[PlanT, RecordT]):
     @abstractmethod
     def judge(self, record: RecordT) -> Judgement:
         """The model's story of ``record`` and its verdict."""
+
+    def with_faults(self, record: RecordT, faults: Sequence[FaultEvent]) -> RecordT:
+        """``record`` with the faults its run injected and healed (the fault injector's
+        record of them, :class:`~conformance.live.faults.FaultEvent`)."""
+        return dataclasses.replace(record, faults=tuple(faults))  # type: ignore[type-var]
 
     def record_to_json(self, record: RecordT) -> dict[str, Any]:
         return self.records.to_json(record)

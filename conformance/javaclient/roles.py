@@ -13,67 +13,82 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Role
-from conformance.javaclient.writer_plans import DEFAULT_SHAPES, WriterShape
+from conformance.javaclient.writer_plans import WriterShape
 from conformance.javaclient.writer_role import FaultSet, WriterRole
 
-#: The roles a run can ask for, by name.
-ROLE_NAMES: tuple[str, ...] = (RecoveryRole.name, WriterRole.name, FailoverRole.name)
-#: What a role is when the command line does not say.
+
+class RoleClass(Protocol):
+    """A role's class, before a role is built: what the commands and the version matrix ask
+    of it. Classmethods of the role classes rather than :class:`Role`'s own: the role is built
+    from them, and what a run asks of a built role is :class:`Role`'s."""
+
+    def from_settings(self, settings: Mapping[str, Any]) -> Role[Any, Any]:
+        """The role the settings describe (:meth:`Role.settings`' keys, a command's options
+        too); :class:`PlanError` for settings the role refuses."""
+        ...
+
+    def matrix_columns(self, shapes: Sequence[WriterShape]) -> dict[str, dict[str, Any]]:
+        """The role's columns in the version matrix, given the writers' ledger ``shapes``: a
+        configuration's name -> the settings that build the role for it."""
+        ...
+
+
+#: The roles a run can ask for, by name (the name each role's class gives itself).
+ROLE_CLASSES: dict[str, RoleClass] = {
+    RecoveryRole.name: RecoveryRole,
+    WriterRole.name: WriterRole,
+    FailoverRole.name: FailoverRole,
+}
+ROLE_NAMES: tuple[str, ...] = tuple(ROLE_CLASSES)
+#: What a role is when the command line does not say, and what a plan recorded before roles
+#: were recorded is for.
 DEFAULT_ROLE = RecoveryRole.name
+
+
+def role_class(name: str) -> RoleClass:
+    """The class of the role ``name``; :class:`PlanError` for a name that is none."""
+    try:
+        return ROLE_CLASSES[name]
+    except KeyError:
+        raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}") from None
+
+
+def role_from_settings(settings: Mapping[str, Any]) -> Role[Any, Any]:
+    """The role ``settings["role"]`` names (default :data:`DEFAULT_ROLE`), built by its class
+    from the rest; :class:`PlanError` for a role that is none or settings it refuses."""
+    return role_class(str(settings.get("role", DEFAULT_ROLE))).from_settings(settings)
 
 
 def role_named(
     name: str, shape: WriterShape | None = None, faults: FaultSet | None = None
 ) -> Role[Any, Any]:
-    """The role of that name (``shape``: the writer's ledger; default the first of
-    ``DEFAULT_SHAPES``); :class:`PlanError` for a name that is none, or a shape given to a
-    role that has none."""
-    if name == RecoveryRole.name:
-        if faults is not None and faults is not FaultSet.REQUESTS:
-            raise PlanError(
-                "the recovering role's search draws requests' fates only (--java-faults requests)"
-            )
-        if shape is not None:
-            raise PlanError(
-                "the recovering role runs E=WQ=3 AQ=2 (Defect 1's ledger); it takes no shape"
-            )
-        return RecoveryRole()
-    if name == WriterRole.name:
-        return WriterRole(shape or DEFAULT_SHAPES[0], faults=faults or FaultSet.EXTENDED)
-    if name == FailoverRole.name:
-        return FailoverRole(shape or DEFAULT_SHAPES[0], faults=faults or FaultSet.EXTENDED)
-    raise PlanError(f"no role {name!r}: the roles are {', '.join(ROLE_NAMES)}")
+    """The role of that name with its own defaults, or the writer's ledger ``shape`` and
+    ``faults`` (each refused by a role that cannot take it: :class:`PlanError`)."""
+    settings: dict[str, Any] = {"role": name}
+    if shape is not None:
+        settings["shape"] = shape.key()
+    if faults is not None:
+        settings["faults"] = faults.value
+    return role_from_settings(settings)
 
 
 def role_of_plan(data: Any, settings: Mapping[str, Any] | None = None) -> Role[Any, Any]:
-    """The role a recorded plan is for (plans before roles were recorded are recovery plans),
-    with the role's recorded ``settings`` (a run directory's ``role_settings``: the writer's
-    add timeout) where given."""
+    """The role a recorded plan is for (plans before roles were recorded are
+    :data:`DEFAULT_ROLE`'s), with the role's recorded ``settings`` (a run directory's
+    ``role_settings``: the writer's add timeout...) where given; the plan's own role and shape
+    win over them."""
     if not isinstance(data, dict):
         raise PlanError(f"not a plan: {data!r}")
-    name = data.get("role", RecoveryRole.name)
-    shape = WriterShape.parse(str(data["shape"])) if "shape" in data else None
-    role = role_named(str(name), shape)
-    recorded = settings or {}
-    if isinstance(role, WriterRole):
-        entry_bytes = recorded.get("entry_bytes")
-        return type(role)(
-            role.shape,
-            add_entry_timeout_s=int(recorded.get("add_entry_timeout_s", role.add_entry_timeout_s)),
-            faults=FaultSet(recorded.get("faults", role.faults.value)),
-            client_properties={
-                str(key): str(value)
-                for key, value in dict(recorded.get("client_properties", {})).items()
-            },
-            entry_bytes=None if entry_bytes is None else int(entry_bytes),
-        )
-    return role
+    planned = {key: data[key] for key in ("shape",) if key in data}
+    return role_from_settings(
+        {**(settings or {}), "role": data.get("role", DEFAULT_ROLE), **planned}
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,18 +103,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the role's settings as JSON (Role.settings: its faults...)",
     )
     args = parser.parse_args(argv)
-    if args.settings is not None:
-        settings = json.loads(args.settings)
-        role = role_of_plan({**settings, "role": args.role}, settings)
-    else:
-        role = role_named(args.role, args.shape)
+    settings = {} if args.settings is None else json.loads(args.settings)
+    if args.shape is not None:
+        settings["shape"] = args.shape.key()
+    role = role_from_settings({**settings, "role": args.role})
     budget = role.guidance_budget_s if args.budget is None else args.budget
     plans = role.guided_plans(args.seed, budget)
     json.dump([plan.to_json() for plan in plans], sys.stdout)
     return 0
 
 
-__all__ = ["DEFAULT_ROLE", "ROLE_NAMES", "role_named", "role_of_plan"]
+__all__ = [
+    "DEFAULT_ROLE",
+    "ROLE_CLASSES",
+    "ROLE_NAMES",
+    "RoleClass",
+    "role_class",
+    "role_from_settings",
+    "role_named",
+    "role_of_plan",
+]
 
 
 if __name__ == "__main__":

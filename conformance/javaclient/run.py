@@ -304,6 +304,9 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                         seed=options.seed,
                         guided=guided,
                         on_example=sink,
+                        # A Java-client example may take minutes: the search says what it
+                        # is doing at least every 10 s all the same.
+                        progress=lambda report: say(f"Search {report.describe()}"),
                     )
                     described = session.describe()
                     client_coverage = _client_coverage(session, run_dir, result.examples)

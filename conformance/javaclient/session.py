@@ -21,10 +21,9 @@ the writer's follow the ledger's first ensemble), and every record keeps that ma
 from __future__ import annotations
 
 import contextlib
-import itertools
-import threading
+import dataclasses
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,9 @@ from adapters.javaclient import (
     JvmOptions,
     distribution_version,
 )
+from adapters.javaclient.jacoco_agent import dump as dump_coverage
+from adapters.javaclient.jacoco_agent import jvm_agent_flag
+from adapters.javaclient.jacoco_agent import reset as reset_coverage
 from adapters.javaclient.pipelined_adds import recorder_classes
 from adapters.netproxy import BookieProxy, DeliveryRecord, FrameRecord, NetProxyError, ProxyGroup
 from adapters.netproxy.routing import (
@@ -63,16 +65,9 @@ from adapters.zkproxy import Hold as ZkHold
 from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
-from conformance.javaclient.coverage import (
-    CoverageError,
-    CoverageTracker,
-    NewCoverage,
-    jvm_agent_flag,
-    server_jar,
-)
-from conformance.javaclient.coverage import dump as dump_coverage
-from conformance.javaclient.coverage import reset as reset_coverage
-from conformance.javaclient.plans import FaultEvent, FaultKind
+from conformance.javaclient.coverage import CoverageError, CoverageTracker, NewCoverage, server_jar
+from conformance.javaclient.plans import FaultKind, PlannedFault
+from conformance.live.faults import FaultEvent, FaultHandler, FaultInjector, Injected
 
 #: The first release whose client resolves bookie ids through their registrations, so that the
 #: proxies can stand in for the bookies without anybody writing the ledger's metadata for it.
@@ -505,9 +500,11 @@ class ClientSession:
 
 class SessionFaults:
     """The :class:`~.controller.FaultExecutor` of one run on a session: the faults of a plan
-    carried out on the session's cluster, proxies and ZooKeeper, its bookies named as the role
-    names them (``names``: proxy -> the model's bookie name). A fault with a duration is undone
-    by a timer, and whatever is still in effect is undone by :meth:`close`."""
+    carried out on the session's cluster, proxies and ZooKeeper by the one fault injector
+    (:class:`~conformance.live.faults.FaultInjector`), one handler per :class:`~.plans.FaultKind`,
+    its bookies named as the role names them (``names``: proxy -> the model's bookie name). A
+    fault with a duration is undone by a timer, and whatever is still in effect is undone by
+    :meth:`close`; every fault done and undone is in :attr:`events`, the run's record of them."""
 
     def __init__(
         self, session: ClientSession, cluster: LocalCluster, names: Mapping[str, str]
@@ -517,15 +514,39 @@ class SessionFaults:
         proxies = dict(zip(session.proxies, session.bookie_ids, strict=True))
         #: The model's bookie name -> (its proxy's name, its bookie id).
         self._bookies = {name: (proxy, proxies[proxy]) for proxy, name in names.items()}
-        self._undo: dict[str, tuple[threading.Timer | None, Callable[[], None]]] = {}
-        self._counter = itertools.count(1)
         #: The ids of the bookies crashed and not started again.
         self._down: set[str] = set()
-        #: A paused bookie's id -> the undo keys of its pauses (each resumes it).
-        self._pauses: dict[str, list[str]] = {}
         #: When the run's first pause began (None: no pause).
         self._first_pause: float | None = None
-        self._lock = threading.Lock()
+        self._injector: FaultInjector[PlannedFault] = FaultInjector(self._handlers())
+
+    @property
+    def events(self) -> list[FaultEvent]:
+        """Every fault this run's plan injected, and every heal, in order."""
+        return list(self._injector.events)
+
+    def _handlers(self) -> list[FaultHandler[PlannedFault]]:
+        # Killing a paused bookie ends its pause: nothing is left to resume (resuming the
+        # crashed bookie failed, and the seed-51 search stopped undecided on it).
+        kills = frozenset({FaultKind.PAUSE.value})
+        handlers = {
+            FaultKind.CRASH: FaultHandler("", self._crash, "restart", ends=kills),
+            FaultKind.PAUSE: FaultHandler("", self._pause, "resume"),
+            FaultKind.RESTART: FaultHandler("", self._restart_with_data, ends=kills),
+            FaultKind.CLEAN_RESTART: FaultHandler("", self._clean_restart, ends=kills),
+            FaultKind.AWAIT_CHECKPOINT: FaultHandler("", self._await_checkpoint),
+            FaultKind.UPGRADE: FaultHandler("", self._change_release, ends=kills),
+            FaultKind.DOWNGRADE: FaultHandler("", self._change_release, ends=kills),
+            FaultKind.RESTART_EMPTY: FaultHandler("", self._restart_empty, ends=kills),
+            FaultKind.RESET: FaultHandler("", self._reset),
+            FaultKind.REFUSE: FaultHandler("", self._refuse, "accept"),
+            FaultKind.STALL: FaultHandler("", self._stall, "read again"),
+            FaultKind.HOLD_METADATA: FaultHandler("", self._hold_metadata, "release metadata"),
+            FaultKind.EXPIRE_SESSION: FaultHandler("", self._expire_session, "new session"),
+        }
+        missing = set(FaultKind) - set(handlers)
+        assert not missing, f"no handler for {sorted(k.value for k in missing)}"
+        return [dataclasses.replace(h, verb=kind.value) for kind, h in handlers.items()]
 
     def _bookie(self, name: str | None) -> tuple[BookieProxy, Node]:
         if name not in self._bookies:
@@ -533,78 +554,100 @@ class SessionFaults:
         proxy, bookie_id = self._bookies[name]
         return self._session.proxies[proxy], Node.bookie(bookie_id)
 
-    def execute(self, event: FaultEvent) -> str:
-        kind, seconds = event.kind, event.duration_ms / 1000
-        proxy, node = self._bookie(event.bookie) if kind.needs_bookie else (None, None)
-        what = f"{kind.value} {event.bookie or ''}".strip()
-        if node is not None and (
-            kind in (FaultKind.CRASH, FaultKind.RESTART_EMPTY) or kind.restarts_with_data
-        ):
-            # Killing a paused bookie ends its pause: nothing is left to resume (resuming the
-            # crashed bookie failed, and the seed-51 search stopped undecided on it).
-            self._end_pauses(node)
-        if kind is FaultKind.CRASH:
-            assert node is not None
-            self._cluster.crash(node)
-            self._down.add(node.id)
-            # Down for the rest of the run; the next run of the session starts it again.
-            self._at_close(what, lambda: self._restart(node))
-        elif kind is FaultKind.PAUSE:
-            assert node is not None
-            if node.id in self._down:
-                # A plan may crash a bookie and pause it later: nothing runs to pause.
-                return f"{what}: down (crashed before), nothing to pause"
-            self._cluster.pause(node)
-            if self._first_pause is None:
-                self._first_pause = time.monotonic()
-            key = self._later(what, seconds, lambda: self._cluster.resume(node))
-            with self._lock:
-                self._pauses.setdefault(node.id, []).append(key)
-        elif kind is FaultKind.RESTART:
-            assert node is not None
-            self._cluster.crash(node)
-            self._restart(node)
-        elif kind is FaultKind.CLEAN_RESTART:
-            assert node is not None
-            return self._clean_restart(what, node)
-        elif kind is FaultKind.AWAIT_CHECKPOINT:
-            interval_ms = self._cluster.options.bookie_settings.checkpoint_interval_ms
-            time.sleep(interval_ms / 1000 + CHECKPOINT_MARGIN_S)
-            return f"{what}: {interval_ms} ms (flushInterval) + {CHECKPOINT_MARGIN_S:.0f} s waited"
-        elif kind.needs_release:
-            assert node is not None and event.release is not None
-            return self._change_release(what, event, node)
-        elif kind is FaultKind.RESTART_EMPTY:
-            assert node is not None
-            self._cluster.crash(node)
-            self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
-            self._down.discard(node.id)
-            self._session.wait_routed(self._down)
-        elif kind is FaultKind.RESET:
-            assert proxy is not None
-            proxy.reset_connections()
-        elif kind is FaultKind.REFUSE:
-            assert proxy is not None
-            proxy.refuse_connections(None)
-            self._later(what, seconds, proxy.accept_connections)
-        elif kind is FaultKind.STALL:
-            assert proxy is not None
-            proxy.stall(True)
-            self._later(what, seconds, lambda: proxy.stall(False))
-        elif kind is FaultKind.HOLD_METADATA:
-            zookeeper = self._session.zookeeper_proxy
-            rule = zookeeper.add_rule(METADATA_WRITES, ZkHold())
-            self._later(what, seconds, lambda: _release_writes(zookeeper, rule))
-        else:
-            zookeeper = self._session.zookeeper_proxy
-            expiry = zookeeper.expire_session()
-            self._at_close(what, lambda: await_new_session(zookeeper, expiry))
-        return what + (f" for {event.duration_ms} ms" if event.duration_ms else "")
+    def execute(self, event: PlannedFault) -> str:
+        if event.kind.needs_bookie:
+            self._bookie(event.bookie)  # a bookie the run does not have: undecided, not done
+        return self._injector.inject(event.kind.value, event.bookie, event, step=event.describe())
 
-    def _change_release(self, what: str, event: FaultEvent, node: Node) -> str:
+    @staticmethod
+    def _named(event: PlannedFault) -> str:
+        """``crash b2``: the fault and its bookie."""
+        return f"{event.kind.value} {event.bookie or ''}".strip()
+
+    @classmethod
+    def _what(cls, event: PlannedFault) -> str:
+        """What was done: ``pause b2 for 500 ms``."""
+        lasting = f" for {event.duration_ms} ms" if event.duration_ms else ""
+        return cls._named(event) + lasting
+
+    # -- the handlers, one per fault kind ----------------------------------------------------
+
+    def _crash(self, bookie: str | None, event: PlannedFault) -> Injected:
+        _, node = self._bookie(bookie)
+        self._cluster.crash(node)
+        self._down.add(node.id)
+        # Down for the rest of the run; the next run of the session starts it again.
+        return Injected(self._what(event), heal=lambda: self._restart(node))
+
+    def _pause(self, bookie: str | None, event: PlannedFault) -> Injected:
+        _, node = self._bookie(bookie)
+        if node.id in self._down:
+            # A plan may crash a bookie and pause it later: nothing runs to pause.
+            return Injected(f"{self._named(event)}: down (crashed before), nothing to pause")
+        self._cluster.pause(node)
+        if self._first_pause is None:
+            self._first_pause = time.monotonic()
+        return Injected(
+            self._what(event), lambda: self._cluster.resume(node), event.duration_ms / 1000
+        )
+
+    def _restart_with_data(self, bookie: str | None, event: PlannedFault) -> Injected:
+        _, node = self._bookie(bookie)
+        self._cluster.crash(node)
+        self._restart(node)
+        return Injected(self._what(event))
+
+    def _await_checkpoint(self, bookie: str | None, event: PlannedFault) -> Injected:
+        interval_ms = self._cluster.options.bookie_settings.checkpoint_interval_ms
+        time.sleep(interval_ms / 1000 + CHECKPOINT_MARGIN_S)
+        return Injected(
+            f"{self._named(event)}: {interval_ms} ms (flushInterval) + "
+            f"{CHECKPOINT_MARGIN_S:.0f} s waited"
+        )
+
+    def _restart_empty(self, bookie: str | None, event: PlannedFault) -> Injected:
+        _, node = self._bookie(bookie)
+        self._cluster.crash(node)
+        self._cluster.restart_with_data_loss(node, DataLoss.WIPE)
+        self._down.discard(node.id)
+        self._session.wait_routed(self._down)
+        return Injected(self._what(event))
+
+    def _reset(self, bookie: str | None, event: PlannedFault) -> Injected:
+        proxy, _ = self._bookie(bookie)
+        proxy.reset_connections()
+        return Injected(self._what(event))
+
+    def _refuse(self, bookie: str | None, event: PlannedFault) -> Injected:
+        proxy, _ = self._bookie(bookie)
+        proxy.refuse_connections(None)
+        return Injected(self._what(event), proxy.accept_connections, event.duration_ms / 1000)
+
+    def _stall(self, bookie: str | None, event: PlannedFault) -> Injected:
+        proxy, _ = self._bookie(bookie)
+        proxy.stall(True)
+        return Injected(self._what(event), lambda: proxy.stall(False), event.duration_ms / 1000)
+
+    def _hold_metadata(self, bookie: str | None, event: PlannedFault) -> Injected:
+        zookeeper = self._session.zookeeper_proxy
+        rule = zookeeper.add_rule(METADATA_WRITES, ZkHold())
+        return Injected(
+            self._what(event),
+            lambda: _release_writes(zookeeper, rule),
+            event.duration_ms / 1000,
+        )
+
+    def _expire_session(self, bookie: str | None, event: PlannedFault) -> Injected:
+        zookeeper = self._session.zookeeper_proxy
+        expiry = zookeeper.expire_session()
+        return Injected(self._what(event), lambda: await_new_session(zookeeper, expiry))
+
+    def _change_release(self, bookie: str | None, event: PlannedFault) -> Injected:
         """An upgrade or a downgrade: the bookie stopped as an operator stops it and started
         again with its data from ``event.release``, checked to be newer (an upgrade) or older
         (a downgrade) than the release it runs; what was done."""
+        _, node = self._bookie(bookie)
+        what = self._what(event)
         assert event.release is not None
         home = self._session.release_home(event.release)
         before = self._cluster.bookie_releases().get(node.id, "unknown")
@@ -613,11 +656,13 @@ class SessionFaults:
         done = self._cluster.restart_with_release(node, home)
         self._down.discard(node.id)
         self._session.wait_routed(self._down)
-        return f"{what}: {done.describe()}"
+        return Injected(f"{what}: {done.describe()}")
 
-    def _clean_restart(self, what: str, node: Node) -> str:
+    def _clean_restart(self, bookie: str | None, event: PlannedFault) -> Injected:
         """The bookie stopped as an operator stops it and started again from its own
         release, with its data; a stop that had to kill it is no clean restart (undecided)."""
+        _, node = self._bookie(bookie)
+        what = self._what(event)
         home = self._cluster.bookie(node.id).bookkeeper_home
         if home is None:
             raise RunUndecided(f"{what}: the bookie runs no BookKeeper release to restart")
@@ -626,7 +671,7 @@ class SessionFaults:
         self._session.wait_routed(self._down)
         if done.was_running and not done.stopped_cleanly:
             raise RunUndecided(f"{what}: {done.describe()}: killed, so not a clean restart")
-        return f"{what}: {done.describe()}"
+        return Injected(f"{what}: {done.describe()}")
 
     def _restart(self, node: Node) -> None:
         self._cluster.restart(node)
@@ -636,43 +681,6 @@ class SessionFaults:
         # nothing to route: waiting for it failed every run that crashed two bookies.
         self._session.wait_routed(self._down)
 
-    def _later(self, what: str, seconds: float, undo: Callable[[], None]) -> str:
-        """Undo ``what`` after ``seconds``, or when the run ends if that is sooner; the undo's
-        key. Each fault has its own undo: a plan may hold the metadata writes (or pause a
-        bookie) twice, and each hold is released (a shared key once leaked the first hold into
-        the next run)."""
-        key = f"{what} #{next(self._counter)}"
-        timer = threading.Timer(seconds, self._undo_now, args=(key,))
-        timer.daemon = True
-        with self._lock:
-            self._undo[key] = (timer, undo)
-        timer.start()
-        return key
-
-    def _end_pauses(self, node: Node) -> None:
-        """Forget the resumes of ``node``'s pauses still in effect (it is about to be killed)."""
-        with self._lock:
-            for key in self._pauses.pop(node.id, []):
-                entry = self._undo.pop(key, None)
-                if entry is not None and entry[0] is not None:
-                    entry[0].cancel()
-
-    def _at_close(self, what: str, undo: Callable[[], None]) -> None:
-        """Undo ``what`` when the run ends (once, however many times it was done: a bookie
-        crashed twice starts again once)."""
-        with self._lock:
-            self._undo[what] = (None, undo)
-
-    def _undo_now(self, what: str) -> None:
-        with self._lock:
-            entry = self._undo.pop(what, None)
-        if entry is None:
-            return
-        timer, undo = entry
-        if timer is not None:
-            timer.cancel()
-        undo()
-
     def close(self) -> None:
         """Undo now whatever a timer would undo later, and what waits for the run's end
         (bounded by the cluster's and the proxies' own timeouts). A pause's effect outlives
@@ -681,10 +689,7 @@ class SessionFaults:
         fresh-clone CI: a bookie paused in one run was missing three runs later, and the
         next ensemble change found no spare, NotEnoughBookies). So a run that paused a bookie
         ends once that session would have expired and every bookie is registered again."""
-        with self._lock:
-            pending = list(self._undo)
-        for what in pending:
-            self._undo_now(what)
+        self._injector.heal()
         if self._first_pause is not None:
             horizon = (
                 self._first_pause + self._cluster.options.bookie_settings.session_timeout_ms / 1000

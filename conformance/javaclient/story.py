@@ -49,6 +49,7 @@ from conformance.javaclient.observed import (
     send_action,
 )
 from conformance.javaclient.plans import BOOKIES, WriterAdd, WriterPlan
+from conformance.live.faults import FaultEvent
 from conformance.observations import Observation
 from conformance.verdict import Verdict
 from model.bookkeeper.action_table import Actor, Move, WriteEnd, add_answer, the_action
@@ -128,6 +129,8 @@ class RecoveryRecord:
     #: When ``openLedger`` returned (``time.monotonic()``, the frame log's clock): the ledger
     #: was closed by then, so the close step goes before any later frame (None: at the end).
     recovered_at: float | None = None
+    #: Every fault the run's plan injected and every heal, in order (the frames' clock).
+    faults: tuple[FaultEvent, ...] = ()
 
 
 class RecoveryStory(ModelReplay):

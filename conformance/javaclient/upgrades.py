@@ -38,7 +38,7 @@ from adapters.javaclient import (
 )
 from conformance.javaclient import UPGRADE_SCENARIOS
 from conformance.javaclient.failover_role import FailoverRole
-from conformance.javaclient.plans import FaultEvent, FaultKind, FrameSchedule
+from conformance.javaclient.plans import FaultKind, FrameSchedule, PlannedFault
 from conformance.javaclient.role import Example
 from conformance.javaclient.session import ClientSession, RunUndecided
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
@@ -115,8 +115,8 @@ def rolling_plan(
         raise ValueError(f"a rolling scenario upgrades or downgrades, not {kind.value}")
     first, second, before, after = shape.names[:4]
     at_frames = (
-        FaultEvent(kind, add_key(first, 0), first, release=release),
-        FaultEvent(kind, add_key(second, ENTRIES // 2), second, release=release),
+        PlannedFault(kind, add_key(first, 0), first, release=release),
+        PlannedFault(kind, add_key(second, ENTRIES // 2), second, release=release),
     )
     return WriterRunPlan(
         shape,
@@ -127,8 +127,8 @@ def rolling_plan(
         delay_ms=SECOND_HALF_DELAY_MS,
         recover_after=ENTRIES,
         recover_delay_ms=RECOVER_DELAY_MS,
-        before_recovery=(FaultEvent(kind, None, before, release=release),),
-        after_recovery=(FaultEvent(kind, None, after, release=release),),
+        before_recovery=(PlannedFault(kind, None, before, release=release),),
+        after_recovery=(PlannedFault(kind, None, after, release=release),),
     )
 
 

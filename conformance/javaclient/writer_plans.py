@@ -24,10 +24,10 @@ from conformance.javaclient.observed import FrameKind
 from conformance.javaclient.plans import (
     FORWARD,
     Choice,
-    FaultEvent,
     FrameKey,
     FrameSchedule,
     PlanError,
+    PlannedFault,
 )
 
 #: At most this many entries in the examples the search draws and the model proposes: enough
@@ -92,11 +92,13 @@ class WriterShape:
         try:
             quorums, _plus, spares = text.partition("+")
             ensemble, write_quorum, ack_quorum = (int(part) for part in quorums.split("/"))
-            return cls(ensemble, write_quorum, ack_quorum, int(spares) if spares else 1)
+            extra = int(spares) if spares else 1
         except ValueError as exc:
             raise PlanError(
                 f"a ledger shape is E/WQ/AQ[+SPARES], e.g. 3/2/2 or 4/2/2+2; got {text!r}"
             ) from exc
+        # Outside the try: a shape that is no ledger's says why (E >= WQ >= AQ...).
+        return cls(ensemble, write_quorum, ack_quorum, extra)
 
     def writeset(self, entry: int) -> tuple[int, ...]:
         """The positions of the first ensemble that entry ``entry`` (BookKeeper's id) goes to."""
@@ -107,7 +109,7 @@ class WriterShape:
 DEFAULT_SHAPES = (WriterShape(3, 2, 2), WriterShape(2, 1, 1))
 
 
-def _bare(event: FaultEvent) -> str:
+def _bare(event: PlannedFault) -> str:
     """A fault around the recovery, said without its moment (it has none but that)."""
     return event.describe().removesuffix(" as the client starts")
 
@@ -141,10 +143,10 @@ class WriterRunPlan:
     #: Faults carried out once the recovery has returned, before the writer's next add (their
     #: ``at`` is None): an operator replacing the recovered ledger's bookies while the writer
     #: is idle, e.g. each restarted without its data at its address (apache/bookkeeper#4812).
-    after_recovery: tuple[FaultEvent, ...] = ()
+    after_recovery: tuple[PlannedFault, ...] = ()
     #: Faults carried out just before the recovery starts (their ``at`` is None): a bookie
     #: the new owner's recovery finds crashed or paused.
-    before_recovery: tuple[FaultEvent, ...] = ()
+    before_recovery: tuple[PlannedFault, ...] = ()
     #: Ledgers written together, add by add in turn (by ``writers`` clients): the schedule's
     #: frames are the first ledger's, its faults hit the bookies of all.
     ledgers: int = 1
@@ -321,11 +323,11 @@ class WriterRunPlan:
                 recover_after=None if recover_after is None else int(recover_after),
                 recover_delay_ms=int(data.get("recover_delay_ms", 0)),
                 after_recovery=tuple(
-                    FaultEvent.from_json(event, shape.names)
+                    PlannedFault.from_json(event, shape.names)
                     for event in data.get("after_recovery", ())
                 ),
                 before_recovery=tuple(
-                    FaultEvent.from_json(event, shape.names)
+                    PlannedFault.from_json(event, shape.names)
                     for event in data.get("before_recovery", ())
                 ),
                 ledgers=int(data.get("ledgers", 1)),

@@ -35,7 +35,7 @@ import enum
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, Self, runtime_checkable
 
 from hypothesis import strategies as st
 
@@ -51,11 +51,11 @@ from conformance.javaclient.plans import (
     DROP,
     FORGEABLE,
     Choice,
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
     PlanError,
+    PlannedFault,
     forge,
     hold,
     hold_for,
@@ -70,6 +70,7 @@ from conformance.javaclient.session import (
 )
 from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import (
+    DEFAULT_SHAPES,
     MAX_LEDGERS,
     SEARCHED_ENTRIES,
     WriterRunPlan,
@@ -138,7 +139,7 @@ def writer_run_plans(
 ) -> WriterRunPlan:
     entries = draw(st.integers(1, SEARCHED_ENTRIES))
     decisions: dict[FrameKey, Choice]
-    events: tuple[FaultEvent, ...] = ()
+    events: tuple[PlannedFault, ...] = ()
     if faults is FaultSet.REQUESTS:
         keys = st.tuples(st.sampled_from(shape.names), st.integers(0, entries - 1))
         chosen = draw(st.lists(keys, max_size=max_faults, unique=True))
@@ -204,9 +205,9 @@ def _aimed_frames(shape: WriterShape, entries: int) -> st.SearchStrategy[FrameKe
 
 def _fault_events(
     shape: WriterShape, aimed: st.SearchStrategy[FrameKey]
-) -> st.SearchStrategy[FaultEvent]:
+) -> st.SearchStrategy[PlannedFault]:
     @st.composite
-    def event(draw: st.DrawFn) -> FaultEvent:
+    def event(draw: st.DrawFn) -> PlannedFault:
         kind = draw(st.sampled_from(_EVENT_KINDS))
         at = draw(st.one_of(st.none(), aimed))
         bookie = None
@@ -214,7 +215,7 @@ def _fault_events(
             near = [at.bookie] if at is not None else []
             bookie = draw(st.sampled_from([*near, *shape.names]))
         duration = draw(st.integers(300, 3000)) if kind.needs_duration else 0
-        return FaultEvent(kind, at, bookie, duration)
+        return PlannedFault(kind, at, bookie, duration)
 
     return event()
 
@@ -333,7 +334,7 @@ def read_acknowledged(
 
 
 def fault_moments(
-    done: Sequence[tuple[float, FaultEvent]],
+    done: Sequence[tuple[float, PlannedFault]],
     kinds: Collection[FaultKind],
     bookie_id: Callable[[str | None], str],
 ) -> dict[str, tuple[float, ...]]:
@@ -355,16 +356,60 @@ def _closed_end(metadata: LedgerMetadata) -> int | None:
     return metadata.last_entry_id if metadata.state is LedgerState.CLOSED else None
 
 
-def _carry_out(controller: object, events: Sequence[FaultEvent]) -> None:
+@runtime_checkable
+class FaultCarrier(Protocol):
+    """What the writer asks of its run's controller besides deciding frames (the
+    :class:`~.controller.ScheduleController` is one): faults carried out now, and the faults
+    carried out so far, with when each was done."""
+
+    events_done: list[tuple[float, PlannedFault]]
+
+    def carry_out(self, events: Sequence[PlannedFault]) -> None: ...
+
+
+class _NoFaults:
+    """The controller of a run whose arrangement carries out no faults (a stand-in's): none
+    done, and none can be asked for."""
+
+    def __init__(self) -> None:
+        self.events_done: list[tuple[float, PlannedFault]] = []
+
+    def carry_out(self, events: Sequence[PlannedFault]) -> None:
+        raise FaultsFailed("the run's controller carries out no faults")
+
+
+def fault_carrier(controller: object) -> FaultCarrier:
+    """The run's controller as what carries out its faults (the arrangement's context gives an
+    ``object``: :data:`~.role.Arrangement` is the same for every role)."""
+    return controller if isinstance(controller, FaultCarrier) else _NoFaults()
+
+
+def _carry_out(controller: FaultCarrier, events: Sequence[PlannedFault]) -> None:
     """Carry out ``events`` now through the run's controller (its fault thread, after any
     fault a frame set off: never two at once); :class:`RunUndecided` if it cannot."""
-    carry_out = getattr(controller, "carry_out", None)
-    if carry_out is None:
-        raise RunUndecided("the run's controller carries out no faults")
     try:
-        carry_out(events)
+        controller.carry_out(events)
     except FaultsFailed as exc:
         raise RunUndecided(str(exc)) from exc
+
+
+def fault_set(name: object) -> FaultSet:
+    """The fault set ``name``d (None: the extended set, the writer's default);
+    :class:`PlanError` for a name that is none."""
+    if name is None:
+        return FaultSet.EXTENDED
+    try:
+        return FaultSet(name)
+    except ValueError as exc:
+        known = ", ".join(f.value for f in FaultSet)
+        raise PlanError(f"no fault set {name!r}: the fault sets are {known}") from exc
+
+
+def matrix_configuration(shape: WriterShape) -> str:
+    """A writer's ledger shape as the version matrix names its column: ``E3-WQ2-AQ2`` (one
+    spare bookie), ``E4-WQ2-AQ2+2`` (two spares: a cluster of six, not five)."""
+    spares = "" if shape.spares == 1 else f"+{shape.spares}"
+    return f"E{shape.ensemble}-WQ{shape.write_quorum}-AQ{shape.ack_quorum}{spares}"
 
 
 def _acked(outcome: AddOutcome) -> bool:
@@ -514,6 +559,38 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
             **({"entry_bytes": self.entry_bytes} if self.entry_bytes is not None else {}),
         }
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
+        """The role its :meth:`settings` describe (a recorded run's, or a command's: its
+        ``shape`` E/WQ/AQ[+SPARES], default the first of ``DEFAULT_SHAPES``; ``faults``,
+        default extended; the add timeout, the client's properties, the entries' size);
+        :class:`PlanError` for settings no writer can have. Other keys (the model options'
+        ``bookies`` and ``clients``) are not the writer's: its cluster is its shape's."""
+        shape = settings.get("shape")
+        entry_bytes = settings.get("entry_bytes")
+        return cls(
+            DEFAULT_SHAPES[0] if shape is None else WriterShape.parse(str(shape)),
+            add_entry_timeout_s=int(settings.get("add_entry_timeout_s", 1)),
+            faults=fault_set(settings.get("faults")),
+            client_properties={
+                str(key): str(value)
+                for key, value in dict(settings.get("client_properties", {})).items()
+            },
+            entry_bytes=None if entry_bytes is None else int(entry_bytes),
+        )
+
+    @classmethod
+    def matrix_columns(cls, shapes: Sequence[WriterShape]) -> dict[str, dict[str, Any]]:
+        """The role's columns in the version matrix, one per ledger shape: the configuration's
+        name (``E3-WQ2-AQ2``; ``E4-WQ2-AQ2+2`` with two spares) -> the settings that build
+        the role for it (:meth:`from_settings`)."""
+        if not shapes:
+            raise PlanError(f"--role {cls.name} needs at least one ledger shape (--writer-shapes)")
+        return {
+            matrix_configuration(shape): {"role": cls.name, "shape": shape.key()}
+            for shape in shapes
+        }
+
     def describe(self) -> str:
         extra = [f"{key}={value}" for key, value in self.client_properties.items()]
         if self.entry_bytes is not None:
@@ -584,7 +661,8 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         closes: list[tuple[float | None, str | None]] = []
         takeover: Takeover | None = None
         names = model_bookie_names(namings[0].bookie_of_proxy)
-        with arrange(primary.ledger_id, names) as controller:
+        with arrange(primary.ledger_id, names) as arranged:
+            controller = fault_carrier(arranged)
             for index in range(plan.entries):
                 if index == plan.entries - plan.delayed and plan.delay_ms > 0:
                     time.sleep(plan.delay_ms / 1000)
@@ -612,13 +690,13 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         # the restart was done: what they held before is lost by design, not by the client.
         wiped_ids = {
             namings[0].bookie_id(event.bookie): done
-            for done, event in getattr(controller, "events_done", ())
+            for done, event in controller.events_done
             if event.kind is FaultKind.RESTART_EMPTY and event.bookie in names.values()
         }
         # The stalls the plan made, by bookie id: from when the proxy stopped reading to
         # when its timer resumes it (the run's end may resume it sooner).
         stalled_ids: dict[str, tuple[tuple[float, float], ...]] = {}
-        for done, event in getattr(controller, "events_done", ()):
+        for done, event in controller.events_done:
             if event.kind is FaultKind.STALL and event.bookie in names.values():
                 bookie_id = namings[0].bookie_id(event.bookie)
                 window = (done, done + (event.duration_ms or 0) / 1000)
@@ -627,7 +705,7 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         # restarts with data, upgrades and downgrades alike.
         done_here = [
             (done, event)
-            for done, event in getattr(controller, "events_done", ())
+            for done, event in controller.events_done
             if event.bookie in names.values()
         ]
         reset_ids = fault_moments(done_here, (FaultKind.RESET,), namings[0].bookie_id)
@@ -698,7 +776,11 @@ class WriterRole(Role[WriterRunPlan, WriterRecord]):
         return segments, closed, stored, unreachable
 
     def _take_over(
-        self, session: ClientSession, plan: WriterRunPlan, ledger_id: int, controller: object
+        self,
+        session: ClientSession,
+        plan: WriterRunPlan,
+        ledger_id: int,
+        controller: FaultCarrier,
     ) -> Takeover:
         """The second client recovers the ledger ``plan.recover_delay_ms`` after the writer's
         first ``plan.recover_after`` adds were sent (bounded: a recovery that does not return
@@ -812,10 +894,14 @@ __all__ = [
     "HELD_COMPLETION_S",
     "HOLD_FRACTION",
     "MAX_ENTRY_BYTES",
+    "FaultCarrier",
     "FaultSet",
     "WriterRole",
+    "fault_carrier",
     "fault_moments",
+    "fault_set",
     "held_completions",
+    "matrix_configuration",
     "payload",
     "read_acknowledged",
     "smaller_writer_plans",

@@ -81,6 +81,7 @@ from conformance.javaclient.story import (
     RecoveryStory,
 )
 from conformance.javaclient.writer_plans import WriterShape
+from conformance.live.faults import FaultEvent
 from conformance.observations import Observation
 from conformance.verdict import Verdict, run_verdict
 from model.bookkeeper.action_table import Actor, Move, WriteEnd, the_action
@@ -198,6 +199,10 @@ class WriterRecord:
     #: The other ledgers the client wrote together with this one in the run (each its own
     #: record: its ledger id, its bookie names; the same frames).
     others: tuple[WriterRecord, ...] = ()
+    #: Every fault the run's plan injected and every heal, in order (the frames' clock; the
+    #: first ledger's record keeps them): the wipes, stalls, resets and restarts above are
+    #: what the judge reads of them.
+    faults: tuple[FaultEvent, ...] = ()
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:

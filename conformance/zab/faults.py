@@ -10,13 +10,12 @@ runner drops those steps and reports them as skipped, with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
+from conformance.live.faults import FaultEvent, FaultHandler, FaultInjector, Injected
 from conformance.zab.program import FaultAction, FaultStep
 
 # Seed 003's issues as schedules. Each repeats its window under the running workload.
@@ -70,42 +69,91 @@ def scenario_steps(name: str, ops: int, repeats: int = 3) -> tuple[FaultStep, ..
     )
 
 
-@dataclass
-class FaultEvent:
-    time: float
-    step: str
-    verb: str
-    server: str | None
-    detail: str = ""
+def zab_handlers(ensemble: ZooKeeperEnsemble, restart_timeout: float) -> list[FaultHandler[None]]:
+    """The handlers of a ZooKeeper ensemble's faults, one per verb: what each leaves broken is
+    healed at the end, partitions first, then pauses, then crashes (a server restarted while
+    another is still stopped could not join)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "fault",
-            "time": self.time,
-            "step": self.step,
-            "verb": self.verb,
-            "server": self.server,
-            "detail": self.detail,
-        }
+    def crash(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.crash(name)
+        return Injected(heal=lambda: ensemble.restart(name, timeout=restart_timeout))
+
+    def restart(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.restart(name, timeout=restart_timeout)
+        return Injected()
+
+    def start(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        # Started without waiting: the next actions hit it while it joins.
+        ensemble.restart(name, wait=False)
+        return Injected()
+
+    def pause(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.pause(name)
+        return Injected(heal=lambda: ensemble.resume(name))
+
+    def resume(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.resume(name)
+        return Injected()
+
+    def isolate(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.isolate(name)
+        return Injected(heal=lambda: ensemble.reconnect(name))
+
+    def reconnect(name: str | None, _fault: None) -> Injected:
+        assert name is not None
+        ensemble.reconnect(name)
+        return Injected()
+
+    return [
+        FaultHandler("kill", crash, "restart", heal_rank=2),
+        FaultHandler("restart", restart, ends=frozenset({"kill"})),
+        FaultHandler("start", start, ends=frozenset({"kill"})),
+        FaultHandler("pause", pause, "resume", heal_rank=1),
+        FaultHandler("resume", resume, ends=frozenset({"pause"})),
+        FaultHandler("isolate", isolate, "reconnect", heal_rank=0),
+        FaultHandler("reconnect", reconnect, ends=frozenset({"isolate"})),
+    ]
 
 
-@dataclass
-class FaultInjector:
-    """Runs the steps on its own thread; :meth:`finish` heals whatever it left broken.
-    ``on_event`` gets each event as it is recorded (on the thread that recorded it)."""
+#: The verbs whose server stays touched until healed (a follower picked later is another).
+_LASTING = ("kill", "pause", "isolate")
 
-    ensemble: ZooKeeperEnsemble
-    steps: tuple[FaultStep, ...]
-    progress: Callable[[], int]
-    restart_timeout: float = 60.0
-    on_event: Callable[[FaultEvent], None] | None = None
-    events: list[FaultEvent] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _killed: set[str] = field(default_factory=set)
-    _paused: set[str] = field(default_factory=set)
-    _isolated: set[str] = field(default_factory=set)
-    _thread: threading.Thread | None = None
+
+class ScheduledFaults:
+    """Fires a run's fault steps on its own thread as the workload progresses, each action by
+    the one fault injector (:class:`~conformance.live.faults.FaultInjector`, with
+    :func:`zab_handlers`); :meth:`finish` heals whatever it left broken. ``on_event`` gets
+    each event as it is recorded (on the thread that recorded it)."""
+
+    def __init__(
+        self,
+        ensemble: ZooKeeperEnsemble,
+        steps: tuple[FaultStep, ...],
+        progress: Callable[[], int],
+        restart_timeout: float = 60.0,
+        on_event: Callable[[FaultEvent], None] | None = None,
+    ) -> None:
+        self.ensemble = ensemble
+        self.steps = steps
+        self.progress = progress
+        #: What the harness could not do (a step that failed, a heal).
+        self.errors: list[str] = []
+        self._injector: FaultInjector[None] = FaultInjector(
+            zab_handlers(ensemble, restart_timeout), on_event=on_event
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def events(self) -> list[FaultEvent]:
+        """Every fault injected and healed, in order (the run's record of them)."""
+        return list(self._injector.events)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="zab-faults", daemon=True)
@@ -119,33 +167,12 @@ class FaultInjector:
         self.heal()
 
     def heal(self) -> None:
-        for name in sorted(self._isolated):
-            try:
-                self.ensemble.reconnect(name)
-                self._event("heal", "reconnect", name)
-            except Exception as exc:
-                self.errors.append(f"reconnect {name} while healing: {exc}")
-        self._isolated.clear()
-        for name in sorted(self._paused):
-            try:
-                self.ensemble.resume(name)
-                self._event("heal", "resume", name)
-            except Exception as exc:
-                self.errors.append(f"resume {name} while healing: {exc}")
-        self._paused.clear()
-        for name in sorted(self._killed):
-            try:
-                self.ensemble.restart(name, timeout=self.restart_timeout)
-                self._event("heal", "restart", name)
-            except Exception as exc:
-                self.errors.append(f"restart {name} while healing: {exc}")
-        self._killed.clear()
-
-    def _event(self, step: str, verb: str, server: str | None, detail: str = "") -> None:
-        event = FaultEvent(time.monotonic(), step, verb, server, detail)
-        self.events.append(event)
-        if self.on_event is not None:
-            self.on_event(event)
+        """Heal every server the steps left broken; each failure is one of :attr:`errors`."""
+        before = len(self._injector.errors)
+        # The failures are in the injector's errors, each named: none is lost by going on.
+        with contextlib.suppress(Exception):
+            self._injector.heal()
+        self.errors.extend(self._injector.errors[before:])
 
     def _run(self) -> None:
         for step in self.steps:
@@ -166,7 +193,11 @@ class FaultInjector:
         leader = self.ensemble.leader()
         if target == "leader":
             return leader
-        touched = set(chosen) | self._killed | self._paused | self._isolated
+        touched = set(chosen) | {
+            name
+            for name in self.ensemble.servers
+            if any(self._injector.in_effect(verb, name) for verb in _LASTING)
+        }
         followers = [n for n in self.ensemble.servers if n != leader and n not in touched]
         return followers[0] if followers else None
 
@@ -180,30 +211,6 @@ class FaultInjector:
             name = self._pick(target, chosen)
             chosen.append(name)
             if name is None:
-                self._event(step.name, verb, None, f"no {target} to {verb}")
+                self._injector.record(step.name, verb, None, f"no {target} to {verb}")
                 continue
-            if verb == "kill":
-                self.ensemble.crash(name)
-                self._killed.add(name)
-            elif verb == "restart":
-                self.ensemble.restart(name, timeout=self.restart_timeout)
-                self._killed.discard(name)
-            elif verb == "start":
-                # Started without waiting: the next actions hit it while it joins.
-                self.ensemble.restart(name, wait=False)
-                self._killed.discard(name)
-            elif verb == "pause":
-                self.ensemble.pause(name)
-                self._paused.add(name)
-            elif verb == "resume":
-                self.ensemble.resume(name)
-                self._paused.discard(name)
-            elif verb == "isolate":
-                self.ensemble.isolate(name)
-                self._isolated.add(name)
-            elif verb == "reconnect":
-                self.ensemble.reconnect(name)
-                self._isolated.discard(name)
-            else:
-                raise ValueError(f"unknown fault verb {verb!r}")
-            self._event(step.name, verb, name)
+            self._injector.inject(verb, name, None, step=step.name)

@@ -18,7 +18,8 @@ the search's coverage of the spec's window between NEWLEADER and UPTODATE.
 
 :func:`search` draws schedules (the spec's window templates and single steps), runs each, and
 on a finding shrinks it to a minimal schedule (unless told not to); its budget is seconds and
-examples.
+examples. The search is the kernel's (:mod:`conformance.live.search`), with
+:class:`ScheduleSearch` as its role.
 """
 
 from __future__ import annotations
@@ -27,13 +28,11 @@ import contextlib
 import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky
+from hypothesis import strategies as st
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -44,13 +43,16 @@ from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError, ZkProxyTimeout
 from adapters.zkquorum.packets import PacketType, QuorumPacket, zxid_text
 from adapters.zkquorum.proxy import Action, Direction, QuorumMatch, QuorumProxy, QuorumRecord
-from conformance.errors import ConformanceError
+from conformance.live import search as live
+from conformance.live.faults import FaultEvent, FaultInjector
+from conformance.live.search import SearchProgress, StopAt, Stopped
 from conformance.verdict import Verdict, worst
+from conformance.zab.faults import zab_handlers
 from conformance.zab.model_paths import model_windows
 from conformance.zab.proxied import proxied_ensemble
 from conformance.zab.quorum_trace import QuorumTraceReport, ServerEvent, server_events, validate
 from conformance.zab.runner import wait_for_convergence
-from conformance.zab.schedule import ZabStep, minimise, schedules
+from conformance.zab.schedule import ZabStep, schedules, smaller_schedules
 
 ROOT = "/g"
 _CLIENT_TIMEOUT_S = 5.0
@@ -76,6 +78,8 @@ class ScheduleOutcome:
     records: list[QuorumRecord] = field(default_factory=list, repr=False)
     #: The servers' crashes and restarts, beside the records.
     events: list[ServerEvent] = field(default_factory=list, repr=False)
+    #: The crashes and restarts the schedule's steps injected (the fault injector's record).
+    faults: list[FaultEvent] = field(default_factory=list, repr=False)
     seconds: float = 0.0
 
     def describe(self) -> str:
@@ -179,6 +183,9 @@ class _Runner:
         #: No step has crashed, restarted or set a rule yet: every follower answers every
         #: proposal, so a write can wait until it is committed everywhere.
         self.untouched = True
+        #: The steps' crashes and restarts (the heal after the schedule is :meth:`heal`'s:
+        #: every server started at once, then all waited for).
+        self.faults: FaultInjector[None] = FaultInjector(zab_handlers(ensemble, _HEAL_TIMEOUT_S))
 
     def start(self) -> None:
         """Fix the roles (the first leader and its followers) and open the writers' session:
@@ -229,11 +236,12 @@ class _Runner:
         elif step.verb == "crash":
             name = self.server(step.server)
             if name is not None and self.running(name):
-                self.ensemble.crash(name)
+                self.faults.inject("kill", name, None, step=step.describe())
         elif step.verb == "restart":
             name = self.server(step.server)
             if name is not None:
-                self.ensemble.restart(name, wait=False)
+                # Started without waiting, as "start" does: the next steps hit it as it joins.
+                self.faults.inject("start", name, None, step=step.describe())
         elif step.verb in ("hold", "cut", "crash_at"):
             self.rule(step)
         elif step.verb == "release":
@@ -446,6 +454,7 @@ def run_schedule(
         finally:
             outcome.records = proxy.records()
             outcome.events = server_events(ensemble.lifecycle)
+            outcome.faults = list(runner.faults.events)
             for _record, error in proxy.errors():
                 outcome.shortfalls.append(f"a crash at a packet failed: {error}")
             runner.close()
@@ -476,32 +485,40 @@ def judge(outcome: ScheduleOutcome, trace: QuorumTraceReport) -> None:
 SHRINK_GRACE_S = 600.0
 
 
-def _minimised(
-    install: ZooKeeperInstall,
-    finding: ScheduleOutcome,
-    servers: int,
-    deadline: float,
-    on_try: Callable[[int, ScheduleOutcome], None] | None = None,
-) -> ScheduleOutcome:
-    """The finding made 1-minimal (:func:`minimise`), keeping the last failing run. Not
-    Hypothesis's shrinker: each try is a real run of many seconds and it may try hundreds; a
-    window template also comes apart only step by step."""
-    last = [finding]
+@dataclass(frozen=True)
+class ScheduleSearch:
+    """Fault schedules on a fresh ensemble of ``install``, as the kernel searches them: drawn
+    along the spec's window (and the model's paths into it), each run and judged by
+    :func:`run_schedule`, shrunk to a 1-minimal schedule (:func:`.schedule.smaller_schedules`:
+    Hypothesis' shrinker would try hundreds of real runs of many seconds, and a window
+    template comes apart only step by step)."""
 
-    tries = itertools.count(1)
+    install: ZooKeeperInstall
+    servers: int = 3
 
-    def fails(schedule: tuple[ZabStep, ...]) -> bool:
-        outcome = run_schedule(install, schedule, servers=servers)
-        if on_try is not None:
-            on_try(next(tries), outcome)
-        if outcome.verdict.finding:
-            last.append(outcome)
-        return outcome.verdict.finding
+    def plans(self) -> st.SearchStrategy[tuple[ZabStep, ...]]:
+        return schedules(self.servers, paths=model_windows())
 
-    minimal = minimise(
-        finding.schedule, fails, lambda: time.monotonic() < deadline + SHRINK_GRACE_S
-    )
-    return next(o for o in reversed(last) if o.schedule == minimal)
+    def smaller_plans(self, plan: tuple[ZabStep, ...]) -> Iterator[tuple[ZabStep, ...]]:
+        return smaller_schedules(plan)
+
+    def perform(self, plan: tuple[ZabStep, ...]) -> ScheduleOutcome:
+        return run_schedule(self.install, plan, servers=self.servers)
+
+    def verdict(self, run: ScheduleOutcome) -> Verdict:
+        return run.verdict
+
+    def unjudged(self, run: ScheduleOutcome) -> str | None:
+        return None  # an undecided schedule is counted; the search goes on
+
+    def same_failure(self, found: ScheduleOutcome, run: ScheduleOutcome) -> bool:
+        return run.verdict.finding
+
+    def steering(self, run: ScheduleOutcome) -> Mapping[str, float]:
+        return {}
+
+    def describe(self, plan: tuple[ZabStep, ...]) -> str:
+        return "; ".join(step.describe() for step in plan)
 
 
 @dataclass
@@ -516,14 +533,6 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-class _Found(ConformanceError):
-    """A schedule with a finding: ends Hypothesis's run (control flow of :func:`search`)."""
-
-    def __init__(self, outcome: ScheduleOutcome) -> None:
-        super().__init__(outcome.describe())
-        self.outcome = outcome
-
-
 def search(
     install: ZooKeeperInstall,
     *,
@@ -534,64 +543,48 @@ def search(
     servers: int = 3,
     on_example: Callable[[int, ScheduleOutcome], None] | None = None,
     on_shrink: Callable[[int, ScheduleOutcome], None] | None = None,
+    progress: Callable[[SearchProgress], None] | None = None,
 ) -> SearchOutcome:
-    """Draw and run schedules until a finding, ``seconds`` or ``max_examples``; shrink a finding
-    to a 1-minimal schedule (``shrink``; within ``SHRINK_GRACE_S`` past the budget). Clean only
-    when every example ran and was clean."""
-    result = SearchOutcome(Verdict.UNDECIDED)
+    """Draw and run schedules (the kernel's search, :func:`conformance.live.search.search`)
+    until a finding, ``seconds`` or ``max_examples``; shrink a finding to a 1-minimal schedule
+    (``shrink``; within ``SHRINK_GRACE_S`` past the budget). Clean only when every example ran
+    and was clean."""
+    shapes: dict[str, int] = {}
     started = time.monotonic()
-    first: list[ScheduleOutcome] = []
 
-    def budget_left() -> bool:
-        return time.monotonic() - started < seconds
+    def counted(number: int, outcome: ScheduleOutcome) -> None:
+        for shape in outcome.shapes:
+            shapes[shape] = shapes.get(shape, 0) + 1
+        if on_example is not None:
+            on_example(number, outcome)
 
-    @settings(
+    searched = live.search(
+        ScheduleSearch(install, servers),
         max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        phases=[Phase.generate],  # shrinking is ours, bounded: _minimised
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
+        seconds=seconds,
+        seed=seed,
+        shrink=shrink,
+        stop_at=StopAt.FINDING,
+        max_shrink_runs=None,
+        shrink_until=started + seconds + SHRINK_GRACE_S,
+        on_example=counted,
+        on_shrink=on_shrink,
+        progress=progress,
     )
-    @given(schedules(servers, paths=model_windows()))
-    def example(schedule: tuple[ZabStep, ...]) -> None:
-        if not first and not budget_left():
-            return  # out of time before any finding: the rest are not run
-        outcome = run_schedule(install, schedule, servers=servers)
-        if not first:
-            result.examples += 1
-            result.undecided += outcome.verdict is Verdict.UNDECIDED
-            for shape in outcome.shapes:
-                result.shapes[shape] = result.shapes.get(shape, 0) + 1
-            if on_example is not None:
-                on_example(result.examples, outcome)
-        if outcome.verdict.finding:
-            if not first:
-                first.append(outcome)
-                result.first_finding_s = time.monotonic() - started
-            raise _Found(outcome)
-
-    try:
-        hypothesis_seed(seed)(example)()
-    except _Found as found:
-        result.finding = found.outcome
-    except Flaky:  # the failing schedule, run again to be reported, passed
-        result.finding = first[0] if first else None
-        result.notes.append("the finding did not repeat when Hypothesis ran it again")
-    if result.finding is not None and shrink:
-        result.finding = _minimised(
-            install, result.finding, servers, started + seconds, on_try=on_shrink
-        )
-    result.seconds = time.monotonic() - started
-    if result.finding is not None:
-        result.verdict = result.finding.verdict
-    elif result.examples and not result.undecided:
-        result.verdict = Verdict.CLEAN
-        if budget_left() and result.examples < max_examples:
+    result = SearchOutcome(
+        searched.verdict,
+        examples=searched.examples,
+        undecided=searched.undecided,
+        seconds=searched.seconds,
+        shapes=shapes,
+    )
+    if searched.finding is not None:
+        result.finding = searched.finding.shrunk
+        result.first_finding_s = searched.finding.seconds_to_find
+    elif result.verdict is Verdict.CLEAN:
+        if searched.stopped is Stopped.EXAMPLES and result.examples < max_examples:
             result.notes.append("Hypothesis ran out of schedules to draw before the budget")
     else:
-        result.verdict = Verdict.UNDECIDED
         result.notes.append(
             f"{result.undecided} of {result.examples} schedules could not be judged"
             if result.examples
@@ -602,7 +595,9 @@ def search(
 
 __all__ = [
     "ROOT",
+    "SHRINK_GRACE_S",
     "ScheduleOutcome",
+    "ScheduleSearch",
     "SearchOutcome",
     "judge",
     "run_schedule",

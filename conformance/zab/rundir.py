@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 from adapters.process_records import describe_self
+from conformance.live.faults import FaultEvent
 from conformance.rundir import (
     FINISHED,
     HISTORY,
@@ -41,7 +42,6 @@ from conformance.rundir import (
     write_json_atomically,
 )
 from conformance.verdict import Verdict
-from conformance.zab.faults import FaultEvent
 from conformance.zab.quorum_trace import QuorumTraceReport
 from conformance.zab.runner import RunOutcome
 from model.zab.history import ClientOp, History, LeaderSample, zxid_hex

@@ -31,9 +31,10 @@ from adapters.zkquorum.proxy import QuorumProxy
 from adapters.zookeeper.client import zookeeper_session
 from adapters.zookeeper.observe import LeaderSampler, server_status
 from adapters.zookeeper.txnlog import LoggedTxn, read_server
+from conformance.live.faults import FaultEvent
 from conformance.verdict import Verdict, worst
 from conformance.zab.clients import Client, Recorder, run_client
-from conformance.zab.faults import FaultEvent, FaultInjector
+from conformance.zab.faults import ScheduledFaults
 from conformance.zab.program import ROOT, FaultStep, Program
 from conformance.zab.quorum_trace import QuorumTraceReport, server_events, validate
 from model.zab.checkers import CheckReport, check
@@ -262,7 +263,7 @@ def run_program(
     clients: list[Client] = []
     stop = threading.Event()
     errors: list[str] = []
-    injector: FaultInjector | None = None
+    injector: ScheduledFaults | None = None
     sampler: LeaderSampler | None = None
     on_fault = stream.fault if stream else None
     started = time.monotonic()
@@ -291,7 +292,7 @@ def run_program(
                 connect_string = ensemble.connect_string
             with ensemble.network():
                 clients.append(Client(process, connect_string, settings.op_timeout))
-        injector = FaultInjector(ensemble, steps, lambda: recorder.completed, on_event=on_fault)
+        injector = ScheduledFaults(ensemble, steps, lambda: recorder.completed, on_event=on_fault)
         interval = program.clients / settings.rate if settings.rate > 0 else 0.0
 
         def client_failed(exc: BaseException) -> None:

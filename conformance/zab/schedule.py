@@ -22,7 +22,7 @@ its way to one follower until the leader dies (the paths of ZOOKEEPER-4394, 4785
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from adapters.zkquorum.packets import PacketType
 from conformance.errors import ConformanceError
+from conformance.live.search import shrink_greedily
 
 VERBS = (
     "write",
@@ -249,31 +250,29 @@ def schedules(
     )
 
 
+def smaller_schedules(schedule: tuple[ZabStep, ...]) -> Iterator[tuple[ZabStep, ...]]:
+    """Each schedule one simplification away from ``schedule``: one step taken out (never the
+    last), then one write of many made a single write."""
+    for index in range(len(schedule)):
+        candidate = schedule[:index] + schedule[index + 1 :]
+        if candidate:
+            yield candidate
+    for index, step in enumerate(schedule):
+        if step.verb == "write" and step.count > 1:
+            yield (*schedule[:index], ZabStep("write", count=1), *schedule[index + 1 :])
+
+
 def minimise(
     schedule: tuple[ZabStep, ...],
     fails: Callable[[tuple[ZabStep, ...]], bool],
     more: Callable[[], bool] = lambda: True,
 ) -> tuple[ZabStep, ...]:
     """A 1-minimal schedule that still ``fails``: no single step can go and no write can be
-    smaller (Zeller's ddmin with chunks of one: a real run per try, so the fewest tries that
-    end in a schedule with nothing left to take out). ``more`` says whether there is time for
-    another try; a try that does not fail again is simply not taken (a finding that does not
-    always repeat shrinks less, never wrongly)."""
-    current = schedule
-    changed = True
-    while changed and more():
-        changed = False
-        for index in range(len(current)):
-            candidate = current[:index] + current[index + 1 :]
-            if candidate and more() and fails(candidate):
-                current, changed = candidate, True
-                break
-    for index, step in enumerate(current):
-        if step.verb == "write" and step.count > 1 and more():
-            candidate = (*current[:index], ZabStep("write", count=1), *current[index + 1 :])
-            if fails(candidate):
-                current = candidate
-    return current
+    smaller (the kernel's greedy shrinking over :func:`smaller_schedules`: a real run per try,
+    so the fewest tries that end in a schedule with nothing left to take out). ``more`` says
+    whether there is time for another try; a try that does not fail again is simply not taken
+    (a finding that does not always repeat shrinks less, never wrongly)."""
+    return shrink_greedily(schedule, smaller_schedules, fails, more=more)[0]
 
 
 __all__ = [
@@ -285,6 +284,7 @@ __all__ = [
     "from_json",
     "minimise",
     "schedules",
+    "smaller_schedules",
     "steps",
     "to_json",
     "validate_step",

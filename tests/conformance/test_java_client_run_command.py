@@ -4,6 +4,7 @@ against real BookKeeper 4.11.1 and the default version (cluster, slow)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +17,15 @@ from adapters.installations.system import SystemUnderTest
 from adapters.netproxy import BookieProxy, ProxyGroup
 from conformance.cli import main
 from conformance.commands import java_client_run as command
+from conformance.commands.java_client_scenario import CannotRun
 from conformance.javaclient import roles, run
+from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.recording import load_record
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Arrangement
 from conformance.javaclient.story import RecoveryRecord, judge
+from conformance.javaclient.writer_plans import WriterShape
+from conformance.javaclient.writer_role import FaultSet
 from conformance.rundir import read_results
 from tests.bookkeeper_fixtures import installed_home
 from tests.conformance.javaclient.recorded import defect1_record
@@ -66,6 +71,28 @@ def test_the_writer_role_needs_a_client_that_resolves_bookie_ids(
     err = capsys.readouterr().err
     assert "(BookKeeper >= 4.12.0)" in err and "--role recovery" in err
     assert not runs.exists()
+
+
+def _args(**given: Any) -> argparse.Namespace:
+    defaults = {"role": "recovery", "ensemble_size": None, "wq": 3, "aq": 2, "bookies": 3}
+    return argparse.Namespace(**{**defaults, "clients": 2, "java_faults": None, **given})
+
+
+def test_the_role_is_built_by_its_class_from_the_command_s_settings() -> None:
+    both = command.role_from_args(_args(role="both", ensemble_size=4, wq=2, java_faults="requests"))
+    assert isinstance(both, FailoverRole) and both.shape == WriterShape(4, 2, 2)
+    assert both.faults is FaultSet.REQUESTS
+    assert command.role_settings_from_args(_args(role="both", wq=2, aq=1)) == {
+        "role": "both",
+        "shape": "2/2/1",
+        "bookies": 3,
+        "clients": 2,
+    }
+    assert isinstance(command.role_from_args(_args()), RecoveryRole)
+    with pytest.raises(CannotRun, match=r"--role recovery: .*requests only"):
+        command.role_from_args(_args(java_faults="extended"))
+    with pytest.raises(CannotRun, match="--role reader: no role 'reader'"):
+        command.role_from_args(_args(role="reader"))
 
 
 def test_role_needs_the_java_client(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +147,7 @@ def _no_zookeeper(*args: object, **kwargs: object) -> object:
 def stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "bk"
     monkeypatch.setattr(run, "ClientSession", _Session)
-    monkeypatch.setattr(roles, "RecoveryRole", _RecordedRecovery)
+    monkeypatch.setitem(roles.ROLE_CLASSES, "recovery", _RecordedRecovery)
     for module in (command, run):
         monkeypatch.setattr(module, "distribution_version", lambda home: "4.11.1")
         monkeypatch.setattr(module, "java_client_system", _system)

@@ -21,7 +21,6 @@ from conformance.distributed.java_matrix import (
     plan_matrix,
     render_matrix_report,
     run_matrix,
-    shape_of,
 )
 from conformance.distributed.schema import RowStatus
 from conformance.javaclient.writer_plans import WriterShape
@@ -228,20 +227,79 @@ def test_the_writer_role_gets_a_column_per_shape_from_4_12_on() -> None:
         ("4.17.3", "writer", "E3-WQ2-AQ2"),
         ("4.17.3", "writer", "E2-WQ1-AQ1"),
     ]
-    assert shape_of("E3-WQ2-AQ2") == WriterShape(3, 2, 2)
+    assert [s.role_settings for s in shards][2:] == [
+        {"role": "writer", "shape": "3/2/2"},
+        {"role": "writer", "shape": "2/1/1"},
+    ]
     skipped = not_applicable(releases, roles=["writer"], writer_shapes=shapes)
     assert set(skipped) == {("4.11.1", "E3-WQ2-AQ2", "writer"), ("4.11.1", "E2-WQ1-AQ1", "writer")}
     rows = [{**_fake(s, Path("/x")), "index": s.index} for s in shards]
     page = render_matrix_report(
         matrix(rows), rows, master="none", elapsed=1.0, systems=[], inapplicable=skipped
     )
-    assert "not applicable: a writer run needs BookKeeper &gt;= 4.12.0" in page
-    with pytest.raises(MatrixError, match="no role"):
-        plan_matrix(releases, seeds_per_release=1, seed=0, seconds=1, roles=["both"])
+    assert "not applicable: BookKeeper 4.11.1: this role needs a client" in page
+    assert "(BookKeeper &gt;= 4.12.0)" in page
+    with pytest.raises(MatrixError, match="no role 'reader'"):
+        plan_matrix(releases, seeds_per_release=1, seed=0, seconds=1, roles=["reader"])
     with pytest.raises(MatrixError, match="no release can run"):
         plan_matrix(
             {"4.11.1": Path("/a")}, seeds_per_release=1, seed=0, seconds=1, roles=["writer"]
         )
+
+
+def test_both_roles_at_once_get_the_writer_s_columns_spares_included(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``qualify --client java --role both`` (``--role``: ``--roles`` as ``run`` spells it):
+    the fail-over runs each writer shape, its spares named in the column and
+    carried to the shard's role; a release whose client cannot write is not applicable."""
+    shards = plan_matrix(
+        {"4.11.1": Path("/a"), "4.17.3": Path("/b")},
+        seeds_per_release=1,
+        seed=0,
+        seconds=1,
+        roles=["both"],
+        writer_shapes=[WriterShape(3, 2, 2), WriterShape(4, 2, 2, spares=2)],
+    )
+    assert [(s.version, s.role, s.configuration, s.role_settings) for s in shards] == [
+        ("4.17.3", "both", "E3-WQ2-AQ2", {"role": "both", "shape": "3/2/2"}),
+        ("4.17.3", "both", "E4-WQ2-AQ2+2", {"role": "both", "shape": "4/2/2+2"}),
+    ]
+    ran: list[JavaShard] = []
+
+    def fake(shard: JavaShard, run_dir: Path) -> dict[str, Any]:
+        ran.append(shard)
+        return _fake(shard, run_dir)
+
+    monkeypatch.setattr(java_matrix, "execute_java_shard", fake)
+    from conformance.commands import java_client_qualify
+
+    monkeypatch.setattr(
+        java_client_qualify,
+        "releases_from_args",
+        lambda args: {"4.11.1": Path("/a"), "4.17.3": Path("/b")},
+    )
+    monkeypatch.setattr(java_client_qualify, "zookeepers_from_args", lambda args: {})
+    run_dir = tmp_path / "q"
+    argv = ["qualify", "--client", "java", "--target", "local", "--master", "none"]
+    argv += ["--role", "both", "--writer-shapes", "3/2/2", "--shards", "1"]
+    assert main([*argv, "--run-dir", str(run_dir)]) == 0
+    assert [(s.version, s.role, s.role_settings) for s in ran] == [
+        ("4.17.3", "both", {"role": "both", "shape": "3/2/2"})
+    ]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert [(c["version"], c["configuration"], c["role"]) for c in results["cells"]] == [
+        ("4.17.3", "E3-WQ2-AQ2", "both")
+    ]
+    (skipped,) = results["not_applicable"]
+    assert (skipped["version"], skipped["configuration"], skipped["role"]) == (
+        "4.11.1",
+        "E3-WQ2-AQ2",
+        "both",
+    )
+    assert "(BookKeeper >= 4.12.0)" in skipped["why"]
+    out = capsys.readouterr().out
+    assert "roles both." in out and "E3-WQ2-AQ2 both: clean" in out
 
 
 def test_roles_need_the_java_client(capsys: pytest.CaptureFixture[str]) -> None:

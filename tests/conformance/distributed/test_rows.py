@@ -191,11 +191,13 @@ def test_matrix_rows_are_typed_and_stored_as_words(tmp_path: Path) -> None:
 def test_a_java_shard_that_fails_is_an_error_row_with_an_undecided_verdict(
     tmp_path: Path,
 ) -> None:
-    # A writer shard whose configuration is no shape fails before any cluster starts.
-    shard = JavaShard(0, "4.17.3", str(tmp_path), "writer", "nonsense", 0, 1.0, 1)
+    # A writer shard whose settings name no shape fails before any cluster starts.
+    shard = JavaShard(
+        0, "4.17.3", str(tmp_path), "writer", "E3-WQ2-AQ2", 0, 1.0, 1, role_settings={"shape": "x"}
+    )
     row = java_matrix.execute_java_shard(shard, tmp_path)
     assert row["status"] is RowStatus.ERROR and row["verdict"] is Verdict.UNDECIDED
-    assert row["error"].startswith("MatrixError: not a configuration like E3-WQ2-AQ2")
+    assert row["error"].startswith("PlanError: a ledger shape is E/WQ/AQ[+SPARES]")
 
 
 def _literals(path: Path) -> list[tuple[int, str, str]]:

@@ -21,10 +21,10 @@ from conformance.javaclient.controller import (
 )
 from conformance.javaclient.plans import (
     DEFECT_1_SCHEDULE,
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
+    PlannedFault,
     forge,
     hold,
     hold_for,
@@ -172,7 +172,7 @@ class _Executor:
         self.done: list[str] = []
         self.closed = False
 
-    def execute(self, event: FaultEvent) -> str:
+    def execute(self, event: PlannedFault) -> str:
         self.done.append(event.describe())
         return event.kind.value
 
@@ -210,8 +210,8 @@ def test_answers_are_decided_and_faults_triggered_at_their_frame() -> None:
     schedule = FrameSchedule(
         {answer_key: forge("EIO")},
         (
-            FaultEvent(FaultKind.RESET, answer_key, "b2"),
-            FaultEvent(FaultKind.HOLD_METADATA, None, None, 300),
+            PlannedFault(FaultKind.RESET, answer_key, "b2"),
+            PlannedFault(FaultKind.HOLD_METADATA, None, None, 300),
         ),
     )
     executor = _Executor()
@@ -252,7 +252,9 @@ def test_a_hold_for_a_time_outlasts_the_longest_hold_by_frames() -> None:
 
 def test_a_fault_whose_frame_never_comes_did_nothing_and_is_listed() -> None:
     group = _FakeGroup()
-    schedule = FrameSchedule(events=(FaultEvent(FaultKind.CRASH, FrameKey("add", "b1", 3), "b1"),))
+    schedule = FrameSchedule(
+        events=(PlannedFault(FaultKind.CRASH, FrameKey("add", "b1", 3), "b1"),)
+    )
     proxies: Any = {"p1": _FakeProxy("p1", [])}
     with pytest.raises(ValueError, match="no executor"):
         ScheduleController(group, proxies, LEDGER, schedule)
@@ -271,7 +273,7 @@ class _SlowExecutor(_Executor):
         super().__init__()
         self.spans: list[tuple[float, float]] = []
 
-    def execute(self, event: FaultEvent) -> str:
+    def execute(self, event: PlannedFault) -> str:
         started = time.monotonic()
         time.sleep(0.05)
         self.spans.append((started, time.monotonic()))
@@ -282,7 +284,7 @@ def test_faults_carried_out_now_wait_for_those_a_frame_set_off() -> None:
     p1 = _FakeProxy("p1", [])
     group = _FakeGroup()
     request, _answer = _add_and_answer()
-    frame_fault = FaultEvent(FaultKind.RESTART, FrameKey("add", "b1", 0), "b1")
+    frame_fault = PlannedFault(FaultKind.RESTART, FrameKey("add", "b1", 0), "b1")
     executor = _SlowExecutor()
     proxies: Any = {"p1": p1}
     with ScheduleController(
@@ -296,7 +298,7 @@ def test_faults_carried_out_now_wait_for_those_a_frame_set_off() -> None:
     ) as controller:
         p1.frames = {request.frame_id: request}
         controller.step()  # sets off the restart at e0's frame, on the fault thread
-        controller.carry_out((FaultEvent(FaultKind.RESTART, None, "b1"),))
+        controller.carry_out((PlannedFault(FaultKind.RESTART, None, "b1"),))
         assert len(executor.done) == 2  # carried out before carry_out returned
     (first, second) = executor.spans
     assert first[1] <= second[0]  # one after the other, never at once
@@ -305,12 +307,12 @@ def test_faults_carried_out_now_wait_for_those_a_frame_set_off() -> None:
 
 def test_faults_that_fail_now_or_that_no_executor_carries_out_are_refused() -> None:
     class Failing(_Executor):
-        def execute(self, event: FaultEvent) -> str:
+        def execute(self, event: PlannedFault) -> str:
             raise RuntimeError("the bookie would not start")
 
     group = _FakeGroup()
     proxies: Any = {"p1": _FakeProxy("p1", [])}
-    event = FaultEvent(FaultKind.RESTART, None, "b1")
+    event = PlannedFault(FaultKind.RESTART, None, "b1")
     bare = ScheduleController(group, proxies, LEDGER, FrameSchedule(), poll_s=60)
     with bare, pytest.raises(FaultsFailed, match="carries out no faults"):
         bare.carry_out((event,))

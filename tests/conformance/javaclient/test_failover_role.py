@@ -19,7 +19,7 @@ from conformance.javaclient.failover_role import (
     with_takeover,
 )
 from conformance.javaclient.observed import FrameKind, java_events
-from conformance.javaclient.plans import DROP, FaultEvent, FaultKind, FrameSchedule, PlanError
+from conformance.javaclient.plans import DROP, FaultKind, FrameSchedule, PlanError, PlannedFault
 from conformance.javaclient.roles import ROLE_NAMES, role_named, role_of_plan
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
@@ -59,11 +59,11 @@ def test_a_recovery_point_outside_the_writer_s_adds_is_refused(
         dataclasses.replace(_plan(), **changes)
 
 
-WIPE_B1 = FaultEvent(FaultKind.RESTART_EMPTY, None, "b1")
+WIPE_B1 = PlannedFault(FaultKind.RESTART_EMPTY, None, "b1")
 
 
 def test_faults_after_the_recovery_are_plan_data() -> None:
-    plan = _plan(after_recovery=(WIPE_B1, FaultEvent(FaultKind.CRASH, None, "b2")))
+    plan = _plan(after_recovery=(WIPE_B1, PlannedFault(FaultKind.CRASH, None, "b2")))
     assert WriterRunPlan.from_json(plan.to_json()) == plan
     assert plan.has_fault_events and plan.faults() == 2
     assert "recovers the ledger; then restart empty b1; then crash b2;" in plan.describe()[0]
@@ -73,12 +73,12 @@ def test_faults_after_the_recovery_are_plan_data() -> None:
 @pytest.mark.parametrize(
     ("after", "says"),
     [
-        ((FaultEvent(FaultKind.RESTART_EMPTY, add_key("b1", 0), "b1"),), "at no frame"),
-        ((FaultEvent(FaultKind.RESTART_EMPTY, None, "b9"),), "has b1, b2, b3, b4"),
+        ((PlannedFault(FaultKind.RESTART_EMPTY, add_key("b1", 0), "b1"),), "at no frame"),
+        ((PlannedFault(FaultKind.RESTART_EMPTY, None, "b9"),), "has b1, b2, b3, b4"),
     ],
 )
 def test_a_fault_after_the_recovery_at_a_frame_or_elsewhere_is_refused(
-    after: tuple[FaultEvent, ...], says: str
+    after: tuple[PlannedFault, ...], says: str
 ) -> None:
     with pytest.raises(PlanError, match=says):
         _plan(after_recovery=after)
@@ -103,7 +103,7 @@ def test_faults_around_the_recovery_need_a_recovery() -> None:
 
 
 def test_faults_before_the_recovery_are_plan_data_and_shrink_away() -> None:
-    crash = FaultEvent(FaultKind.CRASH, None, "b2")
+    crash = PlannedFault(FaultKind.CRASH, None, "b2")
     plan = _plan(before_recovery=(crash,), after_recovery=(WIPE_B1,))
     assert WriterRunPlan.from_json(plan.to_json()) == plan
     assert plan.has_fault_events and plan.faults() == 2

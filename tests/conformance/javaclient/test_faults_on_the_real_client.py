@@ -5,6 +5,7 @@ proxies, ZooKeeper proxy, JVM) serves every test; each run is a fresh ledger."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,18 +13,19 @@ from typing import Any
 import pytest
 
 from conformance.javaclient.plans import (
-    FaultEvent,
     FaultKind,
     FrameSchedule,
+    PlannedFault,
     forge,
     hold_for,
 )
 from conformance.javaclient.role import Example
-from conformance.javaclient.run import session_options
+from conformance.javaclient.run import session_options, write_example
 from conformance.javaclient.search import run_plan
 from conformance.javaclient.session import ClientSession
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import WriterRole
+from conformance.live.faults import HEAL_STEP
 from conformance.verdict import Verdict
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -97,7 +99,7 @@ def test_each_forged_status_makes_the_client_change_its_ensemble_or_fail(
 def test_a_restart_keeps_what_the_bookie_stored(session: Any) -> None:
     # b2 is killed and started again (its data kept) when its answer to e0 leaves it: e0 is
     # acknowledged and b2 still returns it afterwards.
-    restart = FaultEvent(FaultKind.RESTART, B2_ANSWER_E0, "b2")
+    restart = PlannedFault(FaultKind.RESTART, B2_ANSWER_E0, "b2")
     example = _run(session, FrameSchedule(events=(restart,)))
     assert _callbacks(example)[0] == "add 0 (e0): OK"
     assert 1 in example.record.stored[0], example.record.stored
@@ -109,7 +111,7 @@ def test_a_pause_at_a_frame_times_the_bookies_adds_out(session: Any) -> None:
     # about 2 s), so the pause's 6 s only bound how late the client's check may come: with 3 s
     # one fresh-clone CI's client kept b2 (a 1 s delay in the client's timeout checks would do
     # it), and the story below is what a repeat would show.
-    pause = FaultEvent(FaultKind.PAUSE, add_key("b2", 1), "b2", 6000)
+    pause = PlannedFault(FaultKind.PAUSE, add_key("b2", 1), "b2", 6000)
     example = _run(session, FrameSchedule(events=(pause,)))
     story = ROLE.frame_lines(example.record)
     assert any(1 not in bookies for _first, bookies in example.record.segments), story
@@ -152,16 +154,16 @@ def test_a_bookie_fault_at_the_start_makes_the_client_replace_it(
 ) -> None:
     # A crash or a refusal fails b2's add at once (order). The pause relies on the add timeout
     # (1-2 s after the send) firing before the 6 s resume: 4 s of slack, as in the test above.
-    events = [FaultEvent(kind, None, "b2", duration_ms)]
+    events = [PlannedFault(kind, None, "b2", duration_ms)]
     if kind is FaultKind.REFUSE:
-        events.append(FaultEvent(FaultKind.RESET, None, "b2"))
+        events.append(PlannedFault(FaultKind.RESET, None, "b2"))
     example = _run(session, FrameSchedule(events=tuple(events)))
     assert _b2_replaced(example), (kind, example.record.segments, _callbacks(example))
     assert _callbacks(example) == ["add 0 (e0): OK", "add 1 (e1): OK"]
 
 
 def test_a_reset_connection_fails_the_pending_add_on_that_bookie(session: Any) -> None:
-    event = FaultEvent(FaultKind.RESET, E0_TO_B2, "b2")
+    event = PlannedFault(FaultKind.RESET, E0_TO_B2, "b2")
     # Held 300 ms: under half the 1 s add timeout, so the reset, not the timeout, fails it.
     example = _run(session, FrameSchedule({E0_TO_B2: hold_for(300)}, (event,)))
     assert _b2_replaced(example) or len(example.record.segments) >= 1
@@ -169,7 +171,7 @@ def test_a_reset_connection_fails_the_pending_add_on_that_bookie(session: Any) -
 
 
 def test_held_metadata_writes_delay_the_ensemble_change(session: Any) -> None:
-    hold = FaultEvent(FaultKind.HOLD_METADATA, None, None, 2500)
+    hold = PlannedFault(FaultKind.HOLD_METADATA, None, None, 2500)
     example = _run(session, FrameSchedule({E0_TO_B2: forge("EIO")}, (hold,)))
     assert _b2_replaced(example), example.record.segments
     zookeeper = session.zookeeper_proxy
@@ -183,7 +185,7 @@ def test_held_metadata_writes_delay_the_ensemble_change(session: Any) -> None:
 
 
 def test_an_expired_session_is_seen_by_the_client(session: Any) -> None:
-    expire = FaultEvent(FaultKind.EXPIRE_SESSION)
+    expire = PlannedFault(FaultKind.EXPIRE_SESSION)
     example = _run(session, FrameSchedule(events=(expire,)))
     assert session.zookeeper_proxy.expiries(), "no expiry recorded"
     assert ("fault", expire.describe()) in example.decisions
@@ -194,7 +196,7 @@ def test_a_bookie_restarted_empty_at_the_same_address_has_lost_what_it_acknowled
 ) -> None:
     # When b2's answer to e0 leaves it, b2 is wiped and started again (its answer goes on once
     # it has): the client's e0 is acknowledged, and b2, a fresh bookie, no longer has it.
-    restart = FaultEvent(FaultKind.RESTART_EMPTY, B2_ANSWER_E0, "b2")
+    restart = PlannedFault(FaultKind.RESTART_EMPTY, B2_ANSWER_E0, "b2")
     example = _run(session, FrameSchedule(events=(restart,)))
     story = (example.decisions, example.record.segments, example.record.stored)
     assert _callbacks(example)[0] == "add 0 (e0): OK", story
@@ -206,7 +208,7 @@ def test_a_stalled_connection_holds_the_clients_adds_back(session: Any) -> None:
     # ends (the client times them out and replaces b2, unless it is slower than the stall).
     # Either branch passes: a slow client's frames reach b2 only after the 3 s stall, over 2 s
     # after its first frame if that came within 1 s of the stall's start.
-    stall = FaultEvent(FaultKind.STALL, None, "b2", 3000)
+    stall = PlannedFault(FaultKind.STALL, None, "b2", 3000)
     example = _run(session, FrameSchedule(events=(stall,)))
     record = example.record
     proxy_of = {name: proxy for proxy, name in ROLE.names(record).items()}
@@ -249,3 +251,23 @@ def test_two_writers_ledgers_written_together_are_each_judged(session: Any, writ
             connections[f.info.ledger_id].add((f.proxy, f.connection_id))
     shared = connections[record.ledger_id] & connections[other.ledger_id]
     assert bool(shared) is (writers == 1), connections
+
+
+def test_a_runs_crash_pause_and_stall_are_in_its_record_json_and_judged_again_alike(
+    session: Any, tmp_path: Path
+) -> None:
+    faults = (
+        PlannedFault(FaultKind.CRASH, None, "b3"),
+        PlannedFault(FaultKind.PAUSE, None, "b2", 500),
+        PlannedFault(FaultKind.STALL, None, "b1", 500),
+    )
+    example = _run(session, FrameSchedule(events=faults))
+    injected = [(e.verb, e.server) for e in example.record.faults if e.step != HEAL_STEP]
+    assert injected == [("crash", "b3"), ("pause", "b2"), ("stall", "b1")]
+    healed = {(e.verb, e.server) for e in example.record.faults if e.step == HEAL_STEP}
+    assert healed == {("restart", "b3"), ("resume", "b2"), ("read again", "b1")}
+    write_example(tmp_path, ROLE, example, "record")
+    back = ROLE.record_from_json(json.loads((tmp_path / "record.json").read_text()))
+    assert back.faults == example.record.faults
+    assert example.judgement is not None
+    assert ROLE.judge(back).outcome == example.judgement.outcome

@@ -11,11 +11,11 @@ from conformance.javaclient.plans import (
     DROP,
     FORWARD,
     Choice,
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
     PlanError,
+    PlannedFault,
     forge,
     hold,
     hold_for,
@@ -34,9 +34,9 @@ def test_every_choice_round_trips_and_says_what_it_does() -> None:
             FrameKey("add", "b1", 1, answer=True): DROP,
         },
         (
-            FaultEvent(FaultKind.CRASH, ANSWER_E0_B1, "b1"),
-            FaultEvent(FaultKind.HOLD_METADATA, None, None, 500),
-            FaultEvent(FaultKind.PAUSE, ADD_E0_B2, "b2", 1500),
+            PlannedFault(FaultKind.CRASH, ANSWER_E0_B1, "b1"),
+            PlannedFault(FaultKind.HOLD_METADATA, None, None, 500),
+            PlannedFault(FaultKind.PAUSE, ADD_E0_B2, "b2", 1500),
         ),
     )
     again = FrameSchedule.from_json(schedule.to_json(), BOOKIES)
@@ -68,10 +68,10 @@ def test_old_schedules_read_as_before() -> None:
         (lambda: Choice("forge"), "has a status"),
         (lambda: forge("EOK"), "not EOK"),
         (lambda: Choice("forward", status="EIO"), "has a status"),
-        (lambda: FaultEvent(FaultKind.CRASH), "names a bookie"),
-        (lambda: FaultEvent(FaultKind.EXPIRE_SESSION, bookie="b1"), "names no bookie"),
-        (lambda: FaultEvent(FaultKind.PAUSE, bookie="b1"), "lasts >= 1 ms"),
-        (lambda: FaultEvent(FaultKind.RESET, bookie="b1", duration_ms=5), "has no duration"),
+        (lambda: PlannedFault(FaultKind.CRASH), "names a bookie"),
+        (lambda: PlannedFault(FaultKind.EXPIRE_SESSION, bookie="b1"), "names no bookie"),
+        (lambda: PlannedFault(FaultKind.PAUSE, bookie="b1"), "lasts >= 1 ms"),
+        (lambda: PlannedFault(FaultKind.RESET, bookie="b1", duration_ms=5), "has no duration"),
     ],
 )
 def test_what_no_run_can_do_is_refused(make: object, says: str) -> None:
@@ -92,7 +92,7 @@ def test_a_schedule_from_json_names_only_the_runs_bookies_and_faults() -> None:
 
 
 def test_a_smaller_schedule_takes_one_decision_or_fault_away_and_keeps_the_rest() -> None:
-    crash = FaultEvent(FaultKind.CRASH, ANSWER_E0_B1, "b1")
+    crash = PlannedFault(FaultKind.CRASH, ANSWER_E0_B1, "b1")
     schedule = FrameSchedule({ADD_E0_B2: hold(3), ANSWER_E0_B1: forge("EIO")}, (crash,))
     smaller = list(schedule.smaller())
     assert FrameSchedule({ANSWER_E0_B1: forge("EIO")}, (crash,)) in smaller
@@ -100,7 +100,7 @@ def test_a_smaller_schedule_takes_one_decision_or_fault_away_and_keeps_the_rest(
     assert FrameSchedule({ADD_E0_B2: hold(3), ANSWER_E0_B1: forge("EIO")}) in smaller
     assert len(smaller) == 4
     # Restricted to e1 on: the decisions and faults of e0's frames go, the start's stay.
-    start = FaultEvent(FaultKind.EXPIRE_SESSION)
+    start = PlannedFault(FaultKind.EXPIRE_SESSION)
     restricted = FrameSchedule(schedule.decisions, (crash, start)).restricted(
         lambda key: key.entry_id >= 1
     )

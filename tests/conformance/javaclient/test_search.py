@@ -1,6 +1,8 @@
-"""The one search-and-shrink loop, for every role: each role's recorded runs stand in for the
-Java client (the plumbing of Hypothesis, guidance, verdicts, coverage and shrinking, not the
-client). The search against the real Java client runs through its command:
+"""Every Java-client role searched by the kernel's one search-and-shrink loop
+(:mod:`conformance.live.search`, tested on its own in tests/conformance/live): each role's
+recorded runs stand in for the Java client (the plumbing of guidance, verdicts, coverage and
+shrinking through :class:`~conformance.javaclient.search.JavaClientSearch`, not the client).
+The search against the real Java client runs through its command:
 tests/conformance/test_java_client_run_command.py."""
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from conformance.javaclient.plans import (
 )
 from conformance.javaclient.recovery_role import RecoveryRole
 from conformance.javaclient.role import Arrangement, Example, same_failure
-from conformance.javaclient.search import Coverage, SearchResult, StopAt, interleaved, search
+from conformance.javaclient.search import Coverage, SearchResult, search
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import FaultSet, WriterRole
 from conformance.javaclient.writer_story import WriterRecord
+from conformance.live.search import StopAt
 from conformance.verdict import Verdict
 from tests.conformance.javaclient.recorded import defect1_record
 from tests.conformance.javaclient.test_writer_story import RECORDED
@@ -149,7 +152,6 @@ def test_guided_plans_come_every_other_example_cycling() -> None:
         result = search(session, role, max_examples=20, seed=3, guided=guided)
     assert result.guided_examples == 10 and result.examples == 20
     assert [p.writer for p in role.plans_run[::2]] == [DEFECT_1_WRITER] * 10
-    assert interleaved(guided, 1, DEFECT_1_PLAN) is DEFECT_1_PLAN
 
 
 def test_a_spent_budget_with_nothing_run_is_undecided() -> None:

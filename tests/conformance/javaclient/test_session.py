@@ -15,7 +15,7 @@ from adapters.cluster.local import ReleaseRestart
 from adapters.javaclient import BookKeeperVersion
 from adapters.zkproxy import ExpiryOutcome, ExpiryRecord, SessionRecord
 from conformance.javaclient import session as session_module
-from conformance.javaclient.plans import FaultEvent, FaultKind
+from conformance.javaclient.plans import FaultKind, PlannedFault
 from conformance.javaclient.session import (
     ClientSession,
     RunUndecided,
@@ -93,7 +93,7 @@ def test_each_timed_fault_is_undone_even_when_a_plan_repeats_it() -> None:
     zookeeper = _FakeZooKeeper()
     session: Any = SimpleNamespace(proxies={}, bookie_ids=[], zookeeper_proxy=zookeeper)
     faults = SessionFaults(session, cluster=None, names={})  # type: ignore[arg-type]
-    hold = FaultEvent(FaultKind.HOLD_METADATA, None, None, 60_000)
+    hold = PlannedFault(FaultKind.HOLD_METADATA, None, None, 60_000)
     faults.execute(hold)
     faults.execute(hold)
     assert len(zookeeper.rules) == 2
@@ -129,8 +129,8 @@ def test_a_bookie_crashed_by_the_plan_is_not_paused_later() -> None:
         proxies={"p4": object()}, bookie_ids=["bk4"], wait_routed=lambda down: None
     )
     faults = SessionFaults(session, cluster=cluster, names={"p4": "b4"})  # type: ignore[arg-type]
-    assert faults.execute(FaultEvent(FaultKind.CRASH, None, "b4")) == "crash b4"
-    paused = faults.execute(FaultEvent(FaultKind.PAUSE, None, "b4", 500))
+    assert faults.execute(PlannedFault(FaultKind.CRASH, None, "b4")) == "crash b4"
+    paused = faults.execute(PlannedFault(FaultKind.PAUSE, None, "b4", 500))
     assert paused == "pause b4: down (crashed before), nothing to pause"
     assert cluster.calls == ["crash bk4"]
     faults.close()  # the crashed bookie is started again when the run ends
@@ -145,8 +145,8 @@ def test_a_paused_bookie_the_plan_crashes_is_not_resumed() -> None:
         proxies={"p2": object()}, bookie_ids=["bk2"], wait_routed=lambda down: None
     )
     faults = SessionFaults(session, cluster=cluster, names={"p2": "b2"})  # type: ignore[arg-type]
-    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b2", 60_000))
-    faults.execute(FaultEvent(FaultKind.CRASH, None, "b2"))
+    faults.execute(PlannedFault(FaultKind.PAUSE, None, "b2", 60_000))
+    faults.execute(PlannedFault(FaultKind.CRASH, None, "b2"))
     faults.close()
     assert cluster.calls == ["pause bk2", "crash bk2", "restart bk2"]
 
@@ -160,8 +160,8 @@ def test_a_pause_of_another_bookie_is_still_undone() -> None:
     )
     names = {"p1": "b1", "p2": "b2"}
     faults = SessionFaults(session, cluster=cluster, names=names)  # type: ignore[arg-type]
-    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b1", 60_000))
-    faults.execute(FaultEvent(FaultKind.RESTART, None, "b2"))
+    faults.execute(PlannedFault(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.execute(PlannedFault(FaultKind.RESTART, None, "b2"))
     faults.close()
     assert cluster.calls == ["pause bk1", "crash bk2", "restart bk2", "resume bk1"]
 
@@ -191,7 +191,7 @@ def _faults_on(cluster: _FakeCluster) -> SessionFaults:
 
 def test_a_clean_restart_stops_the_bookie_as_an_operator_does_and_says_how_it_stopped() -> None:
     cluster = _ReleaseRestarts(exit_code=143)
-    done = _faults_on(cluster).execute(FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"))
+    done = _faults_on(cluster).execute(PlannedFault(FaultKind.CLEAN_RESTART, None, "b3"))
     # Its own release again, never a kill first (the fence must be flushed, if ever, here).
     assert cluster.calls == ["restart bk3 from /homes/bk3"]
     assert done.startswith("clean restart b3: bk3 4.17.3 -> 4.17.3: stopped (SIGTERM)")
@@ -200,7 +200,7 @@ def test_a_clean_restart_stops_the_bookie_as_an_operator_does_and_says_how_it_st
 def test_a_clean_restart_that_had_to_kill_the_bookie_leaves_the_run_undecided() -> None:
     faults = _faults_on(_ReleaseRestarts(exit_code=-9))
     with pytest.raises(RunUndecided, match="killed, so not a clean restart"):
-        faults.execute(FaultEvent(FaultKind.CLEAN_RESTART, None, "b3"))
+        faults.execute(PlannedFault(FaultKind.CLEAN_RESTART, None, "b3"))
 
 
 def test_awaiting_a_checkpoint_waits_the_bookies_flush_interval_and_a_margin(
@@ -210,7 +210,7 @@ def test_awaiting_a_checkpoint_waits_the_bookies_flush_interval_and_a_margin(
     monkeypatch.setattr(session_module.time, "sleep", slept.append)
     cluster = _ReleaseRestarts(exit_code=143)
     cluster.options.bookie_settings.checkpoint_interval_ms = 60_000
-    done = _faults_on(cluster).execute(FaultEvent(FaultKind.AWAIT_CHECKPOINT))
+    done = _faults_on(cluster).execute(PlannedFault(FaultKind.AWAIT_CHECKPOINT))
     assert slept == [60.0 + session_module.CHECKPOINT_MARGIN_S]
     assert done.startswith("await checkpoint: 60000 ms (flushInterval)")
     assert cluster.calls == []
@@ -240,7 +240,7 @@ def test_a_run_that_expired_the_session_ends_once_the_client_has_a_new_one() -> 
     zookeeper = _SessionsOf(_granted(7, 1.0))
     session: Any = SimpleNamespace(proxies={}, bookie_ids=[], zookeeper_proxy=zookeeper)
     faults = SessionFaults(session, cluster=None, names={})  # type: ignore[arg-type]
-    faults.execute(FaultEvent(FaultKind.EXPIRE_SESSION))
+    faults.execute(PlannedFault(FaultKind.EXPIRE_SESSION))
     assert zookeeper.expired == [7]
     threading.Timer(0.2, lambda: setattr(zookeeper, "granted", _granted(8, 11.0))).start()
     started = time.monotonic()
@@ -283,7 +283,7 @@ def test_a_run_that_paused_a_bookie_ends_after_its_session_could_expire(
     )
     faults = SessionFaults(session, cluster=cluster, names={"p1": "b1"})  # type: ignore[arg-type]
     started = time.monotonic()
-    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.execute(PlannedFault(FaultKind.PAUSE, None, "b1", 60_000))
     faults.close()
     assert time.monotonic() - started >= 0.25  # the session timeout and the margin
     assert cluster.calls == ["pause bk1", "resume bk1"] and routed == [set()]

@@ -20,11 +20,11 @@ import pytest
 from conformance.engine import Outcome
 from conformance.javaclient import UPGRADE_SCENARIOS
 from conformance.javaclient.plans import (
-    FaultEvent,
     FaultKind,
     FrameKey,
     FrameSchedule,
     PlanError,
+    PlannedFault,
     releases_named,
 )
 from conformance.javaclient.roles import role_of_plan
@@ -51,7 +51,7 @@ RUNS = Path(__file__).parent / "recorded_runs" / "rolling-upgrade-runs.jsonl.gz"
 
 
 def test_an_upgrade_names_its_bookie_and_the_release_it_restarts_from() -> None:
-    event = FaultEvent(FaultKind.UPGRADE, FrameKey("add", "b1", 0), "b1", release="4.18.0")
+    event = PlannedFault(FaultKind.UPGRADE, FrameKey("add", "b1", 0), "b1", release="4.18.0")
     assert event.describe() == "upgrade b1 to 4.18.0 when add e0 to b1 passes"
     data = event.to_json()
     assert data == {
@@ -60,20 +60,20 @@ def test_an_upgrade_names_its_bookie_and_the_release_it_restarts_from() -> None:
         "bookie": "b1",
         "release": "4.18.0",
     }
-    assert FaultEvent.from_json(data, ("b1", "b2")) == event
-    down = FaultEvent(FaultKind.DOWNGRADE, None, "b2", release="4.17.3")
-    assert FaultEvent.from_json(down.to_json(), ("b2",)) == down
+    assert PlannedFault.from_json(data, ("b1", "b2")) == event
+    down = PlannedFault(FaultKind.DOWNGRADE, None, "b2", release="4.17.3")
+    assert PlannedFault.from_json(down.to_json(), ("b2",)) == down
     assert down.describe() == "downgrade b2 to 4.17.3 as the client starts"
     with pytest.raises(PlanError, match="names the release"):
-        FaultEvent(FaultKind.UPGRADE, None, "b1")
+        PlannedFault(FaultKind.UPGRADE, None, "b1")
     with pytest.raises(PlanError, match="names the release"):
-        FaultEvent(FaultKind.DOWNGRADE, None, "b1", release=" ")
+        PlannedFault(FaultKind.DOWNGRADE, None, "b1", release=" ")
     with pytest.raises(PlanError, match="names no release"):
-        FaultEvent(FaultKind.RESTART, None, "b1", release="4.18.0")
+        PlannedFault(FaultKind.RESTART, None, "b1", release="4.18.0")
     with pytest.raises(PlanError, match="names a bookie"):
-        FaultEvent(FaultKind.UPGRADE, None, None, release="4.18.0")
+        PlannedFault(FaultKind.UPGRADE, None, None, release="4.18.0")
     with pytest.raises(PlanError, match="no fault 'upgrade to'"):
-        FaultEvent.from_json({"fault": "upgrade to", "bookie": "b1"}, ("b1",))
+        PlannedFault.from_json({"fault": "upgrade to", "bookie": "b1"}, ("b1",))
 
 
 def test_upgrades_downgrades_and_restarts_are_restarts_with_data() -> None:
@@ -97,11 +97,11 @@ def test_upgrades_downgrades_and_restarts_are_restarts_with_data() -> None:
 
 def test_the_record_takes_an_upgrade_among_the_restarts() -> None:
     done = [
-        (1.0, FaultEvent(FaultKind.RESTART, None, "b1")),
-        (2.0, FaultEvent(FaultKind.UPGRADE, None, "b2", release="4.18.0")),
-        (3.0, FaultEvent(FaultKind.DOWNGRADE, None, "b1", release="4.17.3")),
-        (4.0, FaultEvent(FaultKind.RESET, None, "b2")),
-        (5.0, FaultEvent(FaultKind.RESTART_EMPTY, None, "b3")),
+        (1.0, PlannedFault(FaultKind.RESTART, None, "b1")),
+        (2.0, PlannedFault(FaultKind.UPGRADE, None, "b2", release="4.18.0")),
+        (3.0, PlannedFault(FaultKind.DOWNGRADE, None, "b1", release="4.17.3")),
+        (4.0, PlannedFault(FaultKind.RESET, None, "b2")),
+        (5.0, PlannedFault(FaultKind.RESTART_EMPTY, None, "b3")),
     ]
     ids = {"b1": "bk1", "b2": "bk2", "b3": "bk3"}
     restarts = fault_moments(
@@ -115,7 +115,7 @@ def test_a_plan_says_which_releases_it_restarts_bookies_from() -> None:
     plan = ROLLING_UPGRADE.plan()
     events = [*plan.schedule.events, *plan.before_recovery, *plan.after_recovery]
     assert releases_named(events) == ("4.18.0",)
-    assert releases_named([FaultEvent(FaultKind.CRASH, None, "b1")]) == ()
+    assert releases_named([PlannedFault(FaultKind.CRASH, None, "b1")]) == ()
 
 
 # The session's executor ----------------------------------------------------------------------
@@ -162,12 +162,12 @@ def test_an_upgrade_restarts_the_bookie_from_the_newer_release(tmp_path: Path) -
     routed: list[set[str]] = []
     cluster = _Cluster({"bk1": "4.17.3", "bk2": "4.17.3"})
     faults = SessionFaults(_session(tmp_path, routed), cluster, {"p1": "b1", "p2": "b2"})  # type: ignore[arg-type]
-    what = faults.execute(FaultEvent(FaultKind.UPGRADE, None, "b2", release="4.18.0"))
+    what = faults.execute(PlannedFault(FaultKind.UPGRADE, None, "b2", release="4.18.0"))
     assert what == "upgrade b2: bk2 4.17.3 -> 4.18.0"
     assert cluster.calls == [f"restart bk2 from {tmp_path / '4.18.0'}"]
     assert routed == [set()]  # the client is routed through the proxy again before going on
     # The same bookie back: a downgrade.
-    faults.execute(FaultEvent(FaultKind.DOWNGRADE, None, "b2", release="4.17.3"))
+    faults.execute(PlannedFault(FaultKind.DOWNGRADE, None, "b2", release="4.17.3"))
     assert cluster.releases == {"bk1": "4.17.3", "bk2": "4.17.3"}
 
 
@@ -185,15 +185,15 @@ def test_an_upgrade_to_an_older_release_is_not_carried_out(
     cluster = _Cluster({"bk1": running})
     faults = SessionFaults(_session(tmp_path, []), cluster, {"p1": "b1"})  # type: ignore[arg-type]
     with pytest.raises(RunUndecided, match=says):
-        faults.execute(FaultEvent(kind, None, "b1", release=release))
+        faults.execute(PlannedFault(kind, None, "b1", release=release))
     assert cluster.calls == []
 
 
 def test_an_upgrade_ends_the_pause_of_its_bookie(tmp_path: Path) -> None:
     cluster = _Cluster({"bk1": "4.17.3", "bk2": "4.17.3"})
     faults = SessionFaults(_session(tmp_path, []), cluster, {"p1": "b1"})  # type: ignore[arg-type]
-    faults.execute(FaultEvent(FaultKind.PAUSE, None, "b1", 60_000))
-    faults.execute(FaultEvent(FaultKind.UPGRADE, None, "b1", release="4.18.0"))
+    faults.execute(PlannedFault(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.execute(PlannedFault(FaultKind.UPGRADE, None, "b1", release="4.18.0"))
     faults._first_pause = None  # no session timeout to wait for here
     faults.close()
     # Stopped and started again: nothing left to resume.
@@ -331,6 +331,6 @@ def test_a_rolling_upgrade_that_missed_a_bookie_is_undecided() -> None:
 
 def test_a_schedule_with_upgrades_round_trips() -> None:
     schedule = FrameSchedule(
-        events=(FaultEvent(FaultKind.UPGRADE, FrameKey("add", "b2", 4), "b2", release="4.18.0"),)
+        events=(PlannedFault(FaultKind.UPGRADE, FrameKey("add", "b2", 4), "b2", release="4.18.0"),)
     )
     assert FrameSchedule.from_json(schedule.to_json(), SHAPE.names) == schedule

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
 
 from adapters.javaclient import BookKeeperVersion
-from conformance.javaclient.plans import DROP, FrameSchedule, PlanError, hold
+from conformance.javaclient.controller import FaultsFailed, ScheduleController
+from conformance.javaclient.plans import (
+    DROP,
+    FaultKind,
+    FrameSchedule,
+    PlanError,
+    PlannedFault,
+    hold,
+)
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.run import session_options
@@ -20,9 +29,11 @@ from conformance.javaclient.session import ClientSession
 from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import (
+    FaultCarrier,
     FaultSet,
     WriterRole,
     _payload,
+    fault_carrier,
     smaller_writer_plans,
     writer_run_plans,
 )
@@ -212,3 +223,13 @@ def test_a_writers_client_settings_and_entry_size_reach_the_client_and_are_remem
         WriterRole(SHAPE, entry_bytes=0)
     assert len(_payload(7, 1, 300_000)) == 300_000
     assert _payload(7, 1).startswith(b"bkconform writer ledger 7 add 1")
+
+
+def test_the_writer_reaches_its_controller_s_faults_through_a_typed_interface() -> None:
+    controller = ScheduleController(cast(Any, None), {}, 1, FrameSchedule())
+    assert isinstance(controller, FaultCarrier) and fault_carrier(controller) is controller
+    # A stand-in's arrangement (no controller of faults): none done, none can be asked for.
+    stand_in = fault_carrier(object())
+    assert stand_in.events_done == []
+    with pytest.raises(FaultsFailed, match="carries out no faults"):
+        stand_in.carry_out((PlannedFault(FaultKind.CRASH, None, "b1"),))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.javaclient.pipelined_adds import AddOutcome
-from conformance.javaclient.plans import DROP, FaultEvent, FaultKind, FrameSchedule, PlanError
+from conformance.javaclient.plans import DROP, FaultKind, FrameSchedule, PlanError, PlannedFault
 from conformance.javaclient.recording import (
     RecordingError,
     writer_record_from_json,
@@ -135,10 +135,12 @@ def test_plans_refuse_what_no_run_can_do() -> None:
     with pytest.raises(PlanError, match=r"1\.\.8"):
         WriterRunPlan(shape, 9)
     with pytest.raises(PlanError, match="has b1, b2, b3, b4"):
-        WriterRunPlan(shape, 2, FrameSchedule(events=(FaultEvent(FaultKind.CRASH, None, "b7"),)))
+        WriterRunPlan(shape, 2, FrameSchedule(events=(PlannedFault(FaultKind.CRASH, None, "b7"),)))
     with pytest.raises(PlanError, match=r"adds e0\.\.e1"):
         trigger = add_key("b1", 3)
-        WriterRunPlan(shape, 2, FrameSchedule(events=(FaultEvent(FaultKind.CRASH, trigger, "b1"),)))
+        WriterRunPlan(
+            shape, 2, FrameSchedule(events=(PlannedFault(FaultKind.CRASH, trigger, "b1"),))
+        )
     with pytest.raises(PlanError, match="E >= WQ >= AQ"):
         WriterShape(2, 3, 1)
     with pytest.raises(PlanError, match="E/WQ/AQ"):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conformance.zab.faults import SCENARIOS, FaultInjector, scenario_steps
+from conformance.zab.faults import SCENARIOS, ScheduledFaults, scenario_steps
 from conformance.zab.program import FaultStep
 
 
@@ -30,9 +30,9 @@ class RecordingEnsemble:
         return call
 
 
-def run_steps(*steps: FaultStep) -> tuple[RecordingEnsemble, FaultInjector]:
+def run_steps(*steps: FaultStep) -> tuple[RecordingEnsemble, ScheduledFaults]:
     ensemble = RecordingEnsemble()
-    injector = FaultInjector(ensemble, steps, lambda: 10**9)  # type: ignore[arg-type]
+    injector = ScheduledFaults(ensemble, steps, lambda: 10**9)  # type: ignore[arg-type]
     injector.start()
     deadline = time.monotonic() + 10
     while len(injector.events) < sum(v != "sleep" for s in steps for v, _ in s.actions):
@@ -89,7 +89,7 @@ def test_finish_heals_what_a_step_left_broken() -> None:
 def test_steps_wait_for_progress_and_stop_when_the_workload_ends() -> None:
     ensemble = RecordingEnsemble()
     step = FaultStep(5, (("kill", "leader"),), "late")
-    injector = FaultInjector(ensemble, (step,), lambda: 0)  # type: ignore[arg-type]
+    injector = ScheduledFaults(ensemble, (step,), lambda: 0)  # type: ignore[arg-type]
     injector.start()
     time.sleep(0.2)
     injector.finish(timeout=5)
@@ -110,7 +110,7 @@ class FailingResumeEnsemble(RecordingEnsemble):
 def test_a_failed_resume_while_healing_is_recorded_not_suppressed() -> None:
     ensemble = FailingResumeEnsemble()
     step = FaultStep(0, (("pause", "follower"),), "pause")
-    injector = FaultInjector(ensemble, (step,), lambda: 10**9)  # type: ignore[arg-type]
+    injector = ScheduledFaults(ensemble, (step,), lambda: 10**9)  # type: ignore[arg-type]
     injector.start()
     deadline = time.monotonic() + 10
     while not injector.events:  # the pause happened (then finish heals it)

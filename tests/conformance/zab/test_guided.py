@@ -191,6 +191,13 @@ def test_the_new_leader_s_diff_replayed_on_the_releases_around_4925(
     (run_dir,) = runs.iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     assert results["verdict"] == verdict and results["kind"] == "zab-search"
+    # The crashes and restarts the steps injected, in the order of the schedule.
+    injected = [(f["verb"], f["step"]) for f in results["attempts"][0]["faults"]]
+    assert injected[:3] == [
+        ("kill", "crash follower-b"),
+        ("kill", "crash first-leader"),
+        ("start", "restart first-leader"),
+    ]
     if verdict == "violation":
         assert "serve different nodes" in out and (run_dir / "frames-1.txt").exists()
         # The run directory replays the same schedule.

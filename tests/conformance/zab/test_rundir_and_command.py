@@ -10,9 +10,9 @@ import pytest
 
 from conformance.cli import main
 from conformance.commands.zab import list_scenarios, parse_faults, report
+from conformance.live.faults import FaultEvent
 from conformance.rundir import new_run_dir
 from conformance.verdict import Verdict
-from conformance.zab.faults import FaultEvent
 from conformance.zab.rundir import write_run
 from conformance.zab.runner import RunOutcome, run_verdict, shortfalls
 from model.zab.checkers import check

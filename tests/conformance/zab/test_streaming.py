@@ -19,10 +19,11 @@ import pytest
 
 import adapters.zookeeper.observe as observe
 from conformance.cli import main
+from conformance.live.faults import FaultEvent
 from conformance.rundir import DIED, FINISHED, INTERRUPTED, RUNNING, read_history, read_results
 from conformance.verdict import Verdict
 from conformance.zab.clients import Recorder, run_client
-from conformance.zab.faults import FaultEvent, FaultInjector
+from conformance.zab.faults import ScheduledFaults
 from conformance.zab.program import FaultStep, PlannedOp
 from conformance.zab.rundir import ZabRunWriter, write_run
 from conformance.zab.runner import RunOutcome, StreamingSampler, run_verdict
@@ -232,7 +233,7 @@ def test_fault_events_stream_as_they_are_recorded(tmp_path: Path) -> None:
     with ZabRunWriter(tmp_path, CONFIG) as writer:
         writer.start()
         step = FaultStep(0, (("kill", "follower"), ("sleep", "0"), ("restart", "@0")), "k")
-        injector = FaultInjector(
+        injector = ScheduledFaults(
             RecordingEnsemble(),  # type: ignore[arg-type]
             (step,),
             lambda: 10**9,
