@@ -271,3 +271,10 @@ def test_a_runs_crash_pause_and_stall_are_in_its_record_json_and_judged_again_al
     assert back.faults == example.record.faults
     assert example.judgement is not None
     assert ROLE.judge(back).outcome == example.judgement.outcome
+    # Its replay (the plan read back from its JSON, as `bkconform replay` reads a run
+    # directory's) injects the same faults and records them again.
+    plan = ROLE.plan_from_json(json.loads(json.dumps(example.plan.to_json())))
+    replayed = run_plan(session, ROLE, plan)
+    assert replayed.unapplied is None, replayed.unapplied
+    assert [(e.verb, e.server) for e in replayed.record.faults if e.step != HEAL_STEP] == injected
+    assert {(e.verb, e.server) for e in replayed.record.faults if e.step == HEAL_STEP} == healed
