@@ -31,7 +31,7 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoNodeError
 
 from adapters.bookkeeper.probe import bookie_answers
-from adapters.cluster import bookie_host
+from adapters.cluster import bookie_host, gate_agent
 from adapters.cluster.bookie_profiles import (
     BOOKKEEPER,
     JOURNAL_FOR_WAITING_CLIENTS,
@@ -133,6 +133,12 @@ class BookieSettings:
     #: on tmpfs the preallocation was a third of a restart's CPU). Only ``LedgerStorage.DB``
     #: has RocksDB.
     rocksdb_preallocation: bool = False
+    #: Load the gate agent (:mod:`adapters.cluster.gate_agent`) into each real bookie's JVM of
+    #: a local cluster, listening on a port of its own (``BookieConfig.gate_port``;
+    #: :mod:`adapters.cluster.gates` drives it). Until a harness arms a gate it changes nothing
+    #: the bookie does. Not a configuration key; the reference bookie and the container
+    #: provider ignore it.
+    gates: bool = False
 
     def __post_init__(self) -> None:
         # The launcher splits BOOKIE_GC_OPTS at white space: a flag with a space in it would
@@ -200,6 +206,8 @@ class BookieConfig:
     ledgers_root: str
     metadata_service_uri: str
     settings: BookieSettings = BookieSettings()
+    #: Where the gate agent listens (127.0.0.1); None: no agent is loaded.
+    gate_port: int | None = None
 
     @property
     def bookie_id(self) -> str:
@@ -355,6 +363,10 @@ class BookieProcess:
             )
             if self.config.settings.jvm_flags:
                 env["BOOKIE_GC_OPTS"] = " ".join(self.config.settings.jvm_flags)
+            if self.config.gate_port is not None:
+                agent = gate_agent.java_option(gate_agent.agent_jar(), self.config.gate_port)
+                existing = env.get("BOOKIE_EXTRA_OPTS")
+                env["BOOKIE_EXTRA_OPTS"] = agent if not existing else f"{agent} {existing}"
             if self.hosted:
                 classes = str(bookie_host.host_classes(self.bookkeeper_home))
                 existing = env.get("BOOKIE_EXTRA_CLASSPATH")

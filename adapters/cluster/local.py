@@ -74,10 +74,6 @@ from adapters.zookeeper.registration import BookieAddress, list_bookies
 PORT_ATTEMPTS = 3
 
 
-def _zip_ports(names: list[str]) -> list[tuple[str, int]]:
-    return list(zip(names, free_ports(len(names)), strict=True))
-
-
 class KeepWorkDir(enum.Enum):
     """When :meth:`LocalCluster.stop` leaves a temporary work directory behind."""
 
@@ -252,8 +248,16 @@ class LocalCluster(ClusterProvider):
         homes = self.planned_homes()
         names = list(homes)
         for attempt in range(1, PORT_ATTEMPTS + 1):
+            # With gates, each bookie's agent gets a port of its own, chosen in the same call
+            # as the bookies' (one call never returns a port twice).
+            ports = free_ports(len(names) * (2 if opts.bookie_settings.gates else 1))
+            bookie_ports = ports[: len(names)]
+            gate_ports: list[int | None] = (
+                list(ports[len(names) :]) if opts.bookie_settings.gates else [None] * len(names)
+            )
             pending = [
-                self._new_bookie(name, port, homes[name]) for name, port in _zip_ports(names)
+                self._new_bookie(name, port, homes[name], gate_port)
+                for name, port, gate_port in zip(names, bookie_ports, gate_ports, strict=True)
             ]
             for bookie in pending:
                 bookie.start()
@@ -271,7 +275,9 @@ class LocalCluster(ClusterProvider):
             if not names:
                 return
 
-    def _new_bookie(self, name: str, port: int, home: Path | None) -> BookieProcess:
+    def _new_bookie(
+        self, name: str, port: int, home: Path | None, gate_port: int | None = None
+    ) -> BookieProcess:
         ensemble = self._zookeeper()
         config = BookieConfig(
             name=name,
@@ -283,6 +289,8 @@ class LocalCluster(ClusterProvider):
                 ensemble.connect_string, self.options.ledgers_root
             ),
             settings=self.options.bookie_settings,
+            # Only a real bookie's JVM can load the agent.
+            gate_port=gate_port if home is not None else None,
         )
         bookie = BookieProcess(config, home, self.work_dir / "logs")
         # Registered at once so that stop() reaches it even if the start fails.
@@ -447,6 +455,18 @@ class LocalCluster(ClusterProvider):
             raise UnknownNode(
                 f"no bookie {bookie_id!r}; bookies are {sorted(self._bookies)}"
             ) from None
+
+    def gate_address(self, bookie_id: str) -> tuple[str, int]:
+        """Where the bookie's gate agent listens (:class:`adapters.cluster.gates.GateClient`);
+        :class:`NodeStateError` unless the cluster was started with ``BookieSettings(gates=True)``
+        on real bookies."""
+        port = self.bookie(bookie_id).config.gate_port
+        if port is None:
+            raise NodeStateError(
+                f"{bookie_id} has no gate agent: start the cluster with "
+                "BookieSettings(gates=True) on real BookKeeper bookies"
+            )
+        return LOOPBACK, port
 
     def registered_bookies(self) -> dict[str, BookieAddress]:
         """Bookies registered in ZooKeeper right now (writable and read-only)."""
