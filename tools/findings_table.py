@@ -46,6 +46,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the project's packages come from the tree
+    sys.path.insert(0, str(ROOT))
+
+from adapters.installations.maven import version_key  # noqa: E402
+
 DEFAULT_RELEASES = ("4.14.7", "4.16.6", "4.17.3", "4.18.0")
 STORAGES = ("sorted", "db")
 #: A run that takes longer than this (s) is stopped and its cell undecided.
@@ -79,11 +84,9 @@ class Finding:
 
 
 def _release_key(release: str) -> tuple[int, ...]:
-    """``4.16.6`` as (4, 16, 6); a directory or another name sorts after every release."""
-    try:
-        return tuple(int(part) for part in release.split("."))
-    except ValueError:
-        return (sys.maxsize,)
+    """``4.16.6`` as (4, 16, 6) (the installer's order); a directory or another name sorts
+    after every release."""
+    return version_key(release) if release[:1].isdigit() else (sys.maxsize,)
 
 
 FINDINGS: tuple[Finding, ...] = (

@@ -43,6 +43,7 @@ from typing import Any
 
 from adapters.cluster.bookie_profiles import DEFAULT_PROFILE, profile_named, storage_named
 from adapters.cluster.bookies import BookieSettings
+from adapters.installations.maven import version_key
 from adapters.javaclient import BookKeeperVersion
 from conformance.distributed.schema import RowStatus, from_storage, to_storage
 from conformance.errors import ConformanceError
@@ -317,14 +318,6 @@ def run_matrix(
     return rows
 
 
-def _release_key(version: str) -> tuple[int, ...]:
-    parts = []
-    for part in version.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
-
-
 def _change(now: Verdict, then: Verdict) -> str | None:
     # SEVERITY lists the verdicts worst first.
     if SEVERITY.index(now) < SEVERITY.index(then):
@@ -390,9 +383,9 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             c["configuration"],
             c["role"],
             c["ledger_storage"],
-            _release_key(c["client_version"]),
-            _release_key(c["version"]),
-            _release_key(c["zookeeper_version"]),
+            version_key(c["client_version"]),
+            version_key(c["version"]),
+            version_key(c["zookeeper_version"]),
         )
     )
     along_bookkeeper: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
@@ -461,9 +454,9 @@ def render_matrix_report(
             for x in storages
         },
         key=lambda row: (
-            _release_key(row[0]),
-            _release_key(row[1]),
-            _release_key(row[2]),
+            version_key(row[0]),
+            version_key(row[1]),
+            version_key(row[2]),
             row[3],
         ),
     )
