@@ -98,12 +98,12 @@ class _Log:
         self.record = record
         self.faults = example.faults
 
-    def delivered_answer(
+    def delivered_answer_frame(
         self, bookie: str, entry: int, kind: FrameKind | None = None
-    ) -> tuple[float, str] | None:
-        """When the client got ``bookie``'s real answer to ``entry`` (not a forgery); with
-        ``kind``, an answer to that kind of request only (``FrameKind.ADD``: the writer's add,
-        not a recovering client's read or write-back of the entry)."""
+    ) -> tuple[float, FrameRecord] | None:
+        """When the client got ``bookie``'s real answer to ``entry`` (not a forgery), and
+        that answer; with ``kind``, an answer to that kind of request only (``FrameKind.ADD``:
+        the writer's add, not a recovering client's read or write-back of the entry)."""
         for frame in self.record.frames:
             if (
                 self.names.get(frame.proxy) == bookie
@@ -114,8 +114,18 @@ class _Log:
             ):
                 delivery = self.record.deliveries.get(frame.frame_id)
                 if delivery is not None and delivery.delivered:
-                    return delivery.at, f"{delivery.at:.3f} [{bookie}] {frame.describe()}"
+                    return delivery.at, frame
         return None
+
+    def delivered_answer(
+        self, bookie: str, entry: int, kind: FrameKind | None = None
+    ) -> tuple[float, str] | None:
+        """:meth:`delivered_answer_frame`, as a line of evidence."""
+        found = self.delivered_answer_frame(bookie, entry, kind)
+        if found is None:
+            return None
+        at, frame = found
+        return at, f"{at:.3f} [{bookie}] {frame.describe()}"
 
     def forged_answer(self, bookie: str, entry: int) -> tuple[float, str] | None:
         """When the harness answered ``bookie``'s add of ``entry`` with a forged error."""
@@ -458,6 +468,11 @@ BK_4812 = ClientScenario(
 _SHAPE_FENCE_LOST = WriterShape(3, 2, 2)
 
 
+def _status_name(frame: FrameRecord) -> str | None:
+    """The status of an answer, by its name (None: the frame carries none)."""
+    return None if frame.info.status is None else frame.info.status.name
+
+
 def _fence_lost_check(
     restart: FaultKind,
 ) -> WindowCheck:
@@ -493,8 +508,9 @@ def _fence_lost_check(
             log.fault(f"{restart.value} b3"),
             log.delivered_answer("b3", later, FrameKind.ADD),
         )
-        b2_answer, b3_answer = (log.delivered_answer(b, later, FrameKind.ADD) for b in ("b2", "b3"))
-        held = b3_answer is not None and " -> EFENCED" in b3_answer[1]
+        b2_answer = log.delivered_answer("b2", later, FrameKind.ADD)
+        b3_frame = log.delivered_answer_frame("b3", later, FrameKind.ADD)
+        held = b3_frame is not None and _status_name(b3_frame[1]) == "EFENCED"
         outcome = next((o for o in record.outcomes if o.index == later), None)
         evidence = window.evidence + ((b2_answer[1],) if b2_answer is not None else ())
         if outcome is not None:
