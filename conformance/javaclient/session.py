@@ -38,6 +38,7 @@ from adapters.cluster import (
     LocalClusterOptions,
     Node,
 )
+from adapters.cluster.local import ReleaseRestart
 from adapters.installations.bookkeeper import resolve_bookkeeper
 from adapters.installations.jacoco import install as install_jacoco
 from adapters.installations.zookeeper import ZooKeeperInstall
@@ -653,9 +654,7 @@ class SessionFaults:
         before = self._cluster.bookie_releases().get(node.id, "unknown")
         after = str(distribution_version(home))
         _check_direction(event.kind, before, after, what)
-        done = self._cluster.restart_with_release(node, home)
-        self._down.discard(node.id)
-        self._session.wait_routed(self._down)
+        done = self._restart_with_release(node, home)
         return Injected(f"{what}: {done.describe()}")
 
     def _clean_restart(self, bookie: str | None, event: PlannedFault) -> Injected:
@@ -666,12 +665,18 @@ class SessionFaults:
         home = self._cluster.bookie(node.id).bookkeeper_home
         if home is None:
             raise RunUndecided(f"{what}: the bookie runs no BookKeeper release to restart")
-        done = self._cluster.restart_with_release(node, home)
-        self._down.discard(node.id)
-        self._session.wait_routed(self._down)
+        done = self._restart_with_release(node, home)
         if done.was_running and not done.stopped_cleanly:
             raise RunUndecided(f"{what}: {done.describe()}: killed, so not a clean restart")
         return Injected(f"{what}: {done.describe()}")
+
+    def _restart_with_release(self, node: Node, home: Path) -> ReleaseRestart:
+        """``node`` stopped as an operator stops it and started from ``home`` with its data,
+        then routed through its proxy again (as :meth:`_restart`)."""
+        done = self._cluster.restart_with_release(node, home)
+        self._down.discard(node.id)
+        self._session.wait_routed(self._down)
+        return done
 
     def _restart(self, node: Node) -> None:
         self._cluster.restart(node)
