@@ -14,6 +14,13 @@ even if ``k`` frames never come (the client may be waiting on that very frame), 
 hangs; a controller that fails makes its run undecided (:func:`unapplied_reason`), never clean.
 A fault event whose frame never came did nothing (as a decision for a frame that never came
 does): it is listed in ``untriggered``, and the run is judged as it happened.
+
+A schedule with a recorded delivery ``order`` (a finding replayed: ``delivery_order.py``) holds
+the first frame of each key of it, once its own decision lets it go, until the key before it
+in the order has gone on (released or answered by a forgery). A predecessor that does not come
+within ``order_wait_s`` lets the frame go and leaves the run undecided
+(:attr:`ScheduleController.order_broken`): the order could not be enforced, so the run says
+nothing about the finding, and a clean run would be a silent miss.
 """
 
 from __future__ import annotations
@@ -43,6 +50,27 @@ from conformance.javaclient.plans import FORWARD, FrameKey, FrameSchedule, Plann
 
 #: How long the controller's threads may take to stop, and a fault to take effect.
 FAULT_TIMEOUT_S = 60.0
+
+#: How long a frame of the recorded order waits for its predecessor to go on. Longer than any
+#: hold a plan makes (a scenario holds an answer 1.5 s and metadata writes 3 s) and than the
+#: client's timeouts with a resend, so a predecessor that is only late is still waited for.
+ORDER_WAIT_S = 10.0
+
+#: How long after its predecessor in the recorded order a frame on another connection goes on.
+#: Each connection has its own event-loop thread in the client, so two deliveries close
+#: together may be processed in either order (the judges' ``CONCURRENT_AT_CLIENT_S``, 2 ms):
+#: the gap makes the client take them in the recorded order, not just the proxies send them
+#: so. A window may be short: #3005's (from the forged EIO's processing to the end of the
+#: change's metadata write) was missed with 5 ms (the client had not taken the EIO yet) and
+#: with 20 ms plus the controller's 5 ms pass (the write had completed): 3 and 2 times in 10.
+ORDER_GAP_S = 0.012
+
+#: How long a forgery in the recorded order waits for the frame after it to come. A forgery's
+#: moment is the harness's to choose: sent right before the answer recorded after it, the two
+#: reach the client as close together as they were recorded (#3005 from scratch: b1's answer
+#: to e0 must come while the change the forged EIO started is being written, and the bookie's
+#: answer may come 40 ms after the forged one's frame). Short, as it delays the client.
+FORGE_WAIT_S = 0.5
 
 
 def key_of(
@@ -83,6 +111,12 @@ class _Held:
     until: float | None = None
     #: The faults this frame triggered: it goes on only once they have taken effect.
     waits_for: tuple[threading.Event, ...] = ()
+    #: Its key when it is in the schedule's recorded order (it then waits for its predecessor).
+    key: FrameKey | None = None
+    #: The status to answer it with when it goes on (a forgery held for the order), else None.
+    forge: str | None = None
+    #: Since when it waits for its predecessor in the order only (None: not yet).
+    order_since: float | None = None
 
     def faults_done(self) -> bool:
         return all(done.is_set() for done in self.waits_for)
@@ -113,11 +147,17 @@ class ScheduleController:
         poll_s: float = 0.005,
         names: Mapping[str, str] | None = None,
         executor: FaultExecutor | None = None,
+        order_wait_s: float = ORDER_WAIT_S,
+        order_gap_s: float = ORDER_GAP_S,
+        forge_wait_s: float = FORGE_WAIT_S,
     ) -> None:
         """``names``: proxy name -> the model's name of the bookie behind it, which the
         schedule uses (the role decides it: a writer's bookies are named by their position in
         the ledger's first ensemble); without it a proxy's own name is the bookie's.
-        ``executor``: carries out the schedule's fault events (needed when it has any)."""
+        ``executor``: carries out the schedule's fault events (needed when it has any).
+        ``order_wait_s``: how long a frame of the schedule's order waits for its predecessor;
+        ``order_gap_s``: how long after it, when they are on different connections;
+        ``forge_wait_s``: how long a forgery of the order waits for the frame after it."""
         if schedule.events and executor is None:
             raise ValueError("the schedule has fault events and no executor carries them out")
         self.names = names
@@ -128,6 +168,12 @@ class ScheduleController:
         self.max_hold_s = max_hold_s
         self.poll_s = poll_s
         self.executor = executor
+        self.order_wait_s = order_wait_s
+        self.order_gap_s = order_gap_s
+        self.forge_wait_s = forge_wait_s
+        #: Why the recorded order was not kept (a predecessor never came in time): the run is
+        #: then undecided (:func:`unapplied_reason`).
+        self.order_broken: list[str] = []
         #: ``(frame description, what was done)``, in the order decided (faults too).
         self.decisions: list[tuple[str, str]] = []
         self.errors: list[str] = []
@@ -138,6 +184,16 @@ class ScheduleController:
         #: ``(when it was done, the event)`` of each fault carried out, as plan data.
         self.events_done: list[tuple[float, PlannedFault]] = []
         self._seen: set[FrameKey] = set()
+        self._place = {key: index for index, key in reversed(list(enumerate(schedule.order)))}
+        #: Each key of the order -> the nearest key before it (after it) at another bookie:
+        #: a bookie's own answers keep its order on their connection (TCP; a bookie answers
+        #: adds in journal order), so holding one for another of the same bookie adds nothing
+        #: and, when the bookie answered in another order this time, waits for nothing (seen
+        #: in #4097's scenario: b5's answer to e6 held for its answer to e5, which came later).
+        self._before = _nearest_at_another_bookie(schedule.order)
+        self._after = _nearest_at_another_bookie(schedule.order[::-1])
+        #: The keys of the order whose first frame went on: when, and on which connection.
+        self._gone: dict[FrameKey, tuple[float, tuple[str, int] | None]] = {}
         self._decided: set[int] = set()
         self._holding: dict[int, _Held] = {}
         self._request_kinds: dict[tuple[str, int, object], FrameKind] = {}
@@ -264,8 +320,75 @@ class ScheduleController:
                     passed = last - frame_id
                     due = passed >= held_frame.after or now - held_frame.since > self.max_hold_s
                 if due and held_frame.faults_done() and self._behind(held_frame.frame) is None:
+                    if self._waits_for_order(held_frame, now):
+                        continue
                     del self._holding[frame_id]
-                    self._release(held_frame.frame)
+                    self._go_on(held_frame)
+
+    def _waits_for_order(self, held: _Held, now: float) -> bool:
+        """Whether ``held``, otherwise due, still waits for its predecessor in the recorded
+        order; a predecessor that did not go on within ``order_wait_s`` is given up on (the
+        order is broken: recorded, and the frame goes on)."""
+        if held.key is None:
+            return False
+        before = self._predecessor(held.key)
+        if before is None:
+            forging = held.forge is not None and now - held.since < self.forge_wait_s
+            if forging and self._successor_to_come(held.key):
+                return True
+            return self._too_soon(held.key, held.frame)
+        if held.order_since is None:
+            held.order_since = now
+        if now - held.order_since <= self.order_wait_s:
+            return True
+        self.order_broken.append(
+            f"{held.key.describe()} waited {self.order_wait_s:g} s for {before.describe()}, "
+            "which never went on"
+        )
+        # Given up: later frames no longer wait for it either.
+        self._gone[before] = (now, None)
+        return False
+
+    def _too_soon(self, key: FrameKey, frame: FrameRecord) -> bool:
+        """Whether ``frame`` (of ``key``), its predecessor gone on, must still wait for the
+        gap the client needs to take them in that order (predecessor on another connection)."""
+        before = self._before.get(key)
+        went = None if before is None else self._gone.get(before)
+        if went is None or went[1] is None or went[1] == (frame.proxy, frame.connection_id):
+            return False
+        # The clock now, not the pass's start: the predecessor may have gone on in this pass.
+        return time.monotonic() - went[0] < self.order_gap_s
+
+    def _successor_to_come(self, key: FrameKey) -> bool:
+        """Whether the frame after ``key`` in the recorded order (at another bookie) has not
+        come yet."""
+        after = self._after.get(key)
+        return after is not None and after not in self._seen
+
+    def _waits_in_order(self, key: FrameKey | None, frame: FrameRecord) -> bool:
+        """Whether ``frame`` (of ``key`` in the recorded order) may not go on yet."""
+        if key is None:
+            return False
+        return self._predecessor(key) is not None or self._too_soon(key, frame)
+
+    def _went_on(self, key: FrameKey | None, frame: FrameRecord) -> None:
+        if key is not None:
+            self._gone[key] = (time.monotonic(), (frame.proxy, frame.connection_id))
+
+    def _predecessor(self, key: FrameKey) -> FrameKey | None:
+        """The key before ``key`` in the recorded order (at another bookie) that has not gone
+        on yet, if any."""
+        before = self._before.get(key)
+        return None if before is None or before in self._gone else before
+
+    def _go_on(self, held: _Held) -> None:
+        """Let a held frame go on: released, or answered by its forgery."""
+        if held.forge is not None:
+            with contextlib.suppress(NotHeld):
+                self.proxies[held.frame.proxy].forge(held.frame.frame_id, StatusCode[held.forge])
+        else:
+            self._release(held.frame)
+        self._went_on(held.key, held.frame)
 
     def _behind(self, frame: FrameRecord) -> int | None:
         """The earlier add (or add answer) still held on ``frame``'s connection in the same
@@ -302,10 +425,13 @@ class ScheduleController:
             key = key_of(frame, self.names, self._kind_of_answered(frame))
         choice = FORWARD
         waits: tuple[threading.Event, ...] = ()
+        # Only the first frame of a key is decided, and only it is in the recorded order.
+        ordered: FrameKey | None = None
         if key is not None and key not in self._seen:
             self._seen.add(key)
             choice = self.schedule.choice(key)
             waits = self._trigger(key)
+            ordered = key if key in self._place else None
         self.decisions.append((frame.describe(), choice.describe()))
         proxy = self.proxies[frame.proxy]
         if choice.action == "drop":
@@ -313,22 +439,45 @@ class ScheduleController:
                 proxy.discard(frame.frame_id)
         elif choice.action == "forge":
             assert choice.status is not None
+            if ordered is not None and (
+                self._waits_in_order(ordered, frame) or self._successor_to_come(ordered)
+            ):
+                # The forgery is this frame's delivery: it too waits for its predecessor (and,
+                # a while, for the frame after it: FORGE_WAIT_S).
+                self._holding[frame.frame_id] = _Held(
+                    frame, 0, now, None, waits, ordered, choice.status
+                )
+                return
             with contextlib.suppress(NotHeld):
                 proxy.forge(frame.frame_id, StatusCode[choice.status])
+            self._went_on(ordered, frame)
         elif choice.action == "hold" and choice.for_ms:
             until = now + choice.for_ms / 1000
-            self._holding[frame.frame_id] = _Held(frame, 0, now, until, waits)
+            self._holding[frame.frame_id] = _Held(frame, 0, now, until, waits, ordered)
         elif choice.action == "hold":
-            self._holding[frame.frame_id] = _Held(frame, choice.after, now, None, waits)
-        elif waits or self._behind(frame) is not None:
-            # Released once its faults took effect, and right after an earlier add it follows.
-            self._holding[frame.frame_id] = _Held(frame, 0, now, None, waits)
+            self._holding[frame.frame_id] = _Held(frame, choice.after, now, None, waits, ordered)
+        elif waits or self._behind(frame) is not None or self._waits_in_order(ordered, frame):
+            # Released once its faults took effect, right after an earlier add it follows,
+            # and after its predecessor in the recorded order.
+            self._holding[frame.frame_id] = _Held(frame, 0, now, None, waits, ordered)
         else:
             self._release(frame)
+            self._went_on(ordered, frame)
 
     def _release(self, frame: FrameRecord) -> None:
         with contextlib.suppress(NotHeld):
             self.proxies[frame.proxy].release(frame.frame_id)
+
+
+def _nearest_at_another_bookie(order: Sequence[FrameKey]) -> dict[FrameKey, FrameKey]:
+    """Each key of ``order`` -> the nearest key before it that names another bookie."""
+    nearest: dict[FrameKey, FrameKey] = {}
+    for index, key in enumerate(order):
+        for before in reversed(order[:index]):
+            if before.bookie != key.bookie:
+                nearest.setdefault(key, before)
+                break
+    return nearest
 
 
 def unapplied_reason(controllers: list[ScheduleController]) -> str | None:
@@ -338,7 +487,19 @@ def unapplied_reason(controllers: list[ScheduleController]) -> str | None:
     errors = [e for c in controllers for e in c.errors]
     if errors:
         return "the schedule controller failed: " + "; ".join(errors)
+    broken = [e for c in controllers for e in c.order_broken]
+    if broken:
+        return "the recorded delivery order could not be enforced: " + "; ".join(broken)
     return None
 
 
-__all__ = ["FaultExecutor", "FaultsFailed", "ScheduleController", "key_of", "unapplied_reason"]
+__all__ = [
+    "FORGE_WAIT_S",
+    "ORDER_GAP_S",
+    "ORDER_WAIT_S",
+    "FaultExecutor",
+    "FaultsFailed",
+    "ScheduleController",
+    "key_of",
+    "unapplied_reason",
+]

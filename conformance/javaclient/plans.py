@@ -20,7 +20,7 @@ ids (the model's entry 1 is e0).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -431,6 +431,11 @@ class FrameSchedule:
 
     decisions: Mapping[FrameKey, Choice] = field(default_factory=dict)
     events: tuple[PlannedFault, ...] = ()
+    #: The recorded delivery order to enforce (a finding's, read from its run: see
+    #: ``delivery_order.py``): the first frame of each key goes on only once the nearest key
+    #: before it at another bookie went on (``controller.py``). Empty: frames go on as they
+    #: come (every search example; old run directories).
+    order: tuple[FrameKey, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "events", tuple(sorted(self.events, key=PlannedFault.sort_key)))
@@ -445,7 +450,13 @@ class FrameSchedule:
             if choice != FORWARD
         ]
         lines += [event.describe() for event in self.events]
+        if self.order:
+            lines.append(f"the recorded delivery order of {len(self.order)} frames enforced")
         return lines or ["forward everything"]
+
+    def with_order(self, order: Sequence[FrameKey]) -> FrameSchedule:
+        """The same decisions and events, with ``order`` enforced."""
+        return FrameSchedule(self.decisions, self.events, tuple(order))
 
     def without_forwards(self) -> FrameSchedule:
         return FrameSchedule({k: c for k, c in self.decisions.items() if c != FORWARD}, self.events)
@@ -478,8 +489,10 @@ class FrameSchedule:
     def watches_answers(self) -> bool:
         """Whether anything is decided or triggered on a bookie's answer (the proxies then hold
         the answers of the run's ledger too, each until it is decided)."""
-        return any(key.answer for key in self.decisions) or any(
-            event.at is not None and event.at.answer for event in self.events
+        return (
+            any(key.answer for key in self.decisions)
+            or any(event.at is not None and event.at.answer for event in self.events)
+            or any(key.answer for key in self.order)
         )
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -488,7 +501,10 @@ class FrameSchedule:
             for key, choice in sorted(self.decisions.items())
             if choice != FORWARD
         ]
-        return decided + [event.to_json() for event in self.events]
+        # The order is one more item, written only when there is one, so that a plan without
+        # it reads as before.
+        order = [{"order": [key.to_json() for key in self.order]}] if self.order else []
+        return decided + [event.to_json() for event in self.events] + order
 
     @classmethod
     def from_json(
@@ -497,9 +513,12 @@ class FrameSchedule:
         names = tuple(bookies)
         decisions: dict[FrameKey, Choice] = {}
         events: list[PlannedFault] = []
+        order: tuple[FrameKey, ...] = ()
         try:
             for item in data:
-                if "fault" in item:
+                if "order" in item:
+                    order = tuple(FrameKey.from_json(key, names) for key in item["order"])
+                elif "fault" in item:
                     events.append(PlannedFault.from_json(item, names))
                 else:
                     key = FrameKey.from_json(item, names)
@@ -508,7 +527,7 @@ class FrameSchedule:
             if isinstance(exc, PlanError):
                 raise
             raise PlanError(f"not a frame schedule: {exc!r}") from exc
-        return cls(decisions, tuple(events))
+        return cls(decisions, tuple(events), order)
 
 
 #: Issue 8's recipe as a per-frame schedule: the fence read to b3 is lost; the recovery read

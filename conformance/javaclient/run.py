@@ -41,6 +41,7 @@ from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.javaclient import distribution_version
 from conformance.engine import Outcome
 from conformance.errors import ConformanceError
+from conformance.javaclient.delivery_order import with_delivery_order
 from conformance.javaclient.role import Example, Role
 from conformance.javaclient.search import SearchResult, run_plan, search
 from conformance.javaclient.session import (
@@ -477,6 +478,9 @@ def _finish(
     shrunk = finding.shrunk
     judgement = shrunk.judgement
     assert judgement is not None
+    # The finding's plan with the order its answers reached the client in, which a replay
+    # enforces: the timing that decided the finding is then not left to chance.
+    plan = with_delivery_order(shrunk.plan, shrunk.record)
     stats.update(
         {
             "first_finding_example": finding.example,
@@ -486,7 +490,7 @@ def _finish(
             "shrink_runs": finding.shrink_runs,
         }
     )
-    (run_dir / PLAN_FILE).write_text(json.dumps(shrunk.plan.to_json(), indent=2) + "\n")
+    (run_dir / PLAN_FILE).write_text(json.dumps(plan.to_json(), indent=2) + "\n")
     (run_dir / FRAMES_FILE).write_text(role.frame_lines(shrunk.record))
     (run_dir / RECORD_FILE).write_text(json.dumps(role.record_to_json(shrunk.record)) + "\n")
     writer.finish(
@@ -495,7 +499,7 @@ def _finish(
         target=described,
         extra={
             "java_search": stats,
-            "finding_plan": shrunk.plan.to_json(),
+            "finding_plan": plan.to_json(),
             # The shrunk finding's faults as carried out (when, what), as a scenario records
             # them.
             "faults": [[at, what] for at, what in shrunk.faults],
@@ -509,7 +513,7 @@ def _finish(
         system,
         judgement.outcome,
         stats,
-        finding_plan=shrunk.plan,
+        finding_plan=plan,
         found_plan=finding.found.plan,
     )
 
@@ -613,6 +617,10 @@ def run_once(
             afterwards.pop("violations", []),
             undecided=afterwards.pop("undecided", None),
         )
+        # The plan as run, with the order its answers reached the client in: replaying this
+        # run (a scenario's, or a replay's) enforces it.
+        ordered = with_delivery_order(plan, run.record)
+        (run_dir / PLAN_FILE).write_text(json.dumps(ordered.to_json(), indent=2) + "\n")
         for step in outcome.steps:
             writer.step(1, None, step)
         writer.example_done(1)
@@ -624,6 +632,7 @@ def run_once(
                 "faults": [[at, what] for at, what in run.faults],
                 **role.finding_facts(run.judgement),
                 **afterwards,
+                "finding_plan": ordered.to_json(),
             },
             story=1,
         )

@@ -19,6 +19,7 @@ from conformance.cli import main
 from conformance.commands import java_client_run as command
 from conformance.commands.java_client_scenario import CannotRun
 from conformance.javaclient import roles, run
+from conformance.javaclient.delivery_order import delivery_order
 from conformance.javaclient.failover_role import FailoverRole
 from conformance.javaclient.recording import load_record
 from conformance.javaclient.recovery_role import RecoveryRole
@@ -216,3 +217,33 @@ def test_the_search_finds_defect_1_in_4_11_1_and_replays_it(tmp_path: Path) -> N
     assert results["java_search"]["first_finding_example"] == 1
     replay = ["replay", str(run_dir), "--runs-dir", str(tmp_path / "replays")]
     assert main(replay) == 1
+
+
+def test_a_finding_records_its_delivery_order_and_its_replay_enforces_it(
+    stand_in: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 49: the order the answers reached the client in goes into the finding's plan, and
+    # the replay gives it to the controller (which holds frames to keep it).
+    _RecordedRecovery.reads_fence = False
+    argv = [*STAND_IN, "--target", "local", "--max-examples", "3", "--runs-dir", str(stand_in)]
+    assert main([*argv, "--quiet"]) == 1
+    (run_dir,) = stand_in.iterdir()
+    recorded = delivery_order(defect1_record(reads_fence=False))
+    assert recorded  # the fence reads' and recovery reads' answers
+    finding = read_results(run_dir)["finding_plan"]
+    assert finding["schedule"][-1] == {"order": [key.to_json() for key in recorded]}
+    assert json.loads((run_dir / "plan.json").read_text()) == finding
+    performed: list[Any] = []
+    perform = _RecordedRecovery.perform
+
+    def recording(self: Any, session: Any, plan: Any, arrange: Arrangement) -> RecoveryRecord:
+        performed.append(plan)
+        return perform(self, session, plan, arrange)
+
+    monkeypatch.setattr(_RecordedRecovery, "perform", recording)
+    monkeypatch.setattr(command, "bookkeeper_home", lambda args: stand_in.parent / "bk")
+    replays = stand_in.parent / "replays"
+    assert main(["replay", str(run_dir), "--runs-dir", str(replays)]) == 1
+    (plan,) = performed
+    assert plan.schedule.order == recorded
+    assert "the recorded delivery order of" in capsys.readouterr().out

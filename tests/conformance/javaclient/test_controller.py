@@ -101,7 +101,7 @@ def test_no_controller_or_a_failed_one_leaves_the_schedule_unapplied() -> None:
     assert unapplied_reason([]) is not None and "never arranged" in str(unapplied_reason([]))
     failed: Any = type("Failed", (), {"errors": ["RuntimeError('proxy gone')"]})()
     assert "proxy gone" in str(unapplied_reason([failed]))
-    fine: Any = type("Fine", (), {"errors": []})()
+    fine: Any = type("Fine", (), {"errors": [], "order_broken": []})()
     assert unapplied_reason([fine]) is None
 
 

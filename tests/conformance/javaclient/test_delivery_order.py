@@ -1,0 +1,286 @@
+"""Issue 49, Deliver 3: a finding's run records the order its answers reached the client in
+(``FrameSchedule.order``, in its plan), and a replay's controller enforces it: a frame goes on
+only after its predecessor in the order, and a predecessor that never comes leaves the run
+undecided after a bounded wait, never silently clean."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.bookkeeper.status import StatusCode
+from adapters.netproxy import DeliveryRecord, Direction, FrameRecord, Operation
+from conformance.javaclient.controller import ScheduleController, unapplied_reason
+from conformance.javaclient.delivery_order import delivery_order, with_delivery_order
+from conformance.javaclient.plans import FrameKey, FrameSchedule, forge
+from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
+from tests.conformance.javaclient.recorded import LEDGER, LogBuilder
+
+ADD = Operation.ADD_ENTRY
+B1_E0 = FrameKey("add", "b1", 0, answer=True)
+B2_E1 = FrameKey("add", "b2", 1, answer=True)
+B2_E3 = FrameKey("add", "b2", 3, answer=True)
+
+
+@dataclass
+class _Record:
+    """What a role's record has that the order is read from."""
+
+    frames: list[FrameRecord]
+    deliveries: dict[int, DeliveryRecord]
+    ledger_id: int = LEDGER
+    bookie_of_proxy: dict[str, int] = field(default_factory=lambda: {"p3": 0, "p2": 1, "p1": 2})
+    faults: tuple[Any, ...] = ()
+
+
+def _3005_like_run() -> _Record:
+    """#3005 as the search found it (E=2 WQ=AQ=1; p3 = b1, p2 = b2): b2's answer to e1 is
+    delivered, b2's answer to e3 replaced by a forged EIO, then b1's answer to e0."""
+    log = LogBuilder()
+    log.frame(1.000, "p3", Direction.REQUEST, ADD, 0)
+    log.frame(1.001, "p2", Direction.REQUEST, ADD, 1)
+    log.frame(1.002, "p2", Direction.REQUEST, ADD, 3)
+    log.frame(1.050, "p2", Direction.RESPONSE, ADD, 1, status=StatusCode.EOK)
+    original = log.frame(
+        1.060, "p2", Direction.RESPONSE, ADD, 3, status=StatusCode.EOK, delivered_at=None
+    )
+    forged = log.frame(1.061, "p2", Direction.RESPONSE, ADD, 3, status=StatusCode.EIO)
+    log.frames[-1] = dataclasses.replace(forged, decision="forged", forged_from=original.frame_id)
+    log.frame(1.040, "p3", Direction.RESPONSE, ADD, 0, status=StatusCode.EOK, delivered_at=1.2)
+    # Not in the order: a second answer of a key (a resend's), another ledger's, an undelivered.
+    log.frame(1.300, "p2", Direction.RESPONSE, ADD, 1, status=StatusCode.EOK)
+    log.frame(1.310, "p1", Direction.RESPONSE, ADD, 0, status=StatusCode.EOK, ledger=LEDGER + 1)
+    log.frame(1.320, "p1", Direction.RESPONSE, ADD, 2, status=StatusCode.EOK, delivered_at=None)
+    return _Record(log.frames, log.deliveries)
+
+
+def test_the_answers_are_recorded_in_the_order_they_reached_the_client_each_key_once() -> None:
+    # A forged answer is keyed as the answer it replaced: forging that frame delivered it.
+    assert delivery_order(_3005_like_run()) == (B2_E1, B2_E3, B1_E0)
+
+
+def test_a_forged_failure_goes_before_other_connections_answers_just_before_it() -> None:
+    # #3005 from scratch (seed 7, 4.17.3): b1's answer to e0 delivered 0.1 ms before b2's
+    # forged EIO, yet the change was made from e0: the client took the EIO first. Two
+    # connections' deliveries that close are in either order to the client; the record
+    # takes the judge's reading that makes the forged failure decide.
+    log = LogBuilder()
+    log.frame(1.000, "p2", Direction.RESPONSE, ADD, 1, status=StatusCode.EOK, delivered_at=1.0950)
+    log.frame(1.000, "p3", Direction.RESPONSE, ADD, 0, status=StatusCode.EOK, delivered_at=1.0955)
+    original = log.frame(1.0, "p2", Direction.RESPONSE, ADD, 3, delivered_at=None)
+    forged = log.frame(1.096, "p2", Direction.RESPONSE, ADD, 3, status=StatusCode.EIO)
+    log.frames[-1] = dataclasses.replace(forged, forged_from=original.frame_id)
+    # b2's own answer to e1 stays before (one connection keeps its order).
+    assert delivery_order(_Record(log.frames, log.deliveries)) == (B2_E1, B2_E3, B1_E0)
+
+
+def test_a_key_whose_first_frame_was_not_delivered_is_left_out() -> None:
+    # The controller decides only a key's first frame: had the plan dropped it, a later
+    # frame of the key (a resend's answer) in the order would never count as gone on.
+    log = LogBuilder()
+    log.frame(1.0, "p2", Direction.RESPONSE, ADD, 1, status=StatusCode.EOK, delivered_at=None)
+    log.frame(1.1, "p3", Direction.RESPONSE, ADD, 0, status=StatusCode.EOK)
+    log.frame(1.2, "p2", Direction.RESPONSE, ADD, 1, status=StatusCode.EOK)
+    assert delivery_order(_Record(log.frames, log.deliveries)) == (B1_E0,)
+
+
+def test_a_forged_answer_to_a_request_is_keyed_by_the_request() -> None:
+    log = LogBuilder()
+    request = log.frame(1.0, "p2", Direction.REQUEST, ADD, 3, delivered_at=None)
+    forged = log.frame(1.001, "p2", Direction.RESPONSE, ADD, 3, status=StatusCode.EIO)
+    log.frames[-1] = dataclasses.replace(forged, forged_from=request.frame_id)
+    assert delivery_order(_Record(log.frames, log.deliveries)) == (FrameKey("add", "b2", 3),)
+
+
+def test_the_order_is_written_into_the_plan_and_read_back() -> None:
+    plan = WriterRunPlan(WriterShape(2, 1, 1), 4, FrameSchedule({B2_E3: forge("EIO")}))
+    ordered = with_delivery_order(plan, _3005_like_run())
+    assert ordered.schedule.order == (B2_E1, B2_E3, B1_E0)
+    assert ordered.schedule.decisions == plan.schedule.decisions
+    data = ordered.to_json()
+    assert data["schedule"][-1] == {"order": [key.to_json() for key in (B2_E1, B2_E3, B1_E0)]}
+    assert WriterRunPlan.from_json(data).schedule.order == (B2_E1, B2_E3, B1_E0)
+    assert "the recorded delivery order of 3 frames enforced" in ordered.describe()
+    # A plan without an order is written and read as before (old run directories replay so).
+    assert all("order" not in item for item in plan.to_json()["schedule"])
+    assert WriterRunPlan.from_json(plan.to_json()).schedule.order == ()
+    # Answers in the order are held by the proxies, to be let go in it.
+    assert FrameSchedule(order=(B1_E0,)).watches_answers()
+    assert not FrameSchedule(order=(FrameKey("add", "b1", 0),)).watches_answers()
+
+
+class _Proxy:
+    """Holds the frames given to it; logs what the controller released and forged."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.frames: dict[int, FrameRecord] = {}
+
+    def add_rule(self, *args: object, **kwargs: object) -> int:
+        return 1
+
+    def remove_rule(self, rule_id: int) -> None:
+        pass
+
+    def held(self) -> list[FrameRecord]:
+        return list(self.frames.values())
+
+    def release(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"release #{frame_id}")
+
+    def forge(self, frame_id: int, status: StatusCode) -> None:
+        self.frames.pop(frame_id)
+        self.log.append(f"forge #{frame_id} {status.name}")
+
+    def discard(self, frame_id: int) -> None:
+        self.frames.pop(frame_id)
+
+    def release_all(self) -> None:
+        for frame_id in list(self.frames):
+            self.release(frame_id)
+
+
+class _Group:
+    def mark(self) -> int:
+        return 100  # every frame's hold by frames is spent: only the order holds them
+
+
+def _answers() -> tuple[FrameRecord, FrameRecord]:
+    """b2's answer to e3 (on p2), arriving before b1's answer to e0 (on p3)."""
+    log = LogBuilder()
+    e3 = log.frame(1.0, "p2", Direction.RESPONSE, ADD, 3, status=StatusCode.EOK)
+    e0 = log.frame(1.1, "p3", Direction.RESPONSE, ADD, 0, status=StatusCode.EOK)
+    return e3, e0
+
+
+def test_a_frame_goes_on_only_after_its_predecessor_in_the_recorded_order() -> None:
+    # #3005: the forged EIO must reach the client after b1's answer to e0, as recorded; here
+    # b2's answer comes first and is held (its forgery too) until b1's has gone on.
+    log: list[str] = []
+    p2, p3 = _Proxy(log), _Proxy(log)
+    e3, e0 = _answers()
+    schedule = FrameSchedule({B2_E3: forge("EIO")}, order=(B1_E0, B2_E3))
+    proxies: Any = {"p2": p2, "p3": p3}
+    names = {"p3": "b1", "p2": "b2"}
+    group: Any = _Group()
+    controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
+    p2.frames = {e3.frame_id: e3}
+    controller.step()
+    controller.step()
+    assert log == []  # its predecessor has not come: held, its forgery with it
+    p3.frames = {e0.frame_id: e0}
+    controller.step()  # e0's answer goes on; e3's forgery, already looked at, waits a pass
+    controller.step()
+    assert log == [f"release #{e0.frame_id}", f"forge #{e3.frame_id} EIO"]
+    assert controller.order_broken == [] and unapplied_reason([controller]) is None
+
+
+def test_frames_in_the_recorded_order_go_on_at_once() -> None:
+    log: list[str] = []
+    p2, p3 = _Proxy(log), _Proxy(log)
+    e3, e0 = _answers()
+    schedule = FrameSchedule(order=(B2_E3, B1_E0))
+    proxies: Any = {"p2": p2, "p3": p3}
+    names = {"p3": "b1", "p2": "b2"}
+    group: Any = _Group()
+    controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
+    p2.frames, p3.frames = {e3.frame_id: e3}, {e0.frame_id: e0}
+    controller.step()
+    assert log == [f"release #{e3.frame_id}", f"release #{e0.frame_id}"]
+
+
+def test_a_frame_on_another_connection_goes_on_a_gap_after_its_predecessor() -> None:
+    # The client reads each connection on its own thread: frames sent together may be taken
+    # in either order, so the next one waits the gap.
+    log: list[str] = []
+    p2, p3 = _Proxy(log), _Proxy(log)
+    e3, e0 = _answers()
+    schedule = FrameSchedule(order=(B2_E3, B1_E0))
+    proxies: Any = {"p2": p2, "p3": p3}
+    names = {"p3": "b1", "p2": "b2"}
+    group: Any = _Group()
+    controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0.1)
+    p2.frames, p3.frames = {e3.frame_id: e3}, {e0.frame_id: e0}
+    controller.step()
+    assert log == [f"release #{e3.frame_id}"]
+    time.sleep(0.12)
+    controller.step()
+    assert log == [f"release #{e3.frame_id}", f"release #{e0.frame_id}"]
+
+
+def test_a_predecessor_that_never_comes_ends_the_wait_and_leaves_the_run_undecided() -> None:
+    log: list[str] = []
+    p2 = _Proxy(log)
+    e3, _e0 = _answers()
+    schedule = FrameSchedule(order=(B1_E0, B2_E3))
+    proxies: Any = {"p2": p2}
+    controller = ScheduleController(
+        _Group(),  # type: ignore[arg-type]
+        proxies,
+        LEDGER,
+        schedule,
+        names={"p3": "b1", "p2": "b2"},
+        order_wait_s=0.1,
+    )
+    p2.frames = {e3.frame_id: e3}
+    controller.step()
+    assert log == []
+    time.sleep(0.15)
+    controller.step()
+    assert log == [f"release #{e3.frame_id}"]  # bounded: the run goes on ...
+    reason = unapplied_reason([controller])  # ... and is not judged: undecided
+    assert reason == (
+        "the recorded delivery order could not be enforced: b2's answer to add e3 waited "
+        "0.1 s for b1's answer to add e0, which never went on"
+    )
+
+
+def test_a_forgery_waits_a_while_for_the_frame_recorded_after_it() -> None:
+    # A forgery's moment is the harness's: sent right before the answer recorded after it,
+    # both reach the client as close together as recorded (#3005: e0's answer must come while
+    # the change the EIO started is being written).
+    log: list[str] = []
+    p2, p3 = _Proxy(log), _Proxy(log)
+    e3, e0 = _answers()
+    schedule = FrameSchedule({B2_E3: forge("EIO")}, order=(B2_E3, B1_E0))
+    proxies: Any = {"p2": p2, "p3": p3}
+    names = {"p3": "b1", "p2": "b2"}
+    group: Any = _Group()
+    controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
+    p2.frames = {e3.frame_id: e3}
+    controller.step()
+    assert log == []  # b1's answer to e0 has not come
+    p3.frames = {e0.frame_id: e0}
+    controller.step()
+    controller.step()
+    assert log == [f"forge #{e3.frame_id} EIO", f"release #{e0.frame_id}"]
+    # Not for long: without it, the forgery goes on after forge_wait_s, the order unbroken.
+    log.clear()
+    p2.frames = {e3.frame_id: e3}
+    controller = ScheduleController(
+        group, proxies, LEDGER, schedule, names=names, order_gap_s=0, forge_wait_s=0.05
+    )
+    controller.step()
+    time.sleep(0.06)
+    controller.step()
+    assert log == [f"forge #{e3.frame_id} EIO"] and unapplied_reason([controller]) is None
+
+
+def test_a_bookie_s_own_answers_do_not_wait_for_each_other() -> None:
+    # A bookie's answers keep their order on their connection: b2's answer to e3 does not
+    # wait for b2's to e1 (recorded before it), b1's answer to e0 waits for b2's to e3.
+    log: list[str] = []
+    p2, p3 = _Proxy(log), _Proxy(log)
+    e3, e0 = _answers()
+    schedule = FrameSchedule(order=(B2_E1, B2_E3, B1_E0))
+    proxies: Any = {"p2": p2, "p3": p3}
+    names = {"p3": "b1", "p2": "b2"}
+    group: Any = _Group()
+    controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
+    p3.frames, p2.frames = {e0.frame_id: e0}, {e3.frame_id: e3}
+    controller.step()
+    controller.step()
+    assert log == [f"release #{e3.frame_id}", f"release #{e0.frame_id}"]
