@@ -274,6 +274,15 @@ MUTATIONS = (
         ("tests/conformance/javaclient/test_search.py",),
         "a Java client schedule that was not applied is judged as if it had been",
     ),
+    Mutation(
+        "broken-delivery-order-judged",
+        "conformance/javaclient/controller.py",
+        "    broken = [e for c in controllers for e in c.order_broken]\n",
+        "    broken: list[str] = []\n",
+        ("tests/conformance/javaclient/test_delivery_order.py",),
+        "a replay whose recorded delivery order could not be enforced is judged (a clean replay "
+        "of a finding that was never re-enacted: a silent miss)",
+    ),
     # The writer's judge under the extended faults (issue 29).
     Mutation(
         "late-answers-on-time",
