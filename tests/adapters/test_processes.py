@@ -71,21 +71,11 @@ def test_a_child_ignoring_sigterm_is_killed_after_the_timeout(work_dir: Path) ->
     assert process.returncode == -signal.SIGKILL
 
 
-def _stopped(pgid: int) -> bool:
-    """Whether every process of the group ``pgid`` is stopped (state T in /proc). A zombie
-    (Z) runs no more either: a ``sleep`` that exited just before the SIGSTOP stays one while
-    its stopped shell cannot reap it (a cluster suite's run waited 5 s for it)."""
-    members = group_members(pgid)
-    states = []
-    for pid in members:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        states.append(stat.rsplit(")", 1)[1].split()[0])
-    return any(state in ("T", "t") for state in states) and all(
-        state in ("T", "t", "Z") for state in states
-    )
+def _quiet(path: Path, for_s: float = 0.2) -> bool:
+    """Whether ``path`` stays the same size for ``for_s`` (four ticks of the loop below)."""
+    before = path.stat().st_size
+    time.sleep(for_s)
+    return path.stat().st_size == before
 
 
 def test_a_paused_process_can_be_resumed_and_stopped(work_dir: Path) -> None:
@@ -94,10 +84,11 @@ def test_a_paused_process_can_be_resumed_and_stopped(work_dir: Path) -> None:
     wait_for(lambda: "tick" in process.log_tail().splitlines())
     process.pause()
     assert process.paused
-    # pause() returns once SIGSTOP is sent: wait until the kernel shows the whole group
-    # stopped (state T), then for any write already in flight (one tick of the loop).
-    wait_for(lambda: _stopped(process.pid or 0))
-    time.sleep(0.05)
+    # pause() returns once SIGSTOP is sent: wait until the log stops growing (a write may be
+    # in flight). Not the group's states in /proc: a shell that vforked its `sleep` is never
+    # shown stopped (T) while its child, stopped before its exec, holds it in the vfork
+    # (two fresh-clone CI runs waited 5 s for it), yet nothing of the group runs.
+    wait_for(lambda: _quiet(process.log_path))
     frozen = process.log_path.read_bytes()
     time.sleep(0.3)
     assert process.log_path.read_bytes() == frozen, "a SIGSTOPped process kept writing"

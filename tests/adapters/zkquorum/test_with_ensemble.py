@@ -88,6 +88,27 @@ def _applied(ensemble: ZooKeeperEnsemble, name: str) -> int:
     return status.zxid
 
 
+def _committed_to(proxy: QuorumProxy, link: object, timeout: float = 10.0) -> None:
+    """Until every PROPOSAL the leader sent on ``link`` has had its COMMIT sent there too: the
+    next COMMIT is then a later write's. (A fresh-clone CI's hold caught the COMMIT of the
+    writer's own session, still on its way when the rule was set.)"""
+    deadline = time.monotonic() + timeout
+    while True:
+        sent = [
+            r.frame
+            for r in proxy.records()
+            if r.link == link
+            and r.direction is Direction.TO_LEARNER
+            and isinstance(r.frame, QuorumPacket)
+        ]
+        proposed = {f.zxid for f in sent if f.type == PacketType.PROPOSAL}
+        committed = {f.zxid for f in sent if f.type == PacketType.COMMIT}
+        if proposed <= committed:
+            return
+        assert time.monotonic() < deadline, f"not committed on {link}: {proposed - committed}"
+        time.sleep(0.01)
+
+
 def test_a_held_commit_keeps_its_follower_behind_until_released(
     proxied: tuple[QuorumProxy, ZooKeeperEnsemble],
 ) -> None:
@@ -99,6 +120,7 @@ def test_a_held_commit_keeps_its_follower_behind_until_released(
     # Not through the held follower: it would answer the write only after the COMMIT.
     writer = _client(f"{leader.host}:{leader.client_port}")
     try:
+        _committed_to(proxy, link)
         commit = QuorumMatch(frozenset({PacketType.COMMIT}), Direction.TO_LEARNER, link)
         proxy.add_rule(commit, Action.HOLD, count=1)
         mark = proxy.mark()
