@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.gated_races import GateSchedule
 from conformance.observations import Observation, differences, predicted
 from conformance.operations import (
     Crash,
@@ -247,14 +248,19 @@ class Execution:
         return self._step(transition, self._on_target)
 
     def apply_race(
-        self, transitions: Sequence[Transition], offsets_s: Sequence[float] = ()
+        self,
+        transitions: Sequence[Transition],
+        offsets_s: Sequence[float] = (),
+        gates: GateSchedule | None = None,
     ) -> list[StepRecord]:
         """Send the requests of ``transitions`` (bookie steps enabled now, at most one per
         request) to the target together, each on a connection of its own, ``offsets_s[i]``
         seconds after the first (none: all at once), and judge the answers by the serial
         orders the model allows (:func:`conformance.races.explain`). Explained: the model
         takes the steps of the explaining order, one record each. Not: a divergence naming the
-        requests and the orders tried; the run stops."""
+        requests and the orders tried; the run stops. ``gates``: two requests to one bookie
+        run by that gate schedule (:mod:`conformance.gated_races`): each record says what the
+        gate did to its request, and the run's race tally counts what the schedule reached."""
         if self.target is None:
             raise TargetError("this run has no target: its steps are observed, not invoked")
         if not all(is_bookie_step(t) or is_restart_step(t) for t in transitions):
@@ -267,21 +273,30 @@ class Execution:
         ops = [operation_for(t.label, self.state, t.state)[0] for t in transitions]  # type: ignore[index]
         offsets = list(offsets_s) or [0.0] * len(ops)
         try:
-            answers = invoke_concurrently(self.target, ops, offsets)  # type: ignore[arg-type]
+            answers = invoke_concurrently(self.target, ops, offsets, gates)  # type: ignore[arg-type]
         except TargetError as exc:
             self.error, self.failure = str(exc), exc
             return []
         explanation = explain_from(self.cfg, [p.state for p in self.possible], requests, answers)
         race = self.race_tally.races + 1
         first_sent = min(a.invoked for a in answers)
+        if gates is not None:
+            reports = [a.gate for a in answers]
+            if any(r is None for r in reports):
+                self.error = "the target ran a gated race without saying what its gates did"
+                self.failure = None
+                return []
+            self.race_tally.gates.add(requests, gates, reports)  # type: ignore[arg-type]
 
         def timing(i: int) -> dict[str, Any]:
+            gate = answers[i].gate
             return {
                 "race": race,
                 "requests": len(requests),
                 "sent_ms": round((answers[i].invoked - first_sent) * 1000, 3),
                 "answered_ms": round((answers[i].completed - first_sent) * 1000, 3),
                 "orders_tried": explanation.tried,
+                **({} if gate is None else {"gate": gate.describe()}),
             }
 
         if not explanation.explained:
@@ -289,11 +304,12 @@ class Execution:
             race_record = {
                 "race": race,
                 "requests": len(requests),
+                **({} if gates is None else {"gate_schedule": gates.as_dict()}),
                 "orders_tried": explanation.tried,
                 "answers": [
                     {
                         "request": describe_request(requests[i]),
-                        **{k: v for k, v in timing(i).items() if k.endswith("_ms")},
+                        **{k: v for k, v in timing(i).items() if k.endswith("_ms") or k == "gate"},
                         "observed": _answer_dict(answers[i].observation),
                     }
                     for i in range(len(requests))

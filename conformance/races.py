@@ -37,7 +37,9 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from conformance.gated_races import GateReport, GateTally
 from conformance.observations import Observation, differences, predicted
 from model.bookkeeper.action_table import Effect, spec_action
 from model.bookkeeper.actions import Transition, successors
@@ -70,6 +72,8 @@ class Timed:
     observation: Observation | None
     invoked: float
     completed: float
+    #: In a gated race (:mod:`conformance.gated_races`): what its gate did to this request.
+    gate: GateReport | None = None
 
 
 @dataclass(frozen=True)
@@ -344,6 +348,8 @@ class RaceTally:
     #: states the judge kept at once (:mod:`conformance.possible_states`).
     ambiguous: int = 0
     most_states: int = 1
+    #: What the gated races (:mod:`conformance.gated_races`) among them reached.
+    gates: GateTally = field(default_factory=GateTally)
 
     def add(self, explanation: Explanation, kept: int = 1) -> None:
         """Count a race; ``kept``: the model states still possible after it."""
@@ -365,9 +371,13 @@ class RaceTally:
         self.unexplained += other.unexplained
         self.ambiguous += other.ambiguous
         self.most_states = max(self.most_states, other.most_states)
+        self.gates.merge(other.gates)
 
-    def as_dict(self) -> dict[str, float | int]:
-        return dict(self.__dict__)
+    def as_dict(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {k: v for k, v in self.__dict__.items() if k != "gates"}
+        if self.gates.gated:
+            counts["gates"] = self.gates.as_dict()
+        return counts
 
     def describe(self) -> str:
         return (
@@ -381,6 +391,7 @@ class RaceTally:
                 else ""
             )
             + (f", {self.unexplained} unexplained" if self.unexplained else "")
+            + (f"; {self.gates.describe()}" if self.gates.gated else "")
         )
 
 

@@ -453,6 +453,33 @@ MUTATIONS = (
         "a race whose answers no serial order gives is explained (a non-atomic bookie passes)",
     ),
     Mutation(
+        "gated-race-unreported-judged",
+        "conformance/engine.py",
+        "            if any(r is None for r in reports):\n",
+        "            if False:\n",
+        ("tests/conformance/test_races.py",),
+        "a gated race whose target did not say what its gates did is judged as if it ran as "
+        "scheduled",
+    ),
+    Mutation(
+        "gate-not-reached-left-armed",
+        "conformance/targets/gated_race.py",
+        "            await disarm(first_gate)\n",
+        "            pass\n",
+        ("tests/conformance/targets/test_gated_race.py",),
+        "a stop the first request never reached stays armed and holds the other request, "
+        "which is then reported as not held",
+    ),
+    Mutation(
+        "gate-release-order-ignored",
+        "conformance/targets/gated_race.py",
+        "            if schedule.second_resumes_first:\n                holds.reverse()\n",
+        "",
+        ("tests/conformance/targets/test_gated_race.py",),
+        "a schedule that resumes the second held request first resumes the first: the race "
+        "recorded is not the race run",
+    ),
+    Mutation(
         "race-real-time-ignored",
         "conformance/races.py",
         "        answers[later].completed < answers[earlier].invoked\n",

@@ -126,7 +126,8 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
 
 def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSettings:
     """``base`` with what ``--max-examples``, ``--steps``, ``--seconds``, ``--no-explore``,
-    ``--races``, ``--no-shrink``, ``--explorer-workers`` and ``--explorer-steps`` change."""
+    ``--races``, ``--gates``, ``--no-shrink``, ``--explorer-workers`` and ``--explorer-steps``
+    change (ValueError for ``--gates`` without ``--races``)."""
     changes: dict[str, Any] = {}
     for option, name in (
         ("max_examples", "max_examples"),
@@ -140,6 +141,10 @@ def search_overrides(base: SearchSettings, args: argparse.Namespace) -> SearchSe
         changes["explore"] = False
     if getattr(args, "races", False):
         changes["races"] = True
+    if getattr(args, "gates", False):
+        if not getattr(args, "races", False):
+            raise ValueError("--gates holds a bookie's threads in races: it needs --races")
+        changes["gates"] = True
     if getattr(args, "no_shrink", False):
         changes["shrink"] = False
     if getattr(args, "explorer_workers", None) is not None:
@@ -385,6 +390,7 @@ def target_spec_from_args(args: argparse.Namespace) -> TargetSpec:
         reference_faulty_mode=given("reference_faulty_mode", "none"),
         ledger_storage=storages[0] if storages else None,
         settings_profile=given("settings_profile", DEFAULT_PROFILE),
+        gates=given("gates", False),
     )
 
 

@@ -127,6 +127,13 @@ def register(subparsers: Any) -> None:
         "the serial orders the model allows (docs/races.md)",
     )
     search.add_argument(
+        "--gates",
+        action="store_true",
+        help="with --races, --target local and real bookies: the bookies' JVMs load the gate "
+        "agent, and a race of two requests to one bookie may hold its threads where they meet "
+        "shared state, every schedule of each pair of request kinds first (docs/races.md)",
+    )
+    search.add_argument(
         "--race-attempts",
         type=int,
         default=10,
@@ -197,6 +204,9 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--steps", type=int, default=60, help="the run's --steps (blob only)")
     replay.add_argument(
         "--races", action="store_true", help="the run's --races (blob only: a run directory says)"
+    )
+    replay.add_argument(
+        "--gates", action="store_true", help="the run's --gates (blob only: a run directory says)"
     )
     _add_output_options(replay)
     replay.set_defaults(func=replay_command)
@@ -286,7 +296,9 @@ def run_command(args: argparse.Namespace) -> int:
     print(
         f"Search: {search.max_examples} examples of up to {search.max_steps} steps, seed "
         f"{search.seed}, budget {search.describe_budget()}, explorer "
-        f"{'on' if search.explore else 'off'}",
+        f"{'on' if search.explore else 'off'}"
+        + (", races" if search.races else "")
+        + (", gates in the bookies' JVMs" if search.gates else ""),
     )
     run_dir = new_run_dir(args.runs_dir, args.target, "run")
     print(f"Run directory: {run_dir} (the history streams to {run_dir / 'history.jsonl'})")
@@ -372,6 +384,7 @@ def _race_hits(
             max_steps=search.max_steps,
             races=search.races,
             race_jitter=jitter,
+            gates=search.gates,
             on_record=None if beat is None else beat.step,
         )
         hits += again.outcome.verdict is finding.run.outcome.verdict
@@ -560,14 +573,16 @@ def replay_command(args: argparse.Namespace) -> int:
         return replay_java_run(args, source)
     try:
         if source.is_dir():
-            cfg, choices, max_steps, target_name, races = _from_run_dir(source)
+            cfg, choices, max_steps, target_name, races, gates = _from_run_dir(source)
             if args.target:
                 target_name = args.target
             _recorded_bookie_settings(args, source, target_name)
+            args.gates = gates
         else:
             cfg, choices, max_steps = config_from_args(args), _blob(args.source), args.steps
             target_name = args.target or "model"
             races = bool(getattr(args, "races", False))
+            gates = bool(getattr(args, "gates", False))
             args.target = target_name
             cfg = stored_config_from_args(args, cfg)
         args.target = target_name
@@ -602,6 +617,7 @@ def replay_command(args: argparse.Namespace) -> int:
                 max_steps=max_steps,
                 on_record=writer.recorder(1),
                 races=races,
+                gates=gates,
             )
             if run.finding:
                 ledgers.keep(run, just_ran=True)
@@ -653,7 +669,7 @@ def _is_java_client_run(path: Path) -> bool:
         return False
 
 
-def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str, bool]:
+def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str, bool, bool]:
     results = read_results(path)
     if results["state"] != FINISHED:
         raise ValueError(f"{path} holds no finding to replay: {results['error']}")
@@ -667,4 +683,5 @@ def _from_run_dir(path: Path) -> tuple[ModelConfig, list[int], int, str, bool]:
         int(results["search"]["max_steps"]),
         str(results["target"]["target"]),
         bool(results["search"].get("races", False)),
+        bool(results["search"].get("gates", False)),
     )

@@ -47,6 +47,7 @@ from conformance.distributed.schema import FindingRow, RowStatus, ShardRow, Step
 from conformance.distributed.store import write_part
 from conformance.engine import StepRecord
 from conformance.errors import ConformanceError, is_retriable
+from conformance.gated_races import GateSchedule
 from conformance.observations import Observation
 from conformance.operations import Crash, Deliver, Operation
 from conformance.races import Timed
@@ -60,6 +61,7 @@ from conformance.targets.base import (
     TargetError,
     TargetSnapshot,
     invoke_concurrently,
+    supports_gates,
     supports_races,
     system_under_test,
 )
@@ -154,6 +156,7 @@ class LedgerRecorder:
         self._clock = clock
         #: Whether the wrapped target races (the wrapper itself always could forward one).
         self.races = supports_races(inner)
+        self.gates = supports_gates(inner)
 
     def open(self, cfg: ModelConfig) -> None:
         self.inner.open(cfg)
@@ -171,10 +174,13 @@ class LedgerRecorder:
         return observed
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver], offsets_s: Sequence[float]
+        self,
+        ops: Sequence[Deliver],
+        offsets_s: Sequence[float],
+        gates: GateSchedule | None = None,
     ) -> list[Timed]:
         with self._noting_errors():
-            return invoke_concurrently(self.inner, ops, offsets_s)
+            return invoke_concurrently(self.inner, ops, offsets_s, gates)
 
     def snapshot(self, cfg: ModelConfig) -> TargetSnapshot | None:
         with self._noting_errors():

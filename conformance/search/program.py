@@ -22,12 +22,21 @@ once.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from conformance.engine import Execution, Outcome, StepRecord
+from conformance.gated_races import (
+    GateSchedule,
+    RequestKind,
+    gateable,
+    kind_of,
+    schedules,
+    stops_of,
+)
 from conformance.races import (
     MAX_RACE,
     Member,
@@ -42,7 +51,7 @@ from conformance.targets.base import Target
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import Label, Transition, bookie_internal, driven_successors
 from model.bookkeeper.config import ModelConfig
-from model.bookkeeper.records import State
+from model.bookkeeper.records import Message, State
 from model.bookkeeper.swarm import LOSS_RATES
 from model.search.bfs import Step
 
@@ -110,12 +119,46 @@ def decide(enabled: Sequence[Transition], swarm: Swarm, chooser: Chooser) -> Tra
     return variants[0]
 
 
+def draw_schedule(pair: tuple[Message, Message], chooser: Chooser) -> GateSchedule | None:
+    """A schedule of ``pair`` from an example's choices (None: the race is not gated).
+    Choice 0 everywhere is: no gate; then the first request held at its first stop, the other
+    running through."""
+    if chooser.integer(0, 1) == 0:
+        return None
+    held = chooser.integer(0, 1)
+    firsts = stops_of(kind_of(pair[held]))
+    first = firsts[chooser.integer(0, len(firsts) - 1)]
+    seconds = stops_of(kind_of(pair[1 - held]))
+    which = chooser.integer(0, len(seconds))
+    if which == 0:
+        return GateSchedule(held, first)
+    return GateSchedule(held, first, seconds[which - 1], bool(chooser.integer(0, 1)))
+
+
+def encode_schedule(pair: tuple[Message, Message], schedule: GateSchedule | None) -> list[int]:
+    """The choices with which :func:`draw_schedule` draws ``schedule`` for ``pair``."""
+    if schedule is None:
+        return [0]
+    firsts = stops_of(kind_of(pair[schedule.held]))
+    seconds = stops_of(kind_of(pair[schedule.other]))
+    choices = [1, schedule.held, firsts.index(schedule.first)]
+    if schedule.second is None:
+        return [*choices, 0]
+    return [
+        *choices,
+        seconds.index(schedule.second) + 1,
+        int(schedule.second_resumes_first),
+    ]
+
+
 @dataclass(frozen=True)
 class Race:
     """The requests a step races (bookie steps enabled together), with their send offsets."""
 
     steps: tuple[Transition, ...]
     offsets_s: tuple[float, ...]
+    #: Two requests to one bookie, run by a gate schedule (None: sent at their offsets).
+    gates: GateSchedule | None = None
 
 
 @dataclass(frozen=True)
@@ -178,9 +221,13 @@ def race_choices(cfg: ModelConfig, state: State) -> RaceChoices:
     return RaceChoices(candidates, tuple(sorted(pairs, key=lambda pair: pair.rank)))
 
 
-def draw_race(cfg: ModelConfig, state: State, chooser: Chooser) -> Race | None:
+def draw_race(
+    cfg: ModelConfig, state: State, chooser: Chooser, *, gates: bool = False
+) -> Race | None:
     """Whether the step from ``state`` races requests, and which (None: an ordinary step).
-    Draws nothing where no pair could race (fewer than two requests, or only restarts)."""
+    Draws nothing where no pair could race (fewer than two requests, or only restarts).
+    ``gates``: a race of two requests to one bookie then draws a gate schedule too
+    (:func:`~conformance.gated_races.draw_schedule`: none first, so it shrinks away)."""
     at = race_choices(cfg, state)
     if not at.pairs or chooser.integer(0, 1) == 0:
         return None
@@ -191,24 +238,42 @@ def draw_race(cfg: ModelConfig, state: State, chooser: Chooser) -> Race | None:
         members.append(rest.pop(chooser.integer(0, len(rest) - 1)))
         rest = at.joiners(members)
     offsets = tuple(RACE_OFFSETS_S[chooser.integer(0, len(RACE_OFFSETS_S) - 1)] for _ in members)
-    return Race(tuple(members), offsets)
+    schedule = None
+    requests = tuple(member_of(t) for t in members)
+    if gates and gateable(requests):
+        schedule = draw_schedule(requests, chooser)  # type: ignore[arg-type]
+    return Race(tuple(members), offsets, schedule)
 
 
 def encode_race(
     at: RaceChoices,
     pair: tuple[Member, Member],
     offsets: tuple[int, int] = (0, 0),
+    *,
+    gates: bool = False,
+    schedule: GateSchedule | None = None,
 ) -> list[int]:
     """The choices with which :func:`draw_race` races the two requests of ``pair`` (from the
     state ``at`` describes), nothing more, ``pair[i]`` sent ``RACE_OFFSETS_S[offsets[i]]``
-    after the race starts."""
+    after the race starts; ``gates``: as ``draw_race``'s, the race run by ``schedule``, whose
+    ``held`` is a place in ``pair`` (None: not gated)."""
+    if schedule is not None and not gates:
+        raise ValueError("a gate schedule needs an example that may gate its races")
     for index, candidate in enumerate(at.pairs):
         if set(candidate.members) != set(pair):
             continue
         # draw_race asks "a third?" only when one could join.
         third = [0] if at.joiners([candidate.first, candidate.second]) else []
-        ahead = offsets if candidate.members[0] == pair[0] else (offsets[1], offsets[0])
-        return [1, index, *third, *ahead]
+        same_order = candidate.members[0] == pair[0]
+        ahead = offsets if same_order else (offsets[1], offsets[0])
+        choices = [1, index, *third, *ahead]
+        if gates and gateable(candidate.members):
+            if schedule is not None and not same_order:
+                schedule = dataclasses.replace(schedule, held=schedule.other)
+            choices += encode_schedule(candidate.members, schedule)  # type: ignore[arg-type]
+        elif schedule is not None:
+            raise ValueError(f"{pair} cannot be gated: two requests to one bookie can")
+        return choices
     raise ValueError(f"{pair} cannot race from this state")
 
 
@@ -251,12 +316,15 @@ def encode_trace(
     races: bool = False,
     then_race: tuple[Member, Member] | None = None,
     race_offsets: tuple[int, int] = (0, 0),
+    gates: bool = False,
+    schedule: GateSchedule | None = None,
 ) -> list[int]:
     """The choices of an example that takes exactly the steps of ``trace`` (a model trace from
     its initial state), so that Hypothesis can replay and shrink a trace found another way
     (``races``: for an example that may race, each step then says "no race"; ``then_race``:
     and after the trace, races these two requests, sent at ``race_offsets``: indices of
-    ``RACE_OFFSETS_S``)."""
+    ``RACE_OFFSETS_S``; ``gates``: the example may gate its races, and ``then_race`` is run
+    by ``schedule``, its ``held`` a place in ``then_race``)."""
     steps = [s for s in trace if s.label is not None]
     length = len(steps) + (then_race is not None)
     if length > max_steps:
@@ -270,8 +338,28 @@ def encode_trace(
         choices += encode(driven_successors(cfg, state), ENCODING_SWARM, step.label)
         state = step.state
     if then_race is not None:
-        choices += encode_race(race_choices(cfg, state), then_race, race_offsets)
+        choices += encode_race(
+            race_choices(cfg, state), then_race, race_offsets, gates=gates, schedule=schedule
+        )
     return choices
+
+
+def _order_sensitive_pair(
+    cfg: ModelConfig, trace: Sequence[Step[State, Label]], max_steps: int
+) -> tuple[int, int, tuple[Member, Member]] | None:
+    """The first state on ``trace`` with two requests whose answers each depend on their order
+    (else with one such answer): (how many depend, its depth, the pair); None: no such state."""
+    best: tuple[int, int, tuple[Member, Member]] | None = None
+    for depth, point in enumerate(trace[:max_steps]):
+        at = race_choices(cfg, point.state)
+        # Ranked: the first pair is the most order-sensitive one here.
+        if at.pairs and at.pairs[0].sensitivity:
+            first = at.pairs[0]
+            if best is None or first.sensitivity > best[0]:
+                best = (first.sensitivity, depth, first.members)
+        if best is not None and best[0] == 2:
+            break
+    return best
 
 
 def race_proposals(
@@ -281,6 +369,7 @@ def race_proposals(
     *,
     limit: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    gates: bool = False,
 ) -> list[list[int]]:
     """Examples that race where the model says the order matters: for each trace, the first
     state on it with two requests whose answers each depend on their order (else with one
@@ -288,31 +377,61 @@ def race_proposals(
     those of the first kind first. The explorer's traces reach deep states that random
     choices rarely do (a writer's add that raises a bookie's LAC while a recovery's fence read
     waits at the same bookie). At most ``limit`` (two per trace: each request of the pair sent
-    first); the scan ends early with that many of the first kind, or when ``should_stop``."""
+    first); the scan ends early with that many of the first kind, or when ``should_stop``.
+    ``gates``: encoded for an example that may gate its races (these are not gated:
+    :func:`gate_proposals` lists the gated ones)."""
     found: dict[int, list[list[int]]] = {2: [], 1: []}
     for trace in traces:
         if should_stop() or (limit is not None and len(found[2]) >= limit):
             break
-        best: tuple[int, int, tuple[Member, Member]] | None = None
-        for depth, point in enumerate(trace[:max_steps]):
-            at = race_choices(cfg, point.state)
-            # Ranked: the first pair is the most order-sensitive one here.
-            if at.pairs and at.pairs[0].sensitivity:
-                first = at.pairs[0]
-                if best is None or first.sensitivity > best[0]:
-                    best = (first.sensitivity, depth, first.members)
-            if best is not None and best[0] == 2:
-                break
+        best = _order_sensitive_pair(cfg, trace, max_steps)
         if best is not None:
             sensitivity, depth, pair = best
             # Which request reaches the bookie first is the race: each first, 1 ms ahead.
             for ahead in ((0, 2), (2, 0)):
                 found[sensitivity].append(
                     encode_trace(
-                        cfg, trace[: depth + 1], max_steps, then_race=pair, race_offsets=ahead
+                        cfg,
+                        trace[: depth + 1],
+                        max_steps,
+                        then_race=pair,
+                        race_offsets=ahead,
+                        gates=gates,
                     )
                 )
     return (found[2] + found[1])[:limit]
+
+
+def gate_proposals(
+    cfg: ModelConfig,
+    traces: Sequence[Sequence[Step[State, Label]]],
+    max_steps: int,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> list[list[int]]:
+    """Every gate schedule (:func:`~conformance.gated_races.schedules`), systematically, of
+    the first race the traces reach (as :func:`race_proposals` finds them) of two requests to
+    one bookie for each pair of request kinds (an add and a fence read, a fence read and a
+    read, ...): the choices of an example that may gate its races, one per schedule, the
+    pairs of kinds in the order found."""
+    gated: dict[frozenset[RequestKind], list[list[int]]] = {}
+    for trace in traces:
+        if should_stop():
+            break
+        best = _order_sensitive_pair(cfg, trace, max_steps)
+        if best is None or not gateable(best[2]):
+            continue
+        _sensitivity, depth, pair = best
+        kinds = frozenset((kind_of(pair[0]), kind_of(pair[1])))  # type: ignore[arg-type]
+        if kinds in gated:
+            continue
+        gated[kinds] = [
+            encode_trace(
+                cfg, trace[: depth + 1], max_steps, then_race=pair, gates=True, schedule=schedule
+            )
+            for schedule in schedules(pair)  # type: ignore[arg-type]
+        ]
+    return [choices for each in gated.values() for choices in each]
 
 
 class ExampleRun:
@@ -352,6 +471,7 @@ def run_example(
     on_record: Callable[[StepRecord], None] | None = None,
     races: bool = False,
     race_jitter: Callable[[], float] | None = None,
+    gates: bool = False,
 ) -> ExampleRun:
     """Draw the swarm and the length, then step until a finding, a dead end or the length.
 
@@ -360,7 +480,9 @@ def run_example(
     history). ``races``: steps may race requests (:func:`draw_race`; the target must be able
     to, :func:`~conformance.targets.base.supports_races`); a race counts as one step.
     ``race_jitter``: seconds added to each raced request's send offset (a replay of the same
-    race at neighbouring send times: a race is a probability).
+    race at neighbouring send times: a race is a probability). ``gates``: a race of two
+    requests to one bookie may be run by a gate schedule (the target must support gates,
+    :func:`~conformance.targets.base.supports_gates`).
     """
     swarm = Swarm.draw(chooser)
     length = chooser.integer(1, max_steps)
@@ -372,12 +494,12 @@ def run_example(
         enabled = execution.enabled()
         if not enabled:
             break
-        race = draw_race(cfg, execution.state, chooser) if races else None
+        race = draw_race(cfg, execution.state, chooser, gates=gates) if races else None
         if race is not None:
             offsets = race.offsets_s
             if race_jitter is not None:
                 offsets = tuple(offset + race_jitter() for offset in offsets)
-            execution.apply_race(race.steps, offsets)
+            execution.apply_race(race.steps, offsets, race.gates)
         else:
             execution.apply(decide(enabled, swarm, chooser))
         on_step()

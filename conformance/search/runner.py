@@ -35,7 +35,7 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Protocol
 
@@ -54,11 +54,12 @@ from conformance.search.program import (
     ExampleRun,
     bookies_own_steps_in,
     encode_trace,
+    gate_proposals,
     race_proposals,
     run_example,
 )
 from conformance.search.verdict import SearchReport, SearchTally, conclude
-from conformance.targets.base import Target, supports_races
+from conformance.targets.base import Target, supports_gates, supports_races
 from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ENCODING_VERSION
 from model.bookkeeper.actions import Label
@@ -71,6 +72,9 @@ from model.search.bfs import Step
 #: actions, pinned there), so that old database entries are never misread.
 PROGRAM_VERSION = ENCODING_VERSION
 MINIMISE_ROUNDS = 3
+#: The model steps the explorer walks, with gates, to find the races at one bookie whose every
+#: gate schedule is run first (a few seconds: the configurations' races are shallow).
+GATE_EXPLORER_STEPS = 20_000
 #: The longest a search goes without a progress report, whatever it is doing (s): the
 #: heartbeat of the explorer, the corpus's preparation, shrinking (issue 48: a search that
 #: explored for 15 minutes in silence looked hung). Read when a search starts (tests set it).
@@ -78,7 +82,7 @@ PROGRESS_INTERVAL_S = 10.0
 #: While steps run on the target, a report at most this often (s).
 STEP_PROGRESS_S = 1.0
 #: The phases a finding is shrunk in by Hypothesis: reported as ``shrink`` once one is found.
-_SHRUNK_IN = frozenset({"hypothesis", "corpus"})
+_SHRUNK_IN = frozenset({"hypothesis", "corpus", "gates"})
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,10 @@ class SearchSettings:
     explore: bool = True
     #: Steps may race requests to bookies (:mod:`conformance.races`).
     races: bool = False
+    #: With ``races``: a race of two requests to one bookie may be run by a gate schedule,
+    #: the bookie's threads held where they meet (:mod:`conformance.gated_races`); the race
+    #: proposals start with every schedule of each pair of request kinds.
+    gates: bool = False
     #: Shrink a finding (Hypothesis, then causal deletion on the model). Off: the first
     #: failing example is the finding, as run (a quick yes/no; its replay is as exact).
     shrink: bool = True
@@ -249,10 +257,10 @@ LATER_SWITCHES = frozenset(f.name for f in fields(ModelConfig)) - KEYED_FIELDS
 
 
 def database_key(
-    cfg: ModelConfig, target_name: str, max_steps: int, *, races: bool = False
+    cfg: ModelConfig, target_name: str, max_steps: int, *, races: bool = False, gates: bool = False
 ) -> bytes:
     """Where a configuration's failures live in the example database (an example that may
-    race reads its choices differently: a key of its own)."""
+    race, or gate its races, reads its choices differently: a key of its own)."""
     config = {k: v for k, v in asdict(cfg).items() if k not in LATER_SWITCHES or v}
     described = json.dumps(
         {
@@ -261,6 +269,7 @@ def database_key(
             "target": target_name,
             "max_steps": max_steps,
             **({"races": True} if races else {}),
+            **({"gates": True} if gates else {}),
         },
         sort_keys=True,
     )
@@ -422,6 +431,7 @@ class _Search:
                 on_step=self.count_step,
                 on_record=None if sink is None else lambda r: sink.step(number, phase, r),
                 races=self.search.races,
+                gates=self.search.gates,
             )
         finally:
             random.setstate(saved)
@@ -496,7 +506,12 @@ def run_search(
         raise ValueError(
             f"the {target_.name} target cannot put requests in flight together: no races"
         )
-    key = database_key(cfg, target_.name, search.max_steps, races=search.races)
+    if search.gates and not (search.races and supports_gates(target_)):
+        raise ValueError(
+            f"gates hold a bookie's threads in a race: --races, on a target whose bookies load "
+            f"the gate agent (--target local --gates), not {target_.name}"
+        )
+    key = database_key(cfg, target_.name, search.max_steps, races=search.races, gates=search.gates)
     strategy = st.composite(lambda draw: state.example(draw))()
     notes: list[str] = []
 
@@ -565,7 +580,12 @@ def run_search(
             # The races the model says matter, wherever the explorer's traces reach them
             # (those where each answer depends on the order first), before the traces.
             races = race_proposals(
-                cfg, fitting, search.max_steps, limit=search.max_examples, should_stop=idle
+                cfg,
+                fitting,
+                search.max_steps,
+                limit=search.max_examples,
+                should_stop=idle,
+                gates=search.gates,
             )
         # While the time budget lasts, every archived corner (the most dangerous first): the
         # explorer's archive holds thousands, and a corpus cut at ``max_examples`` left most of
@@ -578,10 +598,17 @@ def run_search(
         )
         state.examples_until = state.examples + len(races) + len(corpus)
         state.report()
-        proposals = itertools.chain(
-            races,
-            (encode_trace(cfg, trace, search.max_steps, races=search.races) for trace in corpus),
+        return replay_proposals(
+            itertools.chain(
+                races,
+                (
+                    encode_trace(cfg, trace, search.max_steps, races=search.races)
+                    for trace in corpus
+                ),
+            )
         )
+
+    def replay_proposals(proposals: Iterable[list[int]]) -> ExampleRun | None:
         # Each runs as it is, outside Hypothesis: a replay that leaves its proposal's path (a
         # race's answers decide which of the model's orders the next steps follow) is another
         # example, not a reason for Hypothesis to stop the phase. What fails is shrunk.
@@ -604,6 +631,29 @@ def run_search(
                 return keep(shrunk if shrunk is not None else run)
         return None
 
+    def replay_gate_schedules() -> ExampleRun | None:
+        """Every gate schedule of each pair of request kinds the model's traces race at one
+        bookie (:func:`gate_proposals`), before anything is drawn: the explorer walks the
+        model for :data:`GATE_EXPLORER_STEPS` steps to find where such races happen."""
+        explored = explore_portfolio(
+            cfg,
+            seed=search.seed,
+            depth=search.max_steps,
+            workers=1,
+            should_stop=state.out_of_time,
+            max_steps=GATE_EXPLORER_STEPS,
+        )
+        state.explorer_steps += explored.steps
+        fitting = [
+            t
+            for t in explored.archive or []
+            if 1 < len(t) <= search.max_steps + 1 and not bookies_own_steps_in(cfg, t)
+        ]
+        proposals = gate_proposals(cfg, fitting, search.max_steps, should_stop=idle)
+        state.examples_until = state.examples + len(proposals)
+        state.report()
+        return replay_proposals(proposals)
+
     def idle() -> bool:
         state.heartbeat()  # asked while the corpus's races are sought in the model
         return state.idle()
@@ -618,6 +668,11 @@ def run_search(
         state.phase = "replay"
         state.report()
         found = run_find((Phase.reuse,), seeded=False)
+    if found is None and search.gates and not state.idle():
+        state.phase = "gates"
+        state.report()
+        found = replay_gate_schedules()
+        state.examples_until = None
     if found is None and not state.idle():
         state.phase = "hypothesis"
         first = state.examples
@@ -753,9 +808,10 @@ def replay_choices(
     on_record: Callable[[StepRecord], None] | None = None,
     races: bool = False,
     race_jitter: Callable[[], float] | None = None,
+    gates: bool = False,
 ) -> ExampleRun:
     """Run one recorded example again on an opened target (``on_record``, ``races``,
-    ``race_jitter``: as run_example)."""
+    ``race_jitter``, ``gates``: as run_example)."""
     run = run_example(
         cfg,
         target_,
@@ -764,6 +820,7 @@ def replay_choices(
         on_record=on_record,
         races=races,
         race_jitter=race_jitter,
+        gates=gates,
     )
     run.choices = list(choices)
     return run

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from adapters.installations.system import SystemUnderTest
 from conformance.errors import ConformanceError
+from conformance.gated_races import GateSchedule
 from conformance.observations import Observation
 from conformance.operations import Crash, Deliver, Operation
 from conformance.races import Timed
@@ -112,26 +113,47 @@ class ConcurrentTarget(Target, Protocol):
     :mod:`conformance.races`)."""
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
+        self,
+        ops: Sequence[Deliver | Crash],
+        offsets_s: Sequence[float],
+        gates: GateSchedule | None = None,
     ) -> list[Timed]:
         """Send each request of ``ops`` on a connection of its own, ``offsets_s[i]`` seconds
         after the race starts, and await every answer; each with when it was sent and
         answered. A ``Crash`` among them restarts its bookie meanwhile: a request to that
         bookie whose connection closed under the restart has no answer (``None``). Raise
-        ``TargetError`` when anything else did not answer (the race decides nothing)."""
+        ``TargetError`` when anything else did not answer (the race decides nothing).
+        ``gates`` (a target with ``gates`` true only): two requests to one bookie run by the
+        schedule, its threads held where it says (:mod:`conformance.gated_races`), each
+        answer with its :class:`~conformance.gated_races.GateReport`; the offsets are then
+        not used. A gate that did not hold or release as asked is a ``TargetError``."""
 
 
 def invoke_concurrently(
-    target: Target, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
+    target: Target,
+    ops: Sequence[Deliver | Crash],
+    offsets_s: Sequence[float],
+    gates: GateSchedule | None = None,
 ) -> list[Timed]:
-    """Race ``ops`` on ``target``; an error (never a sequential stand-in) when it cannot."""
+    """Race ``ops`` on ``target`` (by the gate schedule ``gates``, when given); an error
+    (never a sequential stand-in) when it cannot."""
     if not supports_races(target):
         raise UnsupportedConfiguration(
             f"the {target.name} target cannot put requests in flight together (no races)"
         )
     if len(offsets_s) != len(ops):
         raise ValueError(f"{len(ops)} requests, {len(offsets_s)} send offsets")
-    answers = target.invoke_concurrently(ops, offsets_s)  # type: ignore[attr-defined]
+    if gates is None:
+        answers = target.invoke_concurrently(ops, offsets_s)  # type: ignore[attr-defined]
+    else:
+        if not supports_gates(target):
+            raise UnsupportedConfiguration(
+                f"the {target.name} target cannot hold a bookie's threads (no gates: real "
+                "BookKeeper bookies of --target local, started with --gates)"
+            )
+        if len(ops) != 2:
+            raise ValueError(f"a gated race holds two requests, not {len(ops)}")
+        answers = target.invoke_concurrently(ops, offsets_s, gates)  # type: ignore[attr-defined]
     if len(answers) != len(ops):
         raise TargetError(f"{len(ops)} requests raced, {len(answers)} answers came back")
     return list(answers)
@@ -143,6 +165,12 @@ def supports_races(target: Target) -> bool:
     return callable(getattr(target, "invoke_concurrently", None)) and bool(
         getattr(target, "races", True)
     )
+
+
+def supports_gates(target: Target) -> bool:
+    """Whether ``target`` can run a race by a gate schedule (its bookies' JVMs load the gate
+    agent): it says so with ``gates``."""
+    return supports_races(target) and bool(getattr(target, "gates", False))
 
 
 def system_under_test(target: Target) -> SystemUnderTest:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -26,6 +27,7 @@ from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.status import StatusCode
 from adapters.cluster import Node
 from adapters.cluster.errors import ClusterError
+from adapters.cluster.gates import GateClient, GateError
 from adapters.cluster.provider import ClusterProvider, DataLoss, Fault, NodeKind
 from adapters.installations.system import BookieChoice, choose_bookies
 from adapters.zookeeper.errors import (
@@ -38,6 +40,7 @@ from adapters.zookeeper.idgen import LedgerIdsAhead
 from adapters.zookeeper.ledger_store import ANY_VERSION, LedgerStore
 from adapters.zookeeper.metadata import DigestType, LedgerMetadata, LedgerState
 from conformance import translation
+from conformance.gated_races import GateSchedule
 from conformance.observations import Observation
 from conformance.operations import (
     Crash,
@@ -57,6 +60,7 @@ from conformance.targets.base import (
     UnsupportedConfiguration,
 )
 from conformance.targets.bookie_settings import bookie_settings_for
+from conformance.targets.gated_race import run_gated_race
 from model.bookkeeper.action_table import Phase, the_action
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest
@@ -101,6 +105,9 @@ class ClusterTarget(abc.ABC):
     #: Whether finished examples' ledgers are deleted during a search with crashes (false
     #: where the ledgers' fate is the operator's: the external target).
     prunes_ledgers = True
+    #: Whether races can be run by a gate schedule (the bookies' JVMs load the gate agent:
+    #: :func:`~conformance.targets.base.supports_gates`); set by the targets that start them so.
+    gates = False
 
     def __init__(self, *, request_timeout: float = 10.0) -> None:
         self.request_timeout = request_timeout
@@ -123,6 +130,9 @@ class ClusterTarget(abc.ABC):
         self._cfg: ModelConfig | None = None
         #: Ledgers of finished examples not deleted yet (see the class docstring).
         self._finished: list[int] = []
+        #: bookie -> its gate agent's client (gated races), driven from one thread of its own.
+        self._gate_clients: dict[int, GateClient] = {}
+        self._gate_thread: concurrent.futures.ThreadPoolExecutor | None = None
 
     # Lifecycle -------------------------------------------------------------------------------
 
@@ -216,6 +226,11 @@ class ClusterTarget(abc.ABC):
 
     def close(self) -> None:
         self._finished.clear()
+        for bookie in list(self._gate_clients):
+            self._drop_gate_client(bookie)
+        if self._gate_thread is not None:
+            self._gate_thread.shutdown(wait=True)
+            self._gate_thread = None
         for client in self._connections.values():
             self._run_quietly(client.close())
         self._connections.clear()
@@ -241,7 +256,10 @@ class ClusterTarget(abc.ABC):
     # Bookie steps ----------------------------------------------------------------------------
 
     def invoke_concurrently(
-        self, ops: Sequence[Deliver | Crash], offsets_s: Sequence[float]
+        self,
+        ops: Sequence[Deliver | Crash],
+        offsets_s: Sequence[float],
+        gates: GateSchedule | None = None,
     ) -> list[Timed]:
         """Race ``ops`` (:class:`~conformance.targets.base.ConcurrentTarget`): every
         connection is opened first, so that no request waits for a handshake, then each
@@ -249,6 +267,8 @@ class ClusterTarget(abc.ABC):
         ``Crash`` restarts its bookie on a worker thread meanwhile (the event loop goes on
         serving the other requests), and a request to that bookie whose connection closed
         under it has no answer."""
+        if gates is not None:
+            return self._run(self._gated_race(ops, gates))
         restarting = {op.bookie for op in ops if isinstance(op, Crash)}
         try:
             return self._run(self._race(ops, offsets_s, restarting))
@@ -289,6 +309,59 @@ class ClusterTarget(abc.ABC):
             if isinstance(result, BaseException):
                 raise result
         return [r for r in results if isinstance(r, Timed)]
+
+    async def _gated_race(
+        self, ops: Sequence[Deliver | Crash], schedule: GateSchedule
+    ) -> list[Timed]:
+        """Two requests to one bookie by ``schedule`` (:mod:`.gated_race`), each on a
+        connection of its own; a gate that did not hold or release as asked is a harness
+        error (not retriable: the schedule did not run)."""
+        requests = [op.request for op in ops if isinstance(op, Deliver)]
+        if len(requests) != 2 or requests[0].bookie != requests[1].bookie:
+            raise ValueError("a gated race is two requests to one bookie")
+        bookie = requests[0].bookie
+        for lane, request in enumerate(requests, start=1):
+            await self._connection(request.cid, request.bookie, lane)
+        gates = self._gate_client(bookie)
+        if self._gate_thread is None:
+            self._gate_thread = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="gates"
+            )
+
+        async def send(i: int) -> Observation | None:
+            return await self._deliver(requests[i], i + 1)
+
+        try:
+            return await run_gated_race(schedule, self.ledger_id, gates, send, self._gate_thread)
+        except GateError as exc:
+            self._drop_gate_client(bookie)
+            raise TargetError(
+                f"bookie {self.bookie_ids[bookie]}'s gates did not run the schedule "
+                f"({schedule.describe()}): {exc}",
+                retriable=False,
+            ) from exc
+
+    def _gate_client(self, bookie: int) -> GateClient:
+        """The bookie's connected gate client (connected on first use, and again after a
+        restart of its process)."""
+        if bookie not in self._gate_clients:
+            address = getattr(self.cluster, "gate_address", None)
+            if address is None:
+                raise TargetError(f"the {self.name} target's bookies have no gates")
+            try:
+                host, port = address(self.bookie_ids[bookie])
+                self._gate_clients[bookie] = GateClient.connect(host, port)
+            except (ClusterError, OSError) as exc:
+                raise TargetError(
+                    f"cannot reach bookie {self.bookie_ids[bookie]}'s gate agent: {exc}",
+                    retriable=False,
+                ) from exc
+        return self._gate_clients[bookie]
+
+    def _drop_gate_client(self, bookie: int) -> None:
+        client = self._gate_clients.pop(bookie, None)
+        if client is not None:
+            client.close()  # the agent releases whatever it still holds
 
     async def _deliver(self, request: Request, lane: int = 0) -> Observation:
         client = await self._connection(request.cid, request.bookie, lane)
@@ -342,7 +415,9 @@ class ClusterTarget(abc.ABC):
         return self._restart_empty(bookie)
 
     def _drop_connections(self, bookie: int) -> None:
-        """Close every connection to ``bookie``: the clients' and the observer's."""
+        """Close every connection to ``bookie``: the clients', the observer's and its gate
+        agent's (a new process listens after a restart)."""
+        self._drop_gate_client(bookie)
         for key in [k for k in self._connections if k[1] == bookie]:
             self._run_quietly(self._connections.pop(key).close())
         observer = self._observers.pop(bookie, None)

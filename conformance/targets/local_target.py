@@ -18,6 +18,7 @@ from adapters.cluster.errors import ClusterError, NodeStateError
 from adapters.cluster.provider import ClusterProvider
 from adapters.cluster.scratch import file_system_of
 from adapters.installations.system import (
+    BOOKKEEPER,
     MODEL_CLIENT,
     BookieChoice,
     SystemUnderTest,
@@ -48,6 +49,7 @@ class LocalTarget(ClusterTarget):
         ledger_storage: LedgerStorage | None = None,
         settings_profile: SettingsProfile = SUITE,
         planned_config: ModelConfig | None = None,
+        gates: bool = False,
     ) -> None:
         """``bookies`` None: the default, :func:`choose_bookies` with no options (resolved,
         and installed if need be, when first needed). ``in_jvm_restarts``: a crash of a real
@@ -59,12 +61,15 @@ class LocalTarget(ClusterTarget):
         (None: the profile's) and ``settings_profile``: the bookies' settings
         (:mod:`conformance.targets.bookie_settings`); ``planned_config``: the configuration
         the target will be opened with, if known, so that the system line says the storage
-        it runs before it is opened."""
+        it runs before it is opened. ``gates``: the bookies' JVMs load the gate agent, and
+        races may be run by a gate schedule (real BookKeeper bookies only;
+        :mod:`conformance.gated_races`)."""
         super().__init__(request_timeout=request_timeout)
         self.in_jvm_restarts = in_jvm_restarts
         self.ledger_storage = ledger_storage
         self.settings_profile = settings_profile
         self.planned_config = planned_config
+        self.gates = gates
         self._bookies = bookies
         self.zookeeper = zookeeper
         self.bookie_extra = dict(bookie_extra or {})
@@ -97,7 +102,12 @@ class LocalTarget(ClusterTarget):
                 storage=self.ledger_storage,
             ),
             in_jvm_restarts=self.in_jvm_restarts,
+            gates=self.gates,
         )
+        if self.gates and self.bookies.kind != BOOKKEEPER:
+            raise UnsupportedConfiguration(
+                "gates hold a real BookKeeper bookie's threads: the reference bookie has none"
+            )
         self._local = LocalCluster(self._options(cfg.bookies, settings))
         self._local.start()
         return self._local

@@ -108,6 +108,9 @@ class TargetSpec:
     #: :mod:`adapters.cluster.bookie_profiles`).
     ledger_storage: str | None = None
     settings_profile: str = DEFAULT_PROFILE
+    #: ``local`` with real bookies: their JVMs load the gate agent, so that races can be run
+    #: by gate schedules (``--gates``; :mod:`conformance.gated_races`).
+    gates: bool = False
 
     def __post_init__(self) -> None:
         self._check_bookie_settings()
@@ -143,6 +146,11 @@ class TargetSpec:
             raise ValueError(
                 "--keep-ledgers: only --target external leaves ledgers on a cluster that "
                 "outlives the run"
+            )
+        if self.gates and (self.kind != "local" or self.bookie_kind != BOOKKEEPER):
+            raise ValueError(
+                "--gates holds real bookies' threads in their JVMs: --target local with real "
+                "BookKeeper bookies (not the reference bookie, containers or an external cluster)"
             )
         if self.agents and self.agent_token_file is None:
             raise ValueError("--agent needs --agent-token-file")
@@ -323,6 +331,7 @@ class TargetSpec:
                 ledger_storage=self.storage,
                 settings_profile=self.profile,
                 planned_config=config,
+                gates=self.gates,
             )
         if self.kind == "docker":
             from conformance.targets.docker_target import OFFICIAL_BOOKKEEPER_VERSION, DockerTarget

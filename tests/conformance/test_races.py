@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
 
+from adapters.cluster.gates import At, GatePoint
 from conformance.engine import Execution
+from conformance.gated_races import Gated, GateReport, GateSchedule, Stop
 from conformance.observations import Observation
 from conformance.operations import Deliver, Operation
 from conformance.races import (
@@ -317,3 +320,78 @@ def test_no_answer_from_a_request_the_model_cannot_process_is_not_taken_as_lost(
     found = explain(cfg, state, (Restart(1), second), _timed(RESTARTED, None))
     assert not found.explained
     assert "the model cannot carry out c1's add e2 (lac=0) to b1" in found.finding()
+
+
+#: The fence held at its setFenced, the add sent meanwhile (tests/conformance/test_gated_races.py).
+FENCE_HELD = GateSchedule(1, Stop(GatePoint.SET_FENCED, At.ENTRY))
+
+
+class _ScriptedGates(_Scripted):
+    """A scripted target whose bookies load the gate agent: its race answers carry the gate
+    reports given (None: it says nothing of its gates)."""
+
+    gates = True
+
+    def __init__(
+        self, answers: Sequence[Observation], reports: Sequence[GateReport | None]
+    ) -> None:
+        super().__init__(answers)
+        self.reports = list(reports)
+        self.schedules: list[GateSchedule | None] = []
+
+    def invoke_concurrently(  # type: ignore[override]
+        self,
+        ops: Sequence[Deliver],
+        offsets_s: Sequence[float],
+        gates: GateSchedule | None = None,
+    ) -> list[Timed]:
+        self.schedules.append(gates)
+        timed = super().invoke_concurrently(ops, offsets_s)
+        return [dataclasses.replace(t, gate=r) for t, r in zip(timed, self.reports, strict=True)]
+
+
+def test_a_gated_race_is_judged_and_says_what_its_gates_did() -> None:
+    reports = [GateReport(None, Gated.NOT_HELD), GateReport(FENCE_HELD.first, Gated.HELD, 1)]
+    target = _ScriptedGates([FENCED_ADD, _fence(0)], reports)
+    execution = Execution(CFG, target)  # type: ignore[arg-type]
+    execution.state = PREFIX
+    records = execution.apply_race([ADD, FENCE], [0.0, 0.0], FENCE_HELD)
+    assert target.schedules == [FENCE_HELD]
+    gates = {r.action: r.race["gate"] for r in records}  # type: ignore[index]
+    assert gates == {
+        "BookieSendsFencingReadLacResponse": "held at the entry of "
+        "LedgerDescriptorImpl.setFenced, released first",
+        "BookieSendsAddFencedResponse": "not held (ran through)",
+    }
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.CLEAN
+    assert outcome.races is not None and outcome.races.gates.reached == 1
+    assert outcome.races.as_dict()["gates"]["gated"] == 1
+
+
+def test_an_unexplained_gated_race_names_its_schedule_and_what_its_gates_did() -> None:
+    reports = [GateReport(None, Gated.NOT_HELD), GateReport(FENCE_HELD.first, Gated.HELD, 1)]
+    execution = Execution(CFG, _ScriptedGates([OK_ADD, _fence(0)], reports))  # type: ignore[arg-type]
+    execution.state = PREFIX
+    (record,) = execution.apply_race([ADD, FENCE], [0.0, 0.0], FENCE_HELD)
+    assert record.race is not None and record.race["gate_schedule"] == FENCE_HELD.as_dict()
+    assert [a["gate"] for a in record.race["answers"]] == [r.describe() for r in reports]
+    assert execution.finish().verdict is Verdict.DIVERGENCE
+
+
+def test_a_gated_race_whose_target_says_nothing_of_its_gates_is_undecided() -> None:
+    target = _ScriptedGates([FENCED_ADD, _fence(0)], [None, None])
+    execution = Execution(CFG, target)  # type: ignore[arg-type]
+    execution.state = PREFIX
+    assert execution.apply_race([ADD, FENCE], [0.0, 0.0], FENCE_HELD) == []
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.UNDECIDED
+    assert "without saying what its gates did" in (outcome.error or "")
+
+
+def test_a_target_without_gates_cannot_run_a_gated_race() -> None:
+    execution = _execution([FENCED_ADD, _fence(0)])
+    assert execution.apply_race([ADD, FENCE], [0.0, 0.0], FENCE_HELD) == []
+    outcome = execution.finish()
+    assert outcome.verdict is Verdict.UNDECIDED
+    assert "no gates" in (outcome.error or "")

@@ -283,3 +283,22 @@ def test_progress_lines_say_what_is_left_and_keep_each_phase_s_last_on_a_termina
         "  " + explorer.describe(rate=True),
         "  " + explorer.describe(rate=True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--target", "local", "--gates"], "it needs --races"),
+        (["--target", "model", "--races", "--gates"], "--target local with real BookKeeper"),
+        (
+            ["--target", "local", "--bookie-kind", "reference", "--races", "--gates"],
+            "not the reference bookie",
+        ),
+    ],
+)
+def test_gates_are_refused_where_no_bookie_thread_can_be_held(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], why: str
+) -> None:
+    assert main(["run", *argv, "--seconds", "1", "--runs-dir", str(tmp_path)]) == 2
+    assert why in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # refused before anything started

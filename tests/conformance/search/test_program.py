@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.cluster.gates import At, GatePoint
 from conformance.engine import Execution
-from conformance.races import member_of, raceable
+from conformance.gated_races import Gated, GateReport, GateSchedule, Stop, schedules
+from conformance.operations import Crash, Deliver
+from conformance.races import Member, Timed, member_of, raceable
 from conformance.scenarios import SCENARIOS
 from conformance.search.choices import ReplayChooser
 from conformance.search.danger import danger
@@ -21,13 +26,17 @@ from conformance.search.program import (
     decide,
     encode,
     encode_trace,
+    gate_proposals,
+    race_proposals,
     run_example,
 )
 from conformance.targets.model_target import ModelTarget
+from conformance.verdict import Verdict
 from model.bookkeeper.action_table import ALL_ACTIONS
 from model.bookkeeper.actions import init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import replay
+from model.bookkeeper.records import AddEntryRequest, FenceRequest, State
 from model.bookkeeper.scripted import run_script, step
 
 CONFIGS = [
@@ -204,9 +213,14 @@ def test_a_race_jitter_delays_each_raced_request_by_its_draw(
     sent: list[tuple[float, ...]] = []
     original = Execution.apply_race
 
-    def spy(self: Execution, transitions: object, offsets_s: tuple[float, ...] = ()) -> object:
+    def spy(
+        self: Execution,
+        transitions: object,
+        offsets_s: tuple[float, ...] = (),
+        gates: GateSchedule | None = None,
+    ) -> object:
         sent.append(tuple(offsets_s))
-        return original(self, transitions, offsets_s)  # type: ignore[arg-type]
+        return original(self, transitions, offsets_s, gates)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Execution, "apply_race", spy)
     draws = iter([0.0003, 0.0001])
@@ -220,3 +234,118 @@ def test_a_race_jitter_delays_each_raced_request_by_its_draw(
     )
     assert run.outcome.verdict == "clean"
     assert sent == [(RACE_OFFSETS_S[2] + 0.0003, RACE_OFFSETS_S[0] + 0.0001)]
+
+
+class _GatedModelTarget(ModelTarget):
+    """The model's bookies, serving a gated race as its schedule orders it (the request held
+    first answers last), each answer with its gate's report; the schedules it was given."""
+
+    gates = True
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        self.schedules: list[GateSchedule] = []
+
+    def invoke_concurrently(  # type: ignore[override]
+        self,
+        ops: Sequence[Deliver | Crash],
+        offsets_s: Sequence[float],
+        gates: GateSchedule | None = None,
+    ) -> list[Timed]:
+        if gates is None:
+            return super().invoke_concurrently(ops, offsets_s)
+        self.schedules.append(gates)
+        offsets = [1.0 if i == gates.held else 0.0 for i in range(len(ops))]
+        answers = super().invoke_concurrently(ops, offsets)
+        reports = {gates.held: GateReport(gates.first, Gated.HELD, 1)}
+        reports[gates.other] = GateReport(gates.second, Gated.NOT_HELD)
+        return [dataclasses.replace(a, gate=reports[i]) for i, a in enumerate(answers)]
+
+
+#: c1's add of e2 and c2's fence read wait at b1 (tests/conformance/test_races.py's prefix).
+RACING_AT_B1 = ModelConfig(
+    bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
+)
+RACING_AT_B1_STEPS = [
+    step("ClientCreatesLedger", client="c1"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b1"),
+    step("BookieSendsAddConfirmedResponse", bookie="b2"),
+    step("BookieSendsAddConfirmedResponse", bookie="b3"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
+    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
+    step("ClientSendsAddEntryRequests", client="c1"),
+    step("ClientStartsRecovery", client="c2"),
+]
+
+
+def _add_and_fence_at_b1(cfg: ModelConfig, state: State) -> tuple[Member, Member]:
+    racing = [member_of(t) for t in raceable(successors(cfg, state))]
+    at_b1 = [m for m in racing if getattr(m, "bookie", None) == 0]
+    add = next(m for m in at_b1 if isinstance(m, AddEntryRequest))
+    fence = next(m for m in at_b1 if isinstance(m, FenceRequest))
+    return add, fence
+
+
+@pytest.mark.parametrize("held", [0, 1])
+def test_an_encoded_gated_race_replays_with_its_schedule(held: int) -> None:
+    cfg = RACING_AT_B1
+    trace = run_script(cfg, RACING_AT_B1_STEPS)
+    pair = _add_and_fence_at_b1(cfg, trace[-1].state)
+    schedule = GateSchedule(
+        held, Stop(GatePoint.STORAGE_ADD if held == 0 else GatePoint.SET_FENCED, At.ENTRY)
+    )
+    choices = encode_trace(cfg, trace, 20, then_race=pair, gates=True, schedule=schedule)
+    target = _GatedModelTarget(cfg)
+    chooser = ReplayChooser(choices)
+    run = run_example(cfg, target, chooser, max_steps=20, races=True, gates=True)
+    assert chooser.position == len(choices)
+    (given,) = target.schedules
+    # The schedule's ``held`` names a place in ``pair``; the race's own order may differ.
+    raced = next(r for r in run.outcome.steps if r.race)
+    assert given.first == schedule.first
+    held_request = pair[held]
+    assert isinstance(held_request, AddEntryRequest) == (given.first.point is GatePoint.STORAGE_ADD)
+    assert "gate" in raced.race  # type: ignore[operator]
+    races = run.outcome.races
+    assert races is not None and races.gates.gated == 1 and races.gates.reached == 1
+    assert run.outcome.verdict is Verdict.CLEAN
+
+
+def test_gate_proposals_list_every_schedule_of_each_pair_of_kinds_once() -> None:
+    cfg = RACING_AT_B1
+    trace = run_script(cfg, RACING_AT_B1_STEPS)
+    pair = _add_and_fence_at_b1(cfg, trace[-1].state)
+    every = schedules(pair)  # type: ignore[arg-type]
+    # One pair of kinds (an add and a fence read): its schedules once, not once per trace.
+    proposed = gate_proposals(cfg, [trace, trace], 20)
+    assert len(proposed) == len(every)
+    target = _GatedModelTarget(cfg)
+    for choices in proposed[:3]:
+        run_example(cfg, target, ReplayChooser(choices), max_steps=20, races=True, gates=True)
+    assert target.schedules == every[:3]
+    assert gate_proposals(cfg, [trace], 20, should_stop=lambda: True) == []
+    # The races proposed beside them are not gated, and are read as an example that may gate.
+    ungated = race_proposals(cfg, [trace], 20, gates=True)
+    assert len(ungated) == 2
+    for choices in ungated:
+        run_example(cfg, target, ReplayChooser(choices), max_steps=20, races=True, gates=True)
+    assert len(target.schedules) == 3
+
+
+def test_an_example_that_may_gate_draws_no_gate_first() -> None:
+    cfg = RACING_AT_B1
+    trace = run_script(cfg, RACING_AT_B1_STEPS)
+    pair = _add_and_fence_at_b1(cfg, trace[-1].state)
+    plain = encode_trace(cfg, trace, 20, then_race=pair, gates=True)
+    target = _GatedModelTarget(cfg)
+    run_example(cfg, target, ReplayChooser(plain), max_steps=20, races=True, gates=True)
+    assert target.schedules == []
+    with pytest.raises(ValueError, match="may gate"):
+        encode_trace(
+            cfg,
+            trace,
+            20,
+            then_race=pair,
+            schedule=GateSchedule(0, Stop(GatePoint.SET_FENCED, At.ENTRY)),
+        )

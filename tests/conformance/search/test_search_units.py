@@ -349,6 +349,7 @@ class FakeRunner:
         on_step: Callable[[], None],
         on_record: Callable[[StepRecord], None] | None = None,  # the run directory's; unused
         races: bool = False,
+        gates: bool = False,
     ) -> ExampleRun:
         self.max_steps.append(max_steps)
         chooser.integer(0, 9)
