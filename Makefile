@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test quick lint bench mutate findings-table clean
+.PHONY: run test quick lint bench mutate findings-table findings-verify clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,6 +35,14 @@ mutate: $(VENV)/.installed
 # runs/findings-table/table.md (docs/findings/findings-table.md).
 findings-table: $(VENV)/.installed
 	$(PY) tools/findings_table.py --out runs/findings-table
+
+# The upstream-style reproducers (reproducers/zookeeper, JUnit in ZooKeeper's framework) on the
+# released jars, and with --with-fix on a build with the candidate fix (a few minutes; Maven's
+# repository is $BKCONFORM_HOME/m2-reproducers; not in CI): runs/findings-verify/table.md.
+# Other releases: make findings-verify VERIFY_ARGS="--versions 3.9.5,3.8.4 --with-fix".
+VERIFY_ARGS ?= --with-fix
+findings-verify: $(VENV)/.installed
+	$(PY) tools/findings_verify.py $(VERIFY_ARGS)
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/tox -e bench

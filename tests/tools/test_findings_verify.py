@@ -1,0 +1,192 @@
+"""tools/findings_verify.py's pure parts: the options (releases, bad ones refused before
+anything runs), the expected results (FAIL on a release, PASS with the fix) and the exit code
+they make, the table, surefire's reports read into an outcome, and the Maven calls (the
+reproducers' own repository, a fix build's version that never shadows a release)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from tools import findings_verify
+from tools.findings_verify import (
+    ERROR,
+    FAIL,
+    PASS,
+    Outcome,
+    Row,
+    exit_code,
+    parse_versions,
+    read_surefire_reports,
+    render_table,
+)
+
+
+def test_versions_are_release_numbers_in_order_without_repeats() -> None:
+    assert parse_versions("3.9.5") == ("3.9.5",)
+    assert parse_versions(" 3.9.5, release-3.8.4 ,3.9.5,") == ("3.9.5", "3.8.4")
+    for bad in ("", ",", "3.9", "3.9.5-SNAPSHOT", "latest"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_versions(bad)
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path))
+    monkeypatch.delenv("BKCONFORM_ZOOKEEPER_MIRROR", raising=False)
+    args = findings_verify.parser().parse_args([])
+    assert args.versions == ("3.9.5",)
+    assert not args.with_fix and not args.reuse_build
+    assert args.mirror == findings_verify.DEFAULT_MIRROR
+    assert findings_verify.maven_repo(args) == tmp_path / "m2-reproducers"
+    assert args.timeout > 0 and args.build_timeout > 0
+    args = findings_verify.parser().parse_args(
+        ["--versions", "3.8.4,3.9.5", "--with-fix", "--maven-repo", str(tmp_path / "m2")]
+    )
+    assert args.versions == ("3.8.4", "3.9.5") and args.with_fix
+    assert findings_verify.maven_repo(args) == tmp_path / "m2"
+
+
+def test_bad_options_are_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_run(*args: object, **kwargs: object) -> int:
+        raise AssertionError("nothing may run")
+
+    monkeypatch.setattr(findings_verify, "run", no_run)
+    out = ["--out", str(tmp_path / "out")]
+    assert findings_verify.main(["--versions", "3.9", *out]) == 2
+    assert findings_verify.main(["--timeout", "0", *out]) == 2
+    assert findings_verify.main(["--reuse-build", *out]) == 2
+    assert "--reuse-build needs --with-fix" in capsys.readouterr().err
+    assert findings_verify.main(["--mvn", str(tmp_path / "no-mvn"), *out]) == 2
+    assert "mvn not found" in capsys.readouterr().err
+    mirror = ["--mirror", str(tmp_path / "no-mirror")]
+    assert findings_verify.main(["--mvn", "true", "--with-fix", *mirror, *out]) == 2
+    assert "no ZooKeeper git mirror" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def _row(released: str, fix: str | None = None) -> Row:
+    return Row("3.9.5", Outcome(released), None if fix is None else Outcome(fix))
+
+
+def test_expected_results_fail_on_the_release_and_pass_with_the_fix() -> None:
+    assert _row(FAIL).as_expected()
+    assert _row(FAIL, PASS).as_expected()
+    assert not _row(PASS).as_expected()  # the release does not show the finding
+    assert not _row(FAIL, FAIL).as_expected()  # the fix does not remove it
+    assert not _row(PASS, PASS).as_expected()
+    assert not _row(ERROR, PASS).as_expected()
+    assert not _row(FAIL, ERROR).as_expected()
+
+
+def test_exit_code_is_zero_only_when_every_result_is_as_expected() -> None:
+    assert exit_code([_row(FAIL, PASS), Row("3.8.4", Outcome(FAIL))]) == 0
+    assert exit_code([_row(FAIL, PASS), Row("3.8.4", Outcome(PASS))]) == 1
+    assert exit_code([_row(FAIL, FAIL)]) == 1
+    assert exit_code([_row(FAIL, ERROR)]) == 2  # an ERROR wins: nothing was decided there
+    assert exit_code([_row(PASS), _row(ERROR)]) == 2
+
+
+def test_the_table_has_a_line_per_release_and_says_what_was_expected() -> None:
+    table = render_table([_row(FAIL, PASS), Row("3.8.4", Outcome(PASS))])
+    lines = table.splitlines()
+    assert lines[0] == "| release | released | with fix | as expected |"
+    assert lines[2] == "| 3.9.5 | FAIL (as expected) | PASS (as expected) | yes |"
+    assert lines[3] == "| 3.8.4 | PASS (expected FAIL) | not run | no |"
+
+
+def _report(directory: Path, name: str, cases: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"TEST-{name}.xml").write_text(
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="{name}">{cases}</testsuite>\n'
+    )
+
+
+def test_surefire_reports_make_an_outcome(tmp_path: Path) -> None:
+    assert read_surefire_reports(tmp_path / "none") is None
+    failed = tmp_path / "failed"
+    _report(
+        failed,
+        "T",
+        '<testcase name="a(File)"><failure message="it holds /uncommitted" type="X"/></testcase>'
+        '<testcase name="b"/>',
+    )
+    outcome = read_surefire_reports(failed)
+    assert outcome is not None and outcome.result == FAIL
+    assert outcome.failures == {"a": "it holds /uncommitted"}
+    assert outcome.detail == "1 of 2 tests failed"
+
+    passed = tmp_path / "passed"
+    _report(passed, "T", '<testcase name="a"/><testcase name="b"><skipped/></testcase>')
+    outcome = read_surefire_reports(passed)
+    assert outcome is not None and outcome.result == PASS and outcome.detail == "1 tests passed"
+
+    errored = tmp_path / "errored"
+    _report(errored, "T", '<testcase name="a"><error message="NoClassDefFound"/></testcase>')
+    outcome = read_surefire_reports(errored)
+    assert outcome is not None and outcome.result == ERROR and "NoClassDefFound" in outcome.detail
+
+    empty = tmp_path / "empty"
+    _report(empty, "T", "")
+    outcome = read_surefire_reports(empty)
+    assert outcome is not None and outcome.result == ERROR
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "TEST-T.xml").write_text("<testsuite")
+    outcome = read_surefire_reports(broken)
+    assert outcome is not None and outcome.result == ERROR
+
+
+def test_maven_calls_use_the_reproducers_repository_and_a_fix_version(tmp_path: Path) -> None:
+    repo = tmp_path / "m2"
+    fixed = findings_verify.fix_version("3.9.5")
+    assert fixed == "3.9.5-bkconform-fix"
+
+    run = findings_verify.reproducer_command("mvn", repo, tmp_path / "t", fixed, "3.9.5")
+    assert f"-Dmaven.repo.local={repo}" in run
+    assert f"-Dzookeeper.version={fixed}" in run
+    assert "-Dzookeeper.tests.version=3.9.5" in run
+    assert f"-Dreproducers.build.dir={tmp_path / 't'}" in run
+    assert run[-1] == "test"
+
+    set_version = findings_verify.set_version_command("mvn", repo, fixed)
+    assert f"-DnewVersion={fixed}" in set_version and f"-Dmaven.repo.local={repo}" in set_version
+
+    build = findings_verify.build_command("mvn", repo)
+    assert build[build.index("-pl") + 1] == "zookeeper-server" and "-am" in build
+    assert "install" in build and "-DskipTests" in build
+    assert f"-Dmaven.repo.local={repo}" in build
+
+    jar = findings_verify.installed_jar(repo, fixed)
+    assert jar == repo / "org/apache/zookeeper/zookeeper" / fixed / f"zookeeper-{fixed}.jar"
+
+
+def test_every_default_release_has_its_patch() -> None:
+    for version in findings_verify.DEFAULT_VERSIONS:
+        patch = findings_verify.patch_for(version)
+        assert patch.is_file(), patch
+        assert "diff --git a/zookeeper-server/" in patch.read_text()
+
+
+def test_main_runs_with_an_absolute_out_and_exits_with_the_table_s_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[argparse.Namespace] = []
+
+    def verify(args: argparse.Namespace) -> list[Row]:
+        seen.append(args)
+        return [_row(FAIL, PASS if args.with_fix else None)]
+
+    monkeypatch.setattr(findings_verify, "check_tools", lambda args, with_fix: None)
+    monkeypatch.setattr(findings_verify, "verify", verify)
+    monkeypatch.chdir(tmp_path)
+    assert findings_verify.main(["--with-fix", "--out", "relative"]) == 0
+    assert seen[-1].out == tmp_path / "relative"  # Maven runs elsewhere: the path is absolute
+    assert "| 3.9.5 | FAIL (as expected) | PASS (as expected) | yes |" in capsys.readouterr().out
+
+    monkeypatch.setattr(findings_verify, "verify", lambda args: [_row(PASS)])
+    assert findings_verify.main(["--out", "relative"]) == 1

@@ -1,0 +1,608 @@
+"""A finding's upstream-style reproducer, run against released ZooKeeper and against a patched
+build: it must fail on the releases the finding affects and pass with the candidate fix.
+
+The reproducer is a JUnit test in ZooKeeper's own framework (``reproducers/zookeeper``,
+``LeaderStartupSnapshotTest``: docs/findings/zookeeper-uncommitted-write-survives-trunc.md),
+run by Maven on the released ``org.apache.zookeeper:zookeeper`` jar and its ``tests`` jar.
+
+With ``--with-fix``, for each release the source is exported from a git mirror of ZooKeeper
+(``git archive release-<v>``) into a temporary directory, the candidate fix
+(``reproducers/zookeeper/patches/release-<v>-no-startup-snapshot.patch``) is applied, the
+version is set to ``<v>-bkconform-fix`` (so the build never shadows the released artifact),
+``zookeeper-server`` is built and installed (``-pl zookeeper-server -am install``, no tests)
+and the reproducer runs again on that build (with the release's ``tests`` jar: the framework
+does not change with the patch). The temporary directory is removed after.
+
+Every Maven call uses the reproducers' own local repository (``--maven-repo``, default
+``$BKCONFORM_HOME/m2-reproducers``), runs in its own process group, and is stopped (the group
+killed) after its timeout or when this script is interrupted. Maven calls run one at a time.
+
+    python tools/findings_verify.py [--versions 3.9.5,3.8.4] [--with-fix] [--reuse-build]
+        [--mirror /work/.mirror/apache+zookeeper/repo] [--maven-repo DIR]
+        [--out runs/findings-verify] [--timeout 900] [--build-timeout 2400]
+
+Output: a table, release x {released, with fix}, each cell PASS (every reproducer test
+passed), FAIL (a reproducer test failed: the finding is shown) or ERROR (the reproducer could
+not run: build, resolution, compilation, timeout), also written to ``<out>/table.md`` and
+``<out>/table.json``; Maven's output of each run is in ``<out>/<release>-<variant>/mvn.log``.
+
+Exit 0 when every result is as expected (FAIL on the release, PASS with the fix), 1 when a
+result is not, 2 when a result could not be had (ERROR) or the options are bad.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the project's packages come from the tree
+    sys.path.insert(0, str(ROOT))
+
+from adapters.user_state import bkconform_home  # noqa: E402
+
+REPRODUCER = ROOT / "reproducers" / "zookeeper"
+PATCHES = REPRODUCER / "patches"
+PATCH_NAME = "release-{version}-no-startup-snapshot.patch"
+#: The reproducer's test class (surefire's ``-Dtest``).
+TEST_CLASS = "LeaderStartupSnapshotTest"
+DEFAULT_VERSIONS = ("3.9.5",)
+DEFAULT_MIRROR = Path("/work/.mirror/apache+zookeeper/repo")
+#: The version a patched build is installed under: never a released one.
+FIX_SUFFIX = "bkconform-fix"
+#: What a fix build is allowed to skip: tests, and what checks or documents the sources.
+BUILD_SKIPS = (
+    "-DskipTests",
+    "-Dmaven.test.skip=true",
+    "-Dcheckstyle.skip=true",
+    "-Dspotbugs.skip=true",
+    "-Drat.skip=true",
+    "-Dmaven.javadoc.skip=true",
+    "-Dmaven.source.skip=true",
+    "-Dcyclonedx.skip=true",
+    "-Dgpg.skip=true",
+    "-Ddependency-check.skip=true",
+)
+VERSIONS_PLUGIN = "org.codehaus.mojo:versions-maven-plugin:2.16.2"
+VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
+
+PASS = "PASS"
+FAIL = "FAIL"
+ERROR = "ERROR"
+#: What each variant's run must give: the release reproduces the finding, the fix removes it.
+EXPECTED = {"released": FAIL, "fix": PASS}
+
+
+class VerifyError(Exception):
+    """A step could not be run (no mirror, no mvn, no patch, a build that failed)."""
+
+
+# Options ----------------------------------------------------------------------------------
+
+
+def parse_versions(text: str) -> tuple[str, ...]:
+    """``3.9.5,3.8.4`` -> ("3.9.5", "3.8.4"): each a release number, no repeats."""
+    versions: list[str] = []
+    for part in text.split(","):
+        version = part.strip().removeprefix("release-")
+        if not version:
+            continue
+        if not VERSION_PATTERN.match(version):
+            raise argparse.ArgumentTypeError(f"not a release number: {part.strip()!r}")
+        if version not in versions:
+            versions.append(version)
+    if not versions:
+        raise argparse.ArgumentTypeError("no release given")
+    return tuple(versions)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="findings_verify",
+        description="Run the ZooKeeper reproducer against releases, and with the candidate fix.",
+    )
+    p.add_argument(
+        "--versions",
+        type=parse_versions,
+        default=DEFAULT_VERSIONS,
+        help="comma-separated ZooKeeper releases (default: %(default)s)",
+    )
+    p.add_argument(
+        "--with-fix",
+        action="store_true",
+        help="also build each release with its candidate fix and run the reproducer on it",
+    )
+    p.add_argument(
+        "--reuse-build",
+        action="store_true",
+        help="with --with-fix: reuse a patched build installed from the same patch",
+    )
+    p.add_argument(
+        "--mirror",
+        type=Path,
+        default=Path(os.environ.get("BKCONFORM_ZOOKEEPER_MIRROR", str(DEFAULT_MIRROR))),
+        help="ZooKeeper's git directory, with its release tags (default: %(default)s)",
+    )
+    p.add_argument(
+        "--maven-repo",
+        type=Path,
+        default=None,
+        help="Maven's local repository (default: $BKCONFORM_HOME/m2-reproducers)",
+    )
+    p.add_argument("--mvn", default="mvn", help="the mvn command (default: %(default)s)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "runs" / "findings-verify",
+        help="where the runs' logs and the table go (default: runs/findings-verify)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive,
+        default=900.0,
+        help="seconds for one reproducer run (default: %(default)s)",
+    )
+    p.add_argument(
+        "--build-timeout",
+        type=_positive,
+        default=2400.0,
+        help="seconds for one Maven call of a fix build (default: %(default)s)",
+    )
+    return p
+
+
+def maven_repo(args: argparse.Namespace) -> Path:
+    repo: Path | None = args.maven_repo
+    return repo if repo is not None else bkconform_home() / "m2-reproducers"
+
+
+def patch_for(version: str) -> Path:
+    return PATCHES / PATCH_NAME.format(version=version)
+
+
+def fix_version(version: str) -> str:
+    return f"{version}-{FIX_SUFFIX}"
+
+
+# Results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One reproducer run: PASS, FAIL or ERROR, and what it said."""
+
+    result: str
+    detail: str = ""
+    #: The failed tests' assertion messages (FAIL), by test name.
+    failures: dict[str, str] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Row:
+    """A release's results: the released jars and (None: not run) the patched build."""
+
+    version: str
+    released: Outcome
+    fix: Outcome | None = None
+
+    def as_expected(self) -> bool:
+        if self.released.result != EXPECTED["released"]:
+            return False
+        return self.fix is None or self.fix.result == EXPECTED["fix"]
+
+    def has_error(self) -> bool:
+        return ERROR in (self.released.result, self.fix.result if self.fix else None)
+
+
+def exit_code(rows: Sequence[Row]) -> int:
+    """0: every result as expected; 2: a result is an ERROR; 1: a result is not as expected."""
+    if any(row.has_error() for row in rows):
+        return 2
+    return 0 if all(row.as_expected() for row in rows) else 1
+
+
+def _cell(outcome: Outcome | None, expected: str) -> str:
+    if outcome is None:
+        return "not run"
+    if outcome.result == expected:
+        return f"{outcome.result} (as expected)"
+    return f"{outcome.result} (expected {expected})"
+
+
+def render_table(rows: Sequence[Row]) -> str:
+    """The markdown table: a line per release."""
+    lines = [
+        "| release | released | with fix | as expected |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.version} | {_cell(row.released, EXPECTED['released'])} "
+            f"| {_cell(row.fix, EXPECTED['fix'])} | {'yes' if row.as_expected() else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def read_surefire_reports(reports: Path) -> Outcome | None:
+    """The outcome the reports in ``reports`` (surefire's ``TEST-*.xml``) give: FAIL when a
+    test failed (an assertion), ERROR when one ended in an exception or none ran, else PASS.
+    None when there is no report."""
+    files = sorted(reports.glob("TEST-*.xml")) if reports.is_dir() else []
+    if not files:
+        return None
+    ran = 0
+    failures: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for file in files:
+        try:
+            suite = ET.parse(file).getroot()
+        except ET.ParseError as e:
+            return Outcome(ERROR, f"unreadable report {file.name}: {e}")
+        for case in suite.iter("testcase"):
+            name = case.get("name", "?").split("(")[0]
+            if case.find("skipped") is not None:
+                continue
+            ran += 1
+            failure = case.find("failure")
+            error = case.find("error")
+            if failure is not None:
+                failures[name] = (failure.get("message") or failure.get("type") or "").strip()
+            elif error is not None:
+                errors[name] = (error.get("message") or error.get("type") or "").strip()
+    if errors:
+        detail = "; ".join(f"{name}: {message}" for name, message in errors.items())
+        return Outcome(ERROR, f"test error: {detail}", failures)
+    if ran == 0:
+        return Outcome(ERROR, "no test ran")
+    if failures:
+        return Outcome(FAIL, f"{len(failures)} of {ran} tests failed", failures)
+    return Outcome(PASS, f"{ran} tests passed")
+
+
+# Commands (pure) ---------------------------------------------------------------------------
+
+
+def reproducer_command(
+    mvn: str, repo: Path, build_dir: Path, version: str, tests_version: str
+) -> list[str]:
+    """The ``mvn`` call that runs the reproducer on ``version`` (framework from
+    ``tests_version``'s tests jar), building in ``build_dir``."""
+    return [
+        mvn,
+        "-B",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={repo}",
+        "-f",
+        str(REPRODUCER / "pom.xml"),
+        f"-Dzookeeper.version={version}",
+        f"-Dzookeeper.tests.version={tests_version}",
+        f"-Dreproducers.build.dir={build_dir}",
+        f"-Dtest={TEST_CLASS}",
+        "-Dsurefire.failIfNoSpecifiedTests=false",
+        "test",
+    ]
+
+
+def set_version_command(mvn: str, repo: Path, version: str) -> list[str]:
+    return [
+        mvn,
+        "-B",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={repo}",
+        f"{VERSIONS_PLUGIN}:set",
+        f"-DnewVersion={version}",
+        "-DgenerateBackupPoms=false",
+        "-DprocessAllModules=true",
+    ]
+
+
+def build_command(mvn: str, repo: Path) -> list[str]:
+    return [
+        mvn,
+        "-B",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={repo}",
+        "-pl",
+        "zookeeper-server",
+        "-am",
+        "install",
+        *BUILD_SKIPS,
+    ]
+
+
+def installed_jar(repo: Path, version: str) -> Path:
+    return (
+        repo / "org" / "apache" / "zookeeper" / "zookeeper" / version / f"zookeeper-{version}.jar"
+    )
+
+
+def build_marker(repo: Path, version: str) -> Path:
+    """Written next to a patched build's jar: the digest of the patch it was built from."""
+    return installed_jar(repo, version).parent / "bkconform-patch.sha256"
+
+
+def patch_digest(patch: Path) -> str:
+    return hashlib.sha256(patch.read_bytes()).hexdigest()
+
+
+# Running ----------------------------------------------------------------------------------
+
+
+def run(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    log: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> int | None:
+    """Run ``command`` in its own process group, its output appended to ``log``: its exit code,
+    or None after ``timeout`` (the group killed). Interrupted, it kills the group too."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(command)}  (in {cwd})\n")
+        out.flush()
+        process = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
+        )
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out.write(f"\n[findings_verify] stopped after {timeout:.0f} s\n")
+            return None
+        finally:
+            if process.returncode is None or _group_alive(process.pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=30)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is left (surefire's forked JVM, say)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def run_reproducer(
+    args: argparse.Namespace, version: str, tests_version: str, variant: str
+) -> Outcome:
+    """Run the reproducer on ``version``; its build directory and log under ``--out``."""
+    where = args.out / f"{tests_version}-{variant}"
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    log = where / "mvn.log"
+    command = reproducer_command(
+        args.mvn, maven_repo(args), where / "target", version, tests_version
+    )
+    started = time.monotonic()
+    code = run(command, cwd=REPRODUCER, log=log, timeout=args.timeout)
+    seconds = time.monotonic() - started
+    if code is None:
+        return Outcome(ERROR, f"timed out after {args.timeout:.0f} s (log: {log})", seconds=seconds)
+    outcome = read_surefire_reports(where / "target" / "surefire-reports")
+    if outcome is None:
+        return Outcome(
+            ERROR,
+            f"mvn exited {code} with no test report (log: {log}):\n{_tail(log)}",
+            seconds=seconds,
+        )
+    if outcome.result == PASS and code != 0:
+        outcome = Outcome(ERROR, f"tests passed but mvn exited {code} (log: {log})")
+    return dataclasses.replace(outcome, seconds=seconds)
+
+
+def check_tools(args: argparse.Namespace, with_fix: bool) -> None:
+    """A clear error before anything runs when mvn, git or the mirror is missing."""
+    if shutil.which(args.mvn) is None:
+        raise VerifyError(f"mvn not found ({args.mvn!r}): install Maven or pass --mvn")
+    if not (REPRODUCER / "pom.xml").is_file():
+        raise VerifyError(f"the reproducer project is missing: {REPRODUCER / 'pom.xml'}")
+    if not with_fix:
+        return
+    if shutil.which("git") is None:
+        raise VerifyError("git not found: needed to export a release's source (--with-fix)")
+    if shutil.which("tar") is None:
+        raise VerifyError("tar not found: needed to export a release's source (--with-fix)")
+    if not args.mirror.is_dir():
+        raise VerifyError(
+            f"no ZooKeeper git mirror at {args.mirror}: pass --mirror (a bare clone or a .git "
+            "directory with the release tags) or set BKCONFORM_ZOOKEEPER_MIRROR"
+        )
+
+
+def _git(mirror: Path, *argv: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", f"--git-dir={mirror}", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@contextlib.contextmanager
+def scratch_directory() -> Iterator[Path]:
+    """A temporary directory under ``$BKCONFORM_HOME/tmp`` (else /tmp), removed after."""
+    base = bkconform_home() / "tmp"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        base = Path(tempfile.gettempdir())
+    path = Path(tempfile.mkdtemp(prefix="findings-verify-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def build_fix(args: argparse.Namespace, version: str, log: Path) -> str:
+    """Export ``release-<version>`` from the mirror, apply its patch, install zookeeper-server
+    as ``<version>-bkconform-fix`` into the reproducers' repository: that version."""
+    patch = patch_for(version)
+    if not patch.is_file():
+        raise VerifyError(f"no candidate fix for {version}: {patch.relative_to(ROOT)} is missing")
+    repo = maven_repo(args)
+    patched = fix_version(version)
+    digest = patch_digest(patch)
+    marker = build_marker(repo, patched)
+    if (
+        args.reuse_build
+        and installed_jar(repo, patched).is_file()
+        and marker.is_file()
+        and marker.read_text().strip() == digest
+    ):
+        with log.open("a") as out:
+            out.write(f"reusing {installed_jar(repo, patched)} (built from {patch.name})\n")
+        return patched
+    tag = f"release-{version}"
+    found = _git(args.mirror, "rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}")
+    if found.returncode != 0:
+        raise VerifyError(f"the mirror {args.mirror} has no tag {tag}")
+    with scratch_directory() as scratch:
+        tar = scratch / "source.tar"
+        source = scratch / "source"
+        source.mkdir()
+        steps: list[tuple[str, list[str], Path, float]] = [
+            (
+                "export",
+                ["git", f"--git-dir={args.mirror}", "archive", "-o", str(tar), tag],
+                scratch,
+                300.0,
+            ),
+            ("extract", ["tar", "-x", "-f", str(tar), "-C", str(source)], scratch, 300.0),
+            ("patch", ["git", "apply", "--verbose", str(patch)], source, 60.0),
+            (
+                "set version",
+                set_version_command(args.mvn, repo, patched),
+                source,
+                args.build_timeout,
+            ),
+            ("build", build_command(args.mvn, repo), source, args.build_timeout),
+        ]
+        # git apply in a directory inside another work tree would patch relative to that tree.
+        alone = {"GIT_CEILING_DIRECTORIES": str(scratch)}
+        for name, command, cwd, timeout in steps:
+            code = run(command, cwd=cwd, log=log, timeout=timeout, env=alone)
+            if code != 0:
+                why = f"timed out after {timeout:.0f} s" if code is None else f"exited {code}"
+                raise VerifyError(f"{version} fix build: {name} {why} (log: {log}):\n{_tail(log)}")
+    if not installed_jar(repo, patched).is_file():
+        raise VerifyError(f"{version} fix build: no {installed_jar(repo, patched)} after install")
+    marker.write_text(digest + "\n")
+    return patched
+
+
+def verify(args: argparse.Namespace) -> list[Row]:
+    rows: list[Row] = []
+    for version in args.versions:
+        print(f"{version}: the reproducer on the released jars ...", flush=True)
+        released = run_reproducer(args, version, version, "released")
+        _say(version, "released", released)
+        fix: Outcome | None = None
+        if args.with_fix:
+            log = args.out / f"{version}-fix-build" / "build.log"
+            if log.parent.exists():
+                shutil.rmtree(log.parent)
+            log.parent.mkdir(parents=True)
+            print(f"{version}: building the candidate fix (log: {log}) ...", flush=True)
+            started = time.monotonic()
+            try:
+                patched = build_fix(args, version, log)
+            except (VerifyError, OSError, subprocess.SubprocessError) as e:
+                fix = Outcome(ERROR, str(e), seconds=time.monotonic() - started)
+            else:
+                print(f"{version}: the reproducer on {patched} ...", flush=True)
+                fix = run_reproducer(args, patched, version, "fix")
+            _say(version, "with fix", fix)
+        rows.append(Row(version, released, fix))
+        write_table(args.out, rows)
+    return rows
+
+
+def _say(version: str, variant: str, outcome: Outcome) -> None:
+    print(f"{version} {variant}: {outcome.result} ({outcome.seconds:.0f} s) {outcome.detail}")
+    for name, message in outcome.failures.items():
+        print(f"    {name}: {message}")
+
+
+def write_table(out: Path, rows: Sequence[Row]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(render_table(rows))
+    (out / "table.json").write_text(
+        json.dumps(
+            [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows],
+            indent=1,
+        )
+        + "\n"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:  # argparse's own exit: 2 on bad options, 0 on --help
+        return int(e.code or 0)
+    args.out = args.out.resolve()  # Maven runs in the reproducer's directory
+    if args.reuse_build and not args.with_fix:
+        print("findings_verify: --reuse-build needs --with-fix", file=sys.stderr)
+        return 2
+    try:
+        check_tools(args, args.with_fix)
+    except VerifyError as e:
+        print(f"findings_verify: {e}", file=sys.stderr)
+        return 2
+    rows = verify(args)
+    print()
+    print(render_table(rows), end="")
+    print(f"(also in {args.out / 'table.md'})")
+    return exit_code(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
