@@ -1,5 +1,6 @@
-"""Gates as a fault kind of the one fault injector (:mod:`.faults`): a minimal value, no search
-uses it yet (issue 49, Deliver 2 chooses the interleavings).
+"""Gates as a fault kind of the one fault injector (:mod:`.faults`). The race search holds
+threads by gate schedules of its own (:mod:`conformance.gated_races`); the Java client's
+searches do not draw this kind yet.
 
 ``gate`` arms a gate in a bookie's JVM (:mod:`adapters.cluster.gates`): the threads that reach
 its point (for its ledger, or any) are held there. It is healed at the run's end, once per
