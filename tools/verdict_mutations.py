@@ -836,6 +836,24 @@ MUTATIONS = (
         ("tests/conformance/javaclient/test_fault_runs.py",),
         "an answer of a bookie back at its place never counts, a false divergence",
     ),
+    Mutation(
+        "encodings-timing-explains-any-maxlac",
+        "conformance/encodings/compare.py",
+        "    return timing is not None and lac is not None and timing.lac_answered <= lac "
+        "<= timing.lac_sent\n",
+        "    return timing is not None\n",
+        ("tests/conformance/encodings/test_encodings.py",),
+        "any maxLAC of a read answer passes as timing, a real value change unseen",
+    ),
+    Mutation(
+        "encodings-enoentry-without-retry-is-timing",
+        "conformance/encodings/compare.py",
+        "        and timing.read_elsewhere_from is not None\n",
+        "",
+        ("tests/conformance/encodings/test_encodings.py",),
+        "an answer seen in one release only passes as timing though the client never read "
+        "the entry elsewhere",
+    ),
 )
 
 

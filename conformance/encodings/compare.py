@@ -14,6 +14,17 @@ where protobuf-java (up to 4.17) writes them in field-number order. The rule is 
 assumed: one side's order must be the field numbers' and the other's the descriptor's
 declaration order, and the declaration-order side must be a LightProto release.
 
+Two *timing rules* (:data:`TIMING_EVIDENCE`) account for what one slow bookie changes in the
+session's read-back, each checked on the capture's own frames (:class:`.kinds.ReadTiming`),
+never assumed: a read answer's ``maxLAC`` that differs, and nothing else of the kind, when each
+side's value is one its bookie could answer given which of its adds it had answered and which
+it had been sent, and one side's bookie still had adds unanswered (:func:`explain_timing`); and
+a READ_ENTRY answer other than EOK seen in one release only, when each such answer came from a
+bookie whose add of that very entry was still unanswered and the client then read the entry
+from another bookie in the same step (outcome ``not compared (timing)``). Since the session
+waits for every bookie's add answers before it reads back (:mod:`.live`), fresh captures do not
+race; the rules keep a capture that did from reading as an encoding change.
+
 The suite's own codec is checked on every frame too (:func:`codec_round_trips`): it must decode
 each frame, and re-encoding gives either the same bytes or the same fields in field-number
 order (protobuf-java's order, which every bookie accepts: the probes' twins show it).
@@ -21,6 +32,7 @@ order (protobuf-java's order, which every bookie accepts: the probes' twins show
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +44,7 @@ from adapters.bookkeeper.errors import MalformedFrame
 from adapters.bookkeeper.proto import BookkeeperProtocol_pb2 as pb
 from adapters.protobuf_wire import MessageDescriptor
 from conformance.encodings.captures import CapturedFrame, ReleaseCapture
-from conformance.encodings.kinds import GROUPS, Encoding, KindError, encodings
+from conformance.encodings.kinds import GROUPS, Encoding, KindError, ReadTiming, encodings
 from conformance.encodings.probes import FIELD_ORDER_TWINS
 
 #: The first release whose protocol and metadata classes LightProto generates (apache/bookkeeper
@@ -69,12 +81,41 @@ FIELD_ORDER_EVIDENCE: tuple[str, ...] = (
 )
 
 
+#: Why a read-back's ``maxLAC`` or an ENOENTRY-then-retry is timing, not encoding (the timing
+#: rules; BookKeeper sources read at release-4.17.3 and release-4.18.0).
+TIMING_EVIDENCE: tuple[str, ...] = (
+    "The session writes with E3 WQ3 AQ2: the Java client completes an add once two of the "
+    "three bookies answered it, so the third may still be storing entries when the client "
+    "reads back. The suite's session now waits for every bookie's answer to every add before "
+    "it reads back (conformance/encodings/live.py); these rules cover a capture in which a "
+    "bookie was still behind.",
+    "maxLAC: ReadEntryProcessorV3.readEntry answers an EOK read with "
+    "`setMaxLAC(bookie.readLastAddConfirmed(ledgerId))`: the highest LAC piggy-backed on the "
+    "entries this bookie has stored so far. A bookie stores an entry before it answers its "
+    "add, so the value lies between the LAC carried by the adds it had answered and the LAC "
+    "carried by all the adds it had been sent: one value when none was pending, a range when "
+    "some were. The rule explains a difference in maxLAC alone, only when each side's value "
+    "lies in its own range and one side's range is not a single value.",
+    "ENOENTRY: a bookie asked for an entry it has not stored yet answers ENOENTRY "
+    "(NoEntryException), and the Java client reads the entry from the next bookie of its "
+    "write set. Such an answer is not compared (the other release's run had no bookie behind) "
+    "only when its bookie's add of that very entry was unanswered when it answered and the "
+    "client read the entry from another bookie, EOK, later in the same step.",
+)
+
+#: How an explanation by a timing rule begins.
+TIMING_EXPLANATION = "timing, not encoding"
+
+
 class Outcome(enum.StrEnum):
     EQUAL = "equal"
     DIFFERS = "differs"
     #: The kind was seen in one release only: nothing to compare it with.
     ONLY_BASELINE = "only in baseline"
     ONLY_CANDIDATE = "only in candidate"
+    #: Seen in one release only, and each of its frames is a read answered ahead of the
+    #: bookie's own add of the entry and read elsewhere (:data:`TIMING_EVIDENCE`).
+    ONLY_TIMING = "not compared (timing)"
 
 
 @dataclass(frozen=True)
@@ -167,7 +208,17 @@ class Comparison:
 
     @property
     def not_compared(self) -> list[KindComparison]:
-        return [k for k in self.kinds if k.outcome not in (Outcome.EQUAL, Outcome.DIFFERS)]
+        """Seen in one release only, unexplained (each makes the comparison undecided)."""
+        return [
+            k
+            for k in self.kinds
+            if k.outcome not in (Outcome.EQUAL, Outcome.DIFFERS, Outcome.ONLY_TIMING)
+        ]
+
+    @property
+    def timing_only(self) -> list[KindComparison]:
+        """Seen in one release only because a bookie was behind (:data:`TIMING_EVIDENCE`)."""
+        return [k for k in self.kinds if k.outcome is Outcome.ONLY_TIMING]
 
     @property
     def unexplained(self) -> list[KindComparison]:
@@ -319,6 +370,86 @@ def explain(
     return difference
 
 
+def _read_lac(sample: Encoding) -> int | None:
+    read = protobuf_wire.find(sample.fields, "readResponse") if sample.fields else None
+    lac = protobuf_wire.find(read.fields, "maxLAC") if read is not None else None
+    return lac.signed() if lac is not None else None
+
+
+def _could_answer(timing: ReadTiming | None, lac: int | None) -> bool:
+    return timing is not None and lac is not None and timing.lac_answered <= lac <= timing.lac_sent
+
+
+def explain_timing(difference: Difference, baseline: Encoding, candidate: Encoding) -> Difference:
+    """``difference`` explained by the maxLAC timing rule (:data:`TIMING_EVIDENCE`), if it
+    holds for these two read answers; else ``difference`` as it is."""
+    if difference.path != "readResponse" or difference.what != "value":
+        return difference
+    if not (
+        difference.baseline.startswith("maxLAC=") and difference.candidate.startswith("maxLAC=")
+    ):
+        return difference
+    sides = [(baseline, _read_lac(baseline)), (candidate, _read_lac(candidate))]
+    if not all(_could_answer(sample.timing, lac) for sample, lac in sides):
+        return difference
+    if not any(sample.timing is not None and sample.timing.raced for sample, _ in sides):
+        return difference
+    said = "; ".join(
+        f"{sample.source}: maxLAC={lac}, {sample.timing.describe()}"
+        for sample, lac in sides
+        if sample.timing is not None
+    )
+    return dataclasses.replace(
+        difference,
+        explanation=f"{TIMING_EXPLANATION}: maxLAC is the LAC the answering bookie had stored "
+        f"so far ({said}).",
+    )
+
+
+def _ahead_of_its_add(sample: Encoding) -> bool:
+    """A READ_ENTRY answer other than EOK, sent while its bookie's add of the entry was
+    unanswered, the entry then read from another bookie (EOK) in the same step."""
+    timing = sample.timing
+    status = protobuf_wire.find(sample.fields, "status") if sample.fields else None
+    return (
+        timing is not None
+        and status is not None
+        and status.signed() != pb.StatusCode.EOK
+        and timing.entry in timing.unanswered_adds
+        and timing.read_elsewhere_from is not None
+    )
+
+
+def _timing_only(
+    group: str, kind: str, baseline: Sequence[Encoding], candidate: Sequence[Encoding]
+) -> KindComparison:
+    """A kind seen in one release only, each of its frames :func:`_ahead_of_its_add`."""
+    present = [*baseline, *candidate]
+    shown, shown_hex = present[0].describe(), present[0].normalized.hex()
+    notes = "; ".join(f"{s.source}: {s.timing.describe()}" for s in present if s.timing)
+    return KindComparison(
+        group,
+        kind,
+        Outcome.ONLY_TIMING,
+        len(baseline),
+        len(candidate),
+        shown if baseline else "",
+        shown if candidate else "",
+        shown_hex if baseline else "",
+        shown_hex if candidate else "",
+        (
+            Difference(
+                "readResponse",
+                "present in one only",
+                shown if baseline else "(absent)",
+                shown if candidate else "(absent)",
+                f"{TIMING_EXPLANATION}: answered ahead of the bookie's own add of the entry, "
+                f"which the client then read from another bookie ({notes}).",
+            ),
+        ),
+    )
+
+
 # -- kinds ----------------------------------------------------------------------------------
 
 
@@ -360,9 +491,11 @@ def compare_kind(
     candidate: Sequence[Encoding],
     versions: tuple[str, str],
 ) -> KindComparison:
-    if not candidate:
-        return KindComparison(group, kind, Outcome.ONLY_BASELINE, len(baseline), 0)
-    if not baseline:
+    if not candidate or not baseline:
+        if all(_ahead_of_its_add(s) for s in [*baseline, *candidate]):
+            return _timing_only(group, kind, baseline, candidate)
+        if not candidate:
+            return KindComparison(group, kind, Outcome.ONLY_BASELINE, len(baseline), 0)
         return KindComparison(group, kind, Outcome.ONLY_CANDIDATE, 0, len(candidate))
     distinct_a, distinct_b = _distinct(baseline), _distinct(candidate)
     if {s.normalized for s in distinct_a} == {s.normalized for s in distinct_b}:
@@ -383,7 +516,10 @@ def compare_kind(
     a, b = _closest(differing_a or distinct_a, differing_b or distinct_b)
     if a.fields is not None and b.fields is not None:
         root = _root_descriptor(a)
-        differences = [explain(d, root, *versions) for d in field_differences(a.fields, b.fields)]
+        differences = [
+            explain_timing(explain(d, root, *versions), a, b)
+            for d in field_differences(a.fields, b.fields)
+        ]
         if not differences:
             # Same fields, values and order, yet other bytes: not protobuf's minimal encoding.
             differences = [Difference("bytes", "bytes", a.normalized.hex(), b.normalized.hex())]
@@ -571,6 +707,8 @@ def field_order_probe_answers(captures: Sequence[ReleaseCapture]) -> dict[str, d
 __all__ = [
     "FIELD_ORDER_EVIDENCE",
     "FIRST_LIGHTPROTO_RELEASE",
+    "TIMING_EVIDENCE",
+    "TIMING_EXPLANATION",
     "CodecCheck",
     "Comparison",
     "Difference",
@@ -581,6 +719,7 @@ __all__ = [
     "compare_captures",
     "compare_kind",
     "explain",
+    "explain_timing",
     "field_differences",
     "field_order_probe_answers",
     "is_lightproto",

@@ -17,6 +17,11 @@ order of the fields as they stood on the wire (:mod:`adapters.protobuf_wire`):
   cookie the machine's directories and the cluster's instance id.
 
 Everything else, field order included, must be equal byte for byte.
+
+Each READ_ENTRY answer of the session also carries its :class:`ReadTiming`, read from the
+frames' log order: which adds sent to the answering bookie were still unanswered when it
+answered, and so which ``maxLAC`` it could have answered. Nothing is normalised with it; the
+comparison's timing rules (:mod:`.compare`) use it as their evidence.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from adapters import protobuf_wire
 from adapters.bookkeeper import framing, v2
-from adapters.bookkeeper.entry import DigestType, verify_entry
+from adapters.bookkeeper.entry import DigestType, parse_entry, verify_entry
 from adapters.bookkeeper.errors import WireError
 from adapters.bookkeeper.proto import BookkeeperProtocol_pb2 as pb
 from adapters.protobuf_wire import MessageDescriptor
@@ -56,6 +61,43 @@ _ENTRY_HEADER_SIZE = 32
 
 
 @dataclass(frozen=True)
+class ReadTiming:
+    """When a bookie answered a READ_ENTRY request, relative to the adds sent to it.
+
+    A bookie stores an entry before it answers its add (and the entry's piggy-backed LAC with
+    it); an add whose answer the proxies had not yet seen may or may not be stored."""
+
+    bookie: str
+    #: The entry read.
+    entry: int
+    #: The entries whose adds were sent to the bookie before it answered, and not yet answered.
+    unanswered_adds: tuple[int, ...]
+    #: The highest LAC piggy-backed on an add the bookie had answered (-1: none), and on any
+    #: add sent to it before it answered: the ``maxLAC`` it could answer lies between them.
+    lac_answered: int
+    lac_sent: int
+    #: For an answer without the entry: the bookie whose EOK answer to a later read of the
+    #: same entry, in the same step, the client got instead (None: no such read).
+    read_elsewhere_from: str | None = None
+
+    @property
+    def raced(self) -> bool:
+        return bool(self.unanswered_adds)
+
+    def describe(self) -> str:
+        pending = ", ".join(f"e{e}" for e in self.unanswered_adds)
+        text = (
+            f"{self.bookie} answered the read of e{self.entry} "
+            + (f"with its adds of {pending} unanswered" if pending else "with no add unanswered")
+            + f" (the adds it had answered carried LAC up to {self.lac_answered}, those sent "
+            f"to it up to {self.lac_sent})"
+        )
+        if self.read_elsewhere_from is not None:
+            text += f"; the client then read e{self.entry} from {self.read_elsewhere_from} (EOK)"
+        return text
+
+
+@dataclass(frozen=True)
 class Encoding:
     """One frame or znode of a kind, normalised."""
 
@@ -71,6 +113,8 @@ class Encoding:
     source: str
     #: The original bytes.
     original: bytes
+    #: A session's READ_ENTRY answer: when its bookie answered it (None: any other frame).
+    timing: ReadTiming | None = None
 
     def describe(self) -> str:
         if self.fields is not None:
@@ -234,13 +278,100 @@ def _frame_encoding(group: str, kind: str, frame: CapturedFrame, ledger_id: int 
     )
 
 
+def _operation(fields: Sequence[protobuf_wire.WireField]) -> str:
+    header = protobuf_wire.find(fields, "header")
+    operation = protobuf_wire.find(header.fields, "operation") if header is not None else None
+    if operation is None:
+        return "?"
+    return _enum_name(pb.BKPacketHeader.DESCRIPTOR, "operation", operation.signed())
+
+
+def _entry_of(fields: Sequence[protobuf_wire.WireField], message: str) -> int | None:
+    sub = protobuf_wire.find(fields, message)
+    entry = protobuf_wire.find(sub.fields, "entryId") if sub is not None else None
+    return entry.signed() if entry is not None else None
+
+
+def _add_lac(fields: Sequence[protobuf_wire.WireField]) -> int:
+    """The LAC an add request's entry body carries (-1 when it has none to read)."""
+    sub = protobuf_wire.find(fields, "addRequest")
+    body = protobuf_wire.find(sub.fields, "body") if sub is not None else None
+    if body is None or not isinstance(body.value, bytes):
+        return -1
+    try:
+        return parse_entry(body.value, DigestType.CRC32).last_add_confirmed
+    except WireError:
+        return -1
+
+
+def read_timings(frames: Sequence[CapturedFrame]) -> dict[int, ReadTiming]:
+    """For each READ_ENTRY answer among ``frames`` (by index, in log order): its
+    :class:`ReadTiming`."""
+    adds: dict[tuple[int, int | None], tuple[str, int, int]] = {}  # -> bookie, entry, LAC
+    answered: dict[str, int] = {}  # bookie -> highest LAC of the adds it answered
+    reads: dict[tuple[int, int | None], int] = {}  # -> the entry read
+    timings: dict[int, ReadTiming] = {}
+    eok_reads: list[tuple[int, str, str, int]] = []  # index, step, bookie, entry
+    refused: list[int] = []  # the answers other than EOK
+    for index, frame in enumerate(frames):
+        fields = _parse_v3(frame)
+        if fields is None:
+            continue
+        key = (frame.conn, _txn_id(fields))
+        operation = _operation(fields)
+        if frame.is_request:
+            if operation == "ADD_ENTRY":
+                adds[key] = (frame.bookie, _entry_of(fields, "addRequest") or 0, _add_lac(fields))
+            elif operation == "READ_ENTRY":
+                reads[key] = _entry_of(fields, "readRequest") or 0
+            continue
+        add = adds.pop(key, None)
+        if add is not None:
+            answered[add[0]] = max(answered.get(add[0], -1), add[2])
+            continue
+        if key not in reads:
+            continue
+        entry = reads[key]
+        mine = [(e, lac) for bookie, e, lac in adds.values() if bookie == frame.bookie]
+        lac_answered = answered.get(frame.bookie, -1)
+        timings[index] = ReadTiming(
+            frame.bookie,
+            entry,
+            tuple(sorted({e for e, _ in mine})),
+            lac_answered,
+            max([lac_answered, *(lac for _, lac in mine)]),
+        )
+        if _status(fields) == "EOK":
+            eok_reads.append((index, frame.scenario, frame.bookie, entry))
+        else:
+            refused.append(index)
+    for index in refused:
+        timing = timings[index]
+        later = next(
+            (
+                bookie
+                for at, step, bookie, entry in eok_reads
+                if at > index
+                and step == frames[index].scenario
+                and bookie != timing.bookie
+                and entry == timing.entry
+            ),
+            None,
+        )
+        if later is not None:
+            timings[index] = replace(timing, read_elsewhere_from=later)
+    return timings
+
+
 def session_encodings(capture: ReleaseCapture) -> list[Encoding]:
     """The session's frames by kind: a request by its step, operation, entry, flag and
-    priority; an answer by its request's kind and its status."""
+    priority; an answer by its request's kind and its status (a READ_ENTRY answer with its
+    :class:`ReadTiming`)."""
     ledger_id = capture.ledger_id if capture.ledger_id is not None else _ledger_of(capture)
     requests: dict[tuple[int, int | None], str] = {}
+    timings = read_timings(capture.session)
     found = []
-    for frame in capture.session:
+    for index, frame in enumerate(capture.session):
         fields = _parse_v3(frame)
         if fields is None:
             raise KindError(f"{frame.label}: not a v3 frame ({frame.summary[:80]})")
@@ -251,7 +382,10 @@ def session_encodings(capture: ReleaseCapture) -> list[Encoding]:
         else:
             asked = requests.get((frame.conn, _txn_id(fields)), "unmatched request")
             kind = f"{frame.scenario}: response {_status(fields)} to {asked}"
-        found.append(_frame_encoding(SESSION, kind, frame, ledger_id))
+        encoding = _frame_encoding(SESSION, kind, frame, ledger_id)
+        if index in timings:
+            encoding = replace(encoding, timing=timings[index])
+        found.append(encoding)
     return found
 
 
@@ -429,8 +563,10 @@ __all__ = [
     "ZNODE",
     "Encoding",
     "KindError",
+    "ReadTiming",
     "encodings",
     "probe_encodings",
+    "read_timings",
     "session_encodings",
     "znode_encodings",
 ]

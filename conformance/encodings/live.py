@@ -7,8 +7,10 @@ front of each, the release's own Java client routed through them: the Java-clien
 1. the golden "session" scenario: client A creates a ledger (E3 WQ3 AQ2, CRC32, password
    ``golden``) with id 150 (the ZooKeeper id counter is advanced first, as the golden capture
    did, so that ledger ids take the same two varint bytes), adds ``entry-0``..``entry-4``, reads
-   them back; client B (a second ``BookKeeper`` in the same JVM, as in the golden) opens it with
-   recovery; A's add of ``entry-5`` is refused (fenced). Every frame is kept whole;
+   them back once all three bookies have answered every add (not only the ack quorum: what a
+   read is answered must not depend on a slow bookie); client B (a second ``BookKeeper`` in
+   the same JVM, as in the golden) opens it with recovery; A's add of ``entry-5`` is refused
+   (fenced). Every frame is kept whole;
 2. the probes of :mod:`.probes`, each on its own connection, straight to the first bookie;
 3. the znodes the release wrote, from ZooKeeper's own transaction log (so the ledger's
    IN_RECOVERY version, overwritten within milliseconds, is there too): the ledger at every
@@ -163,6 +165,11 @@ def _run(
     ledger_id = writer.ledger_id
     for entry in range(5):
         writer.add_entry(f"entry-{entry}".encode(), timeout=JAVA_CALL_TIMEOUT_S)
+    # An add returns once AQ=2 of the WQ=3 bookies answered it. Read back only once the third
+    # has answered every add too: a bookie still behind would answer a read with the LAC of
+    # what it stored so far (maxLAC) or ENOENTRY (the client then reads elsewhere), frames set
+    # by timing and not by the data written (compare.py's timing rules say the same).
+    _await_answers(group, marks[-1][1], what="the adds' answers before the read-back")
     read = writer.read_entries(0, 4, timeout=JAVA_CALL_TIMEOUT_S)
     if [e.data for e in read] != [f"entry-{i}".encode() for i in range(5)]:
         raise RunUndecided(f"readEntries(0, 4) returned {read}")
@@ -211,10 +218,17 @@ def _run(
     )
 
 
-def _await_answers(group: ProxyGroup, since: int, timeout: float = ANSWERS_TIMEOUT_S) -> None:
+def _await_answers(
+    group: ProxyGroup,
+    since: int,
+    timeout: float = ANSWERS_TIMEOUT_S,
+    what: str = "the step's answers",
+) -> None:
     """Wait (bounded) until every v3 request logged after ``since`` has its answer on its
     connection, or that connection is closed: a client call returns once a quorum answered,
-    and the last bookie's answer may come later."""
+    and the last bookie's answer may come later.
+
+    :raises RunUndecided: after ``timeout``, naming ``what`` was awaited."""
     deadline = time.monotonic() + timeout
     while True:
         frames = group.frames(since=since)
@@ -234,7 +248,8 @@ def _await_answers(group: ProxyGroup, since: int, timeout: float = ANSWERS_TIMEO
             return
         if time.monotonic() > deadline:
             raise RunUndecided(
-                f"{len(waiting)} request(s) unanswered {timeout:.0f} s after the call returned"
+                f"waiting for {what}: {len(waiting)} request(s) unanswered {timeout:.0f} s "
+                "after the call returned"
             )
         time.sleep(0.05)
 

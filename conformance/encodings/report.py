@@ -8,6 +8,11 @@ Verdict (the suite's one vocabulary, :mod:`conformance.verdict`):
   re-encode faithfully, or metadata a reader could not read as written;
 * ``undecided`` (exit 2): a kind seen in one release only, a frame or znode that could not be
   read as a kind, a capture that failed, or nothing compared at all. Never clean then.
+
+A kind seen in one release only *because of timing* (``not compared (timing)``: a read
+answered ahead of its bookie's own add and read elsewhere, checked on the frames, see
+:data:`.compare.TIMING_EVIDENCE`) is listed with its evidence and does not make the verdict
+undecided: the rest of what was compared decides it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any
 
 from conformance.encodings.compare import (
     FIELD_ORDER_EVIDENCE,
+    TIMING_EVIDENCE,
+    TIMING_EXPLANATION,
     Comparison,
     KindComparison,
     Outcome,
@@ -98,6 +105,7 @@ class EncodingsReport:
             "undecided": undecided,
             "normalized": NORMALIZED,
             "field_order_evidence": list(FIELD_ORDER_EVIDENCE),
+            "timing_evidence": list(TIMING_EVIDENCE),
             "comparisons": [c.to_dict() for c in self.comparisons],
             "reader_checks": [c.to_dict() for c in self.reader_checks],
             "shell_checks": [c.to_dict() for c in self.shell_checks],
@@ -168,8 +176,13 @@ def _comparison_section(comparison: Comparison) -> list[str]:
         "",
         f"{len(comparison.kinds)} kinds: {counts[Outcome.EQUAL]} equal byte for byte, "
         f"{counts[Outcome.DIFFERS]} different ({len(comparison.unexplained)} unexplained), "
-        f"{len(comparison.not_compared)} seen in one release only. Counts are "
-        "baseline/candidate frames or znodes of the kind.",
+        f"{len(comparison.not_compared)} seen in one release only"
+        + (
+            f", {len(comparison.timing_only)} seen in one release only because of timing"
+            if comparison.timing_only
+            else ""
+        )
+        + ". Counts are baseline/candidate frames or znodes of the kind.",
         "",
     ]
     if differing:
@@ -193,9 +206,24 @@ def _comparison_section(comparison: Comparison) -> list[str]:
                 f"  * {comparison.baseline}: `{_cell(kind.baseline_text, 400)}`",
                 f"  * {comparison.candidate}: `{_cell(kind.candidate_text, 400)}`",
             ]
-        if any(d.explanation for k in differing for d in k.differences):
+        if any(
+            d.explanation and not d.explanation.startswith(TIMING_EXPLANATION)
+            for k in differing
+            for d in k.differences
+        ):
             lines += ["", "Evidence for the field-order rule:", ""]
             lines += [f"* {item}" for item in FIELD_ORDER_EVIDENCE]
+    if comparison.timing_only:
+        lines += ["", "### Seen in one release only because of timing (not compared)", ""]
+        for kind in comparison.timing_only:
+            lines += [f"* {_kind_line(kind)}: {d.explanation}" for d in kind.differences]
+    if any(
+        (d.explanation or "").startswith(TIMING_EXPLANATION)
+        for k in [*differing, *comparison.timing_only]
+        for d in k.differences
+    ):
+        lines += ["", "Evidence for the timing rules:", ""]
+        lines += [f"* {item}" for item in TIMING_EVIDENCE]
     for group in (SESSION, PROBE, ZNODE):
         equal = [k for k in comparison.kinds if k.group == group and k.outcome is Outcome.EQUAL]
         if equal:
@@ -281,14 +309,24 @@ def summary_lines(report: EncodingsReport) -> list[str]:
             f"{comparison.baseline} vs {comparison.candidate}: {counts[Outcome.EQUAL]} kinds "
             f"equal, {counts[Outcome.DIFFERS]} differ ({len(comparison.unexplained)} "
             f"unexplained), {len(comparison.not_compared)} not compared"
+            + (
+                f", {len(comparison.timing_only)} not compared (timing)"
+                if comparison.timing_only
+                else ""
+            )
         )
         for kind in comparison.kinds:
-            if kind.outcome is Outcome.DIFFERS:
+            if kind.outcome in (Outcome.DIFFERS, Outcome.ONLY_TIMING):
                 for difference in kind.differences:
                     lines.append(
                         f"  {kind.kind}: {difference.path} {difference.what}: "
                         f"{difference.baseline[:60]} -> {difference.candidate[:60]}"
                         + ("" if difference.explained else "  (UNEXPLAINED)")
+                        + (
+                            "  (timing)"
+                            if (difference.explanation or "").startswith(TIMING_EXPLANATION)
+                            else ""
+                        )
                     )
     readers_ok = sum(c.ok for c in report.reader_checks)
     shells_ok = sum(c.ok for c in report.shell_checks)

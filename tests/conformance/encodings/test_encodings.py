@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from adapters.zookeeper.metadata import LedgerState, parse_ledger_metadata
 from conformance.cli import main
 from conformance.encodings.captures import CapturedFrame, ReleaseCapture, load_capture
 from conformance.encodings.compare import (
+    TIMING_EXPLANATION,
     Difference,
     Outcome,
     codec_checks_of,
@@ -27,7 +29,7 @@ from conformance.encodings.compare import (
 from conformance.encodings.kinds import PROBE, SESSION, ZNODE
 from conformance.encodings.metadata_reads import reader_checks, shell_checks
 from conformance.encodings.probes import GOLDEN_PROBES, PASSWORD, PROBES
-from conformance.encodings.report import EncodingsReport
+from conformance.encodings.report import EncodingsReport, render_markdown, summary_lines
 from conformance.verdict import Verdict
 from tests.adapters.bookkeeper.golden import golden_dir
 
@@ -244,6 +246,119 @@ def test_a_kind_seen_in_one_release_only_is_undecided(release_4_18: ReleaseCaptu
     report = EncodingsReport(("4.17.3", "4.18.0"), "test", [comparison])
     assert report.verdict is Verdict.UNDECIDED
     assert EncodingsReport(("4.18.0",), "test").verdict is Verdict.UNDECIDED  # nothing compared
+
+
+# -- timing: a bookie still behind when the session reads back ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def slow_bookie_4_18(release_4_18: ReleaseCapture) -> ReleaseCapture:
+    """4.18.0 with the session of a run where one bookie was behind (captures/README.md)."""
+    behind = load_capture(CAPTURES / "slow-bookie", "4.18.0")
+    return dataclasses.replace(release_4_18, session=behind.session)
+
+
+def _read_answer(capture: ReleaseCapture, entry: int, status: int = pb.EOK) -> int:
+    """The index of the write step's first answer ``status`` to a read of ``entry``."""
+    for index, frame in enumerate(capture.session):
+        if frame.scenario != "write" or frame.is_request:
+            continue
+        response = codec.decode_response(frame.payload)
+        read = response.readResponse
+        if response.header.operation == pb.READ_ENTRY and (read.entryId, read.status) == (
+            entry,
+            status,
+        ):
+            return index
+    raise AssertionError(f"no read answer {status} to e{entry}")
+
+
+def _changed(
+    capture: ReleaseCapture,
+    index: int,
+    change: Callable[[protobuf_wire.WireField], protobuf_wire.WireField],
+) -> ReleaseCapture:
+    """``capture`` with ``change`` applied to each field of its session frame ``index``."""
+    frame = capture.session[index]
+    fields = protobuf_wire.map_fields(
+        protobuf_wire.parse(frame.payload, pb.Response.DESCRIPTOR), change
+    )
+    changed = dataclasses.replace(frame, frame=framing.encode_frame(protobuf_wire.emit(fields)))
+    session = (*capture.session[:index], changed, *capture.session[index + 1 :])
+    return dataclasses.replace(capture, session=session)
+
+
+def _max_lac(value: int) -> Callable[[protobuf_wire.WireField], protobuf_wire.WireField]:
+    def change(field: protobuf_wire.WireField) -> protobuf_wire.WireField:
+        return dataclasses.replace(field, value=value) if field.name == "maxLAC" else field
+
+    return change
+
+
+def test_a_bookie_behind_in_the_read_back_is_timing_not_encoding(
+    release_4_17: ReleaseCapture, slow_bookie_4_18: ReleaseCapture
+) -> None:
+    comparison = compare_captures(release_4_17, slow_bookie_4_18)
+    differing = _differing(comparison)
+    (lac,) = differing.pop("write: response EOK to READ_ENTRY entry 0")
+    assert (lac.path, lac.what, lac.baseline, lac.candidate) == (
+        "readResponse", "value", "maxLAC=3", "maxLAC=1",
+    )  # fmt: skip
+    assert lac.explanation is not None and lac.explanation.startswith(TIMING_EXPLANATION)
+    assert "adds of e2, e3, e4 unanswered" in lac.explanation
+    assert set(differing) == set(FLAGGED_REQUESTS)  # the field order, as on a quiet machine
+    (retried,) = comparison.timing_only
+    assert retried.kind == "write: response ENOENTRY to READ_ENTRY entry 3"
+    assert (retried.baseline_count, retried.candidate_count) == (0, 1)
+    assert "then read e3 from 127.0.0.1:33831" in (retried.differences[0].explanation or "")
+    assert comparison.unexplained == [] and comparison.not_compared == []
+    report = EncodingsReport(("4.17.3", "4.18.0"), "test", [comparison])
+    assert report.verdict is Verdict.CLEAN, report.reasons()
+    summary = summary_lines(report)
+    assert summary[0].endswith("0 not compared, 1 not compared (timing)")
+    assert any(line.endswith("maxLAC=3 -> maxLAC=1  (timing)") for line in summary)
+    assert "Seen in one release only because of timing" in render_markdown(report)
+
+
+def test_a_real_difference_in_a_read_answer_is_still_one(
+    release_4_17: ReleaseCapture,
+    release_4_18: ReleaseCapture,
+    slow_bookie_4_18: ReleaseCapture,
+) -> None:
+    def verdict(candidate: ReleaseCapture) -> tuple[Verdict, list[str]]:
+        comparison = compare_captures(release_4_17, candidate, groups=[SESSION])
+        report = EncodingsReport(("4.17.3", "4.18.0"), "test", [comparison])
+        return report.verdict, [k.kind for k in comparison.unexplained]
+
+    e0 = "write: response EOK to READ_ENTRY entry 0"
+    raced = _read_answer(slow_bookie_4_18, 0)
+    # A maxLAC the bookie behind could not have answered (its adds carried LAC 3 at most).
+    assert verdict(_changed(slow_bookie_4_18, raced, _max_lac(4))) == (Verdict.DIVERGENCE, [e0])
+
+    # The same value under another field tag: not the maxLAC rule's to explain.
+    def retag(field: protobuf_wire.WireField) -> protobuf_wire.WireField:
+        return dataclasses.replace(field, number=6) if field.name == "maxLAC" else field
+
+    assert verdict(_changed(slow_bookie_4_18, raced, retag)) == (Verdict.DIVERGENCE, [e0])
+    # maxLAC=1 from a bookie that had answered every add: no timing explains it.
+    quiet = _changed(release_4_18, _read_answer(release_4_18, 0), _max_lac(1))
+    assert verdict(quiet) == (Verdict.DIVERGENCE, [e0])
+    # An ENOENTRY the client did not read elsewhere: seen in one release only, undecided.
+    enoentry = _read_answer(slow_bookie_4_18, 3, pb.ENOENTRY)
+    retry = _read_answer(slow_bookie_4_18, 3)
+    not_retried = dataclasses.replace(
+        slow_bookie_4_18,
+        session=tuple(
+            f for i, f in enumerate(slow_bookie_4_18.session) if i not in (retry, retry - 1)
+        ),
+    )
+    comparison = compare_captures(release_4_17, not_retried, groups=[SESSION])
+    assert enoentry < retry - 1 and comparison.timing_only == []
+    assert "write: response ENOENTRY to READ_ENTRY entry 3" in {
+        k.kind for k in comparison.not_compared
+    }
+    report = EncodingsReport(("4.17.3", "4.18.0"), "test", [comparison])
+    assert report.verdict is Verdict.UNDECIDED
 
 
 # -- metadata ---------------------------------------------------------------------------------
