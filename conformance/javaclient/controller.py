@@ -199,6 +199,8 @@ class ScheduleController:
         self._request_kinds: dict[tuple[str, int, object], FrameKind] = {}
         self._rules: list[tuple[BookieProxy, int]] = []
         self._pending_events = list(schedule.events)
+        #: How many faults :meth:`carry_out` was asked for so far (``faults_after``'s index).
+        self._carried = 0
         self._events: queue.Queue[tuple[PlannedFault, threading.Event] | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -254,6 +256,7 @@ class ScheduleController:
         if self.executor is None or self._fault_thread is None:
             raise FaultsFailed("this run's controller carries out no faults")
         for event in events:
+            self._await_order_before(event)
             self.decisions.append(("fault", event.describe()))
             done = threading.Event()
             failed = len(self.errors)
@@ -262,6 +265,27 @@ class ScheduleController:
                 raise FaultsFailed(f"fault {event.describe()} took more than {FAULT_TIMEOUT_S} s")
             if len(self.errors) > failed:
                 raise FaultsFailed(self.errors[-1])
+
+    def _await_order_before(self, event: PlannedFault) -> None:
+        """In a replay with a recorded order: wait until the keys the recorded run delivered
+        before this fault (the schedule's ``faults_after``, one per fault carried out, in
+        turn) have gone on; one that does not within ``order_wait_s`` breaks the order (the
+        run is undecided) and the fault goes on."""
+        turn = self._carried
+        self._carried += 1
+        if turn >= len(self.schedule.faults_after):
+            return
+        wanted = self.schedule.order[: self.schedule.faults_after[turn]]
+        deadline = time.monotonic() + self.order_wait_s
+        while (missing := [key for key in wanted if key not in self._gone]) and (
+            time.monotonic() < deadline
+        ):
+            self._stop.wait(self.poll_s)
+        if missing:
+            self.order_broken.append(
+                f"fault {event.describe()} waited {self.order_wait_s:g} s for "
+                f"{missing[0].describe()}, which never went on"
+            )
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -24,6 +24,7 @@ first). The controller then lets frames of different connections go on a gap apa
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,7 +36,7 @@ from conformance.javaclient.observed import (
     frame_kind,
     pairing_key,
 )
-from conformance.javaclient.plans import FrameKey, FrameSchedule
+from conformance.javaclient.plans import FrameKey, FrameSchedule, PlannedFault
 from conformance.javaclient.role import Record
 from conformance.javaclient.session import model_bookie_names
 
@@ -56,6 +57,30 @@ def delivery_order(record: Record) -> tuple[FrameKey, ...]:
     order the proxies delivered them to the client; each key once, and only when the first
     frame of that key (the one the controller decides) was delivered: a key whose first frame
     a plan dropped and whose later frame (a resend's) went on would wait forever."""
+    return tuple(item.key for item in _ordered(record))
+
+
+def faults_after(record: Record, carried: Sequence[PlannedFault]) -> tuple[int, ...]:
+    """For each fault of ``carried`` (the faults a run carries out at moments of its own, in
+    the order it does), how many keys of :func:`delivery_order` were delivered before the
+    recorded run carried it out (its record's fault event: the same step, in turn; the
+    event's time is when it was done, so an answer delivered while it was being done counts
+    as before it). Stops at the first fault the record does not have."""
+    ordered = _ordered(record)
+    events = list(record.faults)
+    counts: list[int] = []
+    for fault in carried:
+        step = fault.describe()
+        found = next((e for e in events if e.step == step), None)
+        if found is None:
+            break
+        events.remove(found)
+        before = [i for i, item in enumerate(ordered) if item.at < found.time]
+        counts.append(max(before) + 1 if before else 0)
+    return tuple(counts)
+
+
+def _ordered(record: Record) -> list[_Delivery]:
     names = model_bookie_names(record.bookie_of_proxy)
     forgeries = {frame.forged_from: frame for frame in record.frames if frame.forged_from}
     request_kinds: dict[object, FrameKind] = {}
@@ -83,8 +108,7 @@ def delivery_order(record: Record) -> tuple[FrameKey, ...]:
         connection = (sent.proxy, sent.connection_id)
         forged = sent.forged_from is not None
         delivered.append(_Delivery(delivery.at, sent.frame_id, key, connection, forged))
-    ordered = _failures_first(sorted(delivered, key=lambda d: (d.at, d.frame_id)))
-    return tuple(item.key for item in ordered)
+    return _failures_first(sorted(delivered, key=lambda d: (d.at, d.frame_id)))
 
 
 def _failures_first(deliveries: list[_Delivery]) -> list[_Delivery]:
@@ -109,13 +133,15 @@ def _failures_first(deliveries: list[_Delivery]) -> list[_Delivery]:
 
 def with_delivery_order(plan: P, record: Record) -> P:
     """``plan`` (a role's plan: a dataclass with a ``schedule``) with ``record``'s delivery
-    order to enforce when it is run again."""
+    order to enforce when it is run again, and where its faults carried out at moments of
+    their own (a writer's before and after the recovery) come in it."""
     schedule: FrameSchedule = getattr(plan, "schedule")  # noqa: B009 - every role's plan has one
+    carried = (*getattr(plan, "before_recovery", ()), *getattr(plan, "after_recovery", ()))
     replaced: Any = dataclasses.replace(
         plan,  # type: ignore[type-var]
-        schedule=schedule.with_order(delivery_order(record)),
+        schedule=schedule.with_order(delivery_order(record), faults_after(record, carried)),
     )
     return replaced  # type: ignore[no-any-return]
 
 
-__all__ = ["delivery_order", "with_delivery_order"]
+__all__ = ["delivery_order", "faults_after", "with_delivery_order"]

@@ -436,6 +436,12 @@ class FrameSchedule:
     #: before it at another bookie went on (``controller.py``). Empty: frames go on as they
     #: come (every search example; old run directories).
     order: tuple[FrameKey, ...] = ()
+    #: For each fault the run carries out at a moment of its own (a writer's faults before and
+    #: after the recovery, in the order carried out): how many keys of ``order`` the recorded
+    #: run had delivered before it, which go on first in a replay (a fault timed by a sleep
+    #: would otherwise overtake an answer a slow bookie sends later this time, and the order
+    #: could not be kept: the lost fence's crash of b2 before its answer to e0).
+    faults_after: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "events", tuple(sorted(self.events, key=PlannedFault.sort_key)))
@@ -451,12 +457,23 @@ class FrameSchedule:
         ]
         lines += [event.describe() for event in self.events]
         if self.order:
-            lines.append(f"the recorded delivery order of {len(self.order)} frames enforced")
+            placed = (
+                f", the faults carried out at moments of their own placed in it (after "
+                f"{', '.join(map(str, self.faults_after))} of them)"
+                if self.faults_after
+                else ""
+            )
+            lines.append(
+                f"the recorded delivery order of {len(self.order)} frames enforced{placed}"
+            )
         return lines or ["forward everything"]
 
-    def with_order(self, order: Sequence[FrameKey]) -> FrameSchedule:
-        """The same decisions and events, with ``order`` enforced."""
-        return FrameSchedule(self.decisions, self.events, tuple(order))
+    def with_order(
+        self, order: Sequence[FrameKey], faults_after: Sequence[int] = ()
+    ) -> FrameSchedule:
+        """The same decisions and events, with ``order`` enforced (and the faults carried out
+        at moments of their own after ``faults_after`` keys of it)."""
+        return FrameSchedule(self.decisions, self.events, tuple(order), tuple(faults_after))
 
     def without_forwards(self) -> FrameSchedule:
         return FrameSchedule({k: c for k, c in self.decisions.items() if c != FORWARD}, self.events)
@@ -503,7 +520,11 @@ class FrameSchedule:
         ]
         # The order is one more item, written only when there is one, so that a plan without
         # it reads as before.
-        order = [{"order": [key.to_json() for key in self.order]}] if self.order else []
+        order: list[dict[str, Any]] = (
+            [{"order": [key.to_json() for key in self.order]}] if self.order else []
+        )
+        if self.faults_after:
+            order[0]["faults_after"] = list(self.faults_after)
         return decided + [event.to_json() for event in self.events] + order
 
     @classmethod
@@ -514,10 +535,12 @@ class FrameSchedule:
         decisions: dict[FrameKey, Choice] = {}
         events: list[PlannedFault] = []
         order: tuple[FrameKey, ...] = ()
+        faults_after: tuple[int, ...] = ()
         try:
             for item in data:
                 if "order" in item:
                     order = tuple(FrameKey.from_json(key, names) for key in item["order"])
+                    faults_after = tuple(int(n) for n in item.get("faults_after", ()))
                 elif "fault" in item:
                     events.append(PlannedFault.from_json(item, names))
                 else:
@@ -527,7 +550,7 @@ class FrameSchedule:
             if isinstance(exc, PlanError):
                 raise
             raise PlanError(f"not a frame schedule: {exc!r}") from exc
-        return cls(decisions, tuple(events), order)
+        return cls(decisions, tuple(events), order, faults_after)
 
 
 #: Issue 8's recipe as a per-frame schedule: the fence read to b3 is lost; the recovery read

@@ -6,6 +6,7 @@ undecided after a bounded wait, never silently clean."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,9 +14,14 @@ from typing import Any
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, Direction, FrameRecord, Operation
 from conformance.javaclient.controller import ScheduleController, unapplied_reason
-from conformance.javaclient.delivery_order import delivery_order, with_delivery_order
-from conformance.javaclient.plans import FrameKey, FrameSchedule, forge
+from conformance.javaclient.delivery_order import (
+    delivery_order,
+    faults_after,
+    with_delivery_order,
+)
+from conformance.javaclient.plans import FaultKind, FrameKey, FrameSchedule, PlannedFault, forge
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
+from conformance.live.faults import FaultEvent
 from tests.conformance.javaclient.recorded import LEDGER, LogBuilder
 
 ADD = Operation.ADD_ENTRY
@@ -284,3 +290,81 @@ def test_a_bookie_s_own_answers_do_not_wait_for_each_other() -> None:
     controller.step()
     controller.step()
     assert log == [f"release #{e3.frame_id}", f"release #{e0.frame_id}"]
+
+
+CRASH_B2 = PlannedFault(FaultKind.CRASH, bookie="b2")
+RESTART_B2 = PlannedFault(FaultKind.RESTART, bookie="b2")
+
+
+def _with_faults(record: _Record, *faults: tuple[float, PlannedFault]) -> _Record:
+    events = tuple(
+        FaultEvent(at, fault.describe(), fault.kind.value, fault.bookie) for at, fault in faults
+    )
+    return dataclasses.replace(record, faults=events)
+
+
+def test_a_fault_carried_out_at_its_own_moment_is_placed_after_what_was_delivered_before_it() -> (
+    None
+):
+    # The lost fence's crash of b2, timed by a sleep: recorded after b2's answers (delivered at
+    # 1.050 and 1.061), before b1's (1.2); the restart after everything.
+    record = _with_faults(_3005_like_run(), (1.1, CRASH_B2), (1.5, RESTART_B2))
+    assert faults_after(record, [CRASH_B2, RESTART_B2]) == (2, 3)
+    # A fault the record does not have ends the list (nothing after it is placed).
+    assert faults_after(record, [RESTART_B2, CRASH_B2, CRASH_B2]) == (3, 2)
+    assert faults_after(_3005_like_run(), [CRASH_B2]) == ()
+    plan = WriterRunPlan(
+        WriterShape(2, 1, 1), 4, FrameSchedule(), recover_after=1, before_recovery=(CRASH_B2,)
+    )
+    ordered = with_delivery_order(plan, record)
+    assert ordered.schedule.faults_after == (2,)
+    assert WriterRunPlan.from_json(ordered.to_json()).schedule.faults_after == (2,)
+
+
+def _carrying(schedule: FrameSchedule, **timing: float) -> tuple[ScheduleController, list[str]]:
+    class _Executor:
+        def execute(self, event: PlannedFault) -> str:
+            done.append(event.describe())
+            return event.describe()
+
+        def close(self) -> None:  # nothing to undo
+            pass
+
+    done: list[str] = []
+    controller = ScheduleController(
+        _Group(),  # type: ignore[arg-type]
+        {},
+        LEDGER,
+        schedule,
+        names={"p3": "b1", "p2": "b2"},
+        executor=_Executor(),  # type: ignore[arg-type]
+        **timing,  # type: ignore[arg-type]
+    )
+    return controller, done
+
+
+def test_a_fault_waits_for_the_answers_recorded_before_it() -> None:
+    schedule = FrameSchedule(order=(B2_E1, B1_E0), faults_after=(1,))
+    controller, done = _carrying(schedule, order_wait_s=5.0)
+    with controller:
+        waiting = threading.Thread(target=controller.carry_out, args=([CRASH_B2],))
+        waiting.start()
+        time.sleep(0.1)
+        assert done == []  # b2's answer to e1 has not gone on: the crash waits
+        controller._gone[B2_E1] = (time.monotonic(), None)  # it goes on
+        waiting.join(timeout=5.0)
+        assert done == [CRASH_B2.describe()]
+        controller.carry_out([RESTART_B2])  # the second fault has no place recorded: at once
+    assert controller.order_broken == []
+
+
+def test_a_fault_whose_predecessor_never_goes_on_breaks_the_order() -> None:
+    schedule = FrameSchedule(order=(B2_E1, B1_E0), faults_after=(2,))
+    controller, done = _carrying(schedule, order_wait_s=0.1)
+    with controller:
+        controller.carry_out([CRASH_B2])
+    assert done == [CRASH_B2.describe()]  # bounded: the fault goes on ...
+    assert unapplied_reason([controller]) == (  # ... and the run is undecided
+        f"the recorded delivery order could not be enforced: fault {CRASH_B2.describe()} "
+        "waited 0.1 s for b2's answer to add e1, which never went on"
+    )
