@@ -26,6 +26,7 @@ cluster or the JVM failed, nothing ran within the budget).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from adapters.javaclient import distribution_version
 from adapters.process_records import reap_orphans_once
 from conformance.commands.java_client_scenario import CannotRun, bookkeeper_home, client_home
 from conformance.commands.options import bookie_settings_from_args, zookeeper_from_args
+from conformance.javaclient.delivery_order import faults_after
 from conformance.javaclient.plans import PlanError
 from conformance.javaclient.role import Role
 from conformance.javaclient.roles import (
@@ -46,6 +48,7 @@ from conformance.javaclient.roles import (
     role_of_plan,
 )
 from conformance.javaclient.run import (
+    RECORD_FILE,
     SearchRunOptions,
     SearchRunResult,
     java_client_system,
@@ -225,6 +228,24 @@ def _report(result: SearchRunResult) -> None:
 # Replay -------------------------------------------------------------------------------------
 
 
+def _faults_placed(role: Any, plan: Any, source: Path) -> Any:
+    """``plan`` with its faults carried out at moments of their own placed in its recorded
+    order, read from the run's ``record.json``, when the run directory was written before
+    plans said where (``FrameSchedule.faults_after``); as it is otherwise."""
+    schedule = getattr(plan, "schedule", None)
+    record_file = source / RECORD_FILE
+    if schedule is None or not schedule.order or schedule.faults_after:
+        return plan
+    if not record_file.is_file():
+        return plan
+    record = role.record_from_json(json.loads(record_file.read_text()))
+    carried = (*getattr(plan, "before_recovery", ()), *getattr(plan, "after_recovery", ()))
+    placed = faults_after(record, carried)
+    if not placed:
+        return plan
+    return dataclasses.replace(plan, schedule=schedule.with_order(schedule.order, placed))
+
+
 def replay_java_run(args: argparse.Namespace, source: Path) -> int:
     """Run the recorded finding's plan once, in its role, on a fresh cluster of the recorded
     versions (``--bookkeeper`` and ``--zookeeper`` override them: the same plan against
@@ -235,7 +256,7 @@ def replay_java_run(args: argparse.Namespace, source: Path) -> int:
             raise CannotRun(f"{source} holds no finding to replay (verdict {results['verdict']})")
         finding = results["finding_plan"]
         role = role_of_plan(finding, results.get("role_settings"))
-        plan = role.plan_from_json(finding)
+        plan = _faults_placed(role, role.plan_from_json(finding), source)
         if args.target not in ("", "local"):
             raise CannotRun(f"a Java-client finding replays on --target local, not {args.target}")
         args.target = "local"

@@ -6,13 +6,16 @@ undecided after a bounded wait, never silently clean."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, Direction, FrameRecord, Operation
+from conformance.commands.java_client_run import _faults_placed
 from conformance.javaclient.controller import ScheduleController, unapplied_reason
 from conformance.javaclient.delivery_order import (
     delivery_order,
@@ -20,6 +23,7 @@ from conformance.javaclient.delivery_order import (
     with_delivery_order,
 )
 from conformance.javaclient.plans import FaultKind, FrameKey, FrameSchedule, PlannedFault, forge
+from conformance.javaclient.run import RECORD_FILE
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
 from conformance.live.faults import FaultEvent
 from tests.conformance.javaclient.recorded import LEDGER, LogBuilder
@@ -368,3 +372,27 @@ def test_a_fault_whose_predecessor_never_goes_on_breaks_the_order() -> None:
         f"the recorded delivery order could not be enforced: fault {CRASH_B2.describe()} "
         "waited 0.1 s for b2's answer to add e1, which never went on"
     )
+
+
+def test_an_older_run_directory_s_faults_are_placed_from_its_record(tmp_path: Path) -> None:
+    # Written before plans said where their faults go: the replay reads it from record.json.
+    record = _with_faults(_3005_like_run(), (1.1, CRASH_B2))
+
+    class _Role:
+        def record_from_json(self, data: object) -> _Record:
+            assert data == {"recorded": True}
+            return record
+
+    plan = WriterRunPlan(
+        WriterShape(2, 1, 1),
+        4,
+        FrameSchedule(order=delivery_order(record)),
+        recover_after=1,
+        before_recovery=(CRASH_B2,),
+    )
+    assert _faults_placed(_Role(), plan, tmp_path) is plan  # no record.json: as it is
+    (tmp_path / RECORD_FILE).write_text(json.dumps({"recorded": True}))
+    placed = _faults_placed(_Role(), plan, tmp_path)
+    assert placed.schedule.faults_after == (2,)
+    assert placed.schedule.order == plan.schedule.order
+    assert _faults_placed(_Role(), placed, tmp_path) is placed  # already placed: as it is
