@@ -7,6 +7,8 @@ The one place that locates them, one module per kind:
   jars;
 * :mod:`.bookkeeper` - validating a ``BOOKKEEPER_HOME``, and installing a BookKeeper version
   from Maven Central into a per-user cache;
+* :mod:`.source_builds` - a BookKeeper or ZooKeeper source checkout built with its own Maven
+  build into an install named by its version and commit;
 * :mod:`.system` - the bookies a run chooses and the system under test it reports;
 * :mod:`.errors` - ``JavaNotFound``, ``ZooKeeperNotFound``, ``BookKeeperNotFound``.
 

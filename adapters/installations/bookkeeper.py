@@ -131,7 +131,8 @@ def find_bookkeeper_home(
     ):
         raise BookKeeperNotFound(
             f"{home} has bin/bookkeeper but no bookkeeper-server jar in lib/; "
-            "use a binary distribution (bookkeeper-server-X.Y.Z-bin.tar.gz), not a source tree"
+            "use a binary distribution (bookkeeper-server-X.Y.Z-bin.tar.gz), not a source tree "
+            "(--bookkeeper PATH builds a source checkout into an install)"
         )
     releases.verify_home(BOOKKEEPER, home)
     return home
@@ -351,10 +352,23 @@ def resolve_bookkeeper(
     progress: bool = False,
 ) -> Path:
     """``--bookkeeper VERSION|DIR``: a version is installed on first use (then read from the
-    cache, checked complete); a directory must be a BOOKKEEPER_HOME. Returns the home."""
+    cache, checked complete); a directory must be a BOOKKEEPER_HOME, or a BookKeeper source
+    checkout, built once into an install of its version and commit
+    (:mod:`adapters.installations.source_builds`). Returns the home."""
     text = str(spec).strip()
     path = Path(text).expanduser()
     if isinstance(spec, Path) or os.sep in text or path.is_dir() or not VERSION_TEXT.match(text):
+        from adapters.installations import source_builds
+
+        if path.is_dir() and source_builds.detect(path) is not None:
+            kind = source_builds.bookkeeper_source()
+            return source_builds.install_from_source(
+                path,
+                kind,
+                root=None if root is None else root / source_builds.SOURCE_DIRECTORY,
+                environ=environ,
+                progress=progress,
+            ).home
         home = find_bookkeeper_home(path, {})
         assert home is not None
         return home

@@ -258,11 +258,21 @@ def describe_problems(found: Sequence[str], shown: int = 5) -> str:
     )
 
 
+#: The marker of an install built from a source checkout (:mod:`.source_builds`).
+SOURCE_MARKER = "bkconform-source.json"
+
+
 def broken_message(product: Product, installation: Installation, found: Sequence[str]) -> str:
     shown = describe_problems(found)
+    remedy = f"reinstall with `{product.reinstall_command(installation.version)}`"
+    try:  # built from a checkout: building it again is the remedy, not the release
+        checkout = json.loads((installation.home / SOURCE_MARKER).read_text())["checkout"]
+        remedy = f"build it again with --{product.directory} {checkout}"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     return (
         f"the {product.name} {installation.version} install at {installation.home} is broken "
-        f"({shown}): reinstall with `{product.reinstall_command(installation.version)}`"
+        f"({shown}): {remedy}"
     )
 
 
@@ -589,6 +599,25 @@ def install(
     )
 
 
+def assemble(
+    product: Product,
+    staging: Path,
+    version: str,
+    *,
+    maven_repo: Path | None,
+    offline: bool | None = None,
+    timeout: float = DEFAULT_MAVEN_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+    progress: bool = False,
+) -> Installation:
+    """Fill the empty ``staging`` directory with an install of ``version`` of ``product``
+    resolved from ``maven_repo`` (Maven's default local repository when None), as
+    :func:`install` builds one (resolved, checked complete, ``lib/``, the product's files, the
+    marker), and return it: for installers that choose the name and place themselves (an
+    install built from a source checkout, :mod:`adapters.installations.source_builds`)."""
+    return _build(product, staging, version, offline, timeout, maven_repo, environ, progress)
+
+
 def _build(
     product: Product,
     staging: Path,
@@ -740,6 +769,7 @@ __all__ = [
     "ListedArtifact",
     "Product",
     "RequiredClass",
+    "assemble",
     "available",
     "broken_message",
     "describe_classes",

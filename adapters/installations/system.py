@@ -173,8 +173,15 @@ def bookkeeper_version(home: Path) -> str | None:
 
 def describe_bookkeeper(home: Path) -> str:
     """``BookKeeper 4.17.3 (Maven, ~/.bkconform/bookkeeper/4.17.3)``, or ``(BOOKKEEPER_HOME,
-    DIR)`` for a distribution the project did not install."""
+    DIR)`` for a distribution the project did not install, or ``BookKeeper 4.18.0-cd06340851d6
+    (source build of /tmp/bk-checkout at cd06340851d6, ~/.bkconform/...)`` for one it built
+    from a source checkout."""
     from adapters.installations.bookkeeper import read_installation
+    from adapters.installations.source_builds import read_source_build
+
+    built = read_source_build(home)
+    if built is not None:
+        return f"BookKeeper {built.name} ({built.describe()})"
 
     version = bookkeeper_version(home) or "of unknown version"
     origin = "Maven" if read_installation(home) is not None else "BOOKKEEPER_HOME"

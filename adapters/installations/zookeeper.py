@@ -196,7 +196,9 @@ def _from_home(home: Path, origin: str) -> ZooKeeperInstall | None:
     conf = home / "conf"
     entries = ([str(conf)] if conf.is_dir() else []) + [str(jar) for jar in jars]
     if installation is not None:
-        origin = f"Maven, {home_text(home)}"
+        from adapters.installations.source_builds import describe_home
+
+        origin = describe_home(home) or f"Maven, {home_text(home)}"
     return ZooKeeperInstall(tuple(entries), origin, home)
 
 
@@ -254,7 +256,9 @@ def resolve_zookeeper(
     progress: bool = False,
 ) -> ZooKeeperInstall:
     """``--zookeeper VERSION|DIR``: a version is installed on first use (then read from the
-    cache); a directory must hold a ZooKeeper (``lib/`` with ``QuorumPeerMain``)."""
+    cache); a directory must hold a ZooKeeper (``lib/`` with ``QuorumPeerMain``), or be a
+    ZooKeeper source checkout, built once into an install of its version and commit
+    (:mod:`adapters.installations.source_builds`)."""
     if is_version(spec):
         done = install(str(spec).strip(), root=root, environ=environ, progress=progress)
         found = _from_home(done.home, f"Maven, {home_text(done.home)}")
@@ -266,6 +270,16 @@ def resolve_zookeeper(
             )
         return found
     home = Path(str(spec).strip()).expanduser()
+    from adapters.installations import source_builds
+
+    if home.is_dir() and source_builds.detect(home) is not None:
+        home = source_builds.install_from_source(
+            home,
+            source_builds.zookeeper_source(),
+            root=None if root is None else root / source_builds.SOURCE_DIRECTORY,
+            environ=environ,
+            progress=progress,
+        ).home
     found = _from_home(home, f"--zookeeper {home}")
     if found is None:
         raise ZooKeeperNotFound(

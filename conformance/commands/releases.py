@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cluster.errors import ClusterError
-from adapters.installations import bookkeeper, releases, zookeeper
+from adapters.installations import bookkeeper, releases, source_builds, zookeeper
 from adapters.installations.maven import METADATA_TIMEOUT
 from adapters.installations.releases import DEFAULT_MAVEN_TIMEOUT, Product
 
@@ -166,7 +166,8 @@ def run_list(args: argparse.Namespace) -> int:
     found = releases.installed(product)
     if args.available:
         return _list_available(product, found, args.timeout)
-    if not found:
+    built = source_builds.installed(source_builds.source_kind(product.directory))
+    if not found and not built:
         print(f"no {product.name} installed in {product.install_root()}")
         return 0
     for item in found:
@@ -179,6 +180,19 @@ def run_list(args: argparse.Namespace) -> int:
         )
         print(
             f"{item.version}\t{item.home}\t{item.jars} jars\tinstalled {item.installed_at}{state}"
+        )
+    for build in built:
+        broken = releases.problems(product, build.installation)
+        state = (
+            f"\tBROKEN ({releases.describe_problems(broken, 2)}): use --{product.directory} "
+            f"{build.checkout} again to rebuild it"
+            if broken
+            else ""
+        )
+        print(
+            f"{build.name}\t{build.home}\t{build.installation.jars} jars\tbuilt "
+            f"{build.built_at} from {build.checkout} at {build.short_commit}"
+            f"{' (dirty)' if build.dirty else ''}{state}"
         )
     return 0
 
