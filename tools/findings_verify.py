@@ -1,5 +1,6 @@
-"""A finding's upstream-style reproducer, run against released ZooKeeper and against a patched
-build: it must fail on the releases the finding affects and pass with the candidate fix.
+"""The findings' upstream-style reproducers, run against released ZooKeeper (and a patched
+build) and released BookKeeper: each must fail on the releases the finding affects, and the
+ZooKeeper one pass with the candidate fix.
 
 The reproducer is a JUnit test in ZooKeeper's own framework (``reproducers/zookeeper``,
 ``LeaderStartupSnapshotTest``: docs/findings/zookeeper-uncommitted-write-survives-trunc.md),
@@ -13,21 +14,32 @@ version is set to ``<v>-bkconform-fix`` (so the build never shadows the released
 and the reproducer runs again on that build (with the release's ``tests`` jar: the framework
 does not change with the patch). The temporary directory is removed after.
 
+The BookKeeper reproducers (``reproducers/bookkeeper``: JUnit tests on BookKeeper's own
+``BookKeeperClusterTestCase``, one class a finding, ``BOOKKEEPER_FINDINGS``) run with
+``mvn -f reproducers/bookkeeper/pom.xml -Dbookkeeper.version=<v> test`` on each release of
+``--bookkeeper-versions`` (default 4.18.0), ``--bookkeeper-runs`` times (default 1), each run
+building in its own directory ``<out>/bookkeeper-<v>-run<n>``; each finding's outcome is read
+from its class's surefire report. No candidate fix is built for them.
+
 Every Maven call uses the reproducers' own local repository (``--maven-repo``, default
 ``$BKCONFORM_HOME/m2-reproducers``), runs in its own process group, and is stopped (the group
 killed) after its timeout or when this script is interrupted. Maven calls run one at a time.
 
     python tools/findings_verify.py [--versions 3.9.5,3.8.4] [--with-fix] [--reuse-build]
+        [--bookkeeper-versions 4.18.0,4.17.3] [--bookkeeper-runs 3] [--only bookkeeper]
         [--mirror /work/.mirror/apache+zookeeper/repo] [--maven-repo DIR]
         [--out runs/findings-verify] [--timeout 900] [--build-timeout 2400]
 
 Output: a table, release x {released, with fix}, each cell PASS (every reproducer test
 passed), FAIL (a reproducer test failed: the finding is shown) or ERROR (the reproducer could
-not run: build, resolution, compilation, timeout), also written to ``<out>/table.md`` and
+not run: build, resolution, compilation, timeout, or a test that ended in an exception or was
+skipped because its schedule was not reached), also written to ``<out>/table.md`` and
 ``<out>/table.json``; Maven's output of each run is in ``<out>/<release>-<variant>/mvn.log``.
+The BookKeeper table has a row per finding x release, with the outcome of each run; it follows
+the ZooKeeper one in ``<out>/table.md``, and is in ``<out>/table-bookkeeper.json``.
 
-Exit 0 when every result is as expected (FAIL on the release, PASS with the fix), 1 when a
-result is not, 2 when a result could not be had (ERROR) or the options are bad.
+Exit 0 when every result is as expected (FAIL on the release in every run, PASS with the fix),
+1 when a result is not, 2 when a result could not be had (ERROR) or the options are bad.
 """
 
 from __future__ import annotations
@@ -81,6 +93,44 @@ BUILD_SKIPS = (
 VERSIONS_PLUGIN = "org.codehaus.mojo:versions-maven-plugin:2.16.2"
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
 
+BOOKKEEPER_REPRODUCER = ROOT / "reproducers" / "bookkeeper"
+BOOKKEEPER_DEFAULT_VERSIONS = ("4.18.0",)
+PROJECTS = ("zookeeper", "bookkeeper")
+
+
+@dataclass(frozen=True)
+class BookKeeperFinding:
+    """A BookKeeper finding and its reproducer: a test class in ``reproducers/bookkeeper``."""
+
+    name: str
+    #: The finding's page, under docs/findings.
+    doc: str
+    #: The reproducer's class, fully qualified (its surefire report is ``TEST-<class>.xml``).
+    test_class: str
+
+    @property
+    def simple_name(self) -> str:
+        return self.test_class.rsplit(".", 1)[-1]
+
+
+BOOKKEEPER_FINDINGS = (
+    BookKeeperFinding(
+        "fence-lost-on-restart",
+        "docs/findings/fence-lost-on-restart.md",
+        "org.apache.bookkeeper.client.FenceWithoutEntriesSurvivesRestartTest",
+    ),
+    BookKeeperFinding(
+        "throttled-add-goes-to-the-replaced-bookie",
+        "docs/findings/throttled-add-goes-to-the-replaced-bookie.md",
+        "org.apache.bookkeeper.client.ThrottledAddAcrossEnsembleChangeTest",
+    ),
+    BookKeeperFinding(
+        "bk-3005-acknowledged-entry-unreadable",
+        "docs/findings/bk-3005-acknowledged-entry-unreadable.md",
+        "org.apache.bookkeeper.client.AckedEntryReadableAfterEnsembleChangeTest",
+    ),
+)
+
 PASS = "PASS"
 FAIL = "FAIL"
 ERROR = "ERROR"
@@ -121,16 +171,54 @@ def _positive(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def runs_zookeeper(args: argparse.Namespace) -> bool:
+    return args.only in (None, "zookeeper")
+
+
+def runs_bookkeeper(args: argparse.Namespace) -> bool:
+    return args.only in (None, "bookkeeper")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="findings_verify",
-        description="Run the ZooKeeper reproducer against releases, and with the candidate fix.",
+        description="Run the ZooKeeper reproducer against releases, and with the candidate fix, "
+        "and the BookKeeper reproducers against releases.",
     )
     p.add_argument(
         "--versions",
         type=parse_versions,
         default=DEFAULT_VERSIONS,
         help="comma-separated ZooKeeper releases (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bookkeeper-versions",
+        type=parse_versions,
+        default=BOOKKEEPER_DEFAULT_VERSIONS,
+        help="comma-separated BookKeeper releases for the BookKeeper reproducers "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--bookkeeper-runs",
+        type=_count,
+        default=1,
+        help="how many times the BookKeeper reproducers run on each release (default: %(default)s)",
+    )
+    p.add_argument(
+        "--only",
+        choices=PROJECTS,
+        default=None,
+        help="run only the ZooKeeper or only the BookKeeper reproducers (default: both)",
     )
     p.add_argument(
         "--with-fix",
@@ -220,11 +308,38 @@ class Row:
         return ERROR in (self.released.result, self.fix.result if self.fix else None)
 
 
-def exit_code(rows: Sequence[Row]) -> int:
+@dataclass(frozen=True)
+class FindingRow:
+    """A BookKeeper finding on a release: the outcome of each run of its reproducer."""
+
+    finding: str
+    version: str
+    outcomes: tuple[Outcome, ...]
+
+    def as_expected(self) -> bool:
+        """Every run FAILs: the release shows the finding, every time."""
+        return bool(self.outcomes) and all(o.result == FAIL for o in self.outcomes)
+
+    def has_error(self) -> bool:
+        return not self.outcomes or any(o.result == ERROR for o in self.outcomes)
+
+    def counts(self) -> str:
+        """``FAIL 3/3`` or ``FAIL 2/3, PASS 1/3``: each result's runs, in a fixed order."""
+        total = len(self.outcomes)
+        parts = []
+        for result in (FAIL, PASS, ERROR):
+            n = sum(1 for o in self.outcomes if o.result == result)
+            if n:
+                parts.append(f"{result} {n}/{total}")
+        return ", ".join(parts) if parts else "not run"
+
+
+def exit_code(rows: Sequence[Row], bookkeeper_rows: Sequence[FindingRow] = ()) -> int:
     """0: every result as expected; 2: a result is an ERROR; 1: a result is not as expected."""
-    if any(row.has_error() for row in rows):
+    if any(row.has_error() for row in rows) or any(r.has_error() for r in bookkeeper_rows):
         return 2
-    return 0 if all(row.as_expected() for row in rows) else 1
+    expected = all(row.as_expected() for row in rows)
+    return 0 if expected and all(r.as_expected() for r in bookkeeper_rows) else 1
 
 
 def _cell(outcome: Outcome | None, expected: str) -> str:
@@ -249,11 +364,28 @@ def render_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_surefire_reports(reports: Path) -> Outcome | None:
-    """The outcome the reports in ``reports`` (surefire's ``TEST-*.xml``) give: FAIL when a
-    test failed (an assertion), ERROR when one ended in an exception or none ran, else PASS.
-    None when there is no report."""
-    files = sorted(reports.glob("TEST-*.xml")) if reports.is_dir() else []
+def render_bookkeeper_table(rows: Sequence[FindingRow]) -> str:
+    """The BookKeeper reproducers' table: a line per finding x release, every run counted."""
+    lines = [
+        "| finding | BookKeeper release | runs | result | as expected |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        expected = "as expected" if row.as_expected() else f"expected {FAIL} in every run"
+        lines.append(
+            f"| {row.finding} | {row.version} | {len(row.outcomes)} | {row.counts()} ({expected}) "
+            f"| {'yes' if row.as_expected() else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def read_surefire_reports(reports: Path, test_class: str | None = None) -> Outcome | None:
+    """The outcome the reports in ``reports`` (surefire's ``TEST-*.xml``; only
+    ``TEST-<test_class>.xml`` when a class is given) give: FAIL when a test failed (an
+    assertion), ERROR when one ended in an exception or none ran (a skipped test does not count
+    as run), else PASS. None when there is no report."""
+    pattern = "TEST-*.xml" if test_class is None else f"TEST-{test_class}.xml"
+    files = sorted(reports.glob(pattern)) if reports.is_dir() else []
     if not files:
         return None
     ran = 0
@@ -304,6 +436,24 @@ def reproducer_command(
         f"-Dzookeeper.tests.version={tests_version}",
         f"-Dreproducers.build.dir={build_dir}",
         f"-Dtest={TEST_CLASS}",
+        "-Dsurefire.failIfNoSpecifiedTests=false",
+        "test",
+    ]
+
+
+def bookkeeper_command(mvn: str, repo: Path, build_dir: Path, version: str) -> list[str]:
+    """The ``mvn`` call that runs the BookKeeper reproducers on release ``version``, building
+    in ``build_dir``."""
+    return [
+        mvn,
+        "-B",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={repo}",
+        "-f",
+        str(BOOKKEEPER_REPRODUCER / "pom.xml"),
+        f"-Dbookkeeper.version={version}",
+        f"-Dreproducers.build.dir={build_dir}",
+        "-Dtest=" + ",".join(f.simple_name for f in BOOKKEEPER_FINDINGS),
         "-Dsurefire.failIfNoSpecifiedTests=false",
         "test",
     ]
@@ -436,12 +586,75 @@ def run_reproducer(
     return dataclasses.replace(outcome, seconds=seconds)
 
 
+def bookkeeper_outcomes(
+    reports: Path, code: int | None, log: Path, timeout: float
+) -> dict[str, Outcome]:
+    """Each BookKeeper finding's outcome from one Maven run (its exit code, None: timed out)
+    and the surefire reports it left."""
+    outcomes: dict[str, Outcome] = {}
+    for finding in BOOKKEEPER_FINDINGS:
+        if code is None:
+            outcomes[finding.name] = Outcome(ERROR, f"timed out after {timeout:.0f} s (log: {log})")
+            continue
+        outcome = read_surefire_reports(reports, finding.test_class)
+        if outcome is None:
+            outcome = Outcome(
+                ERROR,
+                f"mvn exited {code} with no report of {finding.simple_name} (log: {log}):\n"
+                f"{_tail(log)}",
+            )
+        outcomes[finding.name] = outcome
+    return outcomes
+
+
+def run_bookkeeper(args: argparse.Namespace, version: str, run_number: int) -> dict[str, Outcome]:
+    """One run of the BookKeeper reproducers on ``version``: each finding's outcome. Its build
+    directory and log are ``<out>/bookkeeper-<version>-run<n>``."""
+    where = args.out / f"bookkeeper-{version}-run{run_number}"
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    log = where / "mvn.log"
+    command = bookkeeper_command(args.mvn, maven_repo(args), where / "target", version)
+    started = time.monotonic()
+    code = run(command, cwd=BOOKKEEPER_REPRODUCER, log=log, timeout=args.timeout)
+    seconds = time.monotonic() - started
+    outcomes = bookkeeper_outcomes(where / "target" / "surefire-reports", code, log, args.timeout)
+    return {name: dataclasses.replace(o, seconds=seconds) for name, o in outcomes.items()}
+
+
+def verify_bookkeeper(args: argparse.Namespace) -> list[FindingRow]:
+    """The BookKeeper reproducers on each release, ``--bookkeeper-runs`` times: a row per
+    finding x release."""
+    rows: list[FindingRow] = []
+    for version in args.bookkeeper_versions:
+        runs: list[dict[str, Outcome]] = []
+        for number in range(1, args.bookkeeper_runs + 1):
+            print(
+                f"BookKeeper {version}: the reproducers, "
+                f"run {number} of {args.bookkeeper_runs} ...",
+                flush=True,
+            )
+            outcomes = run_bookkeeper(args, version, number)
+            for name, outcome in outcomes.items():
+                _say(f"BookKeeper {version}", f"{name} (run {number})", outcome)
+            runs.append(outcomes)
+        for finding in BOOKKEEPER_FINDINGS:
+            rows.append(FindingRow(finding.name, version, tuple(run[finding.name] for run in runs)))
+        write_bookkeeper_table(args.out, rows)
+    return rows
+
+
 def check_tools(args: argparse.Namespace, with_fix: bool) -> None:
     """A clear error before anything runs when mvn, git or the mirror is missing."""
     if shutil.which(args.mvn) is None:
         raise VerifyError(f"mvn not found ({args.mvn!r}): install Maven or pass --mvn")
-    if not (REPRODUCER / "pom.xml").is_file():
+    if runs_zookeeper(args) and not (REPRODUCER / "pom.xml").is_file():
         raise VerifyError(f"the reproducer project is missing: {REPRODUCER / 'pom.xml'}")
+    if runs_bookkeeper(args) and not (BOOKKEEPER_REPRODUCER / "pom.xml").is_file():
+        raise VerifyError(
+            f"the BookKeeper reproducer project is missing: {BOOKKEEPER_REPRODUCER / 'pom.xml'}"
+        )
     if not with_fix:
         return
     if shutil.which("git") is None:
@@ -571,6 +784,37 @@ def _say(version: str, variant: str, outcome: Outcome) -> None:
         print(f"    {name}: {message}")
 
 
+def write_bookkeeper_table(out: Path, rows: Sequence[FindingRow]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table-bookkeeper.md").write_text(render_bookkeeper_table(rows))
+    (out / "table-bookkeeper.json").write_text(
+        json.dumps(
+            [
+                {
+                    **dataclasses.asdict(row),
+                    "counts": row.counts(),
+                    "as_expected": row.as_expected(),
+                }
+                for row in rows
+            ],
+            indent=1,
+        )
+        + "\n"
+    )
+
+
+def render_tables(rows: Sequence[Row], bookkeeper_rows: Sequence[FindingRow]) -> str:
+    """The ZooKeeper table (when it ran), then the BookKeeper one (when it ran)."""
+    parts = []
+    if rows:
+        parts.append(
+            "ZooKeeper:\n\n" + render_table(rows) if bookkeeper_rows else render_table(rows)
+        )
+    if bookkeeper_rows:
+        parts.append("BookKeeper:\n\n" + render_bookkeeper_table(bookkeeper_rows))
+    return "\n".join(parts)
+
+
 def write_table(out: Path, rows: Sequence[Row]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text(render_table(rows))
@@ -583,7 +827,16 @@ def write_table(out: Path, rows: Sequence[Row]) -> None:
     )
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM as an interrupt: the running Maven call's group is killed on the way out."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # run as a script: a signal must not leave Maven and its JVMs behind
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        # started in the background by a shell, SIGINT would be ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse's own exit: 2 on bad options, 0 on --help
@@ -592,16 +845,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.reuse_build and not args.with_fix:
         print("findings_verify: --reuse-build needs --with-fix", file=sys.stderr)
         return 2
+    if args.with_fix and not runs_zookeeper(args):
+        print("findings_verify: --with-fix is for the ZooKeeper reproducer", file=sys.stderr)
+        return 2
     try:
         check_tools(args, args.with_fix)
     except VerifyError as e:
         print(f"findings_verify: {e}", file=sys.stderr)
         return 2
-    rows = verify(args)
+    rows = verify(args) if runs_zookeeper(args) else []
+    bookkeeper_rows = verify_bookkeeper(args) if runs_bookkeeper(args) else []
+    tables = render_tables(rows, bookkeeper_rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "table.md").write_text(tables)
     print()
-    print(render_table(rows), end="")
+    print(tables, end="")
     print(f"(also in {args.out / 'table.md'})")
-    return exit_code(rows)
+    return exit_code(rows, bookkeeper_rows)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """tools/findings_verify.py's pure parts: the options (releases, bad ones refused before
 anything runs), the expected results (FAIL on a release, PASS with the fix) and the exit code
 they make, the table, surefire's reports read into an outcome, and the Maven calls (the
-reproducers' own repository, a fix build's version that never shadows a release)."""
+reproducers' own repository, a fix build's version that never shadows a release). The
+BookKeeper reproducers: their options, a row per finding x release with every run counted
+(FAIL expected in every run), each finding's outcome read from its own class's report, their
+Maven call and build directories, and main running only what ``--only`` asks for."""
 
 from __future__ import annotations
 
@@ -183,6 +186,7 @@ def test_main_runs_with_an_absolute_out_and_exits_with_the_table_s_code(
 
     monkeypatch.setattr(findings_verify, "check_tools", lambda args, with_fix: None)
     monkeypatch.setattr(findings_verify, "verify", verify)
+    monkeypatch.setattr(findings_verify, "verify_bookkeeper", lambda args: [])
     monkeypatch.chdir(tmp_path)
     assert findings_verify.main(["--with-fix", "--out", "relative"]) == 0
     assert seen[-1].out == tmp_path / "relative"  # Maven runs elsewhere: the path is absolute
@@ -190,3 +194,194 @@ def test_main_runs_with_an_absolute_out_and_exits_with_the_table_s_code(
 
     monkeypatch.setattr(findings_verify, "verify", lambda args: [_row(PASS)])
     assert findings_verify.main(["--out", "relative"]) == 1
+
+
+# BookKeeper reproducers -----------------------------------------------------------------------
+
+BK = findings_verify.BOOKKEEPER_FINDINGS
+
+
+def test_bookkeeper_defaults_and_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path))
+    args = findings_verify.parser().parse_args([])
+    assert args.bookkeeper_versions == ("4.18.0",) and args.bookkeeper_runs == 1
+    assert args.only is None
+    assert findings_verify.runs_zookeeper(args) and findings_verify.runs_bookkeeper(args)
+    args = findings_verify.parser().parse_args(
+        ["--bookkeeper-versions", "4.18.0,release-4.17.3", "--bookkeeper-runs", "3"]
+    )
+    assert args.bookkeeper_versions == ("4.18.0", "4.17.3") and args.bookkeeper_runs == 3
+    args = findings_verify.parser().parse_args(["--only", "bookkeeper"])
+    assert findings_verify.runs_bookkeeper(args) and not findings_verify.runs_zookeeper(args)
+    args = findings_verify.parser().parse_args(["--only", "zookeeper"])
+    assert findings_verify.runs_zookeeper(args) and not findings_verify.runs_bookkeeper(args)
+
+
+def test_bad_bookkeeper_options_are_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_run(*args: object, **kwargs: object) -> int:
+        raise AssertionError("nothing may run")
+
+    monkeypatch.setattr(findings_verify, "run", no_run)
+    out = ["--out", str(tmp_path / "out")]
+    assert findings_verify.main(["--bookkeeper-versions", "4.18", *out]) == 2
+    assert findings_verify.main(["--bookkeeper-runs", "0", *out]) == 2
+    assert findings_verify.main(["--only", "hbase", *out]) == 2
+    capsys.readouterr()
+    assert findings_verify.main(["--only", "bookkeeper", "--with-fix", *out]) == 2
+    assert "--with-fix is for the ZooKeeper reproducer" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_bookkeeper_finding_has_its_doc_and_its_test_class() -> None:
+    root = findings_verify.ROOT
+    assert len({f.name for f in BK}) == len(BK)
+    for finding in BK:
+        assert (root / finding.doc).is_file(), finding.doc
+        source = (
+            findings_verify.BOOKKEEPER_REPRODUCER
+            / "src/test/java"
+            / (finding.test_class.replace(".", "/") + ".java")
+        )
+        assert source.is_file(), source
+        assert (
+            f"class {finding.simple_name} extends BookKeeperClusterTestCase" in source.read_text()
+        )
+
+
+def _bk_row(*results: str) -> findings_verify.FindingRow:
+    return findings_verify.FindingRow(
+        "fence-lost-on-restart", "4.18.0", tuple(map(Outcome, results))
+    )
+
+
+def test_a_bookkeeper_finding_is_as_expected_only_when_every_run_fails() -> None:
+    assert _bk_row(FAIL).as_expected() and _bk_row(FAIL, FAIL, FAIL).as_expected()
+    assert not _bk_row(FAIL, PASS, FAIL).as_expected()  # flaky: not a reproducer
+    assert not _bk_row(PASS).as_expected()
+    assert not _bk_row().as_expected() and _bk_row().has_error()
+    assert _bk_row(FAIL, ERROR).has_error() and not _bk_row(FAIL, PASS).has_error()
+    assert _bk_row(FAIL, FAIL, FAIL).counts() == "FAIL 3/3"
+    assert _bk_row(PASS, FAIL, ERROR).counts() == "FAIL 1/3, PASS 1/3, ERROR 1/3"
+    assert _bk_row().counts() == "not run"
+
+
+def test_the_exit_code_counts_the_bookkeeper_rows() -> None:
+    assert exit_code([_row(FAIL, PASS)], [_bk_row(FAIL, FAIL)]) == 0
+    assert exit_code([], [_bk_row(FAIL)]) == 0
+    assert exit_code([_row(FAIL, PASS)], [_bk_row(FAIL, PASS)]) == 1
+    assert exit_code([_row(FAIL)], [_bk_row(FAIL, ERROR)]) == 2
+    assert exit_code([_row(ERROR)], [_bk_row(FAIL)]) == 2
+
+
+def test_the_bookkeeper_table_has_a_line_per_finding_and_release() -> None:
+    rows = [
+        _bk_row(FAIL, FAIL, FAIL),
+        findings_verify.FindingRow("bk-3005", "4.17.3", (Outcome(FAIL), Outcome(PASS))),
+    ]
+    lines = findings_verify.render_bookkeeper_table(rows).splitlines()
+    assert lines[0] == "| finding | BookKeeper release | runs | result | as expected |"
+    assert lines[2] == "| fence-lost-on-restart | 4.18.0 | 3 | FAIL 3/3 (as expected) | yes |"
+    assert lines[3] == (
+        "| bk-3005 | 4.17.3 | 2 | FAIL 1/2, PASS 1/2 (expected FAIL in every run) | no |"
+    )
+    both = findings_verify.render_tables([_row(FAIL)], rows)
+    assert both.index("ZooKeeper:") < both.index("| 3.9.5 |") < both.index("BookKeeper:")
+    assert findings_verify.render_tables([_row(FAIL)], []) == render_table([_row(FAIL)])
+    assert findings_verify.render_tables([], rows).startswith("BookKeeper:")
+
+
+def test_each_bookkeeper_finding_is_read_from_its_own_class_report(tmp_path: Path) -> None:
+    fence, throttle, bk3005 = (f.test_class for f in BK)
+    reports = tmp_path / "surefire-reports"
+    _report(
+        reports,
+        fence,
+        '<testcase name="testSorted"><failure message="b3 lost the fence"/></testcase>'
+        '<testcase name="testControl"/>',
+    )
+    _report(reports, throttle, '<testcase name="t"><skipped message="not reached"/></testcase>')
+    log = tmp_path / "mvn.log"
+    outcomes = findings_verify.bookkeeper_outcomes(reports, 1, log, 900)
+    assert outcomes[BK[0].name].result == FAIL
+    assert outcomes[BK[0].name].failures == {"testSorted": "b3 lost the fence"}
+    assert outcomes[BK[1].name].result == ERROR  # its one test was skipped: nothing decided
+    assert outcomes[BK[2].name].result == ERROR and "no report of" in outcomes[BK[2].name].detail
+    assert bk3005.endswith("AckedEntryReadableAfterEnsembleChangeTest")
+    timed_out = findings_verify.bookkeeper_outcomes(reports, None, log, 900)
+    assert all(o.result == ERROR and "timed out" in o.detail for o in timed_out.values())
+    # the whole directory, as for ZooKeeper, when no class is named
+    whole = read_surefire_reports(reports)
+    assert whole is not None and whole.result == FAIL
+
+
+def test_the_bookkeeper_maven_call(tmp_path: Path) -> None:
+    repo = tmp_path / "m2"
+    command = findings_verify.bookkeeper_command("mvn", repo, tmp_path / "t", "4.17.3")
+    assert command[command.index("-f") + 1] == str(
+        findings_verify.BOOKKEEPER_REPRODUCER / "pom.xml"
+    )
+    assert f"-Dmaven.repo.local={repo}" in command
+    assert "-Dbookkeeper.version=4.17.3" in command
+    assert f"-Dreproducers.build.dir={tmp_path / 't'}" in command
+    tests = next(a for a in command if a.startswith("-Dtest=")).removeprefix("-Dtest=")
+    assert tests.split(",") == [f.simple_name for f in BK]
+    assert command[-1] == "test"
+
+
+def test_bookkeeper_runs_each_in_its_own_directory_and_make_a_row_per_finding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[list[str], Path]] = []
+
+    def fake_run(
+        command: list[str],
+        *,
+        cwd: Path,
+        log: Path,
+        timeout: float,
+        env: dict[str, str] | None = None,
+    ) -> int:
+        calls.append((command, log))
+        build = Path(
+            next(a for a in command if a.startswith("-Dreproducers.build.dir=")).split("=", 1)[1]
+        )
+        for finding in BK:
+            _report(
+                build / "surefire-reports",
+                finding.test_class,
+                '<testcase name="t"><failure message="shown"/></testcase>',
+            )
+        return 1
+
+    monkeypatch.setattr(findings_verify, "run", fake_run)
+    monkeypatch.setattr(findings_verify, "check_tools", lambda args, with_fix: None)
+    out = tmp_path / "out"
+    code = findings_verify.main(
+        [
+            "--only",
+            "bookkeeper",
+            "--bookkeeper-versions",
+            "4.18.0,4.17.3",
+            "--bookkeeper-runs",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    assert len(calls) == 4
+    assert [log.parent.name for _, log in calls] == [
+        "bookkeeper-4.18.0-run1",
+        "bookkeeper-4.18.0-run2",
+        "bookkeeper-4.17.3-run1",
+        "bookkeeper-4.17.3-run2",
+    ]
+    assert all("-Dbookkeeper.version=4.17.3" in command for command, _ in calls[2:])
+    table = (out / "table.md").read_text()
+    assert table.startswith("BookKeeper:")
+    for finding in BK:
+        for version in ("4.18.0", "4.17.3"):
+            assert f"| {finding.name} | {version} | 2 | FAIL 2/2 (as expected) | yes |" in table
+    assert (out / "table-bookkeeper.json").is_file()
