@@ -36,9 +36,6 @@ SEARCHED_ENTRIES = 4
 #: At most this many entries in any writer plan (the upstream reports' scenarios pipeline up to
 #: seven: #4097's).
 MAX_ENTRIES = 8
-#: The first release whose Java client resolves bookie ids through their registrations, so
-#: that its adds can go through the proxies without the harness writing the ledger's metadata.
-FIRST_WRITER_RELEASE = "4.12.0"
 #: The longest wait before the delayed entries (the add timeout is 1 s).
 MAX_DELAY_MS = 3000
 
@@ -341,7 +338,6 @@ class WriterRunPlan:
 
 __all__ = [
     "DEFAULT_SHAPES",
-    "FIRST_WRITER_RELEASE",
     "MAX_DELAY_MS",
     "MAX_ENTRIES",
     "MAX_LEDGERS",
