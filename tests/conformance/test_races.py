@@ -29,6 +29,7 @@ from model.bookkeeper.actions import Transition, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest, State
 from model.bookkeeper.scripted import step, take
+from tests.conformance.racing_prefix import ADD_AND_FENCE_WAIT_AT_B1
 
 CFG = ModelConfig(
     bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
@@ -43,17 +44,7 @@ def _fence(lac: int) -> Observation:
 
 #: c1 has e1 confirmed by b1..b3 and its LAC at 1, sends e2 (LAC 1); c2 starts recovery: at
 #: b1, c1's add of e2 and c2's fence read both wait.
-PREFIX_STEPS = (
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b2"),
-    step("BookieSendsAddConfirmedResponse", bookie="b3"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("ClientStartsRecovery", client="c2"),
-)
+PREFIX_STEPS = ADD_AND_FENCE_WAIT_AT_B1
 
 
 def _prefix() -> State:

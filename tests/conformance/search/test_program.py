@@ -38,6 +38,7 @@ from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.explore import replay
 from model.bookkeeper.records import AddEntryRequest, FenceRequest, State
 from model.bookkeeper.scripted import run_script, step
+from tests.conformance.racing_prefix import ADD_AND_FENCE_WAIT_AT_B1
 
 CONFIGS = [
     ModelConfig(bookies=2, clients=2, write_quorum=2, ack_quorum=1),
@@ -266,17 +267,7 @@ class _GatedModelTarget(ModelTarget):
 RACING_AT_B1 = ModelConfig(
     bookies=3, clients=2, write_quorum=3, ack_quorum=2, send_limit=2, inflight_limit=2
 )
-RACING_AT_B1_STEPS = [
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b2"),
-    step("BookieSendsAddConfirmedResponse", bookie="b3"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("ClientStartsRecovery", client="c2"),
-]
+RACING_AT_B1_STEPS = list(ADD_AND_FENCE_WAIT_AT_B1)
 
 
 def _add_and_fence_at_b1(cfg: ModelConfig, state: State) -> tuple[Member, Member]:

@@ -22,8 +22,9 @@ from conformance.verdict import Verdict
 from model.bookkeeper.actions import successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.records import AddEntryRequest, FenceRequest
-from model.bookkeeper.scripted import step, take
+from model.bookkeeper.scripted import take
 from tests.bookkeeper_fixtures import installed_home
+from tests.conformance.racing_prefix import ADD_AND_FENCE_WAIT_AT_B1
 
 pytestmark = pytest.mark.cluster
 
@@ -37,17 +38,7 @@ CFG = ModelConfig(
     lac_of_highest_entry=True,
     first_copy_kept=True,  # SortedLedgerStorage, the suite's default
 )
-PREFIX_STEPS = (
-    step("ClientCreatesLedger", client="c1"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b1"),
-    step("BookieSendsAddConfirmedResponse", bookie="b2"),
-    step("BookieSendsAddConfirmedResponse", bookie="b3"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b1"),
-    step("ClientReceivesAddConfirmedResponse", client="c1", peer="b2"),
-    step("ClientSendsAddEntryRequests", client="c1"),
-    step("ClientStartsRecovery", client="c2"),
-)
+PREFIX_STEPS = ADD_AND_FENCE_WAIT_AT_B1
 
 
 @pytest.fixture(params=["4.17.3", "4.18.0"])
