@@ -94,7 +94,30 @@ VERSIONS_PLUGIN = "org.codehaus.mojo:versions-maven-plugin:2.16.2"
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+$")
 
 BOOKKEEPER_REPRODUCER = ROOT / "reproducers" / "bookkeeper"
+BOOKKEEPER_PATCHES = BOOKKEEPER_REPRODUCER / "patches"
+#: A BookKeeper finding's candidate fix on a release: ``release-4.18.0-<finding>.patch``.
+BOOKKEEPER_PATCH_NAME = "release-{version}-{finding}.patch"
 BOOKKEEPER_DEFAULT_VERSIONS = ("4.18.0",)
+DEFAULT_BOOKKEEPER_MIRROR = Path("/work/.mirror/apache+bookkeeper/repo")
+#: What a BookKeeper fix build skips (as adapters.installations.source_builds builds a
+#: checkout): its tests are compiled, not run (``-Dmaven.test.skip`` would leave the test jars
+#: other modules' builds resolve unbuilt), and no lint.
+BOOKKEEPER_BUILD_SKIPS = (
+    "-DskipTests",
+    "-Dcheckstyle.skip",
+    "-Dspotbugs.skip",
+    "-Drat.skip",
+    "-Dlicense.skip",
+    "-Dspotless.check.skip",
+    "-Dspotless.skip",
+    "-Dmaven.javadoc.skip",
+    "-Dmaven.source.skip",
+    "-Dcyclonedx.skip",
+    "-Ddependency-check.skip",
+    "-Dgpg.skip=true",
+)
+#: native-io's property for a build without cargo-zigbuild (4.18.0's native-io builds Rust).
+PURE_RUST_PROPERTY = "native.io.pure.rust"
 PROJECTS = ("zookeeper", "bookkeeper")
 
 
@@ -223,7 +246,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--with-fix",
         action="store_true",
-        help="also build each release with its candidate fix and run the reproducer on it",
+        help="also build each release with its candidate fix and run the reproducer on it; "
+        "for BookKeeper, each finding's fix (reproducers/bookkeeper/patches) on its own",
     )
     p.add_argument(
         "--reuse-build",
@@ -235,6 +259,13 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path(os.environ.get("BKCONFORM_ZOOKEEPER_MIRROR", str(DEFAULT_MIRROR))),
         help="ZooKeeper's git directory, with its release tags (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bookkeeper-mirror",
+        type=Path,
+        default=Path(os.environ.get("BKCONFORM_BOOKKEEPER_MIRROR", str(DEFAULT_BOOKKEEPER_MIRROR))),
+        help="BookKeeper's git directory, with its release tags, for --with-fix "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--maven-repo",
@@ -334,12 +365,20 @@ class FindingRow:
         return ", ".join(parts) if parts else "not run"
 
 
-def exit_code(rows: Sequence[Row], bookkeeper_rows: Sequence[FindingRow] = ()) -> int:
+def exit_code(
+    rows: Sequence[Row],
+    bookkeeper_rows: Sequence[FindingRow] = (),
+    fix_rows: Sequence[FixRow] = (),
+) -> int:
     """0: every result as expected; 2: a result is an ERROR; 1: a result is not as expected."""
-    if any(row.has_error() for row in rows) or any(r.has_error() for r in bookkeeper_rows):
+    groups: list[Sequence[Row] | Sequence[FindingRow] | Sequence[FixRow]] = [
+        rows,
+        bookkeeper_rows,
+        fix_rows,
+    ]
+    if any(r.has_error() for group in groups for r in group):
         return 2
-    expected = all(row.as_expected() for row in rows)
-    return 0 if expected and all(r.as_expected() for r in bookkeeper_rows) else 1
+    return 0 if all(r.as_expected() for group in groups for r in group) else 1
 
 
 def _cell(outcome: Outcome | None, expected: str) -> str:
@@ -441,9 +480,12 @@ def reproducer_command(
     ]
 
 
-def bookkeeper_command(mvn: str, repo: Path, build_dir: Path, version: str) -> list[str]:
-    """The ``mvn`` call that runs the BookKeeper reproducers on release ``version``, building
-    in ``build_dir``."""
+def bookkeeper_command(
+    mvn: str, repo: Path, build_dir: Path, version: str, server_version: str | None = None
+) -> list[str]:
+    """The ``mvn`` call that runs the BookKeeper reproducers on release ``version`` (its test
+    framework; the bookkeeper-server jar of ``server_version``, a patched build, when given),
+    building in ``build_dir``."""
     return [
         mvn,
         "-B",
@@ -452,6 +494,7 @@ def bookkeeper_command(mvn: str, repo: Path, build_dir: Path, version: str) -> l
         "-f",
         str(BOOKKEEPER_REPRODUCER / "pom.xml"),
         f"-Dbookkeeper.version={version}",
+        *([f"-Dbookkeeper.server.version={server_version}"] if server_version else []),
         f"-Dreproducers.build.dir={build_dir}",
         "-Dtest=" + ",".join(f.simple_name for f in BOOKKEEPER_FINDINGS),
         "-Dsurefire.failIfNoSpecifiedTests=false",
@@ -607,15 +650,21 @@ def bookkeeper_outcomes(
     return outcomes
 
 
-def run_bookkeeper(args: argparse.Namespace, version: str, run_number: int) -> dict[str, Outcome]:
-    """One run of the BookKeeper reproducers on ``version``: each finding's outcome. Its build
-    directory and log are ``<out>/bookkeeper-<version>-run<n>``."""
-    where = args.out / f"bookkeeper-{version}-run{run_number}"
+def run_bookkeeper(
+    args: argparse.Namespace, version: str, run_number: int, server_version: str | None = None
+) -> dict[str, Outcome]:
+    """One run of the BookKeeper reproducers on ``version`` (on ``server_version``'s
+    bookkeeper-server, a patched build, when given): each finding's outcome. Its build
+    directory and log are ``<out>/bookkeeper-<version>-run<n>`` (``<out>/<server version>``)."""
+    name = server_version if server_version else f"bookkeeper-{version}-run{run_number}"
+    where = args.out / name
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
     log = where / "mvn.log"
-    command = bookkeeper_command(args.mvn, maven_repo(args), where / "target", version)
+    command = bookkeeper_command(
+        args.mvn, maven_repo(args), where / "target", version, server_version
+    )
     started = time.monotonic()
     code = run(command, cwd=BOOKKEEPER_REPRODUCER, log=log, timeout=args.timeout)
     seconds = time.monotonic() - started
@@ -645,6 +694,99 @@ def verify_bookkeeper(args: argparse.Namespace) -> list[FindingRow]:
     return rows
 
 
+@dataclass(frozen=True)
+class FixRow:
+    """A BookKeeper finding's candidate fix on a release: every reproducer's outcome on the
+    patched build (the fixed finding's must PASS; the others show what else it changed)."""
+
+    finding: str
+    version: str
+    patch: str
+    outcomes: dict[str, Outcome]
+
+    @property
+    def fixed(self) -> Outcome:
+        return self.outcomes.get(self.finding, Outcome(ERROR, "no outcome"))
+
+    def as_expected(self) -> bool:
+        return self.fixed.result == PASS
+
+    def has_error(self) -> bool:
+        return self.fixed.result == ERROR
+
+    def others(self) -> str:
+        """The other findings' results on this build: ``bk-3005 FAIL, ...``."""
+        return ", ".join(
+            f"{name} {outcome.result}"
+            for name, outcome in self.outcomes.items()
+            if name != self.finding
+        )
+
+
+def bookkeeper_fixes(version: str) -> list[BookKeeperFinding]:
+    """The findings with a candidate fix for ``version`` (reproducers/bookkeeper/patches)."""
+    return [f for f in BOOKKEEPER_FINDINGS if bookkeeper_patch_for(version, f.name).is_file()]
+
+
+def verify_bookkeeper_fixes(args: argparse.Namespace) -> list[FixRow]:
+    """Each finding's candidate fix on each release that has one, built on its own and the
+    reproducers run on it once."""
+    rows: list[FixRow] = []
+    for version in args.bookkeeper_versions:
+        findings = bookkeeper_fixes(version)
+        if not findings:
+            print(f"BookKeeper {version}: no candidate fix (no patch for it)", flush=True)
+        for finding in findings:
+            fix = bookkeeper_fix(args, version, finding.name)
+            log = args.out / f"{fix.patched_version}-build" / "build.log"
+            if log.parent.exists():
+                shutil.rmtree(log.parent)
+            log.parent.mkdir(parents=True)
+            print(f"BookKeeper {version}: building {fix.patch.name} (log: {log}) ...", flush=True)
+            started = time.monotonic()
+            try:
+                patched = build_patched(args, fix, log)
+            except (VerifyError, OSError, subprocess.SubprocessError) as e:
+                error = Outcome(ERROR, str(e), seconds=time.monotonic() - started)
+                outcomes = {finding.name: error}
+            else:
+                print(f"BookKeeper {version}: the reproducers on {patched} ...", flush=True)
+                outcomes = run_bookkeeper(args, version, 1, patched)
+            for name, outcome in outcomes.items():
+                _say(f"BookKeeper {version} + {finding.name} fix", name, outcome)
+            rows.append(FixRow(finding.name, version, fix.patch.name, outcomes))
+            write_bookkeeper_fix_table(args.out, rows)
+    return rows
+
+
+def render_bookkeeper_fix_table(rows: Sequence[FixRow]) -> str:
+    """A line per finding's fix x release: the fixed finding's result, the others'."""
+    lines = [
+        "| finding | BookKeeper release | candidate fix | its reproducer | the other reproducers "
+        "| as expected |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.finding} | {row.version} | {row.patch} "
+            f"| {_cell(row.fixed, PASS)} | {row.others() or '-'} "
+            f"| {'yes' if row.as_expected() else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_bookkeeper_fix_table(out: Path, rows: Sequence[FixRow]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table-bookkeeper-fixes.md").write_text(render_bookkeeper_fix_table(rows))
+    (out / "table-bookkeeper-fixes.json").write_text(
+        json.dumps(
+            [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows],
+            indent=1,
+        )
+        + "\n"
+    )
+
+
 def check_tools(args: argparse.Namespace, with_fix: bool) -> None:
     """A clear error before anything runs when mvn, git or the mirror is missing."""
     if shutil.which(args.mvn) is None:
@@ -661,10 +803,16 @@ def check_tools(args: argparse.Namespace, with_fix: bool) -> None:
         raise VerifyError("git not found: needed to export a release's source (--with-fix)")
     if shutil.which("tar") is None:
         raise VerifyError("tar not found: needed to export a release's source (--with-fix)")
-    if not args.mirror.is_dir():
+    if runs_zookeeper(args) and not args.mirror.is_dir():
         raise VerifyError(
             f"no ZooKeeper git mirror at {args.mirror}: pass --mirror (a bare clone or a .git "
             "directory with the release tags) or set BKCONFORM_ZOOKEEPER_MIRROR"
+        )
+    if runs_bookkeeper(args) and not args.bookkeeper_mirror.is_dir():
+        raise VerifyError(
+            f"no BookKeeper git mirror at {args.bookkeeper_mirror}: pass --bookkeeper-mirror "
+            "(a bare clone or a .git directory with the release tags) or set "
+            "BKCONFORM_BOOKKEEPER_MIRROR"
         )
 
 
@@ -694,29 +842,135 @@ def scratch_directory() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def build_fix(args: argparse.Namespace, version: str, log: Path) -> str:
-    """Export ``release-<version>`` from the mirror, apply its patch, install zookeeper-server
-    as ``<version>-bkconform-fix`` into the reproducers' repository: that version."""
-    patch = patch_for(version)
-    if not patch.is_file():
-        raise VerifyError(f"no candidate fix for {version}: {patch.relative_to(ROOT)} is missing")
+@dataclass(frozen=True)
+class FixBuild:
+    """A candidate fix to build: a release's source exported from a git mirror, a patch applied,
+    the version set to one no release has, the server module installed into the reproducers'
+    repository."""
+
+    #: "ZooKeeper" or "BookKeeper": for messages.
+    product: str
+    version: str
+    patch: Path
+    #: The version the patched build is installed under.
+    patched_version: str
+    mirror: Path
+    #: The jar whose presence says the build is installed; the marker goes next to it.
+    jar: Path
+    #: The Maven build of the server module (run in the source tree).
+    build: tuple[str, ...]
+
+
+def zookeeper_fix(args: argparse.Namespace, version: str) -> FixBuild:
     repo = maven_repo(args)
     patched = fix_version(version)
-    digest = patch_digest(patch)
-    marker = build_marker(repo, patched)
+    return FixBuild(
+        "ZooKeeper",
+        version,
+        patch_for(version),
+        patched,
+        args.mirror,
+        installed_jar(repo, patched),
+        tuple(build_command(args.mvn, repo)),
+    )
+
+
+def bookkeeper_patch_for(version: str, finding: str) -> Path:
+    return BOOKKEEPER_PATCHES / BOOKKEEPER_PATCH_NAME.format(version=version, finding=finding)
+
+
+def bookkeeper_fix_version(version: str, finding: str) -> str:
+    """``4.18.0-bkconform-fix-<finding>``: a version per finding's fix, never a release's."""
+    return f"{version}-{FIX_SUFFIX}-{finding}"
+
+
+def bookkeeper_installed_jar(repo: Path, version: str) -> Path:
+    return (
+        repo
+        / "org"
+        / "apache"
+        / "bookkeeper"
+        / "bookkeeper-server"
+        / version
+        / f"bookkeeper-server-{version}.jar"
+    )
+
+
+def bookkeeper_build_command(mvn: str, repo: Path, pure_rust: bool) -> list[str]:
+    """BookKeeper's own build of bookkeeper-server and what it needs, no test run
+    (``pure_rust``: native-io without cargo-zigbuild)."""
+    return [
+        mvn,
+        "-B",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={repo}",
+        "-pl",
+        "bookkeeper-server",
+        "-am",
+        "install",
+        *BOOKKEEPER_BUILD_SKIPS,
+        *([f"-D{PURE_RUST_PROPERTY}=true"] if pure_rust else []),
+    ]
+
+
+def bookkeeper_fix(args: argparse.Namespace, version: str, finding: str) -> FixBuild:
+    repo = maven_repo(args)
+    patched = bookkeeper_fix_version(version, finding)
+    return FixBuild(
+        "BookKeeper",
+        version,
+        bookkeeper_patch_for(version, finding),
+        patched,
+        args.bookkeeper_mirror,
+        bookkeeper_installed_jar(repo, patched),
+        # 4.18.0's native-io offers a pure-Rust build; cargo-zigbuild is rarely installed.
+        tuple(bookkeeper_build_command(args.mvn, repo, shutil.which("cargo-zigbuild") is None)),
+    )
+
+
+def _native_io_options(source: Path, build: Sequence[str]) -> list[str]:
+    """The build without the pure-Rust property when the release's native-io has none."""
+    try:
+        native_io = (source / "native-io" / "pom.xml").read_text(errors="replace")
+    except OSError:
+        native_io = ""
+    flag = f"-D{PURE_RUST_PROPERTY}=true"
+    return [part for part in build if part != flag or PURE_RUST_PROPERTY in native_io]
+
+
+def build_fix(args: argparse.Namespace, version: str, log: Path) -> str:
+    """ZooKeeper ``release-<version>`` with its candidate fix, installed as
+    ``<version>-bkconform-fix``: that version."""
+    return build_patched(args, zookeeper_fix(args, version), log)
+
+
+def build_patched(args: argparse.Namespace, fix: FixBuild, log: Path) -> str:
+    """Export ``release-<version>`` from the mirror, apply the patch, install the server module
+    as the fix's version into the reproducers' repository: that version."""
+    version, patched = fix.version, fix.patched_version
+    if not fix.patch.is_file():
+        raise VerifyError(
+            f"no candidate fix for {fix.product} {version}: {fix.patch.relative_to(ROOT)} "
+            "is missing"
+        )
+    repo = maven_repo(args)
+    digest = patch_digest(fix.patch)
+    marker = fix.jar.parent / "bkconform-patch.sha256"
     if (
         args.reuse_build
-        and installed_jar(repo, patched).is_file()
+        and fix.jar.is_file()
         and marker.is_file()
         and marker.read_text().strip() == digest
     ):
         with log.open("a") as out:
-            out.write(f"reusing {installed_jar(repo, patched)} (built from {patch.name})\n")
+            out.write(f"reusing {fix.jar} (built from {fix.patch.name})\n")
         return patched
+    if not fix.mirror.is_dir():
+        raise VerifyError(f"no {fix.product} git mirror at {fix.mirror}")
     tag = f"release-{version}"
-    found = _git(args.mirror, "rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}")
+    found = _git(fix.mirror, "rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}")
     if found.returncode != 0:
-        raise VerifyError(f"the mirror {args.mirror} has no tag {tag}")
+        raise VerifyError(f"the mirror {fix.mirror} has no tag {tag}")
     with scratch_directory() as scratch:
         tar = scratch / "source.tar"
         source = scratch / "source"
@@ -724,31 +978,46 @@ def build_fix(args: argparse.Namespace, version: str, log: Path) -> str:
         steps: list[tuple[str, list[str], Path, float]] = [
             (
                 "export",
-                ["git", f"--git-dir={args.mirror}", "archive", "-o", str(tar), tag],
+                ["git", f"--git-dir={fix.mirror}", "archive", "-o", str(tar), tag],
                 scratch,
                 300.0,
             ),
             ("extract", ["tar", "-x", "-f", str(tar), "-C", str(source)], scratch, 300.0),
-            ("patch", ["git", "apply", "--verbose", str(patch)], source, 60.0),
+            ("patch", ["git", "apply", "--verbose", str(fix.patch)], source, 60.0),
             (
                 "set version",
                 set_version_command(args.mvn, repo, patched),
                 source,
                 args.build_timeout,
             ),
-            ("build", build_command(args.mvn, repo), source, args.build_timeout),
         ]
         # git apply in a directory inside another work tree would patch relative to that tree.
         alone = {"GIT_CEILING_DIRECTORIES": str(scratch)}
         for name, command, cwd, timeout in steps:
-            code = run(command, cwd=cwd, log=log, timeout=timeout, env=alone)
-            if code != 0:
-                why = f"timed out after {timeout:.0f} s" if code is None else f"exited {code}"
-                raise VerifyError(f"{version} fix build: {name} {why} (log: {log}):\n{_tail(log)}")
-    if not installed_jar(repo, patched).is_file():
-        raise VerifyError(f"{version} fix build: no {installed_jar(repo, patched)} after install")
+            _step(fix, name, command, cwd, log, timeout, alone)
+        build = _native_io_options(source, fix.build)
+        _step(fix, "build", build, source, log, args.build_timeout, alone)
+    if not fix.jar.is_file():
+        raise VerifyError(f"{fix.product} {version} fix build: no {fix.jar} after install")
     marker.write_text(digest + "\n")
     return patched
+
+
+def _step(
+    fix: FixBuild,
+    name: str,
+    command: Sequence[str],
+    cwd: Path,
+    log: Path,
+    timeout: float,
+    env: dict[str, str],
+) -> None:
+    code = run(command, cwd=cwd, log=log, timeout=timeout, env=env)
+    if code != 0:
+        why = f"timed out after {timeout:.0f} s" if code is None else f"exited {code}"
+        raise VerifyError(
+            f"{fix.product} {fix.version} fix build: {name} {why} (log: {log}):\n{_tail(log)}"
+        )
 
 
 def verify(args: argparse.Namespace) -> list[Row]:
@@ -803,8 +1072,13 @@ def write_bookkeeper_table(out: Path, rows: Sequence[FindingRow]) -> None:
     )
 
 
-def render_tables(rows: Sequence[Row], bookkeeper_rows: Sequence[FindingRow]) -> str:
-    """The ZooKeeper table (when it ran), then the BookKeeper one (when it ran)."""
+def render_tables(
+    rows: Sequence[Row],
+    bookkeeper_rows: Sequence[FindingRow],
+    fix_rows: Sequence[FixRow] = (),
+) -> str:
+    """The ZooKeeper table (when it ran), then the BookKeeper one and its fixes' (when they
+    ran)."""
     parts = []
     if rows:
         parts.append(
@@ -812,6 +1086,10 @@ def render_tables(rows: Sequence[Row], bookkeeper_rows: Sequence[FindingRow]) ->
         )
     if bookkeeper_rows:
         parts.append("BookKeeper:\n\n" + render_bookkeeper_table(bookkeeper_rows))
+    if fix_rows:
+        parts.append(
+            "BookKeeper, each candidate fix on its own:\n\n" + render_bookkeeper_fix_table(fix_rows)
+        )
     return "\n".join(parts)
 
 
@@ -845,9 +1123,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.reuse_build and not args.with_fix:
         print("findings_verify: --reuse-build needs --with-fix", file=sys.stderr)
         return 2
-    if args.with_fix and not runs_zookeeper(args):
-        print("findings_verify: --with-fix is for the ZooKeeper reproducer", file=sys.stderr)
-        return 2
     try:
         check_tools(args, args.with_fix)
     except VerifyError as e:
@@ -855,13 +1130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     rows = verify(args) if runs_zookeeper(args) else []
     bookkeeper_rows = verify_bookkeeper(args) if runs_bookkeeper(args) else []
-    tables = render_tables(rows, bookkeeper_rows)
+    fix_rows = verify_bookkeeper_fixes(args) if runs_bookkeeper(args) and args.with_fix else []
+    tables = render_tables(rows, bookkeeper_rows, fix_rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "table.md").write_text(tables)
     print()
     print(tables, end="")
     print(f"(also in {args.out / 'table.md'})")
-    return exit_code(rows, bookkeeper_rows)
+    return exit_code(rows, bookkeeper_rows, fix_rows)
 
 
 if __name__ == "__main__":

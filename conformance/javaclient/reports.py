@@ -288,24 +288,35 @@ _HOLD_ZK_THROTTLE_MS = 1500
 
 
 def _check_throttle(example: Example[WriterRunPlan, WriterRecord], role: WriterRole) -> Window:
-    """Reached when e3 went to b2 after the change that replaced b2 had completed: the add
-    carried the ensemble it took before its wait on the throttle."""
+    """Reached when the change replacing b2 completed while the add of e3 waited on the
+    throttle: after e2's request was sent (the application's adds run one after another on one
+    thread, so its call for e3 begins, and takes the ensemble, as its call for e2 returns) and
+    before e3's first request. Where e3 then went is for the judges: to b2, the replaced bookie,
+    on the releases (the hypothesis: acknowledged by b2 alone, unreadable); to b3 with the
+    candidate fix (reproducers/bookkeeper/patches), clean."""
     log = _Log(example, role)
     failed = log.forged_answer("b2", 1)
     held = log.fault(FaultKind.HOLD_METADATA.value)
-    stale = log.request("b2", 3)
-    window = _in_order(failed, held, stale)
-    if not window.reached or held is None or stale is None:
+    e2_sent = log.request("b1", 2)
+    sent = [step for step in (log.request("b2", 3), log.request("b3", 3)) if step is not None]
+    e3_sent = min(sent) if sent else None
+    window = _in_order(failed, held, e2_sent, e3_sent)
+    if held is None or e2_sent is None or e3_sent is None:
         return window
     released = held[0] + _HOLD_ZK_THROTTLE_MS / 1000
     replaced = [first for first, bookies in example.record.segments if 1 not in bookies]
+    stale = log.request("b2", 3)
     evidence = (
         *window.evidence,
         f"{released:.3f} the held metadata write released (the change completes)",
         f"metadata: {len(example.record.segments) - 1} ensemble change(s); b2 out from "
         + (f"e{replaced[0]}" if replaced else "nowhere"),
+        "e3 went to b2, the replaced bookie"
+        if stale is not None and stale[0] > released
+        else "e3 went to the new ensemble only",
     )
-    return Window(stale[0] > released and bool(replaced) and replaced[0] <= 3, evidence)
+    during_wait = e2_sent[0] < released < e3_sent[0]
+    return Window(window.reached and during_wait and bool(replaced) and replaced[0] <= 3, evidence)
 
 
 THROTTLE = ClientScenario(

@@ -30,6 +30,7 @@ from typing import IO, Any
 from adapters.cluster.bookies import BookieSettings
 from adapters.cluster.local import describe_mixed_bookies
 from adapters.errors import ClusterError
+from adapters.installations.source_builds import read_source_build
 from adapters.installations.system import (
     BookieChoice,
     SystemUnderTest,
@@ -95,7 +96,10 @@ def java_client_system(
     else:
         bookies = BookieChoice.bookkeeper(bookie_homes[0] if bookie_homes else home).describe()
     client = describe_java_client(version)
-    if client_home is not None and client_home != home:
+    built = read_source_build(client_home if client_home is not None else home)
+    if built is not None:  # a source build's client: its build, not the release it says it is
+        client = f"{describe_java_client(built.name)} ({built.describe()})"
+    elif client_home is not None and client_home != home:
         client = (
             f"{describe_java_client(str(distribution_version(client_home)))} ("
             + (BookieChoice.bookkeeper(client_home).describe().split(" (", 1)[-1])

@@ -99,3 +99,34 @@ def test_the_option_is_for_the_java_client_only(
     assert main([*argv, "--runs-dir", str(tmp_path / "runs")]) == 2
     assert says in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_source_build_s_client_is_named_by_its_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client from a source build is that build (its commit, its changes), not the release
+    its POM names: a patched client must not read as the released one."""
+    from conformance.javaclient import run as javaclient_run
+
+    bookies = _distribution(tmp_path / "bookies", "4.18.0")
+    client = _distribution(tmp_path / "client", "4.18.0")
+
+    class Built:
+        name = "4.18.0-cd06340851d6-dirty"
+
+        def describe(self) -> str:
+            return "source build of /tmp/bk at cd06340851d6, with uncommitted changes"
+
+    built_homes = {bookies}
+    monkeypatch.setattr(
+        javaclient_run, "read_source_build", lambda home: Built() if home in built_homes else None
+    )
+    expected = (
+        f"{describe_java_client('4.18.0-cd06340851d6-dirty')} "
+        "(source build of /tmp/bk at cd06340851d6, with uncommitted changes)"
+    )
+    assert java_client_system(bookies, "4.18.0", None).client == expected  # the bookies' build
+    released = java_client_system(bookies, "4.18.0", None, client_home=client).client
+    assert released.startswith(f"{describe_java_client('4.18.0')} (BOOKKEEPER_HOME")
+    built_homes = {client}
+    assert java_client_system(bookies, "4.18.0", None, client_home=client).client == expected

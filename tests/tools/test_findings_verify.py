@@ -51,13 +51,20 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert findings_verify.maven_repo(args) == tmp_path / "m2"
 
 
-def test_bad_options_are_refused_before_anything_runs(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any Maven, git or tar call fails the test."""
+
     def no_run(*args: object, **kwargs: object) -> int:
         raise AssertionError("nothing may run")
 
     monkeypatch.setattr(findings_verify, "run", no_run)
+
+
+@pytest.mark.usefixtures("nothing_runs")
+def test_bad_options_are_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = ["--out", str(tmp_path / "out")]
     assert findings_verify.main(["--versions", "3.9", *out]) == 2
     assert findings_verify.main(["--timeout", "0", *out]) == 2
@@ -187,6 +194,7 @@ def test_main_runs_with_an_absolute_out_and_exits_with_the_table_s_code(
     monkeypatch.setattr(findings_verify, "check_tools", lambda args, with_fix: None)
     monkeypatch.setattr(findings_verify, "verify", verify)
     monkeypatch.setattr(findings_verify, "verify_bookkeeper", lambda args: [])
+    monkeypatch.setattr(findings_verify, "verify_bookkeeper_fixes", lambda args: [])
     monkeypatch.chdir(tmp_path)
     assert findings_verify.main(["--with-fix", "--out", "relative"]) == 0
     assert seen[-1].out == tmp_path / "relative"  # Maven runs elsewhere: the path is absolute
@@ -217,20 +225,21 @@ def test_bookkeeper_defaults_and_options(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert findings_verify.runs_zookeeper(args) and not findings_verify.runs_bookkeeper(args)
 
 
+@pytest.mark.usefixtures("nothing_runs")
 def test_bad_bookkeeper_options_are_refused_before_anything_runs(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def no_run(*args: object, **kwargs: object) -> int:
-        raise AssertionError("nothing may run")
-
-    monkeypatch.setattr(findings_verify, "run", no_run)
     out = ["--out", str(tmp_path / "out")]
     assert findings_verify.main(["--bookkeeper-versions", "4.18", *out]) == 2
     assert findings_verify.main(["--bookkeeper-runs", "0", *out]) == 2
     assert findings_verify.main(["--only", "hbase", *out]) == 2
     capsys.readouterr()
-    assert findings_verify.main(["--only", "bookkeeper", "--with-fix", *out]) == 2
-    assert "--with-fix is for the ZooKeeper reproducer" in capsys.readouterr().err
+    mirror = ["--bookkeeper-mirror", str(tmp_path / "no-mirror")]
+    assert (
+        findings_verify.main(["--mvn", "true", "--only", "bookkeeper", "--with-fix", *mirror, *out])
+        == 2
+    )
+    assert "no BookKeeper git mirror" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
@@ -385,3 +394,145 @@ def test_bookkeeper_runs_each_in_its_own_directory_and_make_a_row_per_finding(
         for version in ("4.18.0", "4.17.3"):
             assert f"| {finding.name} | {version} | 2 | FAIL 2/2 (as expected) | yes |" in table
     assert (out / "table-bookkeeper.json").is_file()
+
+
+# BookKeeper candidate fixes ------------------------------------------------------------------
+
+
+def test_every_bookkeeper_patch_is_a_finding_s_fix_on_bookkeeper_server() -> None:
+    """A patch named for no finding would never be built; each patches bookkeeper-server only."""
+    names = {f.name for f in BK}
+    patches = sorted(findings_verify.BOOKKEEPER_PATCHES.glob("*.patch"))
+    assert patches, "no BookKeeper candidate fix"
+    for patch in patches:
+        version, finding = patch.stem.removeprefix("release-").split("-", 1)
+        assert findings_verify.VERSION_PATTERN.match(version), patch.name
+        assert finding in names, patch.name
+        text = patch.read_text()
+        files = [line.split()[2] for line in text.splitlines() if line.startswith("diff --git ")]
+        assert files and all(f.startswith("a/bookkeeper-server/src/main/") for f in files), files
+    assert [f.name for f in findings_verify.bookkeeper_fixes("4.18.0")] == [f.name for f in BK]
+    assert findings_verify.bookkeeper_fixes("4.11.1") == []
+
+
+def test_a_bookkeeper_fix_build_has_a_version_per_finding_and_runs_on_the_release_framework(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BKCONFORM_HOME", str(tmp_path))
+    args = findings_verify.parser().parse_args(["--bookkeeper-mirror", str(tmp_path / "bk.git")])
+    repo = findings_verify.maven_repo(args)
+    fix = findings_verify.bookkeeper_fix(args, "4.18.0", "fence-lost-on-restart")
+    assert fix.patched_version == "4.18.0-bkconform-fix-fence-lost-on-restart"
+    assert fix.patch == findings_verify.bookkeeper_patch_for("4.18.0", "fence-lost-on-restart")
+    assert fix.mirror == tmp_path / "bk.git"
+    version = fix.patched_version
+    assert fix.jar == (
+        repo
+        / "org/apache/bookkeeper/bookkeeper-server"
+        / version
+        / f"bookkeeper-server-{version}.jar"
+    )
+    build = list(fix.build)
+    assert build[build.index("-pl") + 1] == "bookkeeper-server" and "-am" in build
+    assert "install" in build and "-DskipTests" in build and f"-Dmaven.repo.local={repo}" in build
+    # test jars other modules resolve must be built: tests compiled, not run
+    assert not any(a.startswith("-Dmaven.test.skip") for a in build)
+    pure = findings_verify.bookkeeper_build_command("mvn", repo, pure_rust=True)
+    assert pure[-1] == "-Dnative.io.pure.rust=true"
+    assert "-Dnative.io.pure.rust=true" not in findings_verify.bookkeeper_build_command(
+        "mvn", repo, pure_rust=False
+    )
+    # the property only where the release's native-io has it
+    source = tmp_path / "source"
+    (source / "native-io").mkdir(parents=True)
+    (source / "native-io" / "pom.xml").write_text("<project/>")
+    assert "-Dnative.io.pure.rust=true" not in findings_verify._native_io_options(source, pure)
+    (source / "native-io" / "pom.xml").write_text("<p>native.io.pure.rust</p>")
+    assert findings_verify._native_io_options(source, pure) == pure
+
+    command = findings_verify.bookkeeper_command("mvn", repo, tmp_path / "t", "4.18.0", version)
+    assert "-Dbookkeeper.version=4.18.0" in command  # the release's test framework
+    assert f"-Dbookkeeper.server.version={version}" in command
+    assert not any(
+        a.startswith("-Dbookkeeper.server.version")
+        for a in findings_verify.bookkeeper_command("mvn", repo, tmp_path / "t", "4.18.0")
+    )
+
+
+def _fix_row(finding: str, **results: str) -> findings_verify.FixRow:
+    return findings_verify.FixRow(
+        finding,
+        "4.18.0",
+        f"release-4.18.0-{finding}.patch",
+        {n: Outcome(r) for n, r in results.items()},
+    )
+
+
+def test_a_fix_row_is_as_expected_when_its_own_reproducer_passes() -> None:
+    fence, throttle = BK[0].name, BK[1].name
+    row = _fix_row(fence, **{fence: PASS, throttle: FAIL})
+    assert row.as_expected() and not row.has_error()
+    assert row.others() == f"{throttle} FAIL"
+    assert not _fix_row(fence, **{fence: FAIL, throttle: PASS}).as_expected()
+    errored = _fix_row(fence, **{fence: ERROR, throttle: FAIL})
+    assert errored.has_error() and not errored.as_expected()
+    assert _fix_row(fence, **{throttle: PASS}).has_error()  # its own outcome missing
+    # another reproducer's error does not decide this fix's row
+    assert not _fix_row(fence, **{fence: PASS, throttle: ERROR}).has_error()
+    assert exit_code([], [], [row]) == 0
+    assert exit_code([], [], [row, _fix_row(fence, **{fence: FAIL})]) == 1
+    assert exit_code([], [], [row, errored]) == 2
+    table = findings_verify.render_bookkeeper_fix_table([row])
+    assert f"| {fence} | 4.18.0 | release-4.18.0-{fence}.patch | PASS (as expected) " in table
+    assert f"| {throttle} FAIL | yes |" in table
+
+
+def test_with_fix_builds_each_bookkeeper_finding_s_fix_on_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built: list[str] = []
+    runs: list[list[str]] = []
+
+    def fake_build(args: argparse.Namespace, fix: findings_verify.FixBuild, log: Path) -> str:
+        built.append(fix.patched_version)
+        if "throttled" in fix.patched_version:
+            raise findings_verify.VerifyError("build failed")
+        return fix.patched_version
+
+    def fake_run(
+        command: list[str], *, cwd: Path, log: Path, timeout: float, env: object = None
+    ) -> int:
+        runs.append(command)
+        build = Path(
+            next(a for a in command if a.startswith("-Dreproducers.build.dir=")).split("=", 1)[1]
+        )
+        server = next((a for a in command if a.startswith("-Dbookkeeper.server.version=")), "")
+        for finding in BK:
+            fixed = server.endswith(finding.name)
+            body = "" if fixed else '<failure message="shown"/>'
+            _report(
+                build / "surefire-reports",
+                finding.test_class,
+                f'<testcase name="t">{body}</testcase>',
+            )
+        return 1
+
+    monkeypatch.setattr(findings_verify, "build_patched", fake_build)
+    monkeypatch.setattr(findings_verify, "run", fake_run)
+    monkeypatch.setattr(findings_verify, "check_tools", lambda args, with_fix: None)
+    out = tmp_path / "out"
+    code = findings_verify.main(["--only", "bookkeeper", "--with-fix", "--out", str(out)])
+    assert built == [f"4.18.0-bkconform-fix-{f.name}" for f in BK]
+    assert len(runs) == 1 + 2  # the release once, then the two fixes that built
+    table = (out / "table.md").read_text()
+    assert "BookKeeper, each candidate fix on its own:" in table
+    assert (
+        f"| {BK[0].name} | 4.18.0 | release-4.18.0-{BK[0].name}.patch | PASS (as expected) "
+        in table
+    )
+    assert (
+        f"| {BK[1].name} | 4.18.0 | release-4.18.0-{BK[1].name}.patch | ERROR (expected PASS) "
+        in table
+    )
+    assert code == 2  # a fix that could not be built decides nothing
+    assert (out / "table-bookkeeper-fixes.json").is_file()

@@ -114,6 +114,30 @@ def test_the_recorded_throttle_run_acknowledges_an_entry_sent_to_the_replaced_bo
     assert example.record.client_reads == {0: "OK", 1: "OK", 2: "OK", 3: "BKNoSuchEntry"}
 
 
+THROTTLE_FIXED = RECORDED.parent / "bookkeeper-4.18.0-throttle-fixed.json"
+
+
+def test_the_fixed_client_reaches_the_throttle_window_and_is_clean() -> None:
+    """The window is the cause (the change completed while e3 waited on the throttle), not the
+    symptom: with the candidate fix e3 goes to b3, and the run is reached and clean, not
+    undecided."""
+    item, example = _recorded(THROTTLE_FIXED)
+    assert "candidate fix" in item["source"]
+    judgement = example.judgement
+    assert judgement is not None and judgement.verdict is Verdict.CLEAN, judgement
+    window = window_of(THROTTLE, example)
+    assert window.reached, window.evidence
+    assert "e3 went to the new ensemble only" in window.evidence
+    assert example.record.client_reads == {0: "OK", 1: "OK", 2: "OK", 3: "OK"}
+    # e3 sent before the change completed: not the window, fixed or not
+    (at, what) = example.faults[0]
+    later = dataclasses.replace(example, faults=((at + 10.0, what),))
+    assert not window_of(THROTTLE, later).reached
+    # a change that completed before e2 went out: e3 took the new ensemble, no wait crossed it
+    earlier = dataclasses.replace(example, faults=((at - 10.0, what),))
+    assert not window_of(THROTTLE, earlier).reached
+
+
 def test_a_stale_add_sent_before_the_change_completed_is_not_the_hypothesis() -> None:
     _item, example = _recorded(THROTTLED)
     (at, what) = example.faults[0]
