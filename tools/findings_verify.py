@@ -66,6 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the project's packages come from the tree
     sys.path.insert(0, str(ROOT))
 
+from adapters.process_group import run_in_process_group  # noqa: E402
 from adapters.user_state import bkconform_home  # noqa: E402
 
 REPRODUCER = ROOT / "reproducers" / "zookeeper"
@@ -153,6 +154,13 @@ BOOKKEEPER_FINDINGS = (
         "org.apache.bookkeeper.client.AckedEntryReadableAfterEnsembleChangeTest",
     ),
 )
+
+#: Candidate fixes of findings with no JUnit reproducer (patches/release-<v>-<name>.patch),
+#: with what shows them instead: never built here.
+FIXES_WITHOUT_REPRODUCER = {
+    "bookie-shutdown-sigsegv": "benchmarks/shutdown_crash.py --no-workaround --bookkeeper HOME "
+    "(docs/findings/bookie-shutdown-sigsegv-4.17.3.md)",
+}
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -561,35 +569,17 @@ def run(
     with log.open("a") as out:
         out.write(f"$ {' '.join(command)}  (in {cwd})\n")
         out.flush()
-        process = subprocess.Popen(
-            list(command),
+        done = run_in_process_group(
+            command,
             cwd=cwd,
+            timeout=timeout,
             stdout=out,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
             env=None if env is None else {**os.environ, **env},
         )
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        if done.returncode is None:
             out.write(f"\n[findings_verify] stopped after {timeout:.0f} s\n")
-            return None
-        finally:
-            if process.returncode is None or _group_alive(process.pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=30)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is left (surefire's forked JVM, say)."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+        return done.returncode
 
 
 def _tail(log: Path, lines: int = 15) -> str:

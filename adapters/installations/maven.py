@@ -15,13 +15,11 @@ It also reads what ``mvn`` reads and says: the remote repository its settings po
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import http.client
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import urllib.error
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from adapters.errors import ClusterError
+from adapters.process_group import run_in_process_group
 from adapters.user_state import exclusive_lock
 
 if TYPE_CHECKING:
@@ -101,27 +100,19 @@ class MavenRun:
 def run_maven(
     command: Sequence[str], timeout: float, cwd: Path, *, error: type[Exception]
 ) -> MavenRun:
-    """Run ``command`` in its own process group; kill the group and raise ``error`` when
-    ``timeout`` passes."""
-    with subprocess.Popen(
-        list(command),
+    """Run ``command`` in its own process group, its output (stderr merged) captured; the group
+    is killed on the timeout (then ``error``) and on any interrupt (re-raised)."""
+    done = run_in_process_group(
+        command,
         cwd=cwd,
+        timeout=timeout,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
         text=True,
-        start_new_session=True,
-    ) as process:
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise error(
-                f"mvn did not finish within {timeout:.0f}s (killed): {' '.join(command)}"
-            ) from None
-        return MavenRun(process.returncode, output)
+    )
+    if done.returncode is None:
+        raise error(f"mvn did not finish within {timeout:.0f}s (killed): {' '.join(command)}")
+    return MavenRun(done.returncode, done.stdout or "")
 
 
 def run_offline_first(

@@ -49,7 +49,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -61,6 +60,7 @@ from adapters.errors import ClusterError
 from adapters.installations import releases
 from adapters.installations.maven import install_atomically, maven_tail
 from adapters.installations.releases import Installation, Product
+from adapters.process_group import run_in_process_group
 from adapters.user_state import bkconform_home, exclusive_lock, home_text
 
 #: Written into an install built from source, next to the release marker.
@@ -233,32 +233,21 @@ def _run(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``command`` in its own process group; the group is killed on the timeout (then
     :class:`SourceBuildError`) and on any interrupt (re-raised)."""
-    with subprocess.Popen(
-        list(command),
+    done = run_in_process_group(
+        command,
         cwd=cwd,
+        timeout=timeout,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=None if environ is None else dict(environ),
-        start_new_session=True,
-    ) as process:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            raise SourceBuildError(
-                f"{' '.join(command)} did not finish within {timeout:.0f}s (killed), in {cwd}"
-            ) from None
-        except BaseException:
-            _kill(process)
-            raise
-        return subprocess.CompletedProcess(list(command), process.returncode, out, err)
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        env=environ,
+    )
+    if done.returncode is None:
+        raise SourceBuildError(
+            f"{' '.join(command)} did not finish within {timeout:.0f}s (killed), in {cwd}"
+        )
+    return subprocess.CompletedProcess(
+        list(command), done.returncode, done.stdout or b"", done.stderr or b""
+    )
 
 
 def _git(root: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes] | None:
@@ -522,25 +511,19 @@ def run_build(command: Sequence[str], checkout: Checkout, log: Path, timeout: fl
     with log.open("wb") as output:
         output.write(f"# {' '.join(command)}\n# in {checkout.root}\n".encode())
         output.flush()
-        with subprocess.Popen(
-            list(command),
+        done = run_in_process_group(
+            command,
             cwd=checkout.root,
+            timeout=timeout,
             stdout=output,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        ) as process:
-            try:
-                returncode = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill(process)
-                raise SourceBuildError(
-                    f"building {checkout.kind.name} {checkout.version} from {checkout.root} did "
-                    f"not finish within {timeout:.0f}s (mvn killed); its output: {log}"
-                ) from None
-            except BaseException:
-                _kill(process)
-                raise
+        )
+    returncode = done.returncode
+    if returncode is None:
+        raise SourceBuildError(
+            f"building {checkout.kind.name} {checkout.version} from {checkout.root} did "
+            f"not finish within {timeout:.0f}s (mvn killed); its output: {log}"
+        )
     if returncode != 0:
         tail = maven_tail(log.read_text(errors="replace"), 20)
         raise SourceBuildError(

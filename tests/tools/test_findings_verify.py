@@ -407,7 +407,7 @@ def test_every_bookkeeper_patch_is_a_finding_s_fix_on_bookkeeper_server() -> Non
     for patch in patches:
         version, finding = patch.stem.removeprefix("release-").split("-", 1)
         assert findings_verify.VERSION_PATTERN.match(version), patch.name
-        assert finding in names, patch.name
+        assert finding in names or finding in findings_verify.FIXES_WITHOUT_REPRODUCER, patch.name
         text = patch.read_text()
         files = [line.split()[2] for line in text.splitlines() if line.startswith("diff --git ")]
         assert files and all(f.startswith("a/bookkeeper-server/src/main/") for f in files), files
