@@ -39,8 +39,10 @@ findings-table: $(VENV)/.installed
 # The upstream-style reproducers (reproducers/zookeeper, JUnit in ZooKeeper's framework) on the
 # released jars, and with --with-fix on a build with the candidate fix; and the BookKeeper ones
 # (reproducers/bookkeeper, on BookKeeperClusterTestCase) on released BookKeeper, 4.18.0 by
-# default (a few minutes; Maven's repository is $BKCONFORM_HOME/m2-reproducers; not in CI):
-# runs/findings-verify/table.md.
+# default, and with --with-fix on each finding's candidate fix built on its own
+# (reproducers/bookkeeper/patches; about 10 minutes; the releases' sources come from git mirrors,
+# --mirror and --bookkeeper-mirror; Maven's repository is $BKCONFORM_HOME/m2-reproducers; not
+# in CI): runs/findings-verify/table.md (docs/findings/candidate-fixes.md).
 # Other releases: make findings-verify VERIFY_ARGS="--versions 3.9.5,3.8.4 --with-fix".
 # BookKeeper only, two releases, 3 runs each:
 #   make findings-verify VERIFY_ARGS="--only bookkeeper --bookkeeper-versions 4.18.0,4.17.3 --bookkeeper-runs 3"

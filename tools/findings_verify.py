@@ -19,7 +19,16 @@ The BookKeeper reproducers (``reproducers/bookkeeper``: JUnit tests on BookKeepe
 ``mvn -f reproducers/bookkeeper/pom.xml -Dbookkeeper.version=<v> test`` on each release of
 ``--bookkeeper-versions`` (default 4.18.0), ``--bookkeeper-runs`` times (default 1), each run
 building in its own directory ``<out>/bookkeeper-<v>-run<n>``; each finding's outcome is read
-from its class's surefire report. No candidate fix is built for them.
+from its class's surefire report. With ``--with-fix``, each finding's candidate fix
+(``reproducers/bookkeeper/patches/release-<v>-<finding>.patch``, where one exists for the
+release) is built on its own, as for ZooKeeper: ``release-<v>`` exported from BookKeeper's git
+mirror (``--bookkeeper-mirror``), the patch applied, the version set to
+``<v>-bkconform-fix-<finding>``, ``bookkeeper-server`` and what it needs installed (tests
+compiled, not run: other modules' builds resolve their test jars); then the three reproducers
+run once on that bookkeeper-server jar (``-Dbookkeeper.server.version``) with the release's
+test framework: the fixed finding's must PASS, the others show what else the patch changed.
+A patch of a finding without a reproducer (:data:`FIXES_WITHOUT_REPRODUCER`: the shutdown
+crash) is not built here.
 
 Every Maven call uses the reproducers' own local repository (``--maven-repo``, default
 ``$BKCONFORM_HOME/m2-reproducers``), runs in its own process group, and is stopped (the group
@@ -27,7 +36,8 @@ killed) after its timeout or when this script is interrupted. Maven calls run on
 
     python tools/findings_verify.py [--versions 3.9.5,3.8.4] [--with-fix] [--reuse-build]
         [--bookkeeper-versions 4.18.0,4.17.3] [--bookkeeper-runs 3] [--only bookkeeper]
-        [--mirror /work/.mirror/apache+zookeeper/repo] [--maven-repo DIR]
+        [--mirror /work/.mirror/apache+zookeeper/repo]
+        [--bookkeeper-mirror /work/.mirror/apache+bookkeeper/repo] [--maven-repo DIR]
         [--out runs/findings-verify] [--timeout 900] [--build-timeout 2400]
 
 Output: a table, release x {released, with fix}, each cell PASS (every reproducer test
@@ -37,6 +47,10 @@ skipped because its schedule was not reached), also written to ``<out>/table.md`
 ``<out>/table.json``; Maven's output of each run is in ``<out>/<release>-<variant>/mvn.log``.
 The BookKeeper table has a row per finding x release, with the outcome of each run; it follows
 the ZooKeeper one in ``<out>/table.md``, and is in ``<out>/table-bookkeeper.json``.
+
+The fixes' table (finding x release: its reproducer, the others) follows, also in
+``<out>/table-bookkeeper-fixes.md`` and ``.json``; each fix's build log is
+``<out>/<v>-bkconform-fix-<finding>-build/build.log``.
 
 Exit 0 when every result is as expected (FAIL on the release in every run, PASS with the fix),
 1 when a result is not, 2 when a result could not be had (ERROR) or the options are bad.
