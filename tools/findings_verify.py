@@ -557,11 +557,6 @@ def installed_jar(repo: Path, version: str) -> Path:
     )
 
 
-def build_marker(repo: Path, version: str) -> Path:
-    """Written next to a patched build's jar: the digest of the patch it was built from."""
-    return installed_jar(repo, version).parent / "bkconform-patch.sha256"
-
-
 def patch_digest(patch: Path) -> str:
     return hashlib.sha256(patch.read_bytes()).hexdigest()
 
@@ -959,6 +954,7 @@ def build_patched(args: argparse.Namespace, fix: FixBuild, log: Path) -> str:
         )
     repo = maven_repo(args)
     digest = patch_digest(fix.patch)
+    # next to the patched build's jar: the digest of the patch it was built from
     marker = fix.jar.parent / "bkconform-patch.sha256"
     if (
         args.reuse_build

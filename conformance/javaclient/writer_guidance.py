@@ -22,11 +22,7 @@ plans of their own, a forged EIO in place of its answer, and its answer held pas
 timeout: :class:`Realization`) (bookie names are the model's,
 which are the run's: b1..bE by position in the first ensemble, b{E+1} the spare, and with one
 spare the model's replacement is the client's). Plans are deduplicated and ordered by score
-(highest first), then by what a run of them costs (:data:`REALIZATION_COST`: a forged error
-answers at once, a drop or a late answer waits out the client's add timeout), then by fewer
-faults: at equal danger the cheaper run first, so that more dangers are tried in the same time
-(benchmarks/profiles/java-client-example-2026-11-30.md: 0.4 s a forged-error example, 2.9 s a
-dropped frame, 3.6 s a late answer).
+(highest first), then by fewer faults.
 """
 
 from __future__ import annotations
@@ -177,16 +173,6 @@ class Realization(enum.Enum):
 #: second).
 _LATE_MS = 2500
 
-#: The order of a run's cost, by how the danger is made: a forged error answers the client at
-#: once; a dropped request waits out the add timeout (1 to 2 s); a late answer waits it out and
-#: then its hold (2.5 s). Measured: 0.4, 2.9 and 3.6 s an example
-#: (benchmarks/profiles/java-client-example-2026-11-30.md).
-REALIZATION_COST = {
-    Realization.FORGED_ERROR: 0,
-    Realization.DROP: 1,
-    Realization.LATE_ANSWER: 2,
-}
-
 
 def _schedule(lost: frozenset[tuple[str, int]], realization: Realization) -> FrameSchedule:
     if realization is Realization.DROP:
@@ -211,7 +197,7 @@ def writer_guided_plans(
     docstring), each danger made by each of ``realizations``, at most ``limit``, exploring
     for at most ``budget_s`` seconds in all, the model read as ``reading``: the judge's (each
     role passes its own)."""
-    plans: list[tuple[int, int, int, int, WriterRunPlan]] = []
+    plans: list[tuple[int, int, int, WriterRunPlan]] = []
     per_shape = budget_s / max(1, len(entries))
     for count in entries:
         cfg = writer_config(shape, count, reading=reading)
@@ -221,12 +207,11 @@ def writer_guided_plans(
             for realization in realizations:
                 schedule = _schedule(lost, realization)
                 plan = WriterRunPlan(shape, count, schedule, origin=_origin(score))
-                cost = REALIZATION_COST[realization]
-                plans.append((-score, cost, len(lost), count, plan))
-    plans.sort(key=lambda item: (*item[:4], item[4].schedule.describe()))
+                plans.append((-score, len(lost), count, plan))
+    plans.sort(key=lambda item: (item[0], item[1], item[2], item[3].schedule.describe()))
     unique: list[WriterRunPlan] = []
     keys: set[tuple[int, tuple[str, ...]]] = set()
-    for _score, _cost, _faults, _count, plan in plans:
+    for _score, _faults, _count, plan in plans:
         key = (plan.entries, tuple(plan.schedule.describe()))
         if key not in keys:
             keys.add(key)
@@ -238,4 +223,4 @@ def _origin(score: int) -> str:
     return f"the model's writer (danger {score})"
 
 
-__all__ = ["REALIZATION_COST", "Realization", "writer_guided_plans"]
+__all__ = ["Realization", "writer_guided_plans"]

@@ -97,22 +97,6 @@ def test_the_model_s_dangers_are_made_by_every_realization_with_the_extended_fau
     assert {c.action for p in requests_only for c in p.schedule.decisions.values()} == {"drop"}
 
 
-def test_at_equal_danger_the_cheaper_realization_comes_first() -> None:
-    """A forged error (answered at once) before a drop (the add timeout) before a late answer
-    (the timeout and a hold): more dangers tried in the same time."""
-    every = writer_guided_plans(
-        SHAPE, budget_s=2.0, entries=(2,), realizations=tuple(Realization), limit=1000
-    )
-    cost = {"forge": 0, "drop": 1, "hold": 2}
-    danger = [int(p.origin.rsplit(" ", 1)[-1].rstrip(")")) for p in every]
-    costs = [max(cost[c.action] for c in p.schedule.decisions.values()) for p in every]
-    assert danger == sorted(danger, reverse=True)  # the danger decides first
-    for score in set(danger):
-        at_score = [c for d, c in zip(danger, costs, strict=True) if d == score]
-        assert at_score == sorted(at_score), (score, at_score)
-    assert costs[0] == 0  # the most dangerous plan, made the cheapest way
-
-
 def test_the_tallies_count_a_bookie_coming_back() -> None:
     record = next(r for _p, r in RECORDED if r.segments == [(0, (1, 3, 2))])
     back = dataclasses.replace(record, segments=[(0, (0, 1, 2)), (1, (3, 1, 2)), (2, (0, 1, 2))])
