@@ -11,7 +11,9 @@ whole group (``SIGKILL`` to the process group, then waits for the leader):
 * on any exception while waiting, ``KeyboardInterrupt`` included (re-raised);
 * after a normal exit of the leader, if a process of its group is still alive.
 
-A process that left the group (``setsid``) is beyond its reach.
+A process that left the group (``setsid``) is beyond its reach. This is for a command that
+runs to its end; the long-lived children (a cluster's servers, an agent's process) are
+:mod:`adapters.processes`'s: supervised, registered and reaped.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ process first kills the groups that recorded owners left behind when they died (
 leftover check also find children by the work directory in their command line.
 
 A child's stdout and stderr go, interleaved, to one log file (appended across restarts, with
-a header per start) so that :meth:`ManagedProcess.log_tail` can explain a failure.
+a header per start) so that :meth:`ManagedProcess.log_tail` can explain a failure. A command
+that runs to its end (a Maven build, ``git``) is :mod:`adapters.process_group`'s.
 """
 
 from __future__ import annotations

@@ -24,11 +24,9 @@ from its class's surefire report. With ``--with-fix``, each finding's candidate 
 release) is built on its own, as for ZooKeeper: ``release-<v>`` exported from BookKeeper's git
 mirror (``--bookkeeper-mirror``), the patch applied, the version set to
 ``<v>-bkconform-fix-<finding>``, ``bookkeeper-server`` and what it needs installed (tests
-compiled, not run: other modules' builds resolve their test jars); then the three reproducers
+compiled, not run: other modules' builds resolve their test jars); then every reproducer
 run once on that bookkeeper-server jar (``-Dbookkeeper.server.version``) with the release's
 test framework: the fixed finding's must PASS, the others show what else the patch changed.
-A patch of a finding without a reproducer (:data:`FIXES_WITHOUT_REPRODUCER`: the shutdown
-crash) is not built here.
 
 Every Maven call uses the reproducers' own local repository (``--maven-repo``, default
 ``$BKCONFORM_HOME/m2-reproducers``), runs in its own process group, and is stopped (the group
@@ -167,14 +165,12 @@ BOOKKEEPER_FINDINGS = (
         "docs/findings/bk-3005-acknowledged-entry-unreadable.md",
         "org.apache.bookkeeper.client.AckedEntryReadableAfterEnsembleChangeTest",
     ),
+    BookKeeperFinding(
+        "bookie-shutdown-sigsegv",
+        "docs/findings/bookie-shutdown-sigsegv-4.17.3.md",
+        "org.apache.bookkeeper.bookie.storage.ldb.ReadAfterStorageShutdownTest",
+    ),
 )
-
-#: Candidate fixes of findings with no JUnit reproducer (patches/release-<v>-<name>.patch),
-#: with what shows them instead: never built here.
-FIXES_WITHOUT_REPRODUCER = {
-    "bookie-shutdown-sigsegv": "benchmarks/shutdown_crash.py --no-workaround --bookkeeper HOME "
-    "(docs/findings/bookie-shutdown-sigsegv-4.17.3.md)",
-}
 
 PASS = "PASS"
 FAIL = "FAIL"
