@@ -78,6 +78,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the project's packages come from the tree
     sys.path.insert(0, str(ROOT))
 
+from adapters.installations import source_builds  # noqa: E402
 from adapters.process_group import run_in_process_group  # noqa: E402
 from adapters.user_state import bkconform_home  # noqa: E402
 
@@ -112,25 +113,12 @@ BOOKKEEPER_PATCHES = BOOKKEEPER_REPRODUCER / "patches"
 BOOKKEEPER_PATCH_NAME = "release-{version}-{finding}.patch"
 BOOKKEEPER_DEFAULT_VERSIONS = ("4.18.0",)
 DEFAULT_BOOKKEEPER_MIRROR = Path("/work/.mirror/apache+bookkeeper/repo")
-#: What a BookKeeper fix build skips (as adapters.installations.source_builds builds a
-#: checkout): its tests are compiled, not run (``-Dmaven.test.skip`` would leave the test jars
-#: other modules' builds resolve unbuilt), and no lint.
-BOOKKEEPER_BUILD_SKIPS = (
-    "-DskipTests",
-    "-Dcheckstyle.skip",
-    "-Dspotbugs.skip",
-    "-Drat.skip",
-    "-Dlicense.skip",
-    "-Dspotless.check.skip",
-    "-Dspotless.skip",
-    "-Dmaven.javadoc.skip",
-    "-Dmaven.source.skip",
-    "-Dcyclonedx.skip",
-    "-Ddependency-check.skip",
-    "-Dgpg.skip=true",
-)
+#: What a BookKeeper fix build skips: what a source checkout's build skips
+#: (adapters.installations.source_builds: its tests compiled, not run, since other modules'
+#: builds resolve their test jars; no lint), and signing.
+BOOKKEEPER_BUILD_SKIPS = (*source_builds.BUILD_OPTIONS, "-Dgpg.skip=true")
 #: native-io's property for a build without cargo-zigbuild (4.18.0's native-io builds Rust).
-PURE_RUST_PROPERTY = "native.io.pure.rust"
+PURE_RUST_PROPERTY = source_builds.PURE_RUST_PROPERTY
 PROJECTS = ("zookeeper", "bookkeeper")
 
 
@@ -723,6 +711,20 @@ def bookkeeper_fixes(version: str) -> list[BookKeeperFinding]:
     return [f for f in BOOKKEEPER_FINDINGS if bookkeeper_patch_for(version, f.name).is_file()]
 
 
+def build_into(args: argparse.Namespace, fix: FixBuild, log: Path, label: str) -> str | Outcome:
+    """Build ``fix``, its log ``log`` (its directory made afresh): the patched version, or the
+    ERROR outcome saying why it could not be built."""
+    if log.parent.exists():
+        shutil.rmtree(log.parent)
+    log.parent.mkdir(parents=True)
+    print(f"{label}: building {fix.patch.name} (log: {log}) ...", flush=True)
+    started = time.monotonic()
+    try:
+        return build_patched(args, fix, log)
+    except (VerifyError, OSError, subprocess.SubprocessError) as e:
+        return Outcome(ERROR, str(e), seconds=time.monotonic() - started)
+
+
 def verify_bookkeeper_fixes(args: argparse.Namespace) -> list[FixRow]:
     """Each finding's candidate fix on each release that has one, built on its own and the
     reproducers run on it once."""
@@ -734,19 +736,12 @@ def verify_bookkeeper_fixes(args: argparse.Namespace) -> list[FixRow]:
         for finding in findings:
             fix = bookkeeper_fix(args, version, finding.name)
             log = args.out / f"{fix.patched_version}-build" / "build.log"
-            if log.parent.exists():
-                shutil.rmtree(log.parent)
-            log.parent.mkdir(parents=True)
-            print(f"BookKeeper {version}: building {fix.patch.name} (log: {log}) ...", flush=True)
-            started = time.monotonic()
-            try:
-                patched = build_patched(args, fix, log)
-            except (VerifyError, OSError, subprocess.SubprocessError) as e:
-                error = Outcome(ERROR, str(e), seconds=time.monotonic() - started)
-                outcomes = {finding.name: error}
+            built = build_into(args, fix, log, f"BookKeeper {version}")
+            if isinstance(built, Outcome):
+                outcomes = {finding.name: built}
             else:
-                print(f"BookKeeper {version}: the reproducers on {patched} ...", flush=True)
-                outcomes = run_bookkeeper(args, version, 1, patched)
+                print(f"BookKeeper {version}: the reproducers on {built} ...", flush=True)
+                outcomes = run_bookkeeper(args, version, 1, built)
             for name, outcome in outcomes.items():
                 _say(f"BookKeeper {version} + {finding.name} fix", name, outcome)
             rows.append(FixRow(finding.name, version, fix.patch.name, outcomes))
@@ -933,12 +928,6 @@ def _native_io_options(source: Path, build: Sequence[str]) -> list[str]:
     return [part for part in build if part != flag or PURE_RUST_PROPERTY in native_io]
 
 
-def build_fix(args: argparse.Namespace, version: str, log: Path) -> str:
-    """ZooKeeper ``release-<version>`` with its candidate fix, installed as
-    ``<version>-bkconform-fix``: that version."""
-    return build_patched(args, zookeeper_fix(args, version), log)
-
-
 def build_patched(args: argparse.Namespace, fix: FixBuild, log: Path) -> str:
     """Export ``release-<version>`` from the mirror, apply the patch, install the server module
     as the fix's version into the reproducers' repository: that version."""
@@ -1025,18 +1014,12 @@ def verify(args: argparse.Namespace) -> list[Row]:
         fix: Outcome | None = None
         if args.with_fix:
             log = args.out / f"{version}-fix-build" / "build.log"
-            if log.parent.exists():
-                shutil.rmtree(log.parent)
-            log.parent.mkdir(parents=True)
-            print(f"{version}: building the candidate fix (log: {log}) ...", flush=True)
-            started = time.monotonic()
-            try:
-                patched = build_fix(args, version, log)
-            except (VerifyError, OSError, subprocess.SubprocessError) as e:
-                fix = Outcome(ERROR, str(e), seconds=time.monotonic() - started)
+            built = build_into(args, zookeeper_fix(args, version), log, version)
+            if isinstance(built, Outcome):
+                fix = built
             else:
-                print(f"{version}: the reproducer on {patched} ...", flush=True)
-                fix = run_reproducer(args, patched, version, "fix")
+                print(f"{version}: the reproducer on {built} ...", flush=True)
+                fix = run_reproducer(args, built, version, "fix")
             _say(version, "with fix", fix)
         rows.append(Row(version, released, fix))
         write_table(args.out, rows)

@@ -544,3 +544,36 @@ def test_with_fix_builds_each_bookkeeper_finding_s_fix_on_its_own(
     )
     assert code == 2  # a fix that could not be built decides nothing
     assert (out / "table-bookkeeper-fixes.json").is_file()
+
+
+def test_zookeeper_with_fix_runs_the_reproducer_on_the_build_or_says_why_it_could_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    built: list[str] = []
+    ran: list[tuple[str, str]] = []
+
+    def fake_build(args: argparse.Namespace, fix: findings_verify.FixBuild, log: Path) -> str:
+        assert log.parent.is_dir() and fix.product == "ZooKeeper"
+        built.append(fix.version)
+        if fix.version == "3.8.4":
+            raise findings_verify.VerifyError("the patch does not apply")
+        return fix.patched_version
+
+    def fake_reproducer(
+        args: argparse.Namespace, version: str, tests_version: str, variant: str
+    ) -> Outcome:
+        ran.append((version, variant))
+        return Outcome(PASS if variant == "fix" else FAIL)
+
+    monkeypatch.setattr(findings_verify, "build_patched", fake_build)
+    monkeypatch.setattr(findings_verify, "run_reproducer", fake_reproducer)
+    args = findings_verify.parser().parse_args(
+        ["--versions", "3.9.5,3.8.4", "--with-fix", "--out", str(tmp_path / "out")]
+    )
+    rows = findings_verify.verify(args)
+    assert built == ["3.9.5", "3.8.4"]
+    assert ran == [("3.9.5", "released"), ("3.9.5-bkconform-fix", "fix"), ("3.8.4", "released")]
+    assert rows[0].as_expected() and rows[0].fix is not None and rows[0].fix.result == PASS
+    assert rows[1].fix is not None and rows[1].fix.result == ERROR
+    assert "the patch does not apply" in rows[1].fix.detail
+    assert exit_code(rows) == 2
