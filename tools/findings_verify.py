@@ -522,16 +522,22 @@ def set_version_command(mvn: str, repo: Path, version: str) -> list[str]:
 
 
 def build_command(mvn: str, repo: Path) -> list[str]:
+    """ZooKeeper's own build of zookeeper-server and what it needs."""
+    return install_module_command(mvn, repo, "zookeeper-server", BUILD_SKIPS)
+
+
+def install_module_command(mvn: str, repo: Path, module: str, options: Sequence[str]) -> list[str]:
+    """``mvn install`` of ``module`` and the modules it needs, into ``repo``."""
     return [
         mvn,
         "-B",
         "-Dstyle.color=never",
         f"-Dmaven.repo.local={repo}",
         "-pl",
-        "zookeeper-server",
+        module,
         "-am",
         "install",
-        *BUILD_SKIPS,
+        *options,
     ]
 
 
@@ -766,15 +772,15 @@ def render_bookkeeper_fix_table(rows: Sequence[FixRow]) -> str:
 
 
 def write_bookkeeper_fix_table(out: Path, rows: Sequence[FixRow]) -> None:
+    records = [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows]
+    _write_tables(out, "table-bookkeeper-fixes", render_bookkeeper_fix_table(rows), records)
+
+
+def _write_tables(out: Path, stem: str, markdown: str, records: list[dict[str, object]]) -> None:
+    """``<out>/<stem>.md`` and ``<out>/<stem>.json``: a table as it reads and as data."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "table-bookkeeper-fixes.md").write_text(render_bookkeeper_fix_table(rows))
-    (out / "table-bookkeeper-fixes.json").write_text(
-        json.dumps(
-            [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows],
-            indent=1,
-        )
-        + "\n"
-    )
+    (out / f"{stem}.md").write_text(markdown)
+    (out / f"{stem}.json").write_text(json.dumps(records, indent=1) + "\n")
 
 
 def check_tools(args: argparse.Namespace, with_fix: bool) -> None:
@@ -889,18 +895,8 @@ def bookkeeper_installed_jar(repo: Path, version: str) -> Path:
 def bookkeeper_build_command(mvn: str, repo: Path, pure_rust: bool) -> list[str]:
     """BookKeeper's own build of bookkeeper-server and what it needs, no test run
     (``pure_rust``: native-io without cargo-zigbuild)."""
-    return [
-        mvn,
-        "-B",
-        "-Dstyle.color=never",
-        f"-Dmaven.repo.local={repo}",
-        "-pl",
-        "bookkeeper-server",
-        "-am",
-        "install",
-        *BOOKKEEPER_BUILD_SKIPS,
-        *([f"-D{PURE_RUST_PROPERTY}=true"] if pure_rust else []),
-    ]
+    rust = [f"-D{PURE_RUST_PROPERTY}=true"] if pure_rust else []
+    return install_module_command(mvn, repo, "bookkeeper-server", [*BOOKKEEPER_BUILD_SKIPS, *rust])
 
 
 def bookkeeper_fix(args: argparse.Namespace, version: str, finding: str) -> FixBuild:
@@ -1033,22 +1029,11 @@ def _say(version: str, variant: str, outcome: Outcome) -> None:
 
 
 def write_bookkeeper_table(out: Path, rows: Sequence[FindingRow]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "table-bookkeeper.md").write_text(render_bookkeeper_table(rows))
-    (out / "table-bookkeeper.json").write_text(
-        json.dumps(
-            [
-                {
-                    **dataclasses.asdict(row),
-                    "counts": row.counts(),
-                    "as_expected": row.as_expected(),
-                }
-                for row in rows
-            ],
-            indent=1,
-        )
-        + "\n"
-    )
+    records = [
+        {**dataclasses.asdict(row), "counts": row.counts(), "as_expected": row.as_expected()}
+        for row in rows
+    ]
+    _write_tables(out, "table-bookkeeper", render_bookkeeper_table(rows), records)
 
 
 def render_tables(
@@ -1073,15 +1058,8 @@ def render_tables(
 
 
 def write_table(out: Path, rows: Sequence[Row]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "table.md").write_text(render_table(rows))
-    (out / "table.json").write_text(
-        json.dumps(
-            [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows],
-            indent=1,
-        )
-        + "\n"
-    )
+    records = [{**dataclasses.asdict(row), "as_expected": row.as_expected()} for row in rows]
+    _write_tables(out, "table", render_table(rows), records)
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:
