@@ -45,8 +45,16 @@ from adapters.netproxy import (
 )
 from adapters.netproxy.policy import FrameMatch
 from conformance.errors import ConformanceError
+from conformance.javaclient.metadata_writes import LedgerWrites, MetadataWrite, write_key
 from conformance.javaclient.observed import FrameKind, frame_kind, pairing_key
-from conformance.javaclient.plans import FORWARD, FrameKey, FrameSchedule, PlannedFault
+from conformance.javaclient.plans import (
+    FORWARD,
+    METADATA_WRITE,
+    ZOOKEEPER,
+    FrameKey,
+    FrameSchedule,
+    PlannedFault,
+)
 
 #: How long the controller's threads may take to stop, and a fault to take effect.
 FAULT_TIMEOUT_S = 60.0
@@ -118,8 +126,25 @@ class _Held:
     #: Since when it waits for its predecessor in the order only (None: not yet).
     order_since: float | None = None
 
+    @property
+    def connection(self) -> tuple[str, int]:
+        return (self.frame.proxy, self.frame.connection_id)
+
     def faults_done(self) -> bool:
         return all(done.is_set() for done in self.waits_for)
+
+
+@dataclass
+class _HeldWrite:
+    """A write of the ledger's metadata held at the ZooKeeper proxy for the recorded order:
+    it goes on once the keys before its answer (``key``) went on."""
+
+    record_id: int
+    key: FrameKey
+    since: float
+    connection: tuple[str, int]
+    order_since: float | None = None
+    forge: None = None
 
 
 class FaultsFailed(ConformanceError):
@@ -150,6 +175,7 @@ class ScheduleController:
         order_wait_s: float = ORDER_WAIT_S,
         order_gap_s: float = ORDER_GAP_S,
         forge_wait_s: float = FORGE_WAIT_S,
+        metadata: LedgerWrites | None = None,
     ) -> None:
         """``names``: proxy name -> the model's name of the bookie behind it, which the
         schedule uses (the role decides it: a writer's bookies are named by their position in
@@ -157,7 +183,9 @@ class ScheduleController:
         ``executor``: carries out the schedule's fault events (needed when it has any).
         ``order_wait_s``: how long a frame of the schedule's order waits for its predecessor;
         ``order_gap_s``: how long after it, when they are on different connections;
-        ``forge_wait_s``: how long a forgery of the order waits for the frame after it."""
+        ``forge_wait_s``: how long a forgery of the order waits for the frame after it.
+        ``metadata``: the ledger's metadata writes at the ZooKeeper proxy: recorded
+        (:attr:`metadata_writes`), and held for the order when it names them."""
         if schedule.events and executor is None:
             raise ValueError("the schedule has fault events and no executor carries them out")
         self.names = names
@@ -191,7 +219,22 @@ class ScheduleController:
         #: and, when the bookie answered in another order this time, waits for nothing (seen
         #: in #4097's scenario: b5's answer to e6 held for its answer to e5, which came later).
         self._before = _nearest_at_another_bookie(schedule.order)
-        self._after = _nearest_at_another_bookie(schedule.order[::-1])
+        # A forgery waits for the bookie frame after it, not for a metadata write: the client
+        # sends that only once it has taken the forged answer.
+        self._after = _nearest_at_another_bookie(
+            [key for key in schedule.order[::-1] if key.kind != METADATA_WRITE]
+        )
+        self.metadata = metadata
+        #: The ledger's metadata writes while the controller ran (after it exits).
+        self.metadata_writes: tuple[MetadataWrite, ...] = ()
+        self._orders_writes = metadata is not None and any(
+            key.kind == METADATA_WRITE for key in schedule.order
+        )
+        #: Write request record id -> its number (from 0) in the run, as the order counts.
+        self._write_numbers: dict[int, int] = {}
+        self._writes_held: dict[int, _HeldWrite] = {}
+        #: Writes gone on whose answer has not come yet: record id -> (answer key, connection).
+        self._writes_unanswered: dict[int, tuple[FrameKey, tuple[str, int]]] = {}
         #: The keys of the order whose first frame went on: when, and on which connection.
         self._gone: dict[FrameKey, tuple[float, tuple[str, int] | None]] = {}
         self._decided: set[int] = set()
@@ -213,6 +256,9 @@ class ScheduleController:
         for proxy in self.proxies.values():
             for match in matches:
                 self._rules.append((proxy, proxy.add_rule(match, Hold())))
+        if self._orders_writes:
+            assert self.metadata is not None
+            self.metadata.hold()
         if self.executor is not None:
             self._fault_thread = threading.Thread(
                 target=self._run_faults, name="schedule-faults", daemon=True
@@ -243,6 +289,12 @@ class ScheduleController:
         for proxy in self.proxies.values():
             with contextlib.suppress(Exception):
                 proxy.release_all()
+        if self.metadata is not None:
+            self.metadata.close()
+            try:
+                self.metadata_writes = self.metadata.writes()
+            except Exception as exc:  # a record without its writes would mislead a replay
+                self.errors.append(f"reading the ledger's metadata writes failed: {exc!r}")
         if self.executor is not None:
             try:
                 self.executor.close()
@@ -335,6 +387,8 @@ class ScheduleController:
         for frame in held:
             if frame.frame_id not in self._decided:
                 self._decide(frame, now)
+        if self._orders_writes:
+            self._step_writes(now)
         if self._holding:
             last = self.group.mark()
             for frame_id, held_frame in sorted(self._holding.items()):
@@ -349,7 +403,57 @@ class ScheduleController:
                     del self._holding[frame_id]
                     self._go_on(held_frame)
 
-    def _waits_for_order(self, held: _Held, now: float) -> bool:
+    def _step_writes(self, now: float) -> None:
+        """The ledger's metadata writes in the recorded order: each new write request is the
+        client's next write sent (its key goes on as it comes: only the client makes it
+        happen); a held one goes on once the keys before its answer went on; an answer that
+        has come is its key gone on."""
+        assert self.metadata is not None
+        requests = self.metadata.requests()
+        held = {packet.record_id for packet in self.metadata.held()}
+        for packet in requests:
+            if packet.record_id in self._write_numbers:
+                continue
+            number = len(self._write_numbers)
+            self._write_numbers[packet.record_id] = number
+            connection = (ZOOKEEPER, packet.connection_id)
+            sent, answered = write_key(number, answered=False), write_key(number, answered=True)
+            self._seen.update((sent, answered))
+            self._gone[sent] = (now, connection)
+            self.decisions.append((sent.describe(), "recorded order"))
+            if packet.record_id in held:
+                self._writes_held[packet.record_id] = _HeldWrite(
+                    packet.record_id, answered, now, connection
+                )
+            else:
+                self._went_without_the_order(packet.record_id, answered, connection)
+        for record_id, write in sorted(self._writes_held.items()):
+            if write.key in self._place and self._waits_for_order(write, now):
+                continue
+            del self._writes_held[record_id]
+            if not self.metadata.release(record_id):
+                self._went_without_the_order(record_id, write.key, write.connection)
+            else:
+                self._writes_unanswered[record_id] = (write.key, write.connection)
+        for record_id, (key, connection) in sorted(self._writes_unanswered.items()):
+            if self.metadata.answered(record_id):
+                del self._writes_unanswered[record_id]
+                self._gone[key] = (time.monotonic(), connection)
+
+    def _went_without_the_order(
+        self, record_id: int, key: FrameKey, connection: tuple[str, int]
+    ) -> None:
+        """A metadata write went on without the controller (another hold's release, or a rule
+        before its own): the order was not kept if a key before its answer had not gone on."""
+        before = self._predecessor(key) if key in self._place else None
+        if before is not None:
+            self.order_broken.append(
+                f"{key.describe()}: the write went on before {before.describe()} (released "
+                "by something other than the recorded order)"
+            )
+        self._writes_unanswered[record_id] = (key, connection)
+
+    def _waits_for_order(self, held: _Held | _HeldWrite, now: float) -> bool:
         """Whether ``held``, otherwise due, still waits for its predecessor in the recorded
         order; a predecessor that did not go on within ``order_wait_s`` is given up on (the
         order is broken: recorded, and the frame goes on)."""
@@ -360,7 +464,7 @@ class ScheduleController:
             forging = held.forge is not None and now - held.since < self.forge_wait_s
             if forging and self._successor_to_come(held.key):
                 return True
-            return self._too_soon(held.key, held.frame)
+            return self._too_soon(held.key, held.connection)
         if held.order_since is None:
             held.order_since = now
         if now - held.order_since <= self.order_wait_s:
@@ -373,12 +477,13 @@ class ScheduleController:
         self._gone[before] = (now, None)
         return False
 
-    def _too_soon(self, key: FrameKey, frame: FrameRecord) -> bool:
-        """Whether ``frame`` (of ``key``), its predecessor gone on, must still wait for the
-        gap the client needs to take them in that order (predecessor on another connection)."""
+    def _too_soon(self, key: FrameKey, connection: tuple[str, int]) -> bool:
+        """Whether the frame of ``key`` on ``connection``, its predecessor gone on, must still
+        wait for the gap the client needs to take them in that order (predecessor on another
+        connection)."""
         before = self._before.get(key)
         went = None if before is None else self._gone.get(before)
-        if went is None or went[1] is None or went[1] == (frame.proxy, frame.connection_id):
+        if went is None or went[1] is None or went[1] == connection:
             return False
         # The clock now, not the pass's start: the predecessor may have gone on in this pass.
         return time.monotonic() - went[0] < self.order_gap_s
@@ -393,7 +498,9 @@ class ScheduleController:
         """Whether ``frame`` (of ``key`` in the recorded order) may not go on yet."""
         if key is None:
             return False
-        return self._predecessor(key) is not None or self._too_soon(key, frame)
+        return self._predecessor(key) is not None or self._too_soon(
+            key, (frame.proxy, frame.connection_id)
+        )
 
     def _went_on(self, key: FrameKey | None, frame: FrameRecord) -> None:
         if key is not None:

@@ -11,6 +11,11 @@ delivery, as the controller decides only the first frame of a key). A forged ans
 request is delivered by the controller's forging of that request, so it is keyed by the
 request.
 
+The client's writes of the ledger's metadata are in the order too (``metadata_writes.py``):
+each write as two keys, sent (its request reached the ZooKeeper proxy) and answered (its
+answer did), so that an answer recorded while a write was in flight (#3005's window: e0's
+answer while the ensemble change is being written) comes in that window in a replay too.
+
 The proxies' delivery order is not quite the client's: each connection has its own event-loop
 thread, so deliveries on two connections within ``CONCURRENT_AT_CLIENT_S`` may be processed
 in either order. There the order follows the writer's judge (``writer_story._failures_first``):
@@ -30,13 +35,20 @@ from typing import Any, TypeVar
 
 from adapters.netproxy import Direction
 from conformance.javaclient.controller import key_of
+from conformance.javaclient.metadata_writes import write_key
 from conformance.javaclient.observed import (
     CONCURRENT_AT_CLIENT_S,
     FrameKind,
     frame_kind,
     pairing_key,
 )
-from conformance.javaclient.plans import FrameKey, FrameSchedule, PlannedFault
+from conformance.javaclient.plans import (
+    METADATA_WRITE,
+    ZOOKEEPER,
+    FrameKey,
+    FrameSchedule,
+    PlannedFault,
+)
 from conformance.javaclient.role import Record
 from conformance.javaclient.session import model_bookie_names
 
@@ -108,6 +120,14 @@ def _ordered(record: Record) -> list[_Delivery]:
         connection = (sent.proxy, sent.connection_id)
         forged = sent.forged_from is not None
         delivered.append(_Delivery(delivery.at, sent.frame_id, key, connection, forged))
+    for number, write in enumerate(record.metadata_writes):
+        connection = (ZOOKEEPER, write.connection_id)
+        delivered.append(
+            _Delivery(write.sent_at, -1, write_key(number, answered=False), connection, False)
+        )
+        if write.answered_at is not None:
+            answered = write_key(number, answered=True)
+            delivered.append(_Delivery(write.answered_at, -1, answered, connection, False))
     return _failures_first(sorted(delivered, key=lambda d: (d.at, d.frame_id)))
 
 
@@ -115,7 +135,8 @@ def _failures_first(deliveries: list[_Delivery]) -> list[_Delivery]:
     """``deliveries`` with each forged failure moved before the answers of other connections
     delivered within :data:`CONCURRENT_AT_CLIENT_S` before it (a connection's own keep their
     order): the client may have taken it first, and a finding with a forged failure among
-    answers that close is one where it decided."""
+    answers that close is one where it decided. A metadata write stays where it is: the
+    client sent it, or was answered, when the proxy saw it."""
     out: list[_Delivery] = []
     for item in deliveries:
         if not item.forged:
@@ -125,7 +146,8 @@ def _failures_first(deliveries: list[_Delivery]) -> list[_Delivery]:
         index = len(out)
         while index > 0 and item.at - out[index - 1].at <= CONCURRENT_AT_CLIENT_S:
             index -= 1
-            if out[index].connection != item.connection:
+            other = out[index]
+            if other.connection != item.connection and other.key.kind != METADATA_WRITE:
                 moved.insert(0, out.pop(index))
         out += [item, *moved]
     return out

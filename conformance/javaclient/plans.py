@@ -146,6 +146,12 @@ DEFECT_1_WRITER = WriterPlan(entries=1, adds=(WriterAdd(0, "b2", False), WriterA
 # The schedule -------------------------------------------------------------------------------
 
 
+#: A recorded delivery order's keys for the client's writes of the ledger's metadata (its
+#: n-th write sent, or answered: ``metadata_writes.write_key``), at ZooKeeper, not a bookie.
+METADATA_WRITE = "metadata write"
+ZOOKEEPER = "zookeeper"
+
+
 @dataclass(frozen=True, order=True)
 class FrameKey:
     """What a frame is: its kind, its bookie, and its entry (BookKeeper's ids); with
@@ -157,6 +163,9 @@ class FrameKey:
     answer: bool = False
 
     def describe(self) -> str:
+        if self.kind == METADATA_WRITE:
+            write = f"the client's metadata write {self.entry_id + 1}"
+            return f"ZooKeeper's answer to {write}" if self.answer else f"{write} sent"
         request = self.kind if self.entry_id < 0 else f"{self.kind} e{self.entry_id}"
         if self.answer:
             return f"{self.bookie}'s answer to {request}"
@@ -173,7 +182,8 @@ class FrameKey:
     @classmethod
     def from_json(cls, item: Mapping[str, Any], bookies: Iterable[str]) -> FrameKey:
         kinds = {kind.value for kind in FrameKind}
-        if item["kind"] not in kinds or item["bookie"] not in set(bookies):
+        metadata = item["kind"] == METADATA_WRITE and item["bookie"] == ZOOKEEPER
+        if not metadata and (item["kind"] not in kinds or item["bookie"] not in set(bookies)):
             raise PlanError(f"no such frame: {dict(item)!r}")
         return cls(
             str(item["kind"]), str(item["bookie"]), int(item["entry"]), bool(item.get("answer"))
@@ -639,6 +649,8 @@ __all__ = [
     "DROP",
     "FORGEABLE",
     "FORWARD",
+    "METADATA_WRITE",
+    "ZOOKEEPER",
     "Choice",
     "FaultKind",
     "FrameKey",

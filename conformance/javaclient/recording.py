@@ -20,6 +20,7 @@ from adapters.javaclient.pipelined_adds import AddOutcome
 from adapters.netproxy import DeliveryRecord, Direction, FrameFlag, FrameRecord, Operation
 from adapters.netproxy.frames import FrameInfo, Protocol
 from conformance.errors import ConformanceError
+from conformance.javaclient.metadata_writes import writes_from_json, writes_to_json
 from conformance.javaclient.plans import WriterPlan
 from conformance.javaclient.story import RecoveryRecord
 from conformance.javaclient.writer_plans import WriterShape
@@ -137,6 +138,7 @@ def record_to_json(record: RecoveryRecord) -> dict[str, Any]:
         "java_error": record.java_error,
         "recovered_at": record.recovered_at,
         **faults_to_json(record.faults),
+        **writes_to_json(record.metadata_writes),
     }
 
 
@@ -160,6 +162,7 @@ def record_from_json(data: dict[str, Any]) -> RecoveryRecord:
             java_error=data["java_error"],
             recovered_at=data["recovered_at"],
             faults=faults_from_json(data),
+            metadata_writes=writes_from_json(data),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"not a recorded Java-client run: {exc!r}") from exc
@@ -246,6 +249,7 @@ def writer_record_to_json(record: WriterRecord) -> dict[str, Any]:
             {"takeover": dataclasses.asdict(record.takeover)} if record.takeover is not None else {}
         ),
         **faults_to_json(record.faults),
+        **writes_to_json(record.metadata_writes),
         # The other ledgers of the run: their own records, the frames (shared) left out.
         **(
             {"others": [_without_frames(writer_record_to_json(o)) for o in record.others]}
@@ -305,6 +309,7 @@ def writer_record_from_json(
             restarts=_resets(data.get("restarts", ())),
             takeover=_takeover(data.get("takeover")),
             faults=faults_from_json(data),
+            metadata_writes=writes_from_json(data),
             others=tuple(
                 writer_record_from_json(
                     {**other, "frames": data["frames"], "deliveries": data["deliveries"]},

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from adapters.javaclient import BookKeeperVersion
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance.javaclient.coverage import NewCoverage
+from conformance.javaclient.metadata_writes import MetadataWrite
 from conformance.javaclient.model_replay import Judgement
 from conformance.javaclient.plans import FrameSchedule
 from conformance.javaclient.recording import RecordFormat
@@ -78,6 +79,9 @@ class Record(Protocol):
 
     @property
     def faults(self) -> tuple[FaultEvent, ...]: ...
+
+    @property
+    def metadata_writes(self) -> tuple[MetadataWrite, ...]: ...
 
 
 PlanT = TypeVar("PlanT", bound=Plan)
@@ -191,6 +195,10 @@ class Role(ABC, Generic[PlanT, RecordT]):
         """``record`` with the faults its run injected and healed (the fault injector's
         record of them, :class:`~conformance.live.faults.FaultEvent`)."""
         return dataclasses.replace(record, faults=tuple(faults))  # type: ignore[type-var]
+
+    def with_metadata_writes(self, record: RecordT, writes: Sequence[MetadataWrite]) -> RecordT:
+        """``record`` with its ledger's metadata writes as the ZooKeeper proxy saw them."""
+        return dataclasses.replace(record, metadata_writes=tuple(writes))  # type: ignore[type-var]
 
     def record_to_json(self, record: RecordT) -> dict[str, Any]:
         return self.records.to_json(record)

@@ -34,6 +34,7 @@ from typing import Any, Generic
 from hypothesis import strategies as st
 
 from conformance.javaclient.controller import ScheduleController, unapplied_reason
+from conformance.javaclient.delivery_order import with_delivery_order
 from conformance.javaclient.role import Example, PlanT, RecordT, Role, same_failure
 from conformance.javaclient.session import ClientSession, SessionFaults
 from conformance.live import search as live
@@ -69,6 +70,7 @@ def run_plan(
             max_hold_s=hold_s,
             names=names,
             executor=executor,
+            metadata=session.ledger_writes(ledger_id),
         ) as controller:
             controllers.append(controller)
             yield controller
@@ -79,6 +81,8 @@ def run_plan(
     faults = [event for injector in injectors for event in injector.events]
     if faults:
         record = role.with_faults(record, faults)
+    if controllers and controllers[0].metadata_writes:
+        record = role.with_metadata_writes(record, controllers[0].metadata_writes)
     unapplied = unapplied_reason(controllers)
     # A schedule that was not applied is never judged: that would pass a schedule never tried.
     judgement = None if unapplied is not None else role.judge(record)
@@ -148,22 +152,39 @@ class SearchResult(live.SearchResult[PlanT, Example[PlanT, RecordT]]):
 
 ExampleCallback = Callable[[int, Example[Any, Any]], None]
 
+#: How many runs a search keeps for its shrinking (the finding's and the candidates' since).
+_RUNS_KEPT = 8
+
 
 @dataclass
 class JavaClientSearch(Generic[PlanT, RecordT]):
-    """A role of the Java client on a session, as the kernel searches it."""
+    """A role of the Java client on a session, as the kernel searches it.
+
+    Shrinking keeps the interleaving that failed: each smaller plan is tried with the delivery
+    order its parent's run recorded (:func:`~.delivery_order.with_delivery_order`: the
+    answers and the metadata writes as they reached the client). Without it a candidate that
+    drops the very hold that made the window (#3005: b1's answer to e0 held while the
+    change's metadata write is in flight) could fail the same way once by chance and be kept,
+    and its finding then replays now and then (seen: 8 of 10); with it, the window the parent
+    ran into is enforced in the candidate's run, and recorded again in its own order."""
 
     session: ClientSession
     role: Role[PlanT, RecordT]
+    #: The latest runs (plan, record), looked up by the plan's identity when it is shrunk.
+    _runs: list[tuple[PlanT, RecordT]] = field(default_factory=list)
 
     def plans(self) -> st.SearchStrategy[PlanT]:
         return self.role.plans()
 
     def smaller_plans(self, plan: PlanT) -> Iterator[PlanT]:
-        return self.role.smaller_plans(plan)
+        parent = next((record for tried, record in self._runs if tried is plan), None)
+        for candidate in self.role.smaller_plans(plan):
+            yield candidate if parent is None else with_delivery_order(candidate, parent)
 
     def perform(self, plan: PlanT) -> Example[PlanT, RecordT]:
-        return run_plan(self.session, self.role, plan)
+        run = run_plan(self.session, self.role, plan)
+        self._runs = [*self._runs[-(_RUNS_KEPT - 1) :], (plan, run.record)]
+        return run
 
     def verdict(self, run: Example[PlanT, RecordT]) -> Verdict:
         return run.verdict

@@ -67,6 +67,7 @@ from adapters.zookeeper.errors import MetadataError
 from adapters.zookeeper.ledger_store import LedgerStore
 from conformance.errors import ConformanceError
 from conformance.javaclient.coverage import CoverageError, CoverageTracker, NewCoverage, server_jar
+from conformance.javaclient.metadata_writes import LedgerWrites
 from conformance.javaclient.plans import FaultKind, PlannedFault
 from conformance.live.faults import FaultEvent, FaultHandler, FaultInjector, Injected
 
@@ -381,6 +382,13 @@ class ClientSession:
         if self._zookeeper is None:
             raise RunUndecided("this session does not proxy the client's ZooKeeper connection")
         return self._zookeeper
+
+    def ledger_writes(self, ledger_id: int) -> LedgerWrites | None:
+        """The writes of ``ledger_id``'s metadata at the client's ZooKeeper proxy from now on
+        (None when the layout does not proxy the client's ZooKeeper connection)."""
+        if self._zookeeper is None:
+            return None
+        return LedgerWrites(self._zookeeper, self.ledger_store().path(ledger_id))
 
     @property
     def endpoints(self) -> Endpoints:

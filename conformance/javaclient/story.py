@@ -36,6 +36,7 @@ from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.javaclient import observed
+from conformance.javaclient.metadata_writes import MetadataWrite
 from conformance.javaclient.model_replay import Judgement, ModelReplay, Stuck
 from conformance.javaclient.observed import (
     CONCURRENT_AT_CLIENT_S,
@@ -131,6 +132,9 @@ class RecoveryRecord:
     recovered_at: float | None = None
     #: Every fault the run's plan injected and every heal, in order (the frames' clock).
     faults: tuple[FaultEvent, ...] = ()
+    #: The writes of the ledger's metadata through the ZooKeeper proxy while the plan was
+    #: applied (the recovery's close among them), with when each was sent and answered.
+    metadata_writes: tuple[MetadataWrite, ...] = ()
 
 
 class RecoveryStory(ModelReplay):

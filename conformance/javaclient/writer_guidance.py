@@ -12,17 +12,23 @@ state by what the issue's open bugs need:
 
 - an ensemble change while two or more entries are pending (#4097: a write completing while
   its ensemble is replaced; #3005: an entry whose ack set the change broke);
+- above all, #3005's own precondition: the change fails a bookie that confirmed a pending
+  entry while an earlier pending entry's answer from a bookie that stays is on its way (when
+  that answer arrives during the change, the client may acknowledge the later entry before
+  it unsets it: ``PendingAddOp.unsetSuccessAndSendWriteRequest``);
 - a second ensemble change, and one that brings back a bookie the ledger had dropped;
 - a pending entry resent to a new bookie while an earlier answer from the replaced one is
   still on its way.
 
 A trace scores its most dangerous step. Each state that scores is turned into a plan: every
 add request the trace lost becomes a ``drop`` of that add (with the extended faults also, in
-plans of their own, a forged EIO in place of its answer, and its answer held past the add
-timeout: :class:`Realization`) (bookie names are the model's,
+plans of their own, a forged EIO in place of its answer, its answer held past the add
+timeout, and a forged EIO whose ensemble change is written while the answers the trace had in
+flight at its most dangerous change arrive: :class:`Realization`) (bookie names are the model's,
 which are the run's: b1..bE by position in the first ensemble, b{E+1} the spare, and with one
 spare the model's replacement is the client's). Plans are deduplicated and ordered by score
-(highest first), then by fewer faults.
+(highest first), then by fewer faults, then the held change first (of a danger's
+realizations, the one that makes its window happen rather than leave it to the threads).
 """
 
 from __future__ import annotations
@@ -33,7 +39,15 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conformance.javaclient.plans import DROP, FrameKey, FrameSchedule, forge, hold_for
+from conformance.javaclient.plans import (
+    DROP,
+    FaultKind,
+    FrameKey,
+    FrameSchedule,
+    PlannedFault,
+    forge,
+    hold_for,
+)
 from conformance.javaclient.writer_plans import (
     SEARCHED_ENTRIES,
     WriterRunPlan,
@@ -53,7 +67,13 @@ from model.bookkeeper.action_table import (
 from model.bookkeeper.actions import Label, init_state, successors
 from model.bookkeeper.config import ModelConfig
 from model.bookkeeper.readings import JAVA_WRITER, Reading
-from model.bookkeeper.records import ADD_ENTRY_REQUEST, State, bookie_name
+from model.bookkeeper.records import (
+    ADD_ENTRY_REQUEST,
+    ADD_ENTRY_RESPONSE,
+    DELIVERED,
+    State,
+    bookie_name,
+)
 
 #: The model's one client, the writer.
 _WRITER = 0
@@ -82,13 +102,74 @@ _RESEND = the_action(
 )
 
 
+#: Adds as ``(bookie, entry)``: BookKeeper's entry ids, the model's bookie names.
+_Adds = frozenset[tuple[str, int]]
+
+
 @dataclass(frozen=True)
 class _Node:
-    """What a state's trace did so far: its lost adds, its changes, its score."""
+    """What a state's trace did so far: its lost adds, its changes, its score, and the
+    answers in flight to the writer at its most dangerous change."""
 
-    lost: frozenset[tuple[str, int]]
+    lost: _Adds
     changes: int
     score: int
+    in_flight: _Adds = frozenset()
+
+
+@dataclass(frozen=True)
+class _Danger:
+    """A trace's lost adds, how dangerous it got, and the answers in flight at its most
+    dangerous change (those a realization may bring while that change is written)."""
+
+    score: int
+    in_flight: _Adds
+
+
+#: The score of a change that meets #3005's precondition: above every other change's (at most
+#: 2 + 2 + 2), and the same whatever else the trace did, so that of the traces meeting it the
+#: one with the fewest faults goes first.
+_BREAKS_AN_ACK_SET = 10
+
+
+def _breaks_an_ack_set(cfg: ModelConfig, before: State, label: Label) -> bool:
+    """#3005's precondition at the change ``label``: the writer's first pending entry is
+    answered by a bookie that stays, that answer on its way; the pending entries after it
+    up to one the failed bookie confirmed all have their ack quorum. When that answer arrives
+    during the change, the client acknowledges the run of them at once
+    (``sendAddSuccessCallbacks``), before the change unsets the failed bookie's confirmation."""
+    c1 = before.clients[_WRITER]
+    failed = int(dict(label.detail).get("failed", 0))
+    pending = sorted(op.entry.id for op in c1.pending_add_ops)
+    if len(pending) < 2:
+        return False
+    first, *later = pending
+    arriving = any(
+        count >= DELIVERED
+        and m.kind == ADD_ENTRY_RESPONSE
+        and m.cid == _WRITER
+        and not (1 << m.bookie) & failed
+        and m.entry.id == first  # type: ignore[union-attr]
+        for m, count in before.messages
+    )
+    if not arriving:
+        return False
+    for entry in later:
+        confirmed = c1.confirmed[entry - 1] if entry - 1 < len(c1.confirmed) else 0
+        if confirmed.bit_count() < cfg.ack_quorum:
+            return False
+        if confirmed & failed:
+            return True
+    return False
+
+
+def _answers_in_flight(state: State) -> _Adds:
+    """The bookies' add answers on their way to the writer in ``state``."""
+    return frozenset(
+        (bookie_name(m.bookie), m.entry.id - 1)  # type: ignore[union-attr]
+        for m, count in state.messages
+        if count >= DELIVERED and m.kind == ADD_ENTRY_RESPONSE and m.cid == _WRITER
+    )
 
 
 def _lost_in(label: Label) -> frozenset[tuple[str, int]]:
@@ -103,6 +184,8 @@ def _danger(cfg: ModelConfig, before: State, label: Label, after: State, changes
     """What ``label`` adds to a trace's score (see the module docstring)."""
     c1 = before.clients[_WRITER]
     if label.action == _CHANGE:
+        if _breaks_an_ack_set(cfg, before, label):
+            return _BREAKS_AN_ACK_SET
         score = 2 if len(c1.pending_add_ops) >= 2 else 1
         if changes >= 1:
             score += 2
@@ -124,7 +207,7 @@ def _explore(
     cfg: ModelConfig,
     max_faults: int,
     deadline: float,
-    found: dict[frozenset[tuple[str, int]], int],
+    found: dict[_Adds, _Danger],
 ) -> None:
     start = successors(cfg, init_state(cfg))
     queue: deque[tuple[State, _Node]] = deque()
@@ -148,11 +231,20 @@ def _explore(
                 continue
             seen.add(t.state)
             changes = node.changes + (label.action == _CHANGE)
-            score = max(node.score, _danger(cfg, state, label, t.state, node.changes))
-            child = _Node(lost, changes, score)
+            danger = _danger(cfg, state, label, t.state, node.changes)
+            in_flight = node.in_flight
+            if danger > node.score and label.action == _CHANGE:
+                in_flight = _answers_in_flight(state)
+            score = max(node.score, danger)
+            child = _Node(lost, changes, score, in_flight)
             if score > 0 and lost:
                 key = frozenset(lost)
-                found[key] = max(found.get(key, 0), score)
+                known = found.get(key)
+                if known is None or (score, len(in_flight)) > (
+                    known.score,
+                    len(known.in_flight),
+                ):
+                    found[key] = _Danger(score, in_flight)
             queue.append((t.state, child))
 
 
@@ -167,19 +259,49 @@ class Realization(enum.Enum):
     FORGED_ERROR = "forged error"
     #: The bookie stores it, and its answer is held past the add timeout: a late answer.
     LATE_ANSWER = "late answer"
+    #: Its answer is a forged EIO, as above; the ensemble change that starts has its metadata
+    #: write held, and the answers the trace had in flight at its most dangerous change come
+    #: while it is held: the window of #3005 (an earlier entry's answer taken while the change
+    #: is being written) made to happen, not left to the threads' timing. Only for traces with
+    #: answers in flight at that change.
+    HELD_CHANGE = "held change"
 
 
 #: Held this long, an answer comes after the client timed its add out (1 s, checked every
 #: second).
 _LATE_MS = 2500
+#: A held change's answers in flight are held this long: long enough for the client to take
+#: the forged error and send its change's metadata write, within the add timeout (1 s).
+_IN_FLIGHT_MS = 400
+#: ... and its metadata write this long from the forged answer on: past the answers' hold
+#: (#3005's scenario holds the write 3 s and the answer 1.5 s).
+_HELD_WRITE_MS = 1500
 
 
-def _schedule(lost: frozenset[tuple[str, int]], realization: Realization) -> FrameSchedule:
+def _answer_key(bookie: str, entry: int) -> FrameKey:
+    return FrameKey("add", bookie, entry, answer=True)
+
+
+def _schedule(lost: _Adds, realization: Realization, in_flight: _Adds) -> FrameSchedule | None:
+    """The plan's schedule; None when ``realization`` has nothing to work with."""
     if realization is Realization.DROP:
         return FrameSchedule({add_key(bookie, entry): DROP for bookie, entry in lost})
-    choice = forge("EIO") if realization is Realization.FORGED_ERROR else hold_for(_LATE_MS)
+    if realization is Realization.LATE_ANSWER:
+        return FrameSchedule({_answer_key(*add): hold_for(_LATE_MS) for add in lost})
+    forged = {_answer_key(*add): forge("EIO") for add in lost}
+    if realization is Realization.FORGED_ERROR:
+        return FrameSchedule(forged)
+    # The answers of the lost adds' bookies are not held: they come before the forged error
+    # on their connection (the proxies keep a connection's add answers in order), so holding
+    # them would hold the error, and the change, with them.
+    failing = {bookie for bookie, _entry in lost}
+    held = {(bookie, entry) for bookie, entry in in_flight if bookie not in failing}
+    if not held:
+        return None
+    first = min(forged, key=lambda key: (key.entry_id, key.bookie))
     return FrameSchedule(
-        {FrameKey("add", bookie, entry, answer=True): choice for bookie, entry in lost}
+        {**forged, **{_answer_key(*add): hold_for(_IN_FLIGHT_MS) for add in held}},
+        (PlannedFault(FaultKind.HOLD_METADATA, first, None, _HELD_WRITE_MS),),
     )
 
 
@@ -197,21 +319,24 @@ def writer_guided_plans(
     docstring), each danger made by each of ``realizations``, at most ``limit``, exploring
     for at most ``budget_s`` seconds in all, the model read as ``reading``: the judge's (each
     role passes its own)."""
-    plans: list[tuple[int, int, int, WriterRunPlan]] = []
+    plans: list[tuple[int, int, bool, int, WriterRunPlan]] = []
     per_shape = budget_s / max(1, len(entries))
     for count in entries:
         cfg = writer_config(shape, count, reading=reading)
-        found: dict[frozenset[tuple[str, int]], int] = {}
+        found: dict[_Adds, _Danger] = {}
         _explore(cfg, max_faults, time.monotonic() + per_shape, found)
-        for lost, score in found.items():
+        for lost, danger in found.items():
             for realization in realizations:
-                schedule = _schedule(lost, realization)
-                plan = WriterRunPlan(shape, count, schedule, origin=_origin(score))
-                plans.append((-score, len(lost), count, plan))
-    plans.sort(key=lambda item: (item[0], item[1], item[2], item[3].schedule.describe()))
+                schedule = _schedule(lost, realization, danger.in_flight)
+                if schedule is None:
+                    continue
+                plan = WriterRunPlan(shape, count, schedule, origin=_origin(danger.score))
+                held = realization is Realization.HELD_CHANGE
+                plans.append((-danger.score, len(lost), not held, count, plan))
+    plans.sort(key=lambda item: (*item[:4], item[4].schedule.describe()))
     unique: list[WriterRunPlan] = []
     keys: set[tuple[int, tuple[str, ...]]] = set()
-    for _score, _faults, _count, plan in plans:
+    for *_order, plan in plans:
         key = (plan.entries, tuple(plan.schedule.describe()))
         if key not in keys:
             keys.add(key)

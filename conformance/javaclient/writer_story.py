@@ -62,6 +62,7 @@ from adapters.javaclient.pipelined_adds import AddOutcome, code_name
 from adapters.netproxy import DeliveryRecord, FrameRecord
 from conformance import translation
 from conformance.javaclient import observed
+from conformance.javaclient.metadata_writes import MetadataWrite
 from conformance.javaclient.model_replay import Judgement, Stuck
 from conformance.javaclient.observed import (
     CONCURRENT_AT_CLIENT_S,
@@ -203,6 +204,10 @@ class WriterRecord:
     #: first ledger's record keeps them): the wipes, stalls, resets and restarts above are
     #: what the judge reads of them.
     faults: tuple[FaultEvent, ...] = ()
+    #: The writes of the ledger's metadata through the ZooKeeper proxy while the plan was
+    #: applied (ensemble changes, the close), with when each was sent and answered: where
+    #: they came among the answers is part of a finding's recorded order.
+    metadata_writes: tuple[MetadataWrite, ...] = ()
 
 
 def timeout_check_interval_s(add_timeout_s: int, read_timeout_s: int = 5) -> int:

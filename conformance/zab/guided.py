@@ -10,6 +10,8 @@ server restarted), waits until the servers agree, and judges what happened:
   disagree);
 - the quorum traffic, validated against the spec's actions (:mod:`.quorum_trace`): a
   **divergence** or a **violation**;
+- a server that cannot start again from its own data after a crash is a **violation** of
+  durability (:func:`.durability.unrecoverable`, the rule ``zab bug`` follows too);
 - an ensemble that did not heal, or a step that could not be carried out, makes a run that
   found nothing **undecided**.
 
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from adapters.cluster.errors import ClusterError, ProcessExited
+from adapters.cluster.errors import ClusterError
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.zookeeper import ZooKeeperInstall
 from adapters.zkproxy.errors import NotHeld, ZkProxyError, ZkProxyTimeout
@@ -47,6 +48,7 @@ from conformance.live import search as live
 from conformance.live.faults import FaultEvent, FaultInjector
 from conformance.live.search import SearchProgress, StopAt, Stopped
 from conformance.verdict import Verdict, worst
+from conformance.zab.durability import unrecoverable
 from conformance.zab.faults import zab_handlers
 from conformance.zab.model_paths import model_windows
 from conformance.zab.proxied import proxied_ensemble
@@ -402,30 +404,6 @@ class _Runner:
             self.outcome.findings.append(f"the servers serve different nodes: {sizes}")
 
 
-#: What a server's start says when it cannot load its own data (``QuorumPeer.loadDataBase``
-#: failed: its transaction log or snapshot is unreadable after a crash). ZooKeeper's failure,
-#: not the harness's: the server will never start again without a hand on its files.
-_CANNOT_LOAD = ("Unable to run quorum server", "loadDataBase")
-
-
-def unrecoverable(exc: Exception) -> str | None:
-    """The finding when ``exc`` is a server that exited while starting because it could not
-    load its data (None for any other failure: a port taken, a timeout, the harness's own)."""
-    if not isinstance(exc, ProcessExited):
-        return None
-    text = str(exc)
-    if not all(marker in text for marker in _CANNOT_LOAD):
-        return None
-    server = re.search(r"ZooKeeper (zk\d+) exited", text)
-    cause = re.search(r"Caused by: ([\w.$]+(?:: [^\n]*)?)", text)
-    first = re.search(r"\n(\S*(?:Exception|Error)\S*(?:: [^\n]*)?)\n", text)
-    frame = re.search(r"at (org\.apache\.zookeeper\.\S+)", text)
-    why = cause.group(1) if cause else (first.group(1) if first else "see its log")
-    where = f" at {frame.group(1)}" if frame else ""
-    name = server.group(1) if server else "a server"
-    return f"{name} cannot start again after a crash: its data does not load ({why}{where})"
-
-
 def run_schedule(
     install: ZooKeeperInstall,
     schedule: tuple[ZabStep, ...],
@@ -446,6 +424,8 @@ def run_schedule(
             if runner.heal():
                 runner.check()
         except (ClusterError, ZkProxyError, KazooException, KazooTimeoutError) as exc:
+            # A server that cannot load its own data again is ZooKeeper's failure, a finding;
+            # anything else that stopped the run is the harness's (the one rule: .durability).
             lost = unrecoverable(exc)
             if lost is not None:
                 outcome.findings.append(lost)

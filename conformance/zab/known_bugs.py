@@ -44,12 +44,21 @@ the proxy; A is killed; B and C restart and elect. Fewer of the transactions ser
 committed is a **violation** (the race won: a hit); all of them is **clean** (the kill came
 after the flush, or the release has the fix); a schedule that did not come about is
 **undecided**.
+
+In every scenario, a server that cannot start again from its own data after a crash is a
+**violation** of durability, whatever the scenario's own check would have said: the rule of
+``zab search`` too (:func:`.durability.unrecoverable`). ZOOKEEPER-4785's kill at the ACK of
+NEWLEADER is where ZOOKEEPER-2332 (fixed in 3.9.3) hits: the follower's new log file is left
+empty and it exits with ``EOFException`` at every start
+(docs/findings/zookeeper-2332-from-the-models-path.md). Any other failure to start is the
+harness's: the attempt is undecided (``zab bug`` says the ensemble failed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +66,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
+from adapters.cluster.errors import ClusterError
 from adapters.cluster.zookeeper import ZooKeeperEnsemble
 from adapters.installations.system import zookeeper_version
 from adapters.installations.zookeeper import ZooKeeperInstall
@@ -72,6 +82,7 @@ from adapters.zkquorum.proxy import (
 )
 from adapters.zookeeper.txnlog import TxnLogError, read_server
 from conformance.verdict import Verdict, worst
+from conformance.zab.durability import unrecoverable
 from conformance.zab.proxied import proxied_ensemble
 from conformance.zab.quorum_trace import QuorumTraceReport, ServerEvent, server_events, validate
 
@@ -104,6 +115,9 @@ class BugRun:
     #: The servers' crashes and restarts (the ensemble's lifecycle), beside the traffic.
     events: list[ServerEvent] = field(default_factory=list, repr=False)
     trace: QuorumTraceReport | None = None
+    #: A server that could not start again from its own data after a crash (the finding of
+    #: :func:`.durability.unrecoverable`); empty: none. The schedule stopped there.
+    cannot_restart: str = ""
 
     def describe(self) -> str:
         shown = self.window
@@ -116,6 +130,31 @@ class BugRun:
             f"{self.bug} on ZooKeeper {self.zookeeper}: {self.verdict}; window: {window}; "
             f"{connections}{self.evidence}{trace}"
         )
+
+
+@contextlib.contextmanager
+def _restarts_judged(run: BugRun) -> Iterator[None]:
+    """Around a scenario's schedule: a server that exits while starting because it cannot load
+    its own data ends the schedule with that finding on ``run`` (:func:`_judge_restart` makes
+    it the verdict); any other cluster error goes on up (the ensemble failed: undecided)."""
+    try:
+        yield
+    except ClusterError as exc:
+        found = unrecoverable(exc)
+        if found is None:
+            raise
+        run.cannot_restart = found
+
+
+def _judge_restart(run: BugRun) -> None:
+    """After a scenario's own judge: a server that could not start again from its own data is
+    a violation of durability (ZooKeeper's failure, not the harness's; the rule of ``zab
+    search`` too), whatever that judge said of a schedule that stopped there."""
+    if not run.cannot_restart:
+        return
+    run.verdict = worst([run.verdict, Verdict.VIOLATION])
+    stopped = f"; the scenario's own check: {run.evidence}" if run.evidence else ""
+    run.evidence = f"{run.cannot_restart}{stopped}"
 
 
 def _validate_traffic(run: BugRun, servers: int = 3) -> None:
@@ -141,10 +180,12 @@ def zookeeper_4394(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     run = BugRun("ZOOKEEPER-4394", version)
     with proxied_ensemble(install, work_dir, "4394") as (ensemble, proxy, base):
         ensemble.start()
-        _drive_4394(ensemble, proxy, run)
+        with _restarts_judged(run):
+            _drive_4394(ensemble, proxy, run)
         time.sleep(0.2)  # the joiner's log has its exception (or not) by now
         log = (base / "logs" / f"{run.joiner}.log").read_text(errors="replace")
     _judge_4394(run, log)
+    _judge_restart(run)
     _validate_traffic(run)
     return run
 
@@ -251,8 +292,10 @@ def zookeeper_4925(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     seen = StaleSync()
     with proxied_ensemble(install, work_dir, "4925") as (ensemble, proxy, _base):
         ensemble.start()
-        _drive_4925(ensemble, proxy, run, seen)
+        with _restarts_judged(run):
+            _drive_4925(ensemble, proxy, run, seen)
     _judge_4925(run, seen)
+    _judge_restart(run)
     _validate_traffic(run)
     return run
 
@@ -461,8 +504,12 @@ def zookeeper_4785(install: ZooKeeperInstall, work_dir: Path | None = None) -> B
     seen = LostSync()
     with proxied_ensemble(install, work_dir, "4785") as (ensemble, proxy, _base):
         ensemble.start()
-        _drive_4785(ensemble, proxy, run, seen)
+        # The follower killed at its ACK of NEWLEADER may not start again (ZOOKEEPER-2332 up
+        # to 3.9.2): a violation of its own, named in the evidence.
+        with _restarts_judged(run):
+            _drive_4785(ensemble, proxy, run, seen)
     _judge_4785(run, seen)
+    _judge_restart(run)
     _validate_traffic(run)
     return run
 

@@ -123,6 +123,9 @@ class _Session:
     def measure_coverage(self) -> None:
         return None
 
+    def ledger_writes(self, ledger_id: int) -> None:
+        return None  # no ZooKeeper proxy in this layout
+
 
 class _RecordedRecovery(RecoveryRole):
     """Every plan gets the recorded 4.11-like (or 4.14+-like) run. Checks the command's

@@ -15,6 +15,8 @@ from typing import Any
 
 from adapters.bookkeeper.status import StatusCode
 from adapters.netproxy import DeliveryRecord, Direction, FrameRecord, Operation
+from adapters.zkproxy import Direction as ZkDirection
+from adapters.zkproxy import Op, PacketInfo, PacketRecord
 from conformance.commands.java_client_run import _faults_placed
 from conformance.javaclient.controller import ScheduleController, unapplied_reason
 from conformance.javaclient.delivery_order import (
@@ -22,6 +24,7 @@ from conformance.javaclient.delivery_order import (
     faults_after,
     with_delivery_order,
 )
+from conformance.javaclient.metadata_writes import MetadataWrite, write_key
 from conformance.javaclient.plans import FaultKind, FrameKey, FrameSchedule, PlannedFault, forge
 from conformance.javaclient.run import RECORD_FILE
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
@@ -32,6 +35,7 @@ ADD = Operation.ADD_ENTRY
 B1_E0 = FrameKey("add", "b1", 0, answer=True)
 B2_E1 = FrameKey("add", "b2", 1, answer=True)
 B2_E3 = FrameKey("add", "b2", 3, answer=True)
+B1_E2 = FrameKey("add", "b1", 2, answer=True)
 
 
 @dataclass
@@ -43,6 +47,7 @@ class _Record:
     ledger_id: int = LEDGER
     bookie_of_proxy: dict[str, int] = field(default_factory=lambda: {"p3": 0, "p2": 1, "p1": 2})
     faults: tuple[Any, ...] = ()
+    metadata_writes: tuple[MetadataWrite, ...] = ()
 
 
 def _3005_like_run() -> _Record:
@@ -294,6 +299,135 @@ def test_a_bookie_s_own_answers_do_not_wait_for_each_other() -> None:
     controller.step()
     controller.step()
     assert log == [f"release #{e3.frame_id}", f"release #{e0.frame_id}"]
+
+
+W0_SENT = write_key(0, answered=False)
+W0_ANSWERED = write_key(0, answered=True)
+
+
+def test_the_ledger_s_metadata_writes_are_in_the_order_sent_and_answered() -> None:
+    # #3005's window as a record says it: b1's answer to e0 reached the client after the
+    # change's metadata write was sent and before it was answered.
+    record = dataclasses.replace(
+        _3005_like_run(), metadata_writes=(MetadataWrite(1.1, 1.5, "setData", 0, 4),)
+    )
+    expected = (B2_E1, B2_E3, W0_SENT, B1_E0, W0_ANSWERED)
+    assert delivery_order(record) == expected
+    plan = WriterRunPlan(WriterShape(2, 1, 1), 4, FrameSchedule({B2_E3: forge("EIO")}))
+    assert WriterRunPlan.from_json(with_delivery_order(plan, record).to_json()).schedule.order == (
+        expected
+    )
+    # A write never answered in the run has its sent key only; a write stays where the
+    # proxy saw it, even just before a forged failure (the client sent it then).
+    unanswered = dataclasses.replace(
+        _3005_like_run(), metadata_writes=(MetadataWrite(1.0605, None, "setData", None, 4),)
+    )
+    assert delivery_order(unanswered) == (B2_E1, W0_SENT, B2_E3, B1_E0)
+
+
+class _Writes:
+    """The ledger's metadata writes at a ZooKeeper proxy: requests arrive (held, when the
+    controller holds them), the controller lets them go, their answers come."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.arrived: list[PacketRecord] = []
+        self.holding = False
+        self.held_ids: set[int] = set()
+        self.answered_ids: set[int] = set()
+
+    def arrive(self, record_id: int, *, held: bool = True) -> None:
+        info = PacketInfo(ZkDirection.REQUEST, Op.SET_DATA, xid=record_id, path="/L")
+        self.arrived.append(PacketRecord(record_id, 4, time.monotonic(), info, 10, "hold"))
+        if held and self.holding:
+            self.held_ids.add(record_id)
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def requests(self) -> list[PacketRecord]:
+        return list(self.arrived)
+
+    def held(self) -> list[PacketRecord]:
+        return [p for p in self.arrived if p.record_id in self.held_ids]
+
+    def release(self, record_id: int) -> bool:
+        if record_id not in self.held_ids:
+            return False
+        self.held_ids.discard(record_id)
+        self.log.append(f"write #{record_id}")
+        return True
+
+    def answered(self, record_id: int) -> bool:
+        return record_id in self.answered_ids
+
+    def writes(self) -> tuple[MetadataWrite, ...]:
+        return ()
+
+    def close(self) -> None:
+        self.holding = False
+
+
+def _with_writes(
+    order: tuple[FrameKey, ...],
+) -> tuple[ScheduleController, _Proxy, _Writes, list[str]]:
+    log: list[str] = []
+    p3, writes = _Proxy(log), _Writes(log)
+    proxies: Any = {"p3": p3}
+    controller = ScheduleController(
+        _Group(),  # type: ignore[arg-type]
+        proxies,
+        LEDGER,
+        FrameSchedule(order=order),
+        names={"p3": "b1"},
+        order_gap_s=0,
+        order_wait_s=0.1,
+        metadata=writes,  # type: ignore[arg-type]
+    )
+    return controller, p3, writes, log
+
+
+def test_an_answer_recorded_while_a_write_was_in_flight_comes_in_that_window() -> None:
+    controller, p3, writes, log = _with_writes((W0_SENT, B1_E0, W0_ANSWERED, B1_E2))
+    with controller:  # holds the ledger's writes (the order names them)
+        assert writes.holding
+        _e3, e0 = _answers()
+        p3.frames = {e0.frame_id: e0}
+        controller.step()
+        assert log == []  # the client has not sent its write yet: e0's answer waits for it
+        writes.arrive(7)
+        controller.step()  # the write is sent: e0's answer goes on; the write waits for it
+        assert log == [f"release #{e0.frame_id}"]
+        controller.step()
+        assert log == [f"release #{e0.frame_id}", "write #7"]
+        e2 = LogBuilder().frame(1.2, "p3", Direction.RESPONSE, ADD, 2, status=StatusCode.EOK)
+        p3.frames = {e2.frame_id: e2}
+        controller.step()
+        assert log[2:] == []  # e2's answer waits for ZooKeeper's answer to the write
+        writes.answered_ids.add(7)
+        controller.step()
+        assert log[2:] == [f"release #{e2.frame_id}"]
+        assert unapplied_reason([controller]) is None
+    assert not writes.holding  # released on exit
+
+
+def test_a_write_let_go_before_its_turn_breaks_the_order() -> None:
+    # Another hold's release (a plan's held metadata writes) let the write go before the
+    # answer recorded before its answer: the order was not kept, the run is undecided.
+    controller, _p3, writes, _log = _with_writes((W0_SENT, B1_E0, W0_ANSWERED))
+    writes.hold()
+    writes.arrive(7, held=False)
+    controller.step()
+    reason = unapplied_reason([controller])
+    assert reason is not None and "the write went on before b1's answer to add e0" in reason
+
+
+def test_without_writes_in_the_order_the_writes_are_recorded_not_held() -> None:
+    controller, _p3, writes, _log = _with_writes((B1_E0,))
+    with controller:
+        writes.arrive(7)
+        controller.step()
+    assert not writes.held_ids and controller.metadata_writes == ()
 
 
 CRASH_B2 = PlannedFault(FaultKind.CRASH, bookie="b2")

@@ -88,6 +88,9 @@ class StandInSession:
     def measure_coverage(self) -> None:
         return None
 
+    def ledger_writes(self, ledger_id: int) -> None:
+        return None  # no ZooKeeper proxy in this layout
+
 
 class RecordedWriter(WriterRole):
     """The writer role whose client's part is a recorded run: the plan's faults are carried

@@ -16,6 +16,7 @@ import pytest
 
 from adapters.netproxy import BookieProxy, ProxyGroup
 from conformance.javaclient.controller import ScheduleController
+from conformance.javaclient.delivery_order import delivery_order
 from conformance.javaclient.plans import (
     DEFECT_1_PLAN,
     DEFECT_1_WRITER,
@@ -48,6 +49,9 @@ class FakeSession:
 
     def measure_coverage(self) -> None:
         return None
+
+    def ledger_writes(self, ledger_id: int) -> None:
+        return None  # no ZooKeeper proxy in this layout
 
 
 class _Recorded:
@@ -234,6 +238,22 @@ def test_an_unreadable_acknowledged_entry_stops_the_search_and_is_shrunk() -> No
     # The recorded run fails whatever the plan: shrinking takes everything away it can.
     assert result.finding.shrunk.plan.schedule.decisions == {}
     assert result.finding.shrunk.plan.entries == 1
+
+
+def test_each_smaller_plan_is_tried_in_the_delivery_order_its_parent_ran_in() -> None:
+    # Shrinking keeps the interleaving that failed: a candidate that dropped the hold making
+    # the window must not pass by chance once and be kept (#3005 from scratch, seed 4).
+    record = _writer_record(lose_e0=True)
+    order = delivery_order(record)
+    assert order  # the recorded run's answers, as they reached the client
+    role = RecordedWriter(record)
+    guided = [WriterRunPlan(SHAPE, 2, FrameSchedule({add_key("b2", 0): DROP}), origin="model")]
+    with _session() as session:
+        result = search(session, role, max_examples=10, seed=2, guided=guided)
+    assert result.finding is not None and result.finding.shrink_runs > 0
+    found, *candidates = role.plans_run
+    assert found.schedule.order == ()  # a search example runs as drawn
+    assert candidates and all(plan.schedule.order == order for plan in candidates)
 
 
 def test_writer_guided_plans_come_every_other_example() -> None:

@@ -5,6 +5,7 @@ writes through the proxies, a dropped add makes it change its ensemble, the run 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,10 +17,13 @@ from conformance.javaclient.controller import FaultsFailed, ScheduleController
 from conformance.javaclient.plans import (
     DROP,
     FaultKind,
+    FrameKey,
     FrameSchedule,
     PlanError,
     PlannedFault,
+    forge,
     hold,
+    hold_for,
 )
 from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
@@ -67,20 +71,66 @@ def test_the_model_guides_towards_ensemble_changes_with_entries_in_flight() -> N
     plans = writer_guided_plans(SHAPE, budget_s=2.0, entries=(2,))
     assert plans and all(p.entries == 2 and p.faults() >= 1 for p in plans)
     assert all(p.origin.startswith("the model's writer") for p in plans)
-    # Highest danger first: two changes (a bookie lost, then its replacement).
-    assert plans[0].faults() == 2
+    # Highest danger first: #3005's precondition (a change failing a bookie that confirmed
+    # e1 while e0's answer from a bookie that stays is on its way), with the fewest faults;
+    # two changes (a bookie lost, then its replacement) come too.
+    assert plans[0].origin == "the model's writer (danger 10)" and plans[0].faults() == 1
+    assert any(p.faults() == 2 for p in plans)
+
+
+def test_the_explorer_s_first_plan_for_3005_s_shape_is_its_window_held() -> None:
+    # E=2 WQ=AQ=1, e0 and e2 to b1, e1 and e3 to b2: the change that fails b2 (which
+    # confirmed e1) while b1's answer to e0 is on its way meets #3005's precondition; its held
+    # change forges b2's answer to e3, holds the change's metadata write and b1's answers.
+    shape = WriterShape(2, 1, 1)
+    plans = writer_guided_plans(shape, budget_s=5.0, realizations=tuple(Realization))
+    first = plans[0]
+    assert first.origin == "the model's writer (danger 10)" and first.entries == 4
+    answer = functools.partial(FrameKey, "add", answer=True)
+    assert first.schedule.decisions == {
+        answer("b1", 0): hold_for(400),
+        answer("b1", 2): hold_for(400),
+        answer("b2", 3): forge("EIO"),
+    }
+    assert first.schedule.events == (
+        PlannedFault(FaultKind.HOLD_METADATA, answer("b2", 3), None, 1500),
+    )
+
+
+def _realization(plan: WriterRunPlan) -> tuple[frozenset[tuple[str, int]], str]:
+    """The adds a guided plan makes lost, and how: dropped, answered EIO, answered late, or
+    answered EIO with the change's metadata write held (its other holds: answers in flight)."""
+    choices = plan.schedule.decisions
+    if plan.schedule.events:
+        lost = frozenset((k.bookie, k.entry_id) for k, c in choices.items() if c.action == "forge")
+        return lost, "held change"
+    lost = frozenset((key.bookie, key.entry_id) for key in choices)
+    actions = {c.action for c in choices.values()}
+    assert len(actions) == 1
+    return lost, {"drop": "drop", "forge": "forge", "hold": "late"}[actions.pop()]
 
 
 def test_the_model_s_dangers_are_made_by_every_realization_with_the_extended_faults() -> None:
     every = writer_guided_plans(
         SHAPE, budget_s=2.0, entries=(2,), realizations=tuple(Realization), limit=1000
     )
-    # Each danger three times: its lost adds dropped, answered EIO, answered late.
+    # Each danger three times at least: its lost adds dropped, answered EIO, answered late;
+    # and answered EIO with the change held when the trace had answers in flight at it.
     by_danger: dict[frozenset[tuple[str, int]], set[str]] = {}
     for plan in every:
-        lost = frozenset((key.bookie, key.entry_id) for key in plan.schedule.decisions)
-        by_danger.setdefault(lost, set()).update(c.action for c in plan.schedule.decisions.values())
-    assert by_danger and all(actions == {"drop", "forge", "hold"} for actions in by_danger.values())
+        lost, how = _realization(plan)
+        by_danger.setdefault(lost, set()).add(how)
+    assert by_danger and all({"drop", "forge", "late"} <= ways for ways in by_danger.values())
+    held = [plan for plan in every if plan.schedule.events]
+    assert held and any("held change" in ways for ways in by_danger.values())
+    for plan in held:
+        (event,) = plan.schedule.events
+        forged = {k for k, c in plan.schedule.decisions.items() if c.action == "forge"}
+        waiting = {k for k, c in plan.schedule.decisions.items() if c.action == "hold"}
+        # The write held from the first forged answer on, longer than the answers in flight.
+        assert event.kind is FaultKind.HOLD_METADATA and event.at in forged
+        assert waiting and not waiting & forged
+        assert all(0 < plan.schedule.decisions[k].for_ms < event.duration_ms for k in waiting)
     kinds = {
         (key.answer, choice.action, choice.for_ms > 0)
         for plan in every
@@ -95,6 +145,7 @@ def test_the_model_s_dangers_are_made_by_every_realization_with_the_extended_fau
     }
     requests_only = WriterRole(SHAPE, faults=FaultSet.REQUESTS).guided_plans(0, 2.0)
     assert {c.action for p in requests_only for c in p.schedule.decisions.values()} == {"drop"}
+    assert not any(p.schedule.events for p in requests_only)
 
 
 def test_the_tallies_count_a_bookie_coming_back() -> None:
