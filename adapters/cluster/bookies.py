@@ -408,6 +408,11 @@ class BookieProcess:
             # ZooKeeper itself may be down or paused as part of the test; not registered yet.
             return None
 
+    def registration_owner(self, zk: Any) -> int | None:
+        """The ZooKeeper session that owns the bookie's registration now (None: none)."""
+        stat = self._registration(zk)
+        return None if stat is None else int(stat.ephemeralOwner)
+
     def remember_registration(self, zk: Any) -> None:
         """Record the session owning the current registration, which dies with this process."""
         stat = self._registration(zk)

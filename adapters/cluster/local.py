@@ -68,6 +68,7 @@ from adapters.installations.zookeeper import ZooKeeperInstall, locate_zookeeper
 from adapters.processes import ManagedProcess
 from adapters.zookeeper.client import connect_zookeeper
 from adapters.zookeeper.errors import ZooKeeperError
+from adapters.zookeeper.four_letter_words import packets_received
 from adapters.zookeeper.layout import init_new_cluster
 from adapters.zookeeper.registration import BookieAddress, list_bookies
 
@@ -406,6 +407,21 @@ class LocalCluster(ClusterProvider):
         if self._zk is None:
             raise NodeStateError("the cluster has not been started")
         return self._zk
+
+    def bookie_session_packets(self, node: Node) -> tuple[int, int] | None:
+        """The ZooKeeper session of ``node``'s registration and how many packets a server has
+        received on its connection (``cons``), or None when either is unknown (no
+        registration, no server answered, the session connected to none). Two looks that show
+        the same session with a higher count say the server heard from it in between."""
+        owner = self.bookie(node.id).registration_owner(self.zookeeper_client)
+        if owner is None:
+            return None
+        for address in self._zookeeper().connect_string.split(","):
+            host, port = address.rsplit(":", 1)
+            received = packets_received(host, int(port))
+            if received and owner in received:
+                return owner, received[owner]
+        return None
 
     def _zookeeper_installation(self) -> ZooKeeperInstall:
         if self._zookeeper_install is None:

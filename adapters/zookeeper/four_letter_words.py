@@ -8,6 +8,9 @@ import re
 import socket
 
 _MODE = re.compile(r"^Mode: (\S+)", re.MULTILINE)
+#: One connection of ``cons``: `` /127.0.0.1:45364[1](queued=0,recved=161,sent=161,
+#: sid=0x10000e53e810000,lop=EXIS,...)``; a connection without a session yet has no ``sid``.
+_CONNECTION = re.compile(r"recved=(\d+),[^)]*?\bsid=0x([0-9a-fA-F]+)")
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str | None:
@@ -37,4 +40,15 @@ def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
     return match.group(1) if match else None
 
 
-__all__ = ["four_letter_word", "server_mode"]
+def packets_received(host: str, port: int, timeout: float = 2.0) -> dict[int, int] | None:
+    """Session id -> how many packets the server has received on that session's connection
+    (``cons``), for the sessions connected to this server; None when it does not answer.
+    A count that grew since an earlier look means the server heard from the session since:
+    it touched the session, which cannot expire before a session timeout from then."""
+    reply = four_letter_word(host, port, "cons", timeout)
+    if reply is None:
+        return None
+    return {int(sid, 16): int(received) for received, sid in _CONNECTION.findall(reply)}
+
+
+__all__ = ["four_letter_word", "packets_received", "server_mode"]

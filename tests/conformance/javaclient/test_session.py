@@ -292,3 +292,53 @@ def test_a_run_that_paused_a_bookie_ends_after_its_session_could_expire(
     started = time.monotonic()
     quick.close()
     assert time.monotonic() - started < 0.2 and routed == [set()]
+
+
+class _HeardCluster(_FakeCluster):
+    """ZooKeeper's count of packets from the paused bookie's session, look after look (the
+    last repeats)."""
+
+    def __init__(self, looks: list[tuple[int, int] | None], session_timeout_ms: int) -> None:
+        super().__init__(session_timeout_ms=session_timeout_ms)
+        self.looks = looks
+
+    def bookie_session_packets(self, node: Any) -> tuple[int, int] | None:
+        return self.looks.pop(0) if len(self.looks) > 1 else self.looks[0]
+
+
+def _paused_and_closed(cluster: _FakeCluster) -> float:
+    session: Any = SimpleNamespace(
+        proxies={"p1": object()}, bookie_ids=["bk1"], wait_routed=lambda down: None
+    )
+    faults = SessionFaults(session, cluster=cluster, names={"p1": "b1"})  # type: ignore[arg-type]
+    started = time.monotonic()
+    faults.execute(PlannedFault(FaultKind.PAUSE, None, "b1", 60_000))
+    faults.close()
+    return time.monotonic() - started
+
+
+def test_a_paused_bookie_heard_from_since_its_resume_ends_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ZooKeeper received a packet on the bookie's session after the resume: it touched the
+    # session, which cannot expire before a session timeout from then: no need to wait.
+    monkeypatch.setattr("conformance.javaclient.session.PAUSE_EXPIRY_MARGIN_S", 0.05)
+    heard = _HeardCluster([(7, 10), (7, 10), (7, 11)], session_timeout_ms=5_000)
+    assert _paused_and_closed(heard) < 1.0
+    assert heard.calls == ["pause bk1", "resume bk1"]
+
+
+@pytest.mark.parametrize(
+    "looks",
+    [
+        [(7, 10)],  # nothing heard since the resume
+        [(7, 10), (8, 1)],  # another session: the old one expired, the bookie registered again
+        [None, (7, 11)],  # not known at the resume
+        [(7, 10), None],  # not known since
+    ],
+)
+def test_a_paused_bookie_not_heard_from_is_waited_for_until_its_session_could_expire(
+    monkeypatch: pytest.MonkeyPatch, looks: list[tuple[int, int] | None]
+) -> None:
+    monkeypatch.setattr("conformance.javaclient.session.PAUSE_EXPIRY_MARGIN_S", 0.05)
+    assert _paused_and_closed(_HeardCluster(looks, session_timeout_ms=300)) >= 0.35
