@@ -290,11 +290,11 @@ class ScheduleController:
             with contextlib.suppress(Exception):
                 proxy.release_all()
         if self.metadata is not None:
-            self.metadata.close()
             try:
+                self.metadata.close()
                 self.metadata_writes = self.metadata.writes()
             except Exception as exc:  # a record without its writes would mislead a replay
-                self.errors.append(f"reading the ledger's metadata writes failed: {exc!r}")
+                self.errors.append(f"the ledger's metadata writes: {exc!r}")
         if self.executor is not None:
             try:
                 self.executor.close()

@@ -12,10 +12,12 @@ state by what the issue's open bugs need:
 
 - an ensemble change while two or more entries are pending (#4097: a write completing while
   its ensemble is replaced; #3005: an entry whose ack set the change broke);
-- above all, #3005's own precondition: the change fails a bookie that confirmed a pending
-  entry while an earlier pending entry's answer from a bookie that stays is on its way (when
-  that answer arrives during the change, the client may acknowledge the later entry before
-  it unsets it: ``PendingAddOp.unsetSuccessAndSendWriteRequest``);
+- above all (a score of its own, whatever else the trace did), #3005's own precondition: the
+  change fails a bookie that confirmed a pending entry, every pending entry from the first to
+  that one but the first has its ack quorum, and the first one's answer, from a bookie that
+  stays, is on its way (when it arrives during the change, the client acknowledges the run at
+  once, before the change unsets the failed bookie's confirmation:
+  ``PendingAddOp.unsetSuccessAndSendWriteRequest``);
 - a second ensemble change, and one that brings back a bookie the ledger had dropped;
 - a pending entry resent to a new bookie while an earlier answer from the replaced one is
   still on its way.

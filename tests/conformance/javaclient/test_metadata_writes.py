@@ -3,8 +3,11 @@ data, and their keys in a recorded order."""
 
 from __future__ import annotations
 
-from adapters.zkproxy import Direction, Op, PacketInfo, PacketRecord, SubOp
+import time
+
+from adapters.zkproxy import Direction, Op, PacketInfo, PacketRecord, SubOp, ZooKeeperProxy
 from conformance.javaclient.metadata_writes import (
+    LedgerWrites,
     MetadataWrite,
     write_key,
     writes_from_json,
@@ -12,6 +15,7 @@ from conformance.javaclient.metadata_writes import (
     writes_to_json,
 )
 from conformance.javaclient.plans import FrameKey, FrameSchedule, PlanError
+from tests.adapters.zkproxy.fake_server import FakeZooKeeper, RawClient
 
 PATH = "/ledgers/00/0000/L0007"
 
@@ -71,3 +75,36 @@ def test_a_write_s_keys_are_plan_data_and_say_what_they_are() -> None:
         pass
     else:
         raise AssertionError("an add to 'zookeeper' was accepted")
+
+
+def test_a_ledger_s_writes_at_the_proxy_are_held_released_answered_and_recorded() -> None:
+    with (
+        FakeZooKeeper() as server,
+        ZooKeeperProxy("127.0.0.1", server.port, call_timeout=5.0) as proxy,
+        RawClient((proxy.host, proxy.port)) as raw,
+    ):
+        assert raw.connect() > 0
+        writes = LedgerWrites(proxy, PATH)
+        writes.hold()
+        raw.get_data(1, PATH)  # a read: not held
+        assert raw.read_reply()[0] == 1
+        raw.set_data(2, "/ledgers/00/0000/L0008")  # another ledger's write: not held
+        assert raw.read_reply()[0] == 2
+        raw.set_data(3, PATH)
+        deadline = time.monotonic() + 5.0
+        while not writes.held() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [held] = writes.held()
+        assert [p.record_id for p in writes.requests()] == [held.record_id]
+        assert not writes.answered(held.record_id)
+        assert writes.release(held.record_id)
+        assert not writes.release(held.record_id)  # not held any more: something let it go
+        assert raw.read_reply()[0] == 3
+        while not writes.answered(held.record_id) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert writes.answered(held.record_id)
+        writes.close()
+        [write] = writes.writes()
+        assert write.op == "setData" and write.err == 0
+        assert write.answered_at is not None and write.answered_at >= write.sent_at
+        assert proxy.rules() == []  # the hold is gone with close
