@@ -33,7 +33,7 @@ from adapters.javaclient.errors import (
     JvmGone,
     JvmStartError,
 )
-from adapters.javaclient.gateway import JvmGateway, JvmOptions
+from adapters.javaclient.gateway import JvmGateway, JvmOptions, StartingJvm
 
 __all__ = [
     "BKError",
@@ -56,6 +56,7 @@ __all__ = [
     "JvmGone",
     "JvmOptions",
     "JvmStartError",
+    "StartingJvm",
     "distribution_classpath",
     "distribution_version",
 ]
