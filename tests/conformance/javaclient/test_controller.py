@@ -31,6 +31,7 @@ from conformance.javaclient.plans import (
 )
 from conformance.javaclient.recovery_role import writer_add
 from conformance.javaclient.story import RecoveryRecord, judge
+from tests.conformance.javaclient.fake_proxies import FakeGroup, FakeProxy
 from tests.conformance.javaclient.recorded import (
     RECOVERY_ADD,
     LogBuilder,
@@ -105,49 +106,12 @@ def test_no_controller_or_a_failed_one_leaves_the_schedule_unapplied() -> None:
     assert unapplied_reason([fine]) is None
 
 
-class _FakeProxy:
-    """Holds the frames given to it; records what the controller released and dropped."""
-
-    def __init__(self, name: str, log: list[str]) -> None:
-        self.name, self.log = name, log
-        self.frames: dict[int, FrameRecord] = {}
-
-    def add_rule(self, *args: object, **kwargs: object) -> int:
-        return 1
-
-    def remove_rule(self, rule_id: int) -> None:
-        pass
-
-    def held(self) -> list[FrameRecord]:
-        return list(self.frames.values())
-
-    def release(self, frame_id: int) -> None:
-        self.frames.pop(frame_id)
-        self.log.append(f"release #{frame_id}")
-
-    def discard(self, frame_id: int) -> None:
-        self.frames.pop(frame_id)
-        self.log.append(f"drop #{frame_id}")
-
-    def release_all(self) -> None:
-        for frame_id in list(self.frames):
-            self.release(frame_id)
-
-
-class _FakeGroup:
-    def __init__(self) -> None:
-        self.last = 0
-
-    def mark(self) -> int:
-        return self.last
-
-
 def test_a_hold_never_reorders_a_clients_adds_to_one_bookie() -> None:
     # Seen on real 4.17.3: the write-back of e1 to b3 held, the one of e2 forwarded, so b3
     # took e2's before e1's, which the spec's FIFO channel forbids. e2's now waits for e1's.
     log: list[str] = []
-    b3 = _FakeProxy("b3", log)
-    group = _FakeGroup()
+    b3 = FakeProxy(log, "b3")
+    group = FakeGroup()
     add = Operation.ADD_ENTRY
     first = LogBuilder().frame(1.0, "b3", Direction.REQUEST, add, 1, flags=RECOVERY_ADD)
     second = dataclasses.replace(
@@ -180,20 +144,6 @@ class _Executor:
         self.closed = True
 
 
-class _ForgingProxy(_FakeProxy):
-    def __init__(self, name: str, log: list[str]) -> None:
-        super().__init__(name, log)
-        self.matches: list[object] = []
-
-    def add_rule(self, *args: object, **kwargs: object) -> int:
-        self.matches.append(args[0])
-        return len(self.matches)
-
-    def forge(self, frame_id: int, status: StatusCode) -> None:
-        self.frames.pop(frame_id)
-        self.log.append(f"forge #{frame_id} {status.name}")
-
-
 def _add_and_answer() -> tuple[FrameRecord, FrameRecord]:
     log = LogBuilder()
     request = log.frame(1.0, "p1", Direction.REQUEST, Operation.ADD_ENTRY, 0)
@@ -203,8 +153,8 @@ def _add_and_answer() -> tuple[FrameRecord, FrameRecord]:
 
 def test_answers_are_decided_and_faults_triggered_at_their_frame() -> None:
     log: list[str] = []
-    p1 = _ForgingProxy("p1", log)
-    group = _FakeGroup()
+    p1 = FakeProxy(log, "p1")
+    group = FakeGroup()
     request, answer = _add_and_answer()
     answer_key = FrameKey("add", "b1", 0, answer=True)
     schedule = FrameSchedule(
@@ -235,8 +185,8 @@ def test_answers_are_decided_and_faults_triggered_at_their_frame() -> None:
 
 def test_a_hold_for_a_time_outlasts_the_longest_hold_by_frames() -> None:
     log: list[str] = []
-    p1 = _FakeProxy("p1", log)
-    group = _FakeGroup()
+    p1 = FakeProxy(log, "p1")
+    group = FakeGroup()
     request, _answer = _add_and_answer()
     schedule = FrameSchedule({FrameKey("add", "p1", 0): hold_for(400)})
     proxies: Any = {"p1": p1}
@@ -251,11 +201,11 @@ def test_a_hold_for_a_time_outlasts_the_longest_hold_by_frames() -> None:
 
 
 def test_a_fault_whose_frame_never_comes_did_nothing_and_is_listed() -> None:
-    group = _FakeGroup()
+    group = FakeGroup()
     schedule = FrameSchedule(
         events=(PlannedFault(FaultKind.CRASH, FrameKey("add", "b1", 3), "b1"),)
     )
-    proxies: Any = {"p1": _FakeProxy("p1", [])}
+    proxies: Any = {"p1": FakeProxy([], "p1")}
     with pytest.raises(ValueError, match="no executor"):
         ScheduleController(group, proxies, LEDGER, schedule)
     with ScheduleController(
@@ -281,8 +231,8 @@ class _SlowExecutor(_Executor):
 
 
 def test_faults_carried_out_now_wait_for_those_a_frame_set_off() -> None:
-    p1 = _FakeProxy("p1", [])
-    group = _FakeGroup()
+    p1 = FakeProxy([], "p1")
+    group = FakeGroup()
     request, _answer = _add_and_answer()
     frame_fault = PlannedFault(FaultKind.RESTART, FrameKey("add", "b1", 0), "b1")
     executor = _SlowExecutor()
@@ -310,8 +260,8 @@ def test_faults_that_fail_now_or_that_no_executor_carries_out_are_refused() -> N
         def execute(self, event: PlannedFault) -> str:
             raise RuntimeError("the bookie would not start")
 
-    group = _FakeGroup()
-    proxies: Any = {"p1": _FakeProxy("p1", [])}
+    group = FakeGroup()
+    proxies: Any = {"p1": FakeProxy([], "p1")}
     event = PlannedFault(FaultKind.RESTART, None, "b1")
     bare = ScheduleController(group, proxies, LEDGER, FrameSchedule(), poll_s=60)
     with bare, pytest.raises(FaultsFailed, match="carries out no faults"):

@@ -29,6 +29,7 @@ from conformance.javaclient.plans import FaultKind, FrameKey, FrameSchedule, Pla
 from conformance.javaclient.run import RECORD_FILE
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape
 from conformance.live.faults import FaultEvent
+from tests.conformance.javaclient.fake_proxies import FakeGroup, FakeProxy
 from tests.conformance.javaclient.recorded import LEDGER, LogBuilder
 
 ADD = Operation.ADD_ENTRY
@@ -126,43 +127,6 @@ def test_the_order_is_written_into_the_plan_and_read_back() -> None:
     assert not FrameSchedule(order=(FrameKey("add", "b1", 0),)).watches_answers()
 
 
-class _Proxy:
-    """Holds the frames given to it; logs what the controller released and forged."""
-
-    def __init__(self, log: list[str]) -> None:
-        self.log = log
-        self.frames: dict[int, FrameRecord] = {}
-
-    def add_rule(self, *args: object, **kwargs: object) -> int:
-        return 1
-
-    def remove_rule(self, rule_id: int) -> None:
-        pass
-
-    def held(self) -> list[FrameRecord]:
-        return list(self.frames.values())
-
-    def release(self, frame_id: int) -> None:
-        self.frames.pop(frame_id)
-        self.log.append(f"release #{frame_id}")
-
-    def forge(self, frame_id: int, status: StatusCode) -> None:
-        self.frames.pop(frame_id)
-        self.log.append(f"forge #{frame_id} {status.name}")
-
-    def discard(self, frame_id: int) -> None:
-        self.frames.pop(frame_id)
-
-    def release_all(self) -> None:
-        for frame_id in list(self.frames):
-            self.release(frame_id)
-
-
-class _Group:
-    def mark(self) -> int:
-        return 100  # every frame's hold by frames is spent: only the order holds them
-
-
 def _answers() -> tuple[FrameRecord, FrameRecord]:
     """b2's answer to e3 (on p2), arriving before b1's answer to e0 (on p3)."""
     log = LogBuilder()
@@ -175,12 +139,12 @@ def test_a_frame_goes_on_only_after_its_predecessor_in_the_recorded_order() -> N
     # #3005: the forged EIO must reach the client after b1's answer to e0, as recorded; here
     # b2's answer comes first and is held (its forgery too) until b1's has gone on.
     log: list[str] = []
-    p2, p3 = _Proxy(log), _Proxy(log)
+    p2, p3 = FakeProxy(log), FakeProxy(log)
     e3, e0 = _answers()
     schedule = FrameSchedule({B2_E3: forge("EIO")}, order=(B1_E0, B2_E3))
     proxies: Any = {"p2": p2, "p3": p3}
     names = {"p3": "b1", "p2": "b2"}
-    group: Any = _Group()
+    group: Any = FakeGroup(last=100)
     controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
     p2.frames = {e3.frame_id: e3}
     controller.step()
@@ -195,12 +159,12 @@ def test_a_frame_goes_on_only_after_its_predecessor_in_the_recorded_order() -> N
 
 def test_frames_in_the_recorded_order_go_on_at_once() -> None:
     log: list[str] = []
-    p2, p3 = _Proxy(log), _Proxy(log)
+    p2, p3 = FakeProxy(log), FakeProxy(log)
     e3, e0 = _answers()
     schedule = FrameSchedule(order=(B2_E3, B1_E0))
     proxies: Any = {"p2": p2, "p3": p3}
     names = {"p3": "b1", "p2": "b2"}
-    group: Any = _Group()
+    group: Any = FakeGroup(last=100)
     controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
     p2.frames, p3.frames = {e3.frame_id: e3}, {e0.frame_id: e0}
     controller.step()
@@ -211,12 +175,12 @@ def test_a_frame_on_another_connection_goes_on_a_gap_after_its_predecessor() -> 
     # The client reads each connection on its own thread: frames sent together may be taken
     # in either order, so the next one waits the gap.
     log: list[str] = []
-    p2, p3 = _Proxy(log), _Proxy(log)
+    p2, p3 = FakeProxy(log), FakeProxy(log)
     e3, e0 = _answers()
     schedule = FrameSchedule(order=(B2_E3, B1_E0))
     proxies: Any = {"p2": p2, "p3": p3}
     names = {"p3": "b1", "p2": "b2"}
-    group: Any = _Group()
+    group: Any = FakeGroup(last=100)
     controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0.1)
     p2.frames, p3.frames = {e3.frame_id: e3}, {e0.frame_id: e0}
     controller.step()
@@ -228,12 +192,12 @@ def test_a_frame_on_another_connection_goes_on_a_gap_after_its_predecessor() -> 
 
 def test_a_predecessor_that_never_comes_ends_the_wait_and_leaves_the_run_undecided() -> None:
     log: list[str] = []
-    p2 = _Proxy(log)
+    p2 = FakeProxy(log)
     e3, _e0 = _answers()
     schedule = FrameSchedule(order=(B1_E0, B2_E3))
     proxies: Any = {"p2": p2}
     controller = ScheduleController(
-        _Group(),  # type: ignore[arg-type]
+        FakeGroup(last=100),  # type: ignore[arg-type]
         proxies,
         LEDGER,
         schedule,
@@ -258,12 +222,12 @@ def test_a_forgery_waits_a_while_for_the_frame_recorded_after_it() -> None:
     # both reach the client as close together as recorded (#3005: e0's answer must come while
     # the change the EIO started is being written).
     log: list[str] = []
-    p2, p3 = _Proxy(log), _Proxy(log)
+    p2, p3 = FakeProxy(log), FakeProxy(log)
     e3, e0 = _answers()
     schedule = FrameSchedule({B2_E3: forge("EIO")}, order=(B2_E3, B1_E0))
     proxies: Any = {"p2": p2, "p3": p3}
     names = {"p3": "b1", "p2": "b2"}
-    group: Any = _Group()
+    group: Any = FakeGroup(last=100)
     controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
     p2.frames = {e3.frame_id: e3}
     controller.step()
@@ -288,12 +252,12 @@ def test_a_bookie_s_own_answers_do_not_wait_for_each_other() -> None:
     # A bookie's answers keep their order on their connection: b2's answer to e3 does not
     # wait for b2's to e1 (recorded before it), b1's answer to e0 waits for b2's to e3.
     log: list[str] = []
-    p2, p3 = _Proxy(log), _Proxy(log)
+    p2, p3 = FakeProxy(log), FakeProxy(log)
     e3, e0 = _answers()
     schedule = FrameSchedule(order=(B2_E1, B2_E3, B1_E0))
     proxies: Any = {"p2": p2, "p3": p3}
     names = {"p3": "b1", "p2": "b2"}
-    group: Any = _Group()
+    group: Any = FakeGroup(last=100)
     controller = ScheduleController(group, proxies, LEDGER, schedule, names=names, order_gap_s=0)
     p3.frames, p2.frames = {e0.frame_id: e0}, {e3.frame_id: e3}
     controller.step()
@@ -370,12 +334,12 @@ class _Writes:
 
 def _with_writes(
     order: tuple[FrameKey, ...],
-) -> tuple[ScheduleController, _Proxy, _Writes, list[str]]:
+) -> tuple[ScheduleController, FakeProxy, _Writes, list[str]]:
     log: list[str] = []
-    p3, writes = _Proxy(log), _Writes(log)
+    p3, writes = FakeProxy(log), _Writes(log)
     proxies: Any = {"p3": p3}
     controller = ScheduleController(
-        _Group(),  # type: ignore[arg-type]
+        FakeGroup(last=100),  # type: ignore[arg-type]
         proxies,
         LEDGER,
         FrameSchedule(order=order),
@@ -470,7 +434,7 @@ def _carrying(schedule: FrameSchedule, **timing: float) -> tuple[ScheduleControl
 
     done: list[str] = []
     controller = ScheduleController(
-        _Group(),  # type: ignore[arg-type]
+        FakeGroup(last=100),  # type: ignore[arg-type]
         {},
         LEDGER,
         schedule,
