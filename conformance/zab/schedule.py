@@ -22,7 +22,7 @@ its way to one follower until the leader dies (the paths of ZOOKEEPER-4394, 4785
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 
 from adapters.zkquorum.packets import PacketType
 from conformance.errors import ConformanceError
-from conformance.live.search import shrink_greedily
 
 VERBS = (
     "write",
@@ -242,7 +241,8 @@ def schedules(
     :func:`conformance.zab.model_paths.model_windows`) and single steps, in any order, up to
     ``max_steps``."""
     # Single steps first: Hypothesis's simplest draws (its first examples, and what a
-    # shrinker would aim at) are of the first branch; a template comes apart in minimise.
+    # shrinker would aim at) are of the first branch; a template comes apart in the shrinking
+    # (:func:`smaller_schedules`).
     templates = window_templates() if paths is None else st.one_of(window_templates(), paths)
     pieces = st.one_of(st.tuples(steps(servers)), templates)
     return st.lists(pieces, min_size=1, max_size=4).map(
@@ -262,19 +262,6 @@ def smaller_schedules(schedule: tuple[ZabStep, ...]) -> Iterator[tuple[ZabStep, 
             yield (*schedule[:index], ZabStep("write", count=1), *schedule[index + 1 :])
 
 
-def minimise(
-    schedule: tuple[ZabStep, ...],
-    fails: Callable[[tuple[ZabStep, ...]], bool],
-    more: Callable[[], bool] = lambda: True,
-) -> tuple[ZabStep, ...]:
-    """A 1-minimal schedule that still ``fails``: no single step can go and no write can be
-    smaller (the kernel's greedy shrinking over :func:`smaller_schedules`: a real run per try,
-    so the fewest tries that end in a schedule with nothing left to take out). ``more`` says
-    whether there is time for another try; a try that does not fail again is simply not taken
-    (a finding that does not always repeat shrinks less, never wrongly)."""
-    return shrink_greedily(schedule, smaller_schedules, fails, more=more)[0]
-
-
 __all__ = [
     "PACKETS",
     "ROLES",
@@ -282,7 +269,6 @@ __all__ = [
     "ScheduleError",
     "ZabStep",
     "from_json",
-    "minimise",
     "schedules",
     "smaller_schedules",
     "steps",

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 
 from conformance.cli import main
+from conformance.live.search import shrink_greedily
 from conformance.zab.schedule import (
     ScheduleError,
     ZabStep,
     from_json,
-    minimise,
     schedules,
+    smaller_schedules,
     to_json,
     validate_step,
     window_templates,
@@ -100,6 +102,16 @@ def test_a_window_template_restarts_what_it_crashed(path: tuple[ZabStep, ...]) -
         assert path.count(ZabStep("crash", "first-leader")) == 2
     else:
         assert ZabStep("release") in path
+
+
+def minimise(
+    schedule: tuple[ZabStep, ...],
+    fails: Callable[[tuple[ZabStep, ...]], bool],
+    more: Callable[[], bool] = lambda: True,
+) -> tuple[ZabStep, ...]:
+    """What ``zab search`` does with a finding: the kernel's greedy shrinking over
+    :func:`smaller_schedules` (``conformance/zab/guided.py``)."""
+    return shrink_greedily(schedule, smaller_schedules, fails, more=more)[0]
 
 
 def test_minimise_takes_out_every_step_that_does_not_matter_and_shrinks_writes() -> None:
