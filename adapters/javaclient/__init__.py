@@ -33,7 +33,7 @@ from adapters.javaclient.errors import (
     JvmGone,
     JvmStartError,
 )
-from adapters.javaclient.gateway import JvmGateway, JvmOptions, StartingJvm
+from adapters.javaclient.gateway import JvmGateway, JvmOptions
 
 __all__ = [
     "BKError",
@@ -56,7 +56,6 @@ __all__ = [
     "JvmGone",
     "JvmOptions",
     "JvmStartError",
-    "StartingJvm",
     "distribution_classpath",
     "distribution_version",
 ]

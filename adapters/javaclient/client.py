@@ -252,21 +252,6 @@ class BookKeeperJavaClient:
     ) -> BookKeeperJavaClient:
         """Start a JVM with the distribution's ``lib/*`` (or ``jars``) and connect; the client
         owns that JVM and kills it on :meth:`close`."""
-        gateway = cls.gateway_for(
-            bookkeeper_home=bookkeeper_home, jars=jars, jvm_options=jvm_options
-        )
-        gateway.start()
-        return cls.connect(gateway, options, timeout=timeout, owns_gateway=True)
-
-    @staticmethod
-    def gateway_for(
-        *,
-        bookkeeper_home: Path | None = None,
-        jars: Sequence[Path] = (),
-        jvm_options: JvmOptions | None = None,
-    ) -> JvmGateway:
-        """The JVM :meth:`launch` starts (not started yet): the distribution's ``lib/*`` (or
-        ``jars``) on its classpath."""
         if bookkeeper_home is None and not jars:
             raise JavaClientError(
                 "no classpath: pass bookkeeper_home (a BookKeeper binary distribution, e.g. "
@@ -274,7 +259,9 @@ class BookKeeperJavaClient:
             )
         classpath = [*(distribution_classpath(bookkeeper_home) if bookkeeper_home else []), *jars]
         base = jvm_options or JvmOptions()
-        return JvmGateway(replace(base, classpath=[*classpath, *base.classpath]))
+        gateway = JvmGateway(replace(base, classpath=[*classpath, *base.classpath]))
+        gateway.start()
+        return cls.connect(gateway, options, timeout=timeout, owns_gateway=True)
 
     def __enter__(self) -> BookKeeperJavaClient:
         return self

@@ -372,47 +372,11 @@ def _kill_leftovers() -> None:
             gateway.close()
 
 
-class StartingJvm:
-    """A :class:`JvmGateway` started on a thread of its own, so that its caller starts other
-    things meanwhile (a Java-client session starts its client's JVM while its cluster starts:
-    the JVM needs only its classpath, the client needs the cluster). :meth:`gateway` waits for
-    the start and gives the gateway, or raises what the start raised; :meth:`close` waits for
-    the start to end, then closes the JVM: call it on every exit path (closing a gateway
-    while it starts could leave its process behind)."""
-
-    def __init__(self, gateway: JvmGateway) -> None:
-        self._gateway = gateway
-        self._error: BaseException | None = None
-        # The start is bounded by its own timeouts: the launch and the gateway's ping.
-        self._wait_s = 2 * gateway.options.start_timeout + 5.0
-        self._thread = threading.Thread(target=self._start, name="jvm-start", daemon=True)
-        self._thread.start()
-
-    def _start(self) -> None:
-        try:
-            self._gateway.start()
-        except BaseException as exc:  # handed to whoever waits for the gateway
-            self._error = exc
-
-    def gateway(self) -> JvmGateway:
-        self._thread.join(self._wait_s)
-        if self._thread.is_alive():
-            raise JvmStartError(f"the JVM did not start within {self._wait_s:g} s")
-        if self._error is not None:
-            raise self._error
-        return self._gateway
-
-    def close(self) -> None:
-        self._thread.join(self._wait_s)
-        self._gateway.close()
-
-
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_JVM_FLAGS",
     "DEFAULT_START_TIMEOUT",
     "JvmGateway",
     "JvmOptions",
-    "StartingJvm",
     "py4j_jar",
 ]

@@ -48,7 +48,6 @@ from adapters.javaclient import (
     ClientOptions,
     JavaClientError,
     JvmOptions,
-    StartingJvm,
     distribution_version,
 )
 from adapters.javaclient.jacoco_agent import dump as dump_coverage
@@ -259,20 +258,6 @@ class ClientSession:
             self._coverage = CoverageTracker(
                 jacoco, server_jar(client_home), work_dir=options.log_dir / "coverage"
             )
-        # The client's JVM starts while the cluster does (it needs only its classpath; the
-        # client itself needs the cluster): about a second off every session's start (issue
-        # 49's profile, item 6). Closed on every exit path, after its start has ended.
-        jvm = JvmOptions(
-            log_path=options.log_dir / "jvm.log",
-            call_timeout=options.java_call_timeout,
-            extra_flags=agent_flags,
-        )
-        starting = StartingJvm(
-            BookKeeperJavaClient.gateway_for(
-                bookkeeper_home=client_home, jars=jars, jvm_options=jvm
-            )
-        )
-        self._stack.callback(starting.close)
         cluster = self._stack.enter_context(
             LocalCluster(
                 LocalClusterOptions(
@@ -320,8 +305,18 @@ class ClientSession:
             add_entry_timeout_s=layout.add_entry_timeout_s,
             properties=dict(layout.client_properties),
         )
+        jvm = JvmOptions(
+            log_path=options.log_dir / "jvm.log",
+            call_timeout=options.java_call_timeout,
+            extra_flags=agent_flags,
+        )
         self._client = self._stack.enter_context(
-            BookKeeperJavaClient.connect(starting.gateway(), client_options, owns_gateway=True)
+            BookKeeperJavaClient.launch(
+                client_options,
+                bookkeeper_home=client_home,
+                jars=jars,
+                jvm_options=jvm,
+            )
         )
         for _ in range(layout.more_writers):
             self._more_writers.append(

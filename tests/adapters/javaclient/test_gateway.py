@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -23,7 +21,7 @@ from adapters.javaclient import (
     JvmStartError,
 )
 from adapters.javaclient.errors import BK_ERRORS_BY_CODE, bk_error_for
-from adapters.javaclient.gateway import StartingJvm, py4j_jar
+from adapters.javaclient.gateway import py4j_jar
 
 
 def pid_alive(pid: int) -> bool:
@@ -164,46 +162,3 @@ def test_start_timeout_kills_the_silent_process(tmp_path: Path) -> None:
         gateway.start()
     assert processes_with(f"-Dbkconform.jvm={gateway._marker}") == []
     assert os.path.exists(str(gateway.log_path))
-
-
-class _Gateway:
-    """Stands in for a JvmGateway: its start takes ``start_s`` or fails with ``error``."""
-
-    def __init__(self, start_s: float = 0.0, error: Exception | None = None) -> None:
-        self.options = SimpleNamespace(start_timeout=5.0)
-        self.start_s, self.error = start_s, error
-        self.log: list[str] = []
-
-    def start(self) -> None:
-        time.sleep(self.start_s)
-        self.log.append("started")
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        self.log.append("closed")
-
-
-def test_a_jvm_starting_in_the_background_is_given_once_started() -> None:
-    fake = _Gateway(start_s=0.1)
-    starting = StartingJvm(fake)  # type: ignore[arg-type]
-    assert starting.gateway() is fake and fake.log == ["started"]
-    starting.close()
-    assert fake.log == ["started", "closed"]
-
-
-def test_a_jvm_that_failed_to_start_raises_its_error_to_who_waits_and_is_closed() -> None:
-    fake = _Gateway(error=JvmStartError("no gateway port"))
-    starting = StartingJvm(fake)  # type: ignore[arg-type]
-    with pytest.raises(JvmStartError, match="no gateway port"):
-        starting.gateway()
-    starting.close()
-    assert fake.log == ["started", "closed"]
-
-
-def test_closing_a_jvm_still_starting_waits_for_its_start_first() -> None:
-    # Closing a gateway while it starts could leave its process behind: close waits.
-    fake = _Gateway(start_s=0.2)
-    starting = StartingJvm(fake)  # type: ignore[arg-type]
-    starting.close()
-    assert fake.log == ["started", "closed"]
