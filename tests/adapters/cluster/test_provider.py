@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,7 @@ from adapters.cluster.errors import (
     ClusterStateFileError,
     FaultNotSupported,
     InvalidClusterOptions,
+    ProcessExited,
 )
 from adapters.cluster.external import ExternalCluster, parse_connect_string
 from adapters.cluster.local import LocalCluster, LocalClusterOptions
@@ -103,3 +105,37 @@ def test_impossible_clusters_are_refused_with_a_typed_error(tmp_path: Path) -> N
         LocalCluster(LocalClusterOptions(bookies=-1))
     with pytest.raises(InvalidClusterOptions, match="empty command line"):
         ManagedProcess("nothing", [], log_path=tmp_path / "nothing.log")
+
+
+class _HostedBookie:
+    """A hosted bookie whose host exits while building the next bookie (``fails``)."""
+
+    hosted = True
+
+    def __init__(self, fails: bool) -> None:
+        self.fails = fails
+        self.process = SimpleNamespace(is_running=lambda: True, paused=False)
+        self.calls: list[str] = []
+
+    def describe(self) -> str:
+        return "bookie 127.0.0.1:3181"
+
+    def restart_empty(self, zk: object) -> None:
+        self.calls.append("restart-empty")
+
+    def wait_until_ready(self, zk: object, timeout: float) -> None:
+        self.calls.append("wait")
+        if self.fails:
+            raise ProcessExited("bookie 127.0.0.1:3181 exited with code 3 while starting; log x")
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_hosted_restart_that_cannot_build_the_next_bookie_falls_back_to_a_new_process(
+    fails: bool,
+) -> None:
+    # The host exited (seen: RocksDB's lock still held in its JVM by the closed bookie): the
+    # same fault in a new JVM, by the caller's kill, wipe and start (False), never undecided.
+    cluster = SimpleNamespace(_zk=object(), options=SimpleNamespace(start_timeout=1.0))
+    bookie = _HostedBookie(fails)
+    assert LocalCluster._restart_hosted(cluster, bookie) is (not fails)  # type: ignore[arg-type]
+    assert bookie.calls == ["restart-empty", "wait"]
