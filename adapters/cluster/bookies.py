@@ -415,8 +415,7 @@ class BookieProcess:
 
     def remember_registration(self, zk: Any) -> None:
         """Record the session owning the current registration, which dies with this process."""
-        stat = self._registration(zk)
-        self.stale_owner = None if stat is None else stat.ephemeralOwner
+        self.stale_owner = self.registration_owner(zk)
 
     def expire_registration(self, zk: Any) -> None:
         """After a kill: delete the dead process's registration now, as its session's expiry

@@ -409,11 +409,10 @@ class ScheduleController:
         happen); a held one goes on once the keys before its answer went on; an answer that
         has come is its key gone on."""
         assert self.metadata is not None
-        requests = self.metadata.requests()
+        # Record ids are one sequence in arrival order: only the requests after the last seen.
+        requests = self.metadata.requests(after=max(self._write_numbers, default=0))
         held = {packet.record_id for packet in self.metadata.held()}
         for packet in requests:
-            if packet.record_id in self._write_numbers:
-                continue
             number = len(self._write_numbers)
             self._write_numbers[packet.record_id] = number
             connection = (ZOOKEEPER, packet.connection_id)

@@ -147,9 +147,10 @@ class LedgerWrites:
         rule = self._rule
         return [] if rule is None else [p for p in self.zookeeper.held() if p.rule_id == rule]
 
-    def requests(self) -> list[PacketRecord]:
-        """Every write request of the ledger since this object was made, in arrival order."""
-        return self.zookeeper.packets(_ledger_writes(self.path), since=self._since)
+    def requests(self, after: int = 0) -> list[PacketRecord]:
+        """The write requests of the ledger since this object was made (and after record id
+        ``after``: those not seen yet), in arrival order."""
+        return self.zookeeper.packets(_ledger_writes(self.path), since=max(self._since, after))
 
     def release(self, record_id: int) -> bool:
         """Send a held write; False if it was not held any more (something else let it go)."""

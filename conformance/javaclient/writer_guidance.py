@@ -38,7 +38,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from conformance.javaclient.plans import (
@@ -146,15 +146,10 @@ def _breaks_an_ack_set(cfg: ModelConfig, before: State, label: Label) -> bool:
     if len(pending) < 2:
         return False
     first, *later = pending
-    arriving = any(
-        count >= DELIVERED
-        and m.kind == ADD_ENTRY_RESPONSE
-        and m.cid == _WRITER
-        and not (1 << m.bookie) & failed
-        and m.entry.id == first  # type: ignore[union-attr]
-        for m, count in before.messages
-    )
-    if not arriving:
+    if not any(
+        entry == first and not (1 << bookie) & failed
+        for bookie, entry in _answers_on_their_way(before)
+    ):
         return False
     for entry in later:
         confirmed = c1.confirmed[entry - 1] if entry - 1 < len(c1.confirmed) else 0
@@ -165,12 +160,17 @@ def _breaks_an_ack_set(cfg: ModelConfig, before: State, label: Label) -> bool:
     return False
 
 
+def _answers_on_their_way(state: State) -> Iterator[tuple[int, int]]:
+    """``(bookie index, the model's entry id)`` of each add answer on its way to the writer."""
+    for m, count in state.messages:
+        if count >= DELIVERED and m.kind == ADD_ENTRY_RESPONSE and m.cid == _WRITER:
+            yield m.bookie, m.entry.id  # type: ignore[union-attr]
+
+
 def _answers_in_flight(state: State) -> _Adds:
-    """The bookies' add answers on their way to the writer in ``state``."""
+    """The bookies' add answers on their way to the writer in ``state``, as adds."""
     return frozenset(
-        (bookie_name(m.bookie), m.entry.id - 1)  # type: ignore[union-attr]
-        for m, count in state.messages
-        if count >= DELIVERED and m.kind == ADD_ENTRY_RESPONSE and m.cid == _WRITER
+        (bookie_name(bookie), entry - 1) for bookie, entry in _answers_on_their_way(state)
     )
 
 

@@ -309,8 +309,8 @@ class _Writes:
     def hold(self) -> None:
         self.holding = True
 
-    def requests(self) -> list[PacketRecord]:
-        return list(self.arrived)
+    def requests(self, after: int = 0) -> list[PacketRecord]:
+        return [p for p in self.arrived if p.record_id > after]
 
     def held(self) -> list[PacketRecord]:
         return [p for p in self.arrived if p.record_id in self.held_ids]

@@ -96,6 +96,7 @@ def test_a_ledger_s_writes_at_the_proxy_are_held_released_answered_and_recorded(
             time.sleep(0.01)
         [held] = writes.held()
         assert [p.record_id for p in writes.requests()] == [held.record_id]
+        assert writes.requests(after=held.record_id) == []  # none after it
         assert not writes.answered(held.record_id)
         assert writes.release(held.record_id)
         assert not writes.release(held.record_id)  # not held any more: something let it go
