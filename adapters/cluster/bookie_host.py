@@ -25,9 +25,13 @@ from adapters.user_state import bkconform_home
 
 MAIN_CLASS = "bkconform.BookieHost"
 SOURCE = ("java_sources", "bkconform", "BookieHost.java")
-#: The one command the host takes on standard input: close the bookie, wipe its disks, start
-#: a new one from the same configuration.
+#: The host's command on standard input: close the bookie, wipe its disks, start a new one
+#: from the same configuration.
 RESTART_EMPTY = "restart-empty"
+#: The host started with :data:`STANDBY_FLAG` boots and waits: this command builds and
+#: starts its bookie (``BookieSettings.standby_jvms``).
+START = "start"
+STANDBY_FLAG = "--standby"
 COMPILE_TIMEOUT = java_programs.COMPILE_TIMEOUT
 #: The host's own key in the bookie's configuration file (BookKeeper ignores it). Unset or
 #: "true", the default: before closing a bookie the host closes the data-integrity service and

@@ -16,6 +16,7 @@ request (:func:`adapters.bookkeeper.probe.bookie_answers`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import importlib.util
 import os
@@ -139,8 +140,19 @@ class BookieSettings:
     #: the bookie does. Not a configuration key; the reference bookie and the container
     #: provider ignore it.
     gates: bool = False
+    #: After a bookie of a local cluster restarted (a new JVM: after a crash, a stop, a wipe),
+    #: boot its next JVM ahead, a standby of the bookie host that builds the bookie on command
+    #: (:meth:`BookieProcess.boot_standby`): its next start hands the bookie to it and pays no
+    #: JVM boot. Needs ``in_jvm_restarts`` (the standby is the host) and no ``gates`` (the
+    #: standby's agent would take the running bookie's gate port). Not a configuration key.
+    standby_jvms: bool = False
 
     def __post_init__(self) -> None:
+        if self.standby_jvms and (self.gates or not self.in_jvm_restarts):
+            raise InvalidClusterOptions(
+                "standby_jvms needs in_jvm_restarts (the standby is the bookie host) and no "
+                "gates (a standby's gate agent would take the running bookie's gate port)"
+            )
         # The launcher splits BOOKIE_GC_OPTS at white space: a flag with a space in it would
         # reach the JVM as two words, and the bookie would fail to start far from here.
         unfit = [f for f in self.jvm_flags if not f.startswith("-") or any(c.isspace() for c in f)]
@@ -148,6 +160,12 @@ class BookieSettings:
             raise InvalidClusterOptions(
                 f"bookie JVM flags must each start with '-' and hold no white space: {unfit!r}"
             )
+
+    def with_standby_restarts(self) -> BookieSettings:
+        """These settings with the bookies hosted and a standby JVM booted after each restart
+        (``in_jvm_restarts`` and ``standby_jvms``): what the Java-client runs start, where a
+        plan's crash kills a bookie's JVM and its restart is on the example's path."""
+        return dataclasses.replace(self, in_jvm_restarts=True, standby_jvms=True)
 
     @property
     def session_timeout_ms(self) -> int:
@@ -315,6 +333,9 @@ class BookieProcess:
         #: ZooKeeper session that owned the registration when the bookie last went down;
         #: a registration still owned by it is stale, not a sign of readiness.
         self.stale_owner: int | None = None
+        #: The JVM booted ahead for the bookie's next start (:meth:`boot_standby`), if any.
+        self.standby: ManagedProcess | None = None
+        self._log_dir = log_dir
 
     @property
     def bookie_id(self) -> str:
@@ -390,8 +411,47 @@ class BookieProcess:
         self.config.config_path.write_text(self.config.render())
 
     def start(self) -> None:
+        """Start the bookie: in its standby's JVM when one runs (it builds the bookie on
+        ``start``), else in a new process."""
+        if self.process.is_running():
+            raise NodeStateError(f"{self.describe()} is already running (pid {self.process.pid})")
         self.prepare()
+        standby, self.standby = self.standby, None
+        if standby is not None and standby.is_running() and not standby.paused:
+            standby.send(bookie_host.START)
+            self.process = standby
+            return
+        if standby is not None:
+            standby.kill()
         self.process.start()
+
+    def boot_standby(self) -> None:
+        """Boot the JVM of the bookie's next start now (a hosted bookie's): the bookie host
+        with ``--standby`` loads BookKeeper's entry classes and waits for ``start``. Its output
+        goes to the bookie's log. One at a time: a standby that runs is kept."""
+        if not self.hosted:
+            raise NodeStateError(f"{self.describe()} is not hosted: it has no standby JVM")
+        if self.standby is not None and self.standby.is_running():
+            return
+        self.standby = ManagedProcess(
+            f"{self.config.name} (standby)",
+            [*self._command(), bookie_host.STANDBY_FLAG],
+            log_path=self.process.log_path,
+            env=self._environment(self._log_dir),
+            cwd=self.config.directory,
+            commands=True,
+        )
+        self.standby.start()
+
+    def discard_standby(self) -> None:
+        """Stop the standby JVM, if any (the bookie will start from another distribution)."""
+        standby, self.standby = self.standby, None
+        if standby is not None:
+            standby.kill()
+
+    def processes(self) -> list[ManagedProcess]:
+        """The bookie's process and its standby's, if any: what stopping the cluster stops."""
+        return [self.process, *([self.standby] if self.standby is not None else [])]
 
     def registration_path(self) -> str:
         return f"{self.config.ledgers_root}/available/{self.bookie_id}"

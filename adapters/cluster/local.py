@@ -312,7 +312,7 @@ class LocalCluster(ClusterProvider):
             with contextlib.suppress(Exception):
                 self._zk.close()
         errors: list[str] = []
-        bookie_processes = [b.process for b in self._starting]
+        bookie_processes = [process for b in self._starting for process in b.processes()]
         zk_processes = (
             [s.process for s in self._ensemble.servers.values() if s.process is not None]
             if self._ensemble is not None
@@ -547,8 +547,14 @@ class LocalCluster(ClusterProvider):
             self._restart_zookeeper(node.id)
 
     def _start_bookie(self, bookie: BookieProcess) -> None:
+        """Start a bookie that is down (crashed, stopped, wiped) and wait until it is ready;
+        with ``standby_jvms``, boot the JVM of its next start then: a bookie restarted once
+        in a run is likely to be again (a search's crashes), and booting standbys for every
+        bookie as the cluster starts would take the CPU of the cluster's own start."""
         bookie.start()
         bookie.wait_until_ready(self._zk, self.options.start_timeout)
+        if self.options.bookie_settings.standby_jvms and bookie.hosted:
+            bookie.boot_standby()
 
     def restart_with_release(self, node: Node, bookkeeper_home: Path) -> ReleaseRestart:
         """An operator's upgrade (or downgrade) step on one bookie: it is stopped as an
@@ -575,6 +581,7 @@ class LocalCluster(ClusterProvider):
             # A bookie that needed SIGKILL left its registration to its session's expiry.
             old.expire_registration(self._zk)
         stopped = time.monotonic()
+        old.discard_standby()  # a JVM of the release it ran
         new = BookieProcess(old.config, home, self.work_dir / "logs")
         # Ready means registered by another session than the stopped process's.
         new.stale_owner = old.stale_owner

@@ -103,7 +103,8 @@ class JavaShard:
         """The bookies' settings this shard runs."""
         profile = profile_named(self.settings_profile or DEFAULT_PROFILE)
         storage = storage_named(self.ledger_storage) if self.ledger_storage else None
-        return BookieSettings(ledger_storage=storage or profile.ledger_storage, profile=profile)
+        settings = BookieSettings(ledger_storage=storage or profile.ledger_storage, profile=profile)
+        return settings.with_standby_restarts()
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,13 @@ Counters are not mergeable (two examples covering 3 of 4 branches of one line ma
 four together): merging is done on the execution data, and a :class:`ClientCoverage` is
 always the report of some data. :class:`CoverageTracker` keeps the run's merged data and says
 what each example covered **for the first time** (:class:`NewCoverage`, whose ``score`` the
-search may give ``hypothesis.target()``): the counters of the merged data only grow, so the
-difference of two successive totals is exactly the lines and branches covered first. An
-example that hit no probe of the tracked classes for the first time cannot change them, and
-costs no CLI run.
+search gives ``hypothesis.target()``): the probes of the tracked classes that no example hit
+before, counted in the Python merge. Each of JaCoCo's probes marks an edge of a method's
+control flow as taken, so a probe first hit is code first run; the CLI (a JVM, 0.2 s idle
+and 0.5-1 s on a loaded machine, a run on the whole merged data) runs once per run, for its
+report
+(:attr:`CoverageTracker.total`), not per example (the profile's item 5,
+``benchmarks/profiles/java-client-example-2026-11-30.md``).
 
 ::
 
@@ -27,9 +30,9 @@ costs no CLI run.
     flag = jvm_agent_flag(jacoco)                    # JvmOptions(extra_flags=[..., flag])
     tracker = CoverageTracker(jacoco, server_jar(bookkeeper_home), work_dir=run_dir / "coverage")
     reset(gateway)                                   # the client's start-up is no example's
-    new = tracker.add(dump(gateway))                 # after each example
+    new = tracker.add(dump(gateway))                 # after each example: probes first hit
     hypothesis.target(new.score, label="new client coverage")
-    results["client_coverage"] = tracker.total.as_dict()
+    results["client_coverage"] = tracker.total.as_dict()   # the CLI, once
     (run_dir / "jacoco.exec").write_bytes(tracker.exec_bytes)
 
 (``jvm_agent_flag``, ``dump`` and ``reset`` are :mod:`adapters.javaclient.jacoco_agent`'s.)
@@ -41,7 +44,7 @@ import shutil
 import tempfile
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -214,25 +217,6 @@ class ClientCoverage:
         units = tuple(unit(name, counters) for name, counters in data["units"].items())
         return cls(units, unit("total", data["total"]))
 
-    def new_since(self, previous: ClientCoverage | None) -> NewCoverage:
-        """What this coverage covers that ``previous`` did not, when this is the coverage of a
-        superset of ``previous``'s data (the run's merged data after one more example): its
-        counters only grew, and their growth is what was covered for the first time."""
-        before = {unit.name: unit for unit in previous.units} if previous is not None else {}
-        per_unit = {}
-        for unit in self.units:
-            old = before.get(unit.name, UnitCoverage(unit.name))
-            per_unit[unit.name] = (
-                unit.lines.covered - old.lines.covered,
-                unit.branches.covered - old.branches.covered,
-            )
-        old_total = previous.total if previous is not None else UnitCoverage("total")
-        return NewCoverage(
-            lines=self.total.lines.covered - old_total.lines.covered,
-            branches=self.total.branches.covered - old_total.branches.covered,
-            units=per_unit,
-        )
-
     def table(self) -> str:
         """A plain-text table: unit, lines, branches (covered/total and %)."""
         rows = [("", "lines", "branches")]
@@ -245,27 +229,18 @@ class ClientCoverage:
 
 @dataclass(frozen=True)
 class NewCoverage:
-    """Lines and branches of the tracked code covered for the first time (in total and per
-    unit: ``units[name] == (lines, branches)``) and the probes first hit (``probes``: the
-    cheap measure, in the Python merge, that decides whether the CLI is run at all)."""
+    """The probes of the tracked code an example hit for the first time in the run (JaCoCo's
+    probes: each marks a stretch of a method's code as run; counted in the Python merge)."""
 
-    lines: int = 0
-    branches: int = 0
-    units: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     probes: int = 0
 
     @property
     def score(self) -> float:
-        """For ``hypothesis.target(score, label=...)``: lines and branches first covered."""
-        return float(self.lines + self.branches)
+        """For ``hypothesis.target(score, label=...)``: the probes first hit."""
+        return float(self.probes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "lines": self.lines,
-            "branches": self.branches,
-            "probes": self.probes,
-            "units": {name: list(pair) for name, pair in self.units.items()},
-        }
+        return {"probes": self.probes}
 
 
 def parse_report(xml: str | bytes, units: Iterable[Unit] = UNITS) -> ClientCoverage:
@@ -364,12 +339,12 @@ Measure = Callable[[bytes], ClientCoverage]
 
 
 class CoverageTracker:
-    """The run's coverage, example by example: its merged execution data, the coverage of that
-    data (:attr:`total`), and what each example covered first (:meth:`add`).
+    """The run's coverage, example by example: its merged execution data, what each example
+    covered first (:meth:`add`: probes, counted in Python, no JVM), and the coverage of all the
+    data (:attr:`total`: lines and branches, the CLI's report, measured when asked, once per
+    run at its end).
 
-    One per session (one release: the class files must be those the JVM runs). Each
-    :meth:`add` that hits a probe of the tracked classes for the first time runs the CLI once on
-    the merged data (about 0.3 s); one that hits none costs nothing more than the merge.
+    One per session (one release: the class files must be those the JVM runs).
     """
 
     def __init__(
@@ -406,26 +381,21 @@ class CoverageTracker:
 
     @property
     def total(self) -> ClientCoverage:
-        """The coverage of everything added so far (measured once, when first asked)."""
+        """The coverage of everything added so far (the CLI's report; measured when first asked
+        after the data last grew)."""
         if self._total is None:
             self._total = self._measure(self.exec_bytes)
         return self._total
 
     def add(self, exec_bytes: bytes) -> NewCoverage:
-        """Merge one example's execution data; what it covered for the first time."""
+        """Merge one example's execution data; the tracked probes it hit for the first time."""
         example = ExecData.parse(exec_bytes)
         probes = self.data.new_hits(example, is_tracked_class)
         self.examples += 1
-        if probes == 0:
-            self.data = self.data.merged(example)
-            return NewCoverage(probes=0)
-        previous = self._total
-        if previous is None and self.data.classes:
-            previous = self.total  # the data before this example, measured once
         self.data = self.data.merged(example)
-        self._total = self._measure(self.exec_bytes)
-        new = self._total.new_since(previous)
-        return NewCoverage(new.lines, new.branches, new.units, probes)
+        if probes:
+            self._total = None  # the report no longer covers the data
+        return NewCoverage(probes)
 
 
 __all__ = [

@@ -63,6 +63,7 @@ from conformance.javaclient.plans import (
 from conformance.javaclient.recording import WRITER_RECORDS, writer_record_from_json
 from conformance.javaclient.role import Arrangement, Example, Role
 from conformance.javaclient.session import (
+    SETTLE_S,
     ClientSession,
     RunUndecided,
     SessionLayout,
@@ -180,13 +181,32 @@ def _timed_holds(add_timeout_s: int) -> st.SearchStrategy[Choice]:
     """A hold for a time: within half the add timeout (a delay the client waits out), or past
     the timeout and the client's next check of it (the frame arrives after the client timed
     the add out: a late add, a stale answer). Between the two the judge would have to tell
-    both readings; it can (``writer_story.add_fates``), but a search gains nothing there."""
+    both readings; it can (``writer_story.add_fates``), but a search gains nothing there.
+
+    A hold past the timeout ends within the run's settle window (:func:`late_hold_bounds`):
+    the frame is then delivered and judged, where a longer hold made the run wait the whole
+    window for a frame then logged as never delivered (the profile's item 4,
+    benchmarks/profiles/java-client-example-2026-11-30.md)."""
     timeout_ms = add_timeout_s * 1000
-    past_ms = timeout_ms + timeout_check_interval_s(add_timeout_s) * 1000
+    least, most = late_hold_bounds(add_timeout_s)
     return st.one_of(
         st.integers(50, timeout_ms // 2).map(hold_for),
-        st.integers(past_ms + 300, past_ms + 2000).map(hold_for),
+        st.integers(least, most).map(hold_for),
     )
+
+
+def late_hold_bounds(add_timeout_s: int) -> tuple[int, int]:
+    """The least and the most milliseconds of a hold past the add timeout: 300 ms past the
+    timeout and the client's next check of it (the add has certainly timed out), and no more
+    than the timeout plus :data:`~.session.SETTLE_S`: the client finishes an example no sooner
+    than its add timeout, and the run waits up to ``SETTLE_S`` after that for held frames, so
+    a hold this long is always delivered before the run reads its log."""
+    timeout_ms = add_timeout_s * 1000
+    past_ms = timeout_ms + timeout_check_interval_s(add_timeout_s) * 1000
+    least, most = past_ms + 300, timeout_ms + round(SETTLE_S * 1000)
+    if least > most:  # pragma: no cover - the check interval is 1 s (no add-quorum timeout)
+        raise PlanError(f"no late hold fits the settle window for a {add_timeout_s} s timeout")
+    return least, most
 
 
 def _aimed_frames(shape: WriterShape, entries: int) -> st.SearchStrategy[FrameKey]:

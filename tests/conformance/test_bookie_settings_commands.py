@@ -55,8 +55,10 @@ def test_every_command_that_starts_bookies_takes_both(command: list[str]) -> Non
         None,
         "suite",
     )
-    # Without --ledger-storage, the profile's storage.
-    assert bookie_settings_from_args(default) == BookieSettings()
+    # Without --ledger-storage, the profile's storage; the bookies hosted, with standby JVMs
+    # for their restarts (a Java-client run's), unless --process-restarts.
+    assert bookie_settings_from_args(default) == BookieSettings().with_standby_restarts()
+    assert bookie_settings_from_args(_parse(*command, "--process-restarts")) == BookieSettings()
     bookkeeper = bookie_settings_from_args(_parse(*command, "--settings-profile", "bookkeeper"))
     assert (bookkeeper.ledger_storage, bookkeeper.profile) == (LedgerStorage.SORTED, BOOKKEEPER)
 

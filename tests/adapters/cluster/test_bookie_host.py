@@ -26,7 +26,7 @@ from adapters.cluster import (
     bookie_host,
 )
 from adapters.cluster.bookies import BookieConfig, BookieProcess
-from adapters.cluster.errors import BookieHostUnavailable, NodeStateError
+from adapters.cluster.errors import BookieHostUnavailable, InvalidClusterOptions, NodeStateError
 from adapters.cluster.network import LOOPBACK
 from tests.bookkeeper_fixtures import installed_home
 
@@ -146,6 +146,54 @@ def test_a_killed_hosted_bookie_restarts_as_a_new_process(
         cluster.restart_with_data_loss(node, DataLoss.WIPE)
         assert bookie.process.pid != pid
         assert bookie_answers(LOOPBACK, bookie.config.port)
+
+
+STANDBY = BookieSettings(in_jvm_restarts=True, standby_jvms=True)
+
+
+@pytest.mark.cluster
+def test_a_restarted_bookie_gets_a_standby_jvm_that_takes_its_next_start(
+    work_dir: Path, bookkeeper_home: Path
+) -> None:
+    """The first restart after a crash is a new process, which boots the standby of the next
+    start once the bookie is ready; the next crash's restart hands the bookie to that JVM (its
+    pid) and boots another; stopping the cluster stops the standby too."""
+    with LocalCluster(hosted_options(work_dir, bookkeeper_home, STANDBY)) as cluster:
+        node = Node.bookie(sorted(cluster.endpoints().bookies)[0])
+        bookie = cluster.bookie(node.id)
+        assert bookie.standby is None  # none as the cluster starts
+        cluster.crash(node)
+        cluster.restart(node)
+        first = bookie.process.pid
+        standby = bookie.standby
+        assert standby is not None and standby.is_running() and standby.pid != first
+        assert _log_says(bookie.process.log_path, "standby ready after")
+        cluster.crash(node)
+        started = time.monotonic()
+        cluster.restart(node)
+        took = time.monotonic() - started
+        assert bookie.process is standby and bookie.process.pid == standby.pid
+        assert bookie_answers(LOOPBACK, bookie.config.port)
+        registration = cluster.zookeeper_client.exists(bookie.registration_path())
+        assert registration is not None
+        following = bookie.standby
+        assert following is not None and following is not standby and following.is_running()
+        # A plain stop and start (the operator's restart) takes the standby too.
+        cluster.restart(node)
+        assert bookie.process is following
+        assert bookie_answers(LOOPBACK, bookie.config.port)
+        print(f"\nrestart after a crash into the standby JVM: {took:.2f} s")
+        last = bookie.standby
+        assert last is not None and last.is_running()
+    assert not last.is_running() and not bookie.process.is_running()
+
+
+def test_standby_jvms_need_the_host_and_no_gates() -> None:
+    with pytest.raises(InvalidClusterOptions, match="standby_jvms needs in_jvm_restarts"):
+        BookieSettings(standby_jvms=True)
+    with pytest.raises(InvalidClusterOptions, match="no gates"):
+        BookieSettings(in_jvm_restarts=True, standby_jvms=True, gates=True)
+    assert STANDBY.standby_jvms
 
 
 @pytest.mark.cluster

@@ -45,6 +45,7 @@ def test_a_shard_per_storage_on_the_profile_asked() -> None:
     assert (plain.ledger_storage, plain.settings_profile) == ("", "")
     assert plain.bookie_settings().ledger_storage is LedgerStorage.SORTED
     assert plain.bookie_settings().profile is SUITE
+    assert plain.bookie_settings().standby_jvms  # a crash's restart takes a JVM booted ahead
     with pytest.raises(MatrixError, match="one of sorted, db"):
         plan_matrix(RELEASES, seeds_per_release=1, seed=0, seconds=1, ledger_storages=("lsm",))
     with pytest.raises(MatrixError, match="one of suite, bookkeeper, pulsar"):

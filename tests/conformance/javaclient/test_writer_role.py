@@ -29,7 +29,7 @@ from conformance.javaclient.role import Example
 from conformance.javaclient.roles import role_of_plan
 from conformance.javaclient.run import session_options
 from conformance.javaclient.search import run_plan
-from conformance.javaclient.session import ClientSession
+from conformance.javaclient.session import SETTLE_S, ClientSession
 from conformance.javaclient.writer_guidance import Realization, writer_guided_plans
 from conformance.javaclient.writer_plans import WriterRunPlan, WriterShape, add_key
 from conformance.javaclient.writer_role import (
@@ -38,9 +38,11 @@ from conformance.javaclient.writer_role import (
     WriterRole,
     _payload,
     fault_carrier,
+    late_hold_bounds,
     smaller_writer_plans,
     writer_run_plans,
 )
+from conformance.javaclient.writer_story import timeout_check_interval_s
 from conformance.verdict import Verdict
 from tests.conformance.javaclient.test_writer_story import RECORDED
 
@@ -213,9 +215,11 @@ def test_the_extended_faults_are_valid_plans_that_round_trip(plan: WriterRunPlan
     assert WriterRunPlan.from_json(plan.to_json()) == plan
     assert len(plan.schedule.events) <= 2 and len(plan.schedule.decisions) <= 3
     # A hold for a time ends within half the add timeout (1 s) or after its first check
-    # that surely fired (2 s): never where both readings of the add's fate are possible.
+    # that surely fired (2 s): never where both readings of the add's fate are possible; and
+    # past the timeout, within the settle window after the earliest end of the example (the
+    # timeout, 1 s, and SETTLE_S, 2 s), so that the held frame is delivered and judged.
     for choice in plan.schedule.decisions.values():
-        assert choice.for_ms == 0 or choice.for_ms <= 500 or choice.for_ms >= 2300
+        assert choice.for_ms == 0 or choice.for_ms <= 500 or 2300 <= choice.for_ms <= 3000
     for smaller in smaller_writer_plans(plan):
         assert (
             smaller.faults() < plan.faults()
@@ -238,6 +242,15 @@ def test_the_extended_faults_reach_answers_forgeries_and_events() -> None:
     collect()
     assert {"answer forge", "request forge", "answer drop", "crash", "hold metadata"} <= seen
     assert {"pause", "stall", "answer hold", "request hold"} <= seen
+
+
+@pytest.mark.parametrize("add_timeout_s", [1, 2, 5])
+def test_a_hold_past_the_add_timeout_ends_within_the_settle_window(add_timeout_s: int) -> None:
+    least, most = late_hold_bounds(add_timeout_s)
+    check_s = timeout_check_interval_s(add_timeout_s)
+    assert least > (add_timeout_s + check_s) * 1000  # the add has surely timed out
+    assert most == add_timeout_s * 1000 + SETTLE_S * 1000  # the earliest end of the settle
+    assert least < most
 
 
 def test_the_extended_faults_hold_frames_past_the_add_timeout() -> None:

@@ -32,9 +32,15 @@ import org.apache.bookkeeper.server.service.BookieService;
  * bookie, and what a JVM boot costs (about 1.5 s of the 2 s a process restart takes) is
  * paid once. A real crash (SIGKILL) still kills the whole JVM.
  *
- * <p>Usage: {@code bkconform.BookieHost --conf FILE}. Commands, one per line on standard
- * input: {@code restart-empty}. End of input (the supervisor went away) closes the bookie and
- * exits 0; a failed restart exits 3; an uncaught exception in the running bookie's threads
+ * <p>A <b>standby</b> ({@code --standby}) boots the JVM and loads the bookie's entry classes,
+ * then waits for {@code start} on standard input before it builds the bookie from the
+ * configuration file: booted ahead while the bookie it stands by for still runs, it takes over
+ * after that bookie's crash without paying for a JVM's boot on the restart's path.
+ *
+ * <p>Usage: {@code bkconform.BookieHost --conf FILE [--standby]}. Commands, one per line on
+ * standard input: {@code restart-empty}; {@code start} (a standby's, once). End of input (the
+ * supervisor went away) closes the bookie, if it runs, and exits 0; a failed start or restart
+ * exits 3; an uncaught exception in the running bookie's threads
  * closes it and exits 1, as {@code Main} would. Every event is logged to standard output as a
  * line starting with {@code bkconform-bookie-host:}.
  */
@@ -72,21 +78,48 @@ public final class BookieHost {
     }
 
     public static void main(String[] args) {
-        if (args.length != 2 || !"--conf".equals(args[0])) {
-            System.err.println("usage: bkconform.BookieHost --conf FILE");
+        boolean standby = args.length == 3 && "--standby".equals(args[2]);
+        if (!(args.length == 2 || standby) || !"--conf".equals(args[0])) {
+            System.err.println("usage: bkconform.BookieHost --conf FILE [--standby]");
             System.exit(2);
         }
         BookieHost host = new BookieHost(new File(args[1]));
         Runtime.getRuntime().addShutdownHook(new Thread(host::close, "bkconform-host-shutdown"));
-        try {
-            host.start();
-        } catch (Exception e) {
-            log("the bookie did not start: " + e);
-            e.printStackTrace(System.out);
+        if (standby) {
+            host.warmUp();
+        } else if (!host.startOrLog()) {
             System.exit(3);
         }
         int code = host.serve();
         System.exit(code);
+    }
+
+    /**
+     * A standby's preparation: what every start does before it reads the configuration, done
+     * ahead (the classes of BookKeeper's entry point, its logging, the configuration's parser).
+     * The bookie itself is not built: the bookie this JVM stands by for may still hold the
+     * directories and the port.
+     */
+    private void warmUp() {
+        long began = System.nanoTime();
+        try {
+            Class.forName(Main.class.getName(), true, BookieHost.class.getClassLoader());
+            configuration();
+        } catch (Exception e) {
+            log("standby warm-up failed (the start will do it): " + e);
+        }
+        log("standby ready after " + millis(began) + " ms: waiting for start");
+    }
+
+    private boolean startOrLog() {
+        try {
+            start();
+            return true;
+        } catch (Exception e) {
+            log("the bookie did not start: " + e);
+            e.printStackTrace(System.out);
+            return false;
+        }
     }
 
     private int serve() {
@@ -99,8 +132,21 @@ public final class BookieHost {
                 if (command.isEmpty()) {
                     continue;
                 }
+                if ("start".equals(command)) {
+                    if (bookieBuilt()) {
+                        log("start ignored: the bookie runs");
+                    } else if (!startOrLog()) {
+                        return 3;
+                    }
+                    continue;
+                }
                 if (!"restart-empty".equals(command)) {
-                    log("unknown command " + command + " (ignored; the only command is restart-empty)");
+                    log("unknown command " + command + " (ignored; the commands are restart-empty"
+                            + " and start)");
+                    continue;
+                }
+                if (!bookieBuilt()) {
+                    log("restart-empty ignored: a standby's bookie is not started");
                     continue;
                 }
                 try {
@@ -117,6 +163,10 @@ public final class BookieHost {
         log("end of standard input: closing the bookie");
         close();
         return 0;
+    }
+
+    private synchronized boolean bookieBuilt() {
+        return bookie != null;
     }
 
     private ServerConfiguration configuration() throws Exception {
