@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -55,6 +56,7 @@ from conformance.javaclient.run import (
     replay_run,
     search_run,
 )
+from conformance.javaclient.side_by_side import run_side_by_side
 from conformance.rundir import FINISHED, new_run_dir, read_results
 from conformance.verdict import Verdict
 
@@ -126,36 +128,23 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         if refusal is not None:
             raise CannotRun(f"--role {role.name}: {refusal}")
         bookie_settings = bookie_settings_from_args(args)
+        side_by_side = getattr(args, "side_by_side", 1)
+        if side_by_side < 1:
+            raise CannotRun(f"--side-by-side {side_by_side}: one search or more")
     except (CannotRun, ValueError) as exc:
         print(f"bkconform run: {exc}", file=sys.stderr)
         return EXIT_UNDECIDED
     reap_orphans_once()
-    seconds = args.seconds
-    if seconds is None and args.max_examples is None:
-        seconds = DEFAULT_SECONDS
-    max_examples = args.max_examples if args.max_examples is not None else DEFAULT_MAX_EXAMPLES
     run_dir = new_run_dir(args.runs_dir, "local", "run-java")
-    options = SearchRunOptions(
-        home,
-        run_dir,
-        role,
-        zookeeper=zookeeper,
-        seed=0 if args.seed is None else args.seed,
-        seconds=seconds,
-        max_examples=max_examples,
-        model_guidance=not args.no_explore,
-        client_coverage=not getattr(args, "no_client_coverage", False),
-        say=_say(args.quiet),
-        client_home=client,
-        bookie_settings=bookie_settings,
-    )
+    options = _search_options(args, _seed(args), run_dir)
     system = java_client_system(
         home, str(version), zookeeper, client_home=client, bookie_settings=bookie_settings
     )
     print(
         f"Search: the real Java client {version} {role.describe()}, bookies {bookie_version}, local"
     )
-    budget = f"{max_examples} examples" if seconds is None else f"{seconds:.0f} s"
+    seconds = options.seconds
+    budget = f"{options.max_examples} examples" if seconds is None else f"{seconds:.0f} s"
     guidance = "on" if options.model_guidance else "off"
     print(f"  budget {budget}, seed {options.seed}, model guidance {guidance}")
     print(
@@ -163,9 +152,67 @@ def run_java_client_search(args: argparse.Namespace) -> int:
         f"{system.zookeeper}; bookie settings {system.bookie_settings}"
     )
     print(f"Run directory: {run_dir}", flush=True)
+    if side_by_side > 1:
+        return _run_side_by_side(args, options, side_by_side, run_dir)
     result = search_run(options)
     _report(result)
     return result.outcome.verdict.exit_code
+
+
+def _seed(args: argparse.Namespace) -> int:
+    return 0 if args.seed is None else int(args.seed)
+
+
+def _search_options(args: argparse.Namespace, seed: int, run_dir: Path) -> SearchRunOptions:
+    """The search the command line asks for, with ``seed`` into ``run_dir`` (the arguments
+    checked already: :func:`check_run_arguments`). A module-level function of picklable
+    arguments: a search side by side builds its own in its process."""
+    seconds = args.seconds
+    if seconds is None and args.max_examples is None:
+        seconds = DEFAULT_SECONDS
+    max_examples = args.max_examples if args.max_examples is not None else DEFAULT_MAX_EXAMPLES
+    return SearchRunOptions(
+        check_run_arguments(args),
+        run_dir,
+        role_from_args(args),
+        zookeeper=zookeeper_from_args(args) if getattr(args, "zookeeper", None) else None,
+        seed=seed,
+        seconds=seconds,
+        max_examples=max_examples,
+        model_guidance=not args.no_explore,
+        client_coverage=not getattr(args, "no_client_coverage", False),
+        say=_say(args.quiet),
+        client_home=client_home(args),
+        bookie_settings=bookie_settings_from_args(args),
+    )
+
+
+def _run_side_by_side(
+    args: argparse.Namespace, options: SearchRunOptions, searches: int, run_dir: Path
+) -> int:
+    seeds = [options.seed + number for number in range(searches)]
+    print(
+        f"Side by side: {searches} searches, seeds {', '.join(map(str, seeds))}, each with its "
+        f"own cluster and Java client (job-<n>/, its output in job-<n>.log); the first finding "
+        "stops the others",
+        flush=True,
+    )
+    result = run_side_by_side(
+        functools.partial(_job_options, args), seeds, run_dir, budget_s=options.seconds
+    )
+    for job in result.jobs:
+        print(f"  {job.describe()}")
+    rate = result.examples / result.seconds if result.seconds else 0.0
+    print(f"{result.examples} examples in {result.seconds:.1f} s ({rate:.2f} a second)")
+    finder = result.finder
+    if finder is not None:
+        print(f"Finding: job {finder.number}; replay: bkconform replay {finder.run_dir}")
+    print(f"Verdict: {result.verdict}. Run directory: {run_dir}")
+    return result.verdict.exit_code
+
+
+def _job_options(args: argparse.Namespace, seed: int, run_dir: Path) -> SearchRunOptions:
+    return _search_options(args, seed, run_dir)
 
 
 def _say(quiet: bool) -> Callable[[str], None]:

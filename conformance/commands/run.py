@@ -150,6 +150,15 @@ def register(subparsers: Any) -> None:
         "docs/javaclient-search.md)",
     )
     search.add_argument(
+        "--side-by-side",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --client java: N searches at once, each with its own cluster and Java "
+        "client, seeded --seed, --seed + 1, ...; the first finding stops the others (an "
+        "example mostly waits for the client's timeouts; docs/javaclient-search.md)",
+    )
+    search.add_argument(
         "--no-client-coverage",
         action="store_true",
         help="with --client java: do not measure the client's code coverage (JaCoCo, installed "

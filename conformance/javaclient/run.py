@@ -158,6 +158,10 @@ class SearchRunOptions:
     client_home: Path | None = None
     #: The bookies' ledger storage and settings profile (the default: the suite's).
     bookie_settings: BookieSettings = field(default_factory=BookieSettings)
+    #: Searches side by side (:mod:`.side_by_side`): asked before each example, True stops
+    #: the search; called when an example found something, before it is shrunk.
+    halt: Callable[[], bool] | None = field(default=None, compare=False)
+    on_finding: Callable[[], None] | None = field(default=None, compare=False)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -312,6 +316,8 @@ def search_run(options: SearchRunOptions) -> SearchRunResult:
                         # A Java-client example may take minutes: the search says what it
                         # is doing at least every 10 s all the same.
                         progress=lambda report: say(f"Search {report.describe()}"),
+                        halt=options.halt,
+                        on_finding=options.on_finding,
                     )
                     described = session.describe()
                     client_coverage = _client_coverage(session, run_dir, result.examples)

@@ -222,9 +222,12 @@ def search(
     stop_at: StopAt = StopAt.VIOLATION,
     on_example: ExampleCallback | None = None,
     progress: Callable[[SearchProgress], None] | None = None,
+    halt: Callable[[], bool] | None = None,
+    on_finding: Callable[[], None] | None = None,
 ) -> SearchResult[PlanT, RecordT]:
     """Run up to ``max_examples`` plans of ``role`` (or until ``seconds`` are spent) on
-    ``session`` (see the module docstring)."""
+    ``session`` (see the module docstring); ``halt`` and ``on_finding`` as the kernel's
+    (:func:`conformance.live.search.search`: searches side by side)."""
     result: SearchResult[PlanT, RecordT] = SearchResult()
 
     def counted(number: int, run: Example[PlanT, RecordT]) -> None:
@@ -245,6 +248,8 @@ def search(
         on_example=counted,
         progress=progress,
         into=result,
+        halt=halt,
+        on_finding=on_finding,
     )
     return result
 

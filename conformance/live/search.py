@@ -57,6 +57,7 @@ class Stopped(enum.StrEnum):
     EXAMPLES = "examples"  # every example allowed ran
     BUDGET = "budget"  # the time budget was spent
     UNDECIDED = "undecided"  # an example could not be judged
+    HALTED = "halted"  # told to stop from outside (another search side by side found one)
 
 
 class StopSearch(ConformanceError, AssertionError):
@@ -237,12 +238,17 @@ def search(
     on_shrink: RunCallback[RunT] | None = None,
     progress: Callable[[SearchProgress], None] | None = None,
     into: SearchResult[PlanT, RunT] | None = None,
+    halt: Callable[[], bool] | None = None,
+    on_finding: Callable[[], None] | None = None,
 ) -> SearchResult[PlanT, RunT]:
     """Run up to ``max_examples`` plans of ``role`` (or until ``seconds`` are spent), stop by
     the rules of the module docstring, and shrink the finding reported (``shrink``: at most
     ``max_shrink_runs`` runs, none after ``shrink_until``, a ``time.monotonic()``).
     ``on_example`` hears of each example's run, ``on_shrink`` of each shrinking try; ``into``:
-    the result to fill (a caller's richer one), a new one by default."""
+    the result to fill (a caller's richer one), a new one by default. ``halt``, asked before
+    each example: True stops the search (:attr:`Stopped.HALTED`; searches side by side, one
+    of which found something). ``on_finding`` is called once when an example stops the search
+    with a finding, before it is shrunk (to halt the others)."""
     if not isinstance(stop_at, StopAt):
         raise ValueError(f"stop_at is a StopAt ({', '.join(s.name for s in StopAt)}): {stop_at!r}")
     result: SearchResult[PlanT, RunT] = SearchResult() if into is None else into
@@ -279,6 +285,9 @@ def search(
         if seconds is not None and time.monotonic() - started > seconds:
             result.stopped = Stopped.BUDGET
             raise StopSearch(Stopped.BUDGET)
+        if halt is not None and halt():
+            result.stopped = Stopped.HALTED
+            raise StopSearch(Stopped.HALTED)
         run = role.perform(plan)
         verdict = role.verdict(run)
         result.examples += 1
@@ -299,6 +308,8 @@ def search(
         if verdict is Verdict.VIOLATION or stop_at is StopAt.FINDING:
             pending[:] = [found]
             result.stopped = Stopped.FINDING
+            if on_finding is not None:
+                on_finding()
             raise StopSearch(verdict)
         # A divergence: kept (the first one), and the search goes on for a violation.
         if not pending:

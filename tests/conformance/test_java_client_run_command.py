@@ -250,3 +250,31 @@ def test_a_finding_records_its_delivery_order_and_its_replay_enforces_it(
     (plan,) = performed
     assert plan.schedule.order == recorded
     assert "the recorded delivery order of" in capsys.readouterr().out
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_searches_side_by_side_find_3005_and_stop_together(
+    tmp_path: Path, bookkeeper_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two searches at once on the default release (E=2 WQ=1 AQ=1, where the explorer's first
+    plan is #3005's window): a violation, the finder's run directory replays, the other search
+    stopped by the finding (or found it too), every job's cluster stopped (the session's
+    process check)."""
+    runs = tmp_path / "runs"
+    argv = [*RUN, "--role", "writer", "--target", "local", "--bookkeeper-home"]
+    argv += [str(bookkeeper_home), "--ensemble", "2", "--wq", "1", "--aq", "1", "--seed", "7"]
+    argv += ["--side-by-side", "2", "--seconds", "120", "--runs-dir", str(runs), "--quiet"]
+    assert main(argv) == 1
+    (run_dir,) = runs.iterdir()
+    summary = json.loads((run_dir / "side_by_side.json").read_text())
+    assert summary["verdict"] == "violation", summary
+    jobs = summary["jobs"]
+    assert [job["seed"] for job in jobs] == [7, 8]
+    assert {job["stopped"] for job in jobs} <= {"finding", "halted"}
+    finder = next(job for job in jobs if job["verdict"] == "violation")
+    assert read_results(Path(finder["run_dir"]))["finding_plan"]
+    out = capsys.readouterr().out
+    assert f"replay: bkconform replay {finder['run_dir']}" in out
+    replay = ["replay", finder["run_dir"], "--runs-dir", str(tmp_path / "replays")]
+    assert main(replay) == 1

@@ -121,6 +121,31 @@ def test_clean_only_when_examples_ran_and_each_was_clean() -> None:
     assert spent.verdict is Verdict.UNDECIDED
 
 
+def test_a_halt_stops_before_the_next_example_and_a_finding_is_announced_once() -> None:
+    asked: list[int] = []
+    toy = Toy(drawn=CLEAN)
+
+    def halt() -> bool:
+        asked.append(len(toy.runs))
+        return len(toy.runs) >= 3
+
+    halted = search(toy, max_examples=50, seed=5, halt=halt)
+    assert halted.stopped is Stopped.HALTED and halted.examples == 3 == len(toy.runs)
+    assert asked == [0, 1, 2, 3] and halted.verdict is Verdict.CLEAN  # three checked, passed
+    announced: list[int] = []
+    toy = Toy()
+    found = search(
+        toy,
+        max_examples=50,
+        seed=5,
+        guided=[(7, 1)],
+        on_finding=lambda: announced.append(len(toy.runs)),
+    )
+    # Announced when the example stopped the search, before the shrinking's runs.
+    assert found.stopped is Stopped.FINDING and found.examples == 1 and announced == [1]
+    assert found.finding is not None and found.finding.plan == (7,) and len(toy.runs) > 1
+
+
 def test_shrinking_keeps_the_first_smaller_plan_that_fails_within_its_bounds() -> None:
     tried: list[Plan] = []
 
