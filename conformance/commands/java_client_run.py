@@ -198,7 +198,11 @@ def _run_side_by_side(
         flush=True,
     )
     result = run_side_by_side(
-        functools.partial(_job_options, args), seeds, run_dir, budget_s=options.seconds
+        functools.partial(_search_options, args),
+        seeds,
+        run_dir,
+        budget_s=options.seconds,
+        search=_search_and_report,
     )
     for job in result.jobs:
         print(f"  {job.describe()}")
@@ -211,8 +215,11 @@ def _run_side_by_side(
     return result.verdict.exit_code
 
 
-def _job_options(args: argparse.Namespace, seed: int, run_dir: Path) -> SearchRunOptions:
-    return _search_options(args, seed, run_dir)
+def _search_and_report(options: SearchRunOptions) -> SearchRunResult:
+    """A job's search, its report in its log as a single search prints it."""
+    result = search_run(options)
+    _report(result)
+    return result
 
 
 def _say(quiet: bool) -> Callable[[str], None]:

@@ -224,7 +224,6 @@ def _job(spec: _JobSpec) -> int:
     except Exception:  # a bug, not a verdict: in the job's log, and undecided
         traceback.print_exc()
         return Verdict.UNDECIDED.exit_code
-    print(f"Verdict: {result.verdict}. Run directory: {spec.job_dir}", flush=True)
     return int(result.verdict.exit_code)
 
 
