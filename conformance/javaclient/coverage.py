@@ -20,8 +20,7 @@ search gives ``hypothesis.target()``): the probes of the tracked classes that no
 before, counted in the Python merge. Each of JaCoCo's probes marks an edge of a method's
 control flow as taken, so a probe first hit is code first run; the CLI (a JVM, 0.2 s idle
 and 0.5-1 s on a loaded machine, a run on the whole merged data) runs once per run, for its
-report
-(:attr:`CoverageTracker.total`), not per example (the profile's item 5,
+report (:attr:`CoverageTracker.total`), not per example (the profile's item 5,
 ``benchmarks/profiles/java-client-example-2026-11-30.md``).
 
 ::
@@ -230,7 +229,8 @@ class ClientCoverage:
 @dataclass(frozen=True)
 class NewCoverage:
     """The probes of the tracked code an example hit for the first time in the run (JaCoCo's
-    probes: each marks a stretch of a method's code as run; counted in the Python merge)."""
+    probes: each marks an edge of a method's control flow as taken; counted in the Python
+    merge)."""
 
     probes: int = 0
 
